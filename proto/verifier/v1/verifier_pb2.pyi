@@ -1,0 +1,188 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
+    OUTCOME_CORRECT: _ClassVar[Outcome]
+    OUTCOME_INCORRECT: _ClassVar[Outcome]
+    OUTCOME_NO_ANSWER: _ClassVar[Outcome]
+    OUTCOME_TIMEOUT: _ClassVar[Outcome]
+    OUTCOME_RUNTIME_ERROR: _ClassVar[Outcome]
+    OUTCOME_SANDBOX_ERROR: _ClassVar[Outcome]
+OUTCOME_UNSPECIFIED: Outcome
+OUTCOME_CORRECT: Outcome
+OUTCOME_INCORRECT: Outcome
+OUTCOME_NO_ANSWER: Outcome
+OUTCOME_TIMEOUT: Outcome
+OUTCOME_RUNTIME_ERROR: Outcome
+OUTCOME_SANDBOX_ERROR: Outcome
+
+class VerifyRequest(_message.Message):
+    __slots__ = ("verifier", "completion", "reference", "prompt", "options", "timeout_s", "id")
+    class OptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VERIFIER_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    verifier: str
+    completion: str
+    reference: str
+    prompt: str
+    options: _containers.ScalarMap[str, str]
+    timeout_s: float
+    id: str
+    def __init__(self, verifier: _Optional[str] = ..., completion: _Optional[str] = ..., reference: _Optional[str] = ..., prompt: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ..., timeout_s: _Optional[float] = ..., id: _Optional[str] = ...) -> None: ...
+
+class VerifyResponse(_message.Message):
+    __slots__ = ("reward", "outcome", "detail", "elapsed_s", "id", "components", "cached")
+    class ComponentsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    REWARD_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
+    reward: float
+    outcome: Outcome
+    detail: str
+    elapsed_s: float
+    id: str
+    components: _containers.ScalarMap[str, float]
+    cached: bool
+    def __init__(self, reward: _Optional[float] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ..., id: _Optional[str] = ..., components: _Optional[_Mapping[str, float]] = ..., cached: _Optional[bool] = ...) -> None: ...
+
+class VerifyBatchRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[VerifyRequest]
+    def __init__(self, items: _Optional[_Iterable[_Union[VerifyRequest, _Mapping]]] = ...) -> None: ...
+
+class VerifyBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[VerifyResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[VerifyResponse, _Mapping]]] = ...) -> None: ...
+
+class ListVerifiersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class VerifierInfo(_message.Message):
+    __slots__ = ("name", "kind", "description", "builtin", "version", "python", "remote", "composite")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    BUILTIN_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    description: str
+    builtin: bool
+    version: int
+    python: PythonVerifier
+    remote: RemoteVerifier
+    composite: CompositeVerifier
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ..., builtin: _Optional[bool] = ..., version: _Optional[int] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ...) -> None: ...
+
+class ListVerifiersResponse(_message.Message):
+    __slots__ = ("verifiers",)
+    VERIFIERS_FIELD_NUMBER: _ClassVar[int]
+    verifiers: _containers.RepeatedCompositeFieldContainer[VerifierInfo]
+    def __init__(self, verifiers: _Optional[_Iterable[_Union[VerifierInfo, _Mapping]]] = ...) -> None: ...
+
+class GetVerifierRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RegisterVerifierRequest(_message.Message):
+    __slots__ = ("name", "description", "python", "remote", "composite", "replace")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    python: PythonVerifier
+    remote: RemoteVerifier
+    composite: CompositeVerifier
+    replace: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
+
+class PythonVerifier(_message.Message):
+    __slots__ = ("source", "entrypoint")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ENTRYPOINT_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    entrypoint: str
+    def __init__(self, source: _Optional[str] = ..., entrypoint: _Optional[str] = ...) -> None: ...
+
+class RemoteVerifier(_message.Message):
+    __slots__ = ("target", "verifier")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    VERIFIER_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    verifier: str
+    def __init__(self, target: _Optional[str] = ..., verifier: _Optional[str] = ...) -> None: ...
+
+class CompositeVerifier(_message.Message):
+    __slots__ = ("components",)
+    COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    components: _containers.RepeatedCompositeFieldContainer[Component]
+    def __init__(self, components: _Optional[_Iterable[_Union[Component, _Mapping]]] = ...) -> None: ...
+
+class Component(_message.Message):
+    __slots__ = ("verifier", "weight", "options")
+    class OptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VERIFIER_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    verifier: str
+    weight: float
+    options: _containers.ScalarMap[str, str]
+    def __init__(self, verifier: _Optional[str] = ..., weight: _Optional[float] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class UnregisterVerifierRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class UnregisterVerifierResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

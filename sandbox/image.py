@@ -1,0 +1,167 @@
+"""Build the sandbox image without any image registry.
+
+Offline path (always works, needs root + debootstrap):
+  1. ``debootstrap --variant=minbase bookworm`` into ``var/cache/rootfs-<hash>`` (cached: ~90 s once);
+  2. the runtime layer: sympy, Math-Verify and its LaTeX parser installed on the host with
+     ``pip install --target`` (pure-Python wheels), byte-compiled, plus the in-container worker;
+  3. one tar stream of both piped into ``docker import`` with the image config (``--change``).
+
+Where a registry is reachable and debootstrap is not usable (not root, not Debian), ``--from-registry``
+builds ``FROM python:3.11-slim`` with the same runtime layer instead.
+
+The tag is ``rlvr-sandbox:<hash>`` where the hash covers everything that goes in (this recipe, the
+worker, the pinned runtime packages), so a change to any of them builds a new image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / "var" / "cache"
+WORKER = Path(__file__).resolve().parent / "worker.py"
+REPO_NAME = "rlvr-sandbox"
+SUITE = "bookworm"
+DEBIAN_PACKAGES = ["python3"]
+RUNTIME_PACKAGES = [
+    "sympy==1.14.0",
+    "mpmath==1.3.0",
+    "math-verify==0.9.0",
+    "latex2sympy2_extended==1.11.0",
+    "antlr4-python3-runtime==4.13.2",
+]
+SANDBOX_UID = 65534
+IMAGE_CHANGES = [
+    "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+    "ENV PYTHONPATH=/opt/pylibs",
+    "ENV PYTHONDONTWRITEBYTECODE=1",
+    "ENV HOME=/tmp",
+    "ENV LANG=C.UTF-8",
+    "WORKDIR /tmp",
+    f"USER {SANDBOX_UID}:{SANDBOX_UID}",
+    'CMD ["python3", "-I", "-S", "/opt/sandbox/worker.py"]',
+]
+
+
+def _sha(parts: list[bytes]) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(hashlib.sha256(p).digest())
+    return h.hexdigest()[:12]
+
+
+def rootfs_hash() -> str:
+    return _sha([SUITE.encode(), " ".join(DEBIAN_PACKAGES).encode(), b"minbase"])
+
+
+def image_tag() -> str:
+    """The tag of the image that the current sources describe."""
+    recipe = "\n".join(RUNTIME_PACKAGES + IMAGE_CHANGES).encode()
+    return f"{REPO_NAME}:{_sha([rootfs_hash().encode(), recipe, WORKER.read_bytes()])}"
+
+
+def image_exists(tag: str) -> bool:
+    r = subprocess.run(["docker", "image", "inspect", tag], capture_output=True)
+    return r.returncode == 0
+
+
+def _run(cmd: list[str], **kw) -> None:
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def build_rootfs() -> Path:
+    """debootstrap a minbase Debian with python3; cached by its inputs."""
+    dest = CACHE / f"rootfs-{rootfs_hash()}"
+    if (dest / ".complete").exists():
+        return dest
+    if os.geteuid() != 0:
+        sys.exit("building the sandbox root filesystem needs root (debootstrap); run `sudo make image`"
+                 " or `make image FROM_REGISTRY=1` where python:3.11-slim can be pulled")
+    if not shutil.which("debootstrap"):
+        _run(["apt-get", "install", "-y", "-q", "debootstrap"], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp = Path(str(dest) + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    mirror = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    _run(["debootstrap", "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}", SUITE, str(tmp), mirror],
+         stdout=subprocess.DEVNULL)
+    # Keep the image small: apt caches and docs are not needed at run time.
+    for sub in ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]:
+        shutil.rmtree(tmp / sub, ignore_errors=True)
+    (tmp / ".complete").touch()
+    tmp.rename(dest)
+    return dest
+
+
+def build_runtime_layer(layer: Path) -> None:
+    """Python packages (host pip, --target) and the worker, laid out as they appear in the image."""
+    pylibs = CACHE / f"pylibs-{_sha([' '.join(RUNTIME_PACKAGES).encode()])}"
+    if not (pylibs / ".complete").exists():
+        shutil.rmtree(pylibs, ignore_errors=True)
+        _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(pylibs),
+              *RUNTIME_PACKAGES])
+        _run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
+        (pylibs / ".complete").touch()
+    (layer / "opt" / "sandbox").mkdir(parents=True)
+    shutil.copytree(pylibs, layer / "opt" / "pylibs", ignore=shutil.ignore_patterns(".complete", "bin"))
+    shutil.copy(WORKER, layer / "opt" / "sandbox" / "worker.py")
+
+
+def build_offline(tag: str) -> None:
+    rootfs = build_rootfs()
+    with tempfile.TemporaryDirectory(prefix="rlvr-image-", dir=CACHE) as tmp:
+        layer = Path(tmp)
+        build_runtime_layer(layer)
+        tar = subprocess.Popen(
+            ["tar", "--numeric-owner", "--exclude=./.complete", "-C", str(rootfs), "-c", ".", "-C", str(layer), "opt"],
+            stdout=subprocess.PIPE,
+        )
+        cmd = ["docker", "import"]
+        for c in IMAGE_CHANGES:
+            cmd += ["--change", c]
+        cmd += ["--message", "rlvr sandbox (offline build)", "-", tag]
+        _run(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        if tar.wait() != 0:
+            raise SystemExit("tar of the sandbox root filesystem failed")
+
+
+def build_from_registry(tag: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rlvr-image-", dir=CACHE) as tmp:
+        ctx = Path(tmp)
+        build_runtime_layer(ctx)
+        lines = ["FROM python:3.11-slim", "COPY opt /opt"] + [c for c in IMAGE_CHANGES if not c.startswith("CMD")]
+        lines.append('CMD ["python3", "-I", "-S", "/opt/sandbox/worker.py"]')
+        (ctx / "Dockerfile").write_text("\n".join(lines) + "\n")
+        _run(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tag", action="store_true", help="print the tag the current sources describe and exit")
+    p.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
+    p.add_argument("--from-registry", action="store_true", help="build FROM python:3.11-slim (needs a registry)")
+    args = p.parse_args()
+    tag = image_tag()
+    if args.tag:
+        print(tag)
+        return
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if image_exists(tag) and not args.force:
+        print(f"sandbox image {tag} is up to date", file=sys.stderr)
+        return
+    (build_from_registry if args.from_registry else build_offline)(tag)
+    subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
+    print(f"built sandbox image {tag}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
