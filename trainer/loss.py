@@ -1,0 +1,153 @@
+"""GRPO objective as pure functions: group advantages, the clipped surrogate, the k3 KL penalty.
+
+References
+- GRPO: DeepSeekMath, Shao et al. 2024, eq. 3 and sec. 4.1.2  https://arxiv.org/abs/2402.03300
+- k3 KL estimator: http://joschu.net/blog/kl-approx.html  (unbiased, always >= 0)
+- DAPO (token-mean loss, clip-higher, dynamic sampling): https://arxiv.org/abs/2503.14476
+- Dr. GRPO (no std scaling, constant normaliser): https://arxiv.org/abs/2503.20783
+- GSPO (sequence-level importance ratio): https://arxiv.org/abs/2507.18071
+
+Departures from the paper, all optional and off by default:
+- ``eps`` is added to the std (1e-4, as TRL), so a group with a tiny spread does not explode;
+  a group whose rewards are all equal gets advantages of exactly 0.
+- A completion whose mask is all zero (e.g. the verifier's sandbox failed) contributes 0 to the
+  loss and still counts in the mean over completions (``clamp(min=1)`` as TRL), so masking a
+  sample scales the step by (N-1)/N instead of changing the other samples' weights.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+Scale = Literal["group", "batch", "none"]
+Std = Literal["population", "unbiased"]
+LossType = Literal["grpo", "token_mean", "dr_grpo"]
+ImportanceLevel = Literal["token", "sequence"]
+
+
+def group_advantages(
+    rewards: Tensor, group_size: int, *, scale: Scale = "group", std: Std = "population", eps: float = 1e-4
+) -> Tensor:
+    """A_i = (r_i - mean_g) / (std + eps) for the G contiguous completions of each prompt.
+
+    >>> group_advantages(torch.tensor([1.0, 0.0]), 2, std="unbiased")
+    tensor([ 0.7070, -0.7070])
+    """
+    if rewards.dim() != 1 or rewards.numel() % group_size != 0:
+        raise ValueError(
+            f"rewards must be (N,) with N divisible by group_size={group_size}, got {tuple(rewards.shape)}"
+        )
+    correction = 1 if std == "unbiased" else 0
+    r = rewards.view(-1, group_size)  # (P, G)
+    centred = r - r.mean(dim=1, keepdim=True)  # (P, G)
+    constant = (r == r[:, :1]).all(dim=1, keepdim=True)  # (P, 1) zero-variance groups
+    if scale == "group":
+        adv = centred / (r.std(dim=1, keepdim=True, correction=correction) + eps)
+    elif scale == "batch":
+        adv = centred / (rewards.std(correction=correction) + eps)
+    elif scale == "none":
+        adv = centred
+    else:
+        raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
+    return torch.where(constant, torch.zeros_like(adv), adv).view(-1)  # (N,)
+
+
+def k3_kl(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
+    """Per-token k3 estimate of KL(pi_theta || pi_ref): exp(ref - logp) - (ref - logp) - 1, >= 0."""
+    d = ref_logprobs - logprobs
+    return torch.exp(d) - d - 1
+
+
+def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    return (x * mask).sum() / mask.sum().clamp(min=1)
+
+
+def grpo_loss(
+    logprobs: Tensor,
+    old_logprobs: Tensor | None,
+    ref_logprobs: Tensor | None,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    beta: float = 0.04,
+    clip_eps_low: float = 0.2,
+    clip_eps_high: float = 0.2,
+    loss_type: LossType = "grpo",
+    importance_level: ImportanceLevel = "token",
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """Clipped surrogate + beta * k3, reduced per ``loss_type``. Returns (loss, detached stats).
+
+    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,).
+    """
+    mask = mask.to(logprobs.dtype)  # (N, T)
+    if old_logprobs is None:  # one optimisation pass per rollout: rho == 1, gradient of rho*A is A*grad(logp)
+        old_logprobs = logprobs.detach()
+    log_ratio = logprobs - old_logprobs  # (N, T)
+    if importance_level == "token":
+        ratio = torch.exp(log_ratio)  # (N, T)
+    elif importance_level == "sequence":
+        seq = (log_ratio * mask).sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1)  # (N, 1)
+        ratio = torch.exp(seq).expand_as(log_ratio)  # (N, T)
+    else:
+        raise ValueError(f"importance_level must be 'token' or 'sequence', got {importance_level!r}")
+    adv = advantages.to(logprobs.dtype).unsqueeze(1)  # (N, 1)
+    clipped = torch.clamp(ratio, 1 - clip_eps_low, 1 + clip_eps_high)  # (N, T)
+    per_token = -torch.min(ratio * adv, clipped * adv)  # (N, T)
+    if beta != 0.0:
+        if ref_logprobs is None:
+            raise ValueError("ref_logprobs is required when beta != 0")
+        kl = k3_kl(logprobs, ref_logprobs)  # (N, T)
+        per_token = per_token + beta * kl
+    else:
+        kl = torch.zeros_like(logprobs) if ref_logprobs is None else k3_kl(logprobs, ref_logprobs)
+
+    if loss_type == "grpo":  # DeepSeekMath eq. 3: 1/G sum_i 1/|o_i| sum_t
+        loss = ((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).mean()
+    elif loss_type == "token_mean":  # DAPO: every token weighs the same
+        loss = _masked_mean(per_token, mask)
+    elif loss_type == "dr_grpo":  # Dr. GRPO: constant normaliser N * T
+        loss = (per_token * mask).sum() / (mask.shape[0] * mask.shape[1])
+    else:
+        raise ValueError(f"loss_type must be 'grpo', 'token_mean' or 'dr_grpo', got {loss_type!r}")
+
+    with torch.no_grad():
+        low = (ratio < 1 - clip_eps_low) & (adv < 0)
+        high = (ratio > 1 + clip_eps_high) & (adv > 0)
+        stats = {
+            "kl": _masked_mean(kl.detach(), mask),
+            "clip_ratio/low": _masked_mean(low.to(mask.dtype), mask),
+            "clip_ratio/high": _masked_mean(high.to(mask.dtype), mask),
+            "clip_ratio/region": _masked_mean((low | high).to(mask.dtype), mask),
+            "ratio/mean": _masked_mean(ratio.detach(), mask),
+        }
+    return loss, stats
+
+
+def minibatch_weight(loss_type: LossType, mask_mb: Tensor, mask_all: Tensor) -> float:
+    """Weight of one minibatch's loss so that the weighted sum over minibatches equals the full-batch loss.
+
+    "grpo" and "dr_grpo" average over completions (n/N); "token_mean" over tokens (tokens_mb/tokens_all).
+    """
+    if loss_type == "token_mean":
+        return float(mask_mb.sum()) / max(float(mask_all.sum()), 1.0)
+    return mask_mb.shape[0] / mask_all.shape[0]
+
+
+def _upcast(x: Tensor) -> Tensor:
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def token_logprobs(logits: Tensor, targets: Tensor, temperature: float = 1.0) -> Tensor:
+    """log pi(target) per position. logits: (N, T, V), targets: (N, T) -> (N, T), at least float32."""
+    logits = _upcast(logits) / temperature
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (N, T)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def token_entropy(logits: Tensor, temperature: float = 1.0) -> Tensor:
+    """Entropy of the sampling distribution per position. logits: (N, T, V) -> (N, T)."""
+    logp = torch.log_softmax(_upcast(logits) / temperature, dim=-1)
+    return -(logp.exp() * logp).sum(-1)
