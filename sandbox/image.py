@@ -46,7 +46,7 @@ IMAGE_CHANGES = [
     "ENV LANG=C.UTF-8",
     "WORKDIR /tmp",
     f"USER {SANDBOX_UID}:{SANDBOX_UID}",
-    'CMD ["python3", "-I", "-S", "/opt/sandbox/worker.py"]',
+    'CMD ["python3", "-s", "/opt/sandbox/worker.py"]',
 ]
 
 
@@ -83,8 +83,10 @@ def build_rootfs() -> Path:
     if (dest / ".complete").exists():
         return dest
     if os.geteuid() != 0:
-        sys.exit("building the sandbox root filesystem needs root (debootstrap); run `sudo make image`"
-                 " or `make image FROM_REGISTRY=1` where python:3.11-slim can be pulled")
+        sys.exit(
+            "building the sandbox root filesystem needs root (debootstrap); run `sudo make image`"
+            " or `make image FROM_REGISTRY=1` where python:3.11-slim can be pulled"
+        )
     if not shutil.which("debootstrap"):
         _run(["apt-get", "install", "-y", "-q", "debootstrap"], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     shutil.rmtree(dest, ignore_errors=True)
@@ -92,8 +94,10 @@ def build_rootfs() -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     mirror = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
-    _run(["debootstrap", "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}", SUITE, str(tmp), mirror],
-         stdout=subprocess.DEVNULL)
+    _run(
+        ["debootstrap", "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}", SUITE, str(tmp), mirror],
+        stdout=subprocess.DEVNULL,
+    )
     # Keep the image small: apt caches and docs are not needed at run time.
     for sub in ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]:
         shutil.rmtree(tmp / sub, ignore_errors=True)
@@ -107,8 +111,20 @@ def build_runtime_layer(layer: Path) -> None:
     pylibs = CACHE / f"pylibs-{_sha([' '.join(RUNTIME_PACKAGES).encode()])}"
     if not (pylibs / ".complete").exists():
         shutil.rmtree(pylibs, ignore_errors=True)
-        _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(pylibs),
-              *RUNTIME_PACKAGES])
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-compile",
+                "--target",
+                str(pylibs),
+                *RUNTIME_PACKAGES,
+            ]
+        )
         _run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
         (pylibs / ".complete").touch()
     (layer / "opt" / "sandbox").mkdir(parents=True)
@@ -122,7 +138,19 @@ def build_offline(tag: str) -> None:
         layer = Path(tmp)
         build_runtime_layer(layer)
         tar = subprocess.Popen(
-            ["tar", "--numeric-owner", "--exclude=./.complete", "-C", str(rootfs), "-c", ".", "-C", str(layer), "opt"],
+            [
+                "tar",
+                "--numeric-owner",
+                "--exclude=./.complete",
+                "-C",
+                str(rootfs),
+                "-c",
+                ".",
+                "-C",
+                str(layer),
+                "opt/pylibs",
+                "opt/sandbox",
+            ],
             stdout=subprocess.PIPE,
         )
         cmd = ["docker", "import"]
@@ -139,7 +167,7 @@ def build_from_registry(tag: str) -> None:
         ctx = Path(tmp)
         build_runtime_layer(ctx)
         lines = ["FROM python:3.11-slim", "COPY opt /opt"] + [c for c in IMAGE_CHANGES if not c.startswith("CMD")]
-        lines.append('CMD ["python3", "-I", "-S", "/opt/sandbox/worker.py"]')
+        lines.append('CMD ["python3", "-s", "/opt/sandbox/worker.py"]')
         (ctx / "Dockerfile").write_text("\n".join(lines) + "\n")
         _run(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
 
