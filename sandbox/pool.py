@@ -95,6 +95,7 @@ class SandboxConfig:
     pids: int = 128
     tmpfs_mb: int = 64
     preload: tuple[str, ...] = ("sympy", "math_verify", "latex2sympy2_extended")
+    warmup: str = ""  # code run once in each worker after the preloads (builds lazy state before forking)
     max_waiters: int = 4096  # callers allowed to queue for a container; beyond that: PoolSaturated at once
     start_timeout_s: float = 60.0
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
@@ -163,6 +164,8 @@ class Container:
             "--hostname", "sandbox", "--workdir", "/tmp", "--log-driver", "none",
             "--env", f"RLVR_PRELOAD={','.join(cfg.preload)}",
         ]  # fmt: skip
+        if cfg.warmup:
+            cmd += ["--env", f"RLVR_WARMUP={cfg.warmup}"]
         if cfg.runtime:
             cmd += ["--runtime", cfg.runtime]
         cmd += [image, "python3", "-s", "/opt/sandbox/worker.py"]

@@ -329,6 +329,12 @@ def main():
             preloaded.append(name)
         except Exception as e:  # a missing package must not stop the worker
             sys.stderr.write(f"preload {name} failed: {e}\n")
+    warmup = os.environ.pop("RLVR_WARMUP", "")
+    if warmup:  # e.g. one parse + compare, so lazily built parser state is inherited warm by every job
+        try:
+            exec(compile(warmup, "<warmup>", "exec"), {"__name__": "__warmup__"})
+        except Exception as e:
+            sys.stderr.write(f"warmup failed: {e}\n")
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

@@ -1,0 +1,104 @@
+"""The shapes every verifier shares: a request, a verdict with an outcome, the errors that map to gRPC
+statuses, and the context a verifier runs in (the sandbox pool, the registry, the deadline)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sandbox.pool import Job, Result
+
+
+class Outcome(str, Enum):
+    CORRECT = "CORRECT"
+    INCORRECT = "INCORRECT"
+    NO_ANSWER = "NO_ANSWER"  # nothing gradable was found
+    TIMEOUT = "TIMEOUT"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    SANDBOX_ERROR = "SANDBOX_ERROR"  # infrastructure failed: not the model's fault
+
+
+@dataclass
+class Request:
+    verifier: str
+    completion: str
+    reference: str = ""
+    prompt: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 0.0
+    id: str = ""
+
+
+@dataclass
+class Verdict:
+    reward: float
+    outcome: Outcome
+    detail: str = ""
+    components: dict[str, float] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    cached: bool = False
+
+    @classmethod
+    def correct(cls, detail: str = "", reward: float = 1.0) -> Verdict:
+        return cls(reward, Outcome.CORRECT, detail)
+
+    @classmethod
+    def of(cls, outcome: Outcome, detail: str = "") -> Verdict:
+        return cls(1.0 if outcome is Outcome.CORRECT else 0.0, outcome, detail)
+
+
+class ServiceError(Exception):
+    """Base of the errors a request can cause; each maps to one gRPC status."""
+
+    status = "INTERNAL"
+
+
+class BadRequest(ServiceError):
+    status = "INVALID_ARGUMENT"
+
+
+class NotFound(ServiceError):
+    status = "NOT_FOUND"
+
+
+class AlreadyExists(ServiceError):
+    status = "ALREADY_EXISTS"
+
+
+class PermissionDenied(ServiceError):
+    status = "PERMISSION_DENIED"
+
+
+class Unauthenticated(ServiceError):
+    status = "UNAUTHENTICATED"
+
+
+class Unavailable(ServiceError):
+    status = "UNAVAILABLE"
+
+
+@dataclass
+class Context:
+    """What a verifier may use while grading one request."""
+
+    run_job: Callable[[Job], Result]  # runs untrusted code in the sandbox
+    lookup: Callable[[str], Verifier]  # resolves another verifier by name (composites)
+    deadline: float  # time.monotonic() by which the answer is due
+    verify: Callable[[Request], Verdict] | None = None  # full path (cache, timing) for composites
+
+    def time_left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+class Verifier(Protocol):
+    name: str
+    kind: str  # builtin | python | remote | composite
+    description: str
+    version: int
+    default_timeout_s: float
+
+    def verify(self, req: Request, ctx: Context) -> Verdict: ...

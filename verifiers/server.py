@@ -1,0 +1,174 @@
+"""The gRPC server: thin servicer methods that convert proto ↔ Python and call VerifierService.
+
+    python -m verifiers.server --host 127.0.0.1 --port 50051 --registry var/registry.sqlite
+
+Health (grpc.health.v1) answers NOT_SERVING until the sandbox pool is ready, then SERVING. Server
+reflection is on, so any gRPC client (grpcurl, grpcui, Postman) can list and call the service.
+SIGTERM/SIGINT: health goes NOT_SERVING, new RPCs are refused, in-flight ones get a grace period,
+every container of the pool is removed, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifiers.base import Request, ServiceError, Verdict
+from verifiers.registry import Registry
+from verifiers.service import VerifierService
+
+log = logging.getLogger("verifiers.server")
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["VerifierService"].full_name
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def request_from_proto(r: pb.VerifyRequest) -> Request:
+    return Request(r.verifier, r.completion, r.reference, r.prompt, dict(r.options), r.timeout_s, r.id)
+
+
+def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
+    return pb.VerifyResponse(
+        reward=v.reward,
+        outcome=pb.Outcome.Value(f"OUTCOME_{v.outcome.value}"),
+        detail=v.detail,
+        elapsed_s=v.elapsed_s,
+        id=req_id,
+        components=v.components,
+        cached=v.cached,
+    )
+
+
+def info_to_proto(v, builtin: bool) -> pb.VerifierInfo:
+    return pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
+                           version=getattr(v, "version", 1))  # fmt: skip
+
+
+def _deadline(context: grpc.ServicerContext) -> float | None:
+    left = context.time_remaining()
+    return None if left is None else time.monotonic() + left
+
+
+def _abort(context: grpc.ServicerContext, e: ServiceError):
+    context.abort(getattr(grpc.StatusCode, e.status), str(e))
+
+
+class Servicer(pb_grpc.VerifierServiceServicer):
+    def __init__(self, service: VerifierService, admin=None):
+        self.service = service
+        self.admin = admin  # callable(context) that raises Unauthenticated; set by registration
+
+    def Verify(self, request, context):
+        try:
+            v = self.service.verify(request_from_proto(request), _deadline(context))
+        except ServiceError as e:
+            _abort(context, e)
+        return verdict_to_proto(v, request.id)
+
+    def VerifyBatch(self, request, context):
+        reqs = [request_from_proto(r) for r in request.items]
+        try:
+            verdicts = self.service.verify_batch(reqs, _deadline(context))
+        except ServiceError as e:
+            _abort(context, e)
+        return pb.VerifyBatchResponse(results=[verdict_to_proto(v, r.id) for v, r in zip(verdicts, reqs, strict=True)])
+
+    def ListVerifiers(self, request, context):
+        reg = self.service.registry
+        return pb.ListVerifiersResponse(verifiers=[info_to_proto(v, reg.is_builtin(v.name)) for v in reg.all()])
+
+    def GetVerifier(self, request, context):
+        try:
+            v = self.service.registry.get(request.name)
+        except ServiceError as e:
+            _abort(context, e)
+        return info_to_proto(v, self.service.registry.is_builtin(v.name))
+
+
+def build_server(service: VerifierService, host: str, port: int, workers: int = 32):
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise SystemExit(f"could not listen on {host}:{port} (in use?): choose another --port")
+    return server, health_servicer, bound
+
+
+def _set_health(h: health.HealthServicer, serving: bool) -> None:
+    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+    for name in ("", SERVICE_NAME):
+        h.set(name, status)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from sandbox.pool import SandboxConfig, SandboxPool
+    from verifiers.math_verifier import WARMUP
+
+    pool = SandboxPool(SandboxConfig(size=args.pool_size or (os.cpu_count() or 1), warmup=WARMUP))
+    service = VerifierService(Registry(args.registry), pool)
+    server, health_servicer, port = build_server(service, args.host, args.port)
+    _set_health(health_servicer, False)
+    server.start()
+    log.info("listening on %s:%d (health NOT_SERVING until the sandbox pool is ready)", args.host, port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        pool.start()
+        log.info("sandbox pool ready: %d containers in %.1f s", pool.size, pool.startup_s)
+        _set_health(health_servicer, True)
+        print(f"SERVING on {args.host}:{port}", flush=True)
+        stop.wait()
+    except Exception as e:  # noqa: BLE001 - reported and turned into an exit status
+        log.error("%s", e)
+        return_code = 1
+    else:
+        return_code = 0
+    log.info("shutting down: refusing new requests, finishing in-flight ones")
+    _set_health(health_servicer, False)
+    server.stop(grace=args.grace_s).wait()
+    service.close()
+    pool.close()
+    log.info("stopped; sandbox containers removed")
+    return return_code
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m verifiers.server", description="reward-verifier gRPC service")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=50051, help="0 picks a free port (printed on start)")
+    p.add_argument("--registry", default="var/registry.sqlite", help="SQLite file of registered verifiers")
+    p.add_argument("--pool-size", type=int, default=0, help="sandbox containers (default: one per CPU core)")
+    p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
+    p.add_argument("--admin-token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""),
+                   help="require 'authorization: Bearer <token>' on mutating RPCs (env VERIFIER_ADMIN_TOKEN)")  # fmt: skip
+    p.add_argument("--log-level", default="INFO")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sys.exit(serve(args))
+
+
+if __name__ == "__main__":
+    main()
