@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from sandbox.pool import Job, Result
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     CORRECT = "CORRECT"
     INCORRECT = "INCORRECT"
     NO_ANSWER = "NO_ANSWER"  # nothing gradable was found
