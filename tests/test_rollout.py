@@ -1,0 +1,193 @@
+"""Rollout: sampling shapes and masks, log-probs equal to generate's own, batch assembly with masks."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from trainer.config import GRPOConfig
+from trainer.rollout import (
+    DataStream,
+    Example,
+    PythonReward,
+    Rollout,
+    Score,
+    collect_batch,
+    completion_logprobs,
+    completion_mask_from_eos,
+    concat_rollouts,
+    generate_rollout,
+    informative_groups,
+    load_examples,
+)
+
+torch.set_num_threads(1)
+
+CHARS = list(string.digits + string.ascii_lowercase + "+-*=<>/ ")
+
+
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    """Character-level: one token per character, <pad> 0, <eos> 1."""
+    vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>", *CHARS])}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", padding_side="left"
+    )
+
+
+def tiny_model(tok, seed: int = 0, hidden: int = 64, layers: int = 2) -> Qwen2ForCausalLM:
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=None,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(cfg)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model
+
+
+EXAMPLES = [Example("1+2=", "3"), Example("12+30=", "42"), Example("7*6=", "42")]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tiny_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model(tok):
+    return tiny_model(tok)
+
+
+def test_rollout_shapes_groups_and_masks(tok, model):
+    torch.manual_seed(0)
+    ro = generate_rollout(model, tok, EXAMPLES, 4, max_new_tokens=10, temperature=1.0)
+    n = len(EXAMPLES) * 4
+    assert ro.prompt_ids.shape[0] == ro.completion_ids.shape[0] == n and ro.completion_ids.shape[1] <= 10
+    assert ro.prompts == [e.prompt for e in EXAMPLES for _ in range(4)]
+    assert ro.references == [e.reference for e in EXAMPLES for _ in range(4)]
+    lengths = ro.completion_mask.sum(1)
+    for i in range(n):
+        ids = ro.completion_ids[i].tolist()
+        if ro.truncated[i]:
+            assert lengths[i] == 10 and tok.eos_token_id not in ids
+        else:  # mask runs up to and including the first EOS, padding after it
+            assert ids[lengths[i] - 1] == tok.eos_token_id
+            assert all(t == tok.pad_token_id for t in ids[lengths[i] :])
+        assert ro.completion_mask[i, : lengths[i]].all() and not ro.completion_mask[i, lengths[i] :].any()
+    # left padding: every prompt ends at the right edge
+    assert ro.prompt_mask[:, -1].all()
+
+
+def test_completion_mask_from_eos():
+    ids = torch.tensor([[5, 1, 7, 1], [5, 6, 7, 8], [1, 0, 0, 0]])
+    mask, truncated = completion_mask_from_eos(ids, [1])
+    assert mask.tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
+    assert truncated.tolist() == [False, True, False]
+
+
+def test_logprobs_equal_generate_scores(tok, model):
+    """The training forward (left padding, position ids from the mask) scores exactly what generate sampled."""
+    torch.manual_seed(3)
+    enc = tok([e.prompt for e in EXAMPLES for _ in range(2)], return_tensors="pt", padding=True)
+    out = model.generate(
+        **enc,
+        max_new_tokens=8,
+        do_sample=True,
+        temperature=0.7,
+        top_k=0,
+        output_logits=True,
+        return_dict_in_generate=True,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
+    ids = out.sequences[:, enc["input_ids"].shape[1] :]
+    want = torch.log_softmax(torch.stack(out.logits, 1) / 0.7, -1).gather(-1, ids[..., None])[..., 0]
+    mask, trunc = completion_mask_from_eos(ids, [1])
+    ro = Rollout(enc["input_ids"], enc["attention_mask"], ids.masked_fill(mask == 0, 0), mask, trunc, [])
+    with torch.no_grad():
+        got, ent = completion_logprobs(model, ro, temperature=0.7, with_entropy=True)
+    assert torch.allclose(got * mask, want * mask, atol=1e-5)
+    assert ent.shape == got.shape and (ent >= 0).all()
+    # any subset of rows gives the same numbers (prompt padding trimmed per subset)
+    with torch.no_grad():
+        sub, _ = completion_logprobs(model, ro, temperature=0.7, rows=torch.tensor([4, 5]))
+    assert torch.allclose(sub * mask[4:], got[4:] * mask[4:], atol=1e-5)
+
+
+def test_greedy_rollout_is_deterministic(tok, model):
+    a = generate_rollout(model, tok, EXAMPLES, 1, max_new_tokens=6, do_sample=False)
+    b = generate_rollout(model, tok, EXAMPLES, 1, max_new_tokens=6, do_sample=False)
+    assert a.texts == b.texts and torch.equal(a.completion_ids, b.completion_ids)
+
+
+def test_concat_rollouts_pads_both_sides(tok, model):
+    torch.manual_seed(0)
+    a = generate_rollout(model, tok, EXAMPLES[:1], 2, max_new_tokens=3)
+    b = generate_rollout(model, tok, EXAMPLES[1:2], 2, max_new_tokens=6)
+    c = concat_rollouts([a, b], tok.pad_token_id)
+    assert c.prompt_ids.shape[1] == max(a.prompt_ids.shape[1], b.prompt_ids.shape[1])
+    assert c.completion_ids.shape[1] == max(a.completion_ids.shape[1], b.completion_ids.shape[1])
+    assert c.prompt_mask[:, -1].all() and c.texts == a.texts + b.texts
+    assert torch.equal(c.completion_mask.sum(1), torch.cat([a.completion_mask.sum(1), b.completion_mask.sum(1)]))
+
+
+def test_informative_groups_ignore_sandbox_errors():
+    rewards = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+    valid = torch.tensor([True, True, True, True, True, False, True, False])
+    assert informative_groups(rewards, valid, 2).tolist() == [True, False, False, False]
+
+
+def test_data_stream_is_seeded_and_resumable():
+    ex = [Example(str(i), str(i)) for i in range(5)]
+    a = DataStream(ex, seed=1)
+    first = [e.prompt for e in a.take(7)]
+    state = a.state()
+    rest = [e.prompt for e in a.take(6)]
+    b = DataStream(ex, seed=1)
+    b.load(state)
+    assert [e.prompt for e in b.take(6)] == rest
+    assert sorted(first[:5]) == [str(i) for i in range(5)]  # each epoch is a permutation
+
+
+def test_dynamic_sampling_keeps_informative_groups(tok, model):
+    """A reward that only separates completions of one prompt: dynamic sampling fills the batch with it."""
+    ex = [Example("1+2=", "informative"), Example("7*6=", "flat")]
+    reward = PythonReward(lambda c, r: float(len(c) % 2) if r == "informative" else 0.0)
+    cfg = GRPOConfig(group_size=4, prompts_per_step=2, max_new_tokens=6, dynamic_sampling=True, max_refills=6)
+    torch.manual_seed(0)
+    batch = collect_batch(cfg, model, tok, DataStream(ex, 0), reward)
+    assert len(batch.rollout) == 8 and batch.rollouts >= 2
+    flags = informative_groups(batch.rewards, batch.valid, 4)
+    assert flags.all() and set(batch.rollout.references) == {"informative"}
+
+
+def test_load_examples(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"prompt": "1+1=", "answer": "2"}\n\n{"prompt": "f", "tests": "assert f()"}\n')
+    assert load_examples(p) == [Example("1+1=", "2"), Example("f", "assert f()")]
+    p.write_text('{"question": "x"}\n')
+    with pytest.raises(ValueError, match="prompt"):
+        load_examples(p)
+
+
+def test_python_reward_outcomes():
+    out = PythonReward(lambda c, r: None if not c else float(c == r))(["", "3", "4"], ["3", "3", "3"], [""] * 3)
+    assert [s.outcome for s in out] == ["NO_ANSWER", "CORRECT", "INCORRECT"]
+    assert isinstance(out[0], Score) and out[1].reward == 1.0

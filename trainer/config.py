@@ -1,0 +1,154 @@
+"""The trainer's configuration: one pydantic model, validated once where it is parsed.
+
+A YAML file gives the values; ``--key value`` pairs on the command line override them (nested
+fields with a dot: ``--lora.r 16``; values are parsed as YAML, so ``--beta 0`` is a number).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class LoraConfig(BaseModel):
+    """LoRA adapters through ``peft`` (optional dependency: ``pip install .[lora]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    r: int = Field(16, ge=1, description="adapter rank")
+    alpha: int = Field(32, ge=1, description="scaling numerator (scale = alpha / r)")
+    dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the adapter input")
+    target_modules: list[str] | str = Field("all-linear", description="module names, or 'all-linear'")
+
+
+class GRPOConfig(BaseModel):
+    """Everything one GRPO run needs. Field descriptions are the documentation."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    # -- what to train on -----------------------------------------------------------------------
+    model: str | None = Field(None, description="folder or hub id for AutoModelForCausalLM (None: passed in)")
+    tokenizer: str | None = Field(None, description="tokenizer folder (default: same as model)")
+    data: str | None = Field(None, description='JSONL: {"prompt","answer"} (math) or {"prompt","tests"} (code)')
+    eval_data: str | None = Field(None, description="held-out JSONL, graded greedily every eval_every steps")
+    use_chat_template: bool = Field(True, description="wrap prompts in the tokenizer's chat template if it has one")
+
+    # -- rewards ----------------------------------------------------------------------------------
+    verifier: str = Field("math", description="name of the verifier in the service's registry")
+    verifier_target: str = Field("127.0.0.1:50051", description="host:port of the verifier service")
+    verifier_timeout_s: float = Field(300.0, gt=0, description="deadline of one VerifyBatch call")
+
+    # -- rollout ----------------------------------------------------------------------------------
+    group_size: int = Field(8, ge=2, description="G: completions sampled per prompt")
+    prompts_per_step: int = Field(8, ge=1, description="prompts per rollout batch (batch = prompts * G)")
+    max_new_tokens: int = Field(256, ge=1, description="completion length limit")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature (log-probs use the same)")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
+    mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
+    dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
+    max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")
+
+    # -- objective --------------------------------------------------------------------------------
+    beta: float = Field(0.04, ge=0, description="k3 KL weight; 0 loads no reference model")
+    clip_eps_low: float = Field(0.2, ge=0, lt=1, description="lower clip: rho >= 1 - eps_low")
+    clip_eps_high: float = Field(0.2, ge=0, description="upper clip: rho <= 1 + eps_high (DAPO: 0.28)")
+    loss_type: Literal["grpo", "token_mean", "dr_grpo"] = Field("grpo", description="reduction, see loss.py")
+    importance_level: Literal["token", "sequence"] = Field("token", description="'sequence' is GSPO")
+    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="advantage std scaling")
+    std: Literal["population", "unbiased"] = Field("population", description="std estimator for advantages")
+    ref_reset_every: int = Field(0, ge=0, description="pi_ref <- pi_theta every K steps (0: never)")
+
+    # -- optimisation -----------------------------------------------------------------------------
+    steps: int = Field(100, ge=1, description="rollout steps")
+    mu: int = Field(1, ge=1, description="optimisation epochs over each rollout batch")
+    minibatches: int = Field(1, ge=1, description="optimizer steps per epoch (the batch split evenly)")
+    micro_batch_size: int | None = Field(None, ge=1, description="rows per forward/backward (grad accumulation)")
+    lr: float = Field(1e-6, gt=0, description="AdamW peak learning rate")
+    lr_schedule: Literal["constant", "linear", "cosine"] = Field("constant", description="after warmup")
+    warmup_steps: int = Field(0, ge=0, description="linear warmup, in optimizer steps")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    adam_betas: tuple[float, float] = Field((0.9, 0.99), description="AdamW betas")
+    grad_clip: float = Field(1.0, ge=0, description="max global grad norm (0: off)")
+    lora: LoraConfig | None = Field(None, description="train LoRA adapters instead of all weights")
+    gradient_checkpointing: bool = Field(False, description="recompute activations in backward")
+
+    # -- run --------------------------------------------------------------------------------------
+    run_dir: str = Field("runs/grpo", description="metrics, checkpoints, curves.png")
+    save_every: int = Field(0, ge=0, description="checkpoint every K steps (0: only at the end)")
+    keep_checkpoints: int = Field(2, ge=1, description="how many step checkpoints to keep")
+    eval_every: int = Field(0, ge=0, description="greedy held-out accuracy every K steps (0: off)")
+    eval_limit: int | None = Field(None, ge=1, description="grade only the first K eval examples")
+    log_completions_every: int = Field(10, ge=0, description="write sampled completions every K steps")
+    seed: int = Field(0, description="seeds data order, sampling and init of adapters")
+    device: str = Field("auto", description="'auto' (cuda if available, else cpu), or a torch device")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="auto: bf16 on cuda")
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default)")
+    resume: str | None = Field(None, description="'auto' (latest in run_dir) or a checkpoint folder")
+
+    @model_validator(mode="after")
+    def _check(self) -> GRPOConfig:
+        batch = self.prompts_per_step * self.group_size
+        if batch % self.minibatches:
+            raise ValueError(
+                f"batch prompts_per_step*group_size={batch} is not divisible by minibatches={self.minibatches}"
+            )
+        mb = batch // self.minibatches
+        if self.micro_batch_size and mb % self.micro_batch_size:
+            raise ValueError(f"minibatch of {mb} rows is not divisible by micro_batch_size={self.micro_batch_size}")
+        return self
+
+    @property
+    def batch_size(self) -> int:
+        return self.prompts_per_step * self.group_size
+
+    @property
+    def off_policy(self) -> bool:
+        """True when some optimizer step sees a batch sampled by an older policy (needs old log-probs)."""
+        return self.mu > 1 or self.minibatches > 1
+
+
+def _parse_overrides(pairs: list[str]) -> dict:
+    """['--beta', '0', '--lora.r', '8'] -> {'beta': 0, 'lora': {'r': 8}}."""
+    out: dict = {}
+    it = iter(pairs)
+    for key in it:
+        if not key.startswith("--"):
+            raise SystemExit(f"expected --key value, got {key!r}")
+        try:
+            value = yaml.safe_load(next(it))
+        except StopIteration:
+            raise SystemExit(f"{key} needs a value") from None
+        node = out
+        *parents, leaf = key[2:].replace("-", "_").split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return out
+
+
+def _merge(base: dict, over: dict) -> dict:
+    for k, v in over.items():
+        base[k] = _merge(dict(base.get(k) or {}), v) if isinstance(v, dict) else v
+    return base
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> GRPOConfig:
+    """Read YAML (optional), apply overrides, validate once. Errors name the field and the file."""
+    raw: dict = {}
+    if path is not None:
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise SystemExit(f"config file not found: {path}") from None
+        if not isinstance(raw, dict):
+            raise SystemExit(f"{path}: expected a mapping of field: value")
+        raw = raw.get("grpo", raw) if isinstance(raw.get("grpo"), dict) else raw
+    over = overrides if isinstance(overrides, dict) else _parse_overrides(list(overrides or []))
+    raw = _merge(raw, over)
+    try:
+        return GRPOConfig(**raw)
+    except ValidationError as e:
+        where = f" in {path}" if path else ""
+        raise SystemExit(f"invalid trainer config{where}:\n{e}") from None

@@ -1,0 +1,382 @@
+"""Rollouts: G sampled completions per prompt, their masks, their log-probs, and their rewards.
+
+- ``generate_rollout`` samples with ``transformers`` ``generate`` (temperature, top_p, max_new_tokens,
+  stop at EOS). Each prompt is repeated G times, so group g is rows g*G .. g*G+G-1.
+- ``completion_logprobs`` scores the sampled tokens under any model (policy, old policy, reference)
+  with one forward pass over prompt + completion, logits only for the completion positions.
+- Rewards come through one small interface, ``RewardFn``. ``VerifierReward`` is the real one: one
+  ``VerifyBatch`` call to the verifier service per step. ``PythonReward`` wraps a plain function
+  for benchmarks and tests of the loss (never for the service's own tests).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from trainer.config import GRPOConfig
+from trainer.loss import token_entropy, token_logprobs
+from verifiers.client import VerifierClient, VerifyItem
+
+SANDBOX_ERROR = "SANDBOX_ERROR"
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    """One prompt and what grades it: the gold answer (math) or the tests (code)."""
+
+    prompt: str
+    reference: str
+
+
+def load_examples(path: str | Path) -> list[Example]:
+    """JSONL rows ``{"prompt", "answer"}`` (math) or ``{"prompt", "tests"}`` (code)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            ref = row.get("answer", row.get("tests"))
+            if "prompt" not in row or ref is None:
+                raise ValueError(f"{path}:{n}: each row needs 'prompt' and 'answer' (math) or 'tests' (code)")
+            rows.append(Example(str(row["prompt"]), str(ref)))
+    if not rows:
+        raise ValueError(f"{path}: no examples")
+    return rows
+
+
+def render_prompt(tokenizer, prompt: str, use_chat_template: bool = True) -> str:
+    """The prompt as the model sees it: inside the chat template when the tokenizer has one."""
+    if use_chat_template and getattr(tokenizer, "chat_template", None):
+        msgs = [{"role": "user", "content": prompt}]
+        return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    return prompt
+
+
+# ---------------------------------------------------------------------------------------------
+# sampling
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rollout:
+    """A batch of N = prompts * G completions; tensors live on the model's device."""
+
+    prompt_ids: Tensor  # (N, P) left-padded
+    prompt_mask: Tensor  # (N, P)
+    completion_ids: Tensor  # (N, C) right-padded
+    completion_mask: Tensor  # (N, C) 1 up to and including the first EOS
+    truncated: Tensor  # (N,) bool: no EOS within max_new_tokens
+    texts: list[str]  # (N,) decoded completions without special tokens
+    prompts: list[str] = field(default_factory=list)  # (N,) raw prompts
+    references: list[str] = field(default_factory=list)  # (N,)
+
+    def __len__(self) -> int:
+        return self.completion_ids.shape[0]
+
+    def select(self, rows: Sequence[int]) -> Rollout:
+        idx = torch.as_tensor(list(rows), dtype=torch.long, device=self.completion_ids.device)
+        return Rollout(
+            self.prompt_ids[idx],
+            self.prompt_mask[idx],
+            self.completion_ids[idx],
+            self.completion_mask[idx],
+            self.truncated[idx],
+            [self.texts[i] for i in rows],
+            [self.prompts[i] for i in rows],
+            [self.references[i] for i in rows],
+        )
+
+
+def completion_mask_from_eos(completion_ids: Tensor, eos_ids: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """(N, C) ids -> mask (N, C) that keeps tokens up to and including the first EOS, truncated (N,)."""
+    is_eos = torch.isin(completion_ids, torch.tensor(list(eos_ids), device=completion_ids.device))  # (N, C)
+    has_eos = is_eos.any(dim=1)  # (N,)
+    first = torch.where(has_eos, is_eos.int().argmax(dim=1), completion_ids.shape[1])  # (N,)
+    pos = torch.arange(completion_ids.shape[1], device=completion_ids.device)
+    return (pos[None, :] <= first[:, None]).long(), ~has_eos
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    eos = model.generation_config.eos_token_id
+    eos = tokenizer.eos_token_id if eos is None else eos
+    return [eos] if isinstance(eos, int) else list(eos)
+
+
+@torch.inference_mode()
+def generate_rollout(
+    model,
+    tokenizer,
+    examples: Sequence[Example],
+    group_size: int,
+    *,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    do_sample: bool = True,
+    use_chat_template: bool = True,
+) -> Rollout:
+    """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False)."""
+    device = next(model.parameters()).device
+    prompts = [e.prompt for e in examples for _ in range(group_size)]
+    texts_in = [render_prompt(tokenizer, p, use_chat_template) for p in prompts]
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    tokenizer.padding_side = side
+    eos = _eos_ids(model, tokenizer)
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if do_sample else {}
+    was_training = model.training
+    model.eval()
+    out = model.generate(
+        **enc,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos,
+        pad_token_id=tokenizer.pad_token_id,
+        use_cache=True,
+        **({"do_sample": False} if not do_sample else sampling),
+    )
+    model.train(was_training)
+    completion_ids = out[:, enc["input_ids"].shape[1] :]  # (N, C)
+    mask, truncated = completion_mask_from_eos(completion_ids, eos)
+    completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
+    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    return Rollout(
+        enc["input_ids"],
+        enc["attention_mask"],
+        completion_ids,
+        mask,
+        truncated,
+        texts,
+        prompts,
+        [e.reference for e in examples for _ in range(group_size)],
+    )
+
+
+def completion_logprobs(
+    model, rollout: Rollout, *, temperature: float = 1.0, with_entropy: bool = False, rows: Tensor | slice | None = None
+) -> tuple[Tensor, Tensor | None]:
+    """Log-probs (n, C) of the sampled completion tokens (and entropies (n, C)) under ``model``.
+
+    Position ids follow the attention mask, as in ``generate``, so left padding does not shift them;
+    prompt columns that are padding in every selected row are dropped first.
+    """
+    rows = slice(None) if rows is None else rows
+    prompt_mask = rollout.prompt_mask[rows]  # (n, P)
+    start = int((prompt_mask.sum(0) == 0).sum())  # leading all-padding columns (left padding)
+    ids = torch.cat([rollout.prompt_ids[rows][:, start:], rollout.completion_ids[rows]], dim=1)  # (n, P'+C)
+    attn = torch.cat([prompt_mask[:, start:], rollout.completion_mask[rows]], dim=1)  # (n, P'+C)
+    pos = (attn.cumsum(dim=1) - 1).clamp(min=0)  # (n, P+C)
+    c = rollout.completion_ids.shape[1]
+    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=c + 1).logits
+    logits = logits[:, :-1]  # (n, C, V): position t predicts completion token t
+    logp = token_logprobs(logits, rollout.completion_ids[rows], temperature)  # (n, C)
+    ent = None
+    if with_entropy:
+        with torch.no_grad():
+            ent = token_entropy(logits.detach(), temperature)
+    return logp, ent
+
+
+# ---------------------------------------------------------------------------------------------
+# rewards
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Score:
+    """One graded completion. ``components`` holds the per-verifier rewards of a composite."""
+
+    reward: float
+    outcome: str
+    components: dict[str, float] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+class RewardFn(Protocol):
+    """Grades a batch: completions[i] against references[i] (prompts[i] for context)."""
+
+    def __call__(self, completions: list[str], references: list[str], prompts: list[str]) -> list[Score]: ...
+
+
+class VerifierReward:
+    """Rewards from the verifier service: one ``VerifyBatch`` call per step, through the client only."""
+
+    def __init__(self, verifier: str, target: str | None = None, *, client: VerifierClient | None = None, **kw):
+        if client is None and target is None:
+            raise ValueError("VerifierReward needs a target ('host:port') or a client")
+        self.verifier = verifier
+        self.client = client or VerifierClient(target, **kw)
+
+    def __call__(self, completions: list[str], references: list[str], prompts: list[str]) -> list[Score]:
+        items = [
+            VerifyItem(verifier=self.verifier, completion=c, reference=r, prompt=p, id=str(i))
+            for i, (c, r, p) in enumerate(zip(completions, references, prompts, strict=True))
+        ]
+        results = self.client.verify_batch(items)
+        return [Score(r.reward, r.outcome, dict(r.components), r.elapsed_s) for r in results]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class PythonReward:
+    """A plain ``fn(completion, reference) -> float | None`` (None: nothing gradable). Benchmarks only."""
+
+    def __init__(self, fn: Callable[[str, str], float | None], name: str = "python"):
+        self.fn, self.name = fn, name
+
+    def __call__(self, completions: list[str], references: list[str], prompts: list[str]) -> list[Score]:
+        out = []
+        for c, r in zip(completions, references, strict=True):
+            v = self.fn(c, r)
+            outcome = "NO_ANSWER" if v is None else ("CORRECT" if v >= 1.0 else "INCORRECT")
+            out.append(Score(float(v or 0.0), outcome, {self.name: float(v or 0.0)}))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# a training batch: data stream -> rollout -> grades (dynamic sampling refills)
+# ---------------------------------------------------------------------------------------------
+
+
+class DataStream:
+    """Endless, seeded pass over the examples; a new permutation each epoch. State: (epoch, position)."""
+
+    def __init__(self, examples: list[Example], seed: int):
+        self.examples, self.seed, self.epoch, self.pos = examples, seed, 0, 0
+        self._order = self._perm()
+
+    def _perm(self) -> list[int]:
+        return np.random.default_rng([self.seed, self.epoch]).permutation(len(self.examples)).tolist()
+
+    def take(self, n: int) -> list[Example]:
+        out = []
+        while len(out) < n:
+            if self.pos == len(self._order):
+                self.epoch, self.pos = self.epoch + 1, 0
+                self._order = self._perm()
+            out.append(self.examples[self._order[self.pos]])
+            self.pos += 1
+        return out
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+    def load(self, state: dict[str, int]) -> None:
+        self.epoch, self.pos = state["epoch"], state["pos"]
+        self._order = self._perm()
+
+
+@dataclass
+class Batch:
+    rollout: Rollout
+    rewards: Tensor  # (N,) float32, SANDBOX_ERROR entries hold 0
+    valid: Tensor  # (N,) bool: graded (not SANDBOX_ERROR)
+    scores: list[Score]
+    verify_s: float
+    rollouts: int  # how many generate calls built this batch (dynamic sampling refills)
+
+
+def grade(reward_fn: RewardFn, rollout: Rollout) -> tuple[Tensor, Tensor, list[Score], float]:
+    t0 = time.perf_counter()
+    scores = reward_fn(rollout.texts, rollout.references, rollout.prompts)
+    dt = time.perf_counter() - t0
+    if len(scores) != len(rollout):
+        raise RuntimeError(f"reward function returned {len(scores)} scores for {len(rollout)} completions")
+    rewards = torch.tensor([s.reward for s in scores], dtype=torch.float32)
+    valid = torch.tensor([s.outcome != SANDBOX_ERROR for s in scores])
+    return rewards, valid, scores, dt
+
+
+def informative_groups(rewards: Tensor, valid: Tensor, g: int) -> Tensor:
+    """(P,) bool: the group has >= 2 valid samples with different rewards."""
+    r, v = rewards.view(-1, g), valid.view(-1, g)
+    hi = torch.where(v, r, torch.full_like(r, -torch.inf)).amax(1)
+    lo = torch.where(v, r, torch.full_like(r, torch.inf)).amin(1)
+    return (v.sum(1) >= 2) & (hi > lo)
+
+
+def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:
+    width = max(t.shape[1] for t in tensors)
+    pad = [(width - t.shape[1], 0) if left else (0, width - t.shape[1]) for t in tensors]
+    return torch.cat([torch.nn.functional.pad(t, p, value=value) for t, p in zip(tensors, pad, strict=True)])
+
+
+def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
+    """Stack rollouts of different widths: prompts padded on the left, completions on the right."""
+    if len(parts) == 1:
+        return parts[0]
+    return Rollout(
+        _pad_cat([p.prompt_ids for p in parts], pad_id, left=True),
+        _pad_cat([p.prompt_mask for p in parts], 0, left=True),
+        _pad_cat([p.completion_ids for p in parts], pad_id, left=False),
+        _pad_cat([p.completion_mask for p in parts], 0, left=False),
+        torch.cat([p.truncated for p in parts]),
+        sum((p.texts for p in parts), []),
+        sum((p.prompts for p in parts), []),
+        sum((p.references for p in parts), []),
+    )
+
+
+def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn) -> Batch:
+    """prompts x G -> rollout -> rewards. With dynamic sampling, keep only informative groups and
+    sample more prompts (up to max_refills times); top up with uninformative groups if still short."""
+    g, want = cfg.group_size, cfg.prompts_per_step
+    kept: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
+    spare: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
+    verify_s, rollouts, have = 0.0, 0, 0
+    while have < want and rollouts <= (cfg.max_refills if cfg.dynamic_sampling else 0):
+        ro = generate_rollout(
+            model,
+            tokenizer,
+            stream.take(want - have if cfg.dynamic_sampling else want),
+            g,
+            max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            use_chat_template=cfg.use_chat_template,
+        )
+        rewards, valid, scores, dt = grade(reward_fn, ro)
+        verify_s, rollouts = verify_s + dt, rollouts + 1
+        good = informative_groups(rewards, valid, g) if cfg.dynamic_sampling else torch.ones(len(ro) // g, dtype=bool)
+        for keep, bucket in ((True, kept), (False, spare)):
+            groups = [i for i in range(len(good)) if bool(good[i]) == keep]
+            rows = [i * g + j for i in groups for j in range(g)]
+            if rows:
+                bucket.append((ro.select(rows), rewards[rows], valid[rows], [scores[i] for i in rows]))
+        have = sum(len(k[0]) for k in kept) // g
+    parts = _take_groups(kept + spare, want * g)
+    ro = concat_rollouts([p[0] for p in parts], tokenizer.pad_token_id)
+    return Batch(
+        ro,
+        torch.cat([p[1] for p in parts]),
+        torch.cat([p[2] for p in parts]),
+        sum((p[3] for p in parts), []),
+        verify_s,
+        rollouts,
+    )
+
+
+def _take_groups(parts: list, n_rows: int) -> list:
+    out, left = [], n_rows
+    for ro, r, v, s in parts:
+        if left <= 0:
+            break
+        k = min(left, len(ro))
+        out.append((ro.select(range(k)), r[:k], v[:k], s[:k]) if k < len(ro) else (ro, r, v, s))
+        left -= k
+    return out

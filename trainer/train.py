@@ -1,0 +1,515 @@
+"""GRPO (DeepSeekMath, https://arxiv.org/abs/2402.03300), top to bottom:
+
+    config -> model, reference, optimizer -> for each step:
+        prompts x G -> rollout (generate) -> one VerifyBatch call -> group advantages
+        -> mu epochs over minibatches (grad accumulation over micro-batches) -> clip -> AdamW + schedule
+        -> metrics -> checkpoint -> (every K steps) pi_ref <- pi_theta
+
+    python -m trainer.train --config configs/x.yaml [--key value ...] [--resume auto]
+
+Where this departs from the paper (all switchable in the config):
+- Samples graded ``SANDBOX_ERROR`` are masked out of the loss; for the group statistics their reward
+  is replaced by the mean of the group's valid samples (so they move neither mean nor sign).
+- With ``mu == 1`` and one minibatch the old policy is the current one (rho == 1, no extra forward).
+- DAPO's dynamic sampling, clip-higher and token-mean loss, Dr. GRPO's unscaled advantages and
+  GSPO's sequence-level ratio are options, off by default.
+- Log-probs are taken at the sampling temperature, as the samples were drawn from that distribution.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import random
+import resource
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from trainer.checkpoint import load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
+from trainer.config import GRPOConfig, load_config
+from trainer.loss import group_advantages, grpo_loss, minibatch_weight
+from trainer.metrics import MetricsLogger
+from trainer.rollout import (
+    Batch,
+    DataStream,
+    Example,
+    RewardFn,
+    Rollout,
+    Score,
+    VerifierReward,
+    collect_batch,
+    completion_logprobs,
+    generate_rollout,
+    informative_groups,
+    load_examples,
+)
+
+# ---------------------------------------------------------------------------------------------
+# setup
+# ---------------------------------------------------------------------------------------------
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def pick_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    return getattr(torch, name)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _disable_dropout(model: torch.nn.Module) -> None:
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+
+
+def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
+    """The model to train (loaded from cfg.model unless given), on cfg's device, LoRA-wrapped if asked."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = pick_device(cfg.device)
+    dtype = pick_dtype(cfg.dtype, device)
+    if model is None:
+        if cfg.model is None:
+            raise SystemExit("no model: set `model:` in the config (a folder or hub id) or pass one to train()")
+        model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype)
+    if tokenizer is None:
+        tokenizer = AutoTokenizer.from_pretrained(cfg.tokenizer or cfg.model)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = model.to(device=device, dtype=dtype)
+    _disable_dropout(model)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    if cfg.lora is not None:
+        try:
+            import peft
+        except ImportError:
+            raise SystemExit("lora: needs peft; install it with `pip install .[lora]`") from None
+        lc = cfg.lora
+        pc = peft.LoraConfig(
+            r=lc.r,
+            lora_alpha=lc.alpha,
+            lora_dropout=lc.dropout,
+            target_modules=lc.target_modules,
+            task_type="CAUSAL_LM",
+        )
+        model = peft.get_peft_model(model, pc)
+        if cfg.gradient_checkpointing:
+            model.enable_input_require_grads()
+    model.train()
+    return model, tokenizer
+
+
+def make_reference(cfg: GRPOConfig, model):
+    """Frozen copy of the policy; None when beta == 0 (no KL) or with LoRA (adapters off = reference)."""
+    if cfg.beta == 0 or cfg.lora is not None:
+        return None
+    ref = copy.deepcopy(model).eval()
+    ref.requires_grad_(False)
+    return ref
+
+
+def make_optimizer(cfg: GRPOConfig, model) -> tuple[torch.optim.Optimizer, Any]:
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay)
+    total = cfg.steps * cfg.mu * cfg.minibatches
+
+    def factor(i: int) -> float:
+        if i < cfg.warmup_steps:
+            return (i + 1) / cfg.warmup_steps
+        frac = (i - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
+        if cfg.lr_schedule == "linear":
+            return max(0.0, 1.0 - frac)
+        if cfg.lr_schedule == "cosine":
+            return 0.5 * (1.0 + np.cos(np.pi * min(frac, 1.0)))
+        return 1.0
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+# ---------------------------------------------------------------------------------------------
+# advantages (SANDBOX_ERROR samples do not count)
+# ---------------------------------------------------------------------------------------------
+
+
+def masked_group_advantages(cfg: GRPOConfig, rewards: Tensor, valid: Tensor) -> Tensor:
+    """group_advantages over valid samples: invalid ones take their group's valid mean, then get A = 0."""
+    g = cfg.group_size
+    r, v = rewards.view(-1, g), valid.view(-1, g).float()
+    valid_mean = (r * v).sum(1, keepdim=True) / v.sum(1, keepdim=True).clamp(min=1)
+    filled = torch.where(v.bool(), r, valid_mean).view(-1)
+    adv = group_advantages(filled, g, scale=cfg.scale_rewards, std=cfg.std)
+    return adv * valid.float()
+
+
+# ---------------------------------------------------------------------------------------------
+# one step: the update
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _reference_mode(model, ref):
+    """The reference policy: the frozen copy, or the LoRA model with its adapters switched off."""
+    if ref is not None:
+        yield ref
+    elif hasattr(model, "disable_adapter"):
+        with model.disable_adapter():
+            yield model
+    else:
+        raise RuntimeError("no reference model (beta > 0 needs one)")
+
+
+def _chunks(n: int, size: int | None) -> list[slice]:
+    size = size or n
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+@torch.no_grad()
+def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
+    """(N, C) log-probs of the batch under ``model`` without gradients, in micro-batches."""
+    was = model.training
+    model.eval()
+    out = [
+        completion_logprobs(model, rollout, temperature=cfg.temperature, rows=s)[0]
+        for s in _chunks(len(rollout), cfg.micro_batch_size)
+    ]
+    model.train(was)
+    return torch.cat(out)
+
+
+def optimize(
+    cfg: GRPOConfig, model, optimizer, scheduler, batch: Batch, adv: Tensor, loss_mask: Tensor, old_lp, ref_lp
+):
+    """mu epochs x minibatches optimizer steps; each minibatch accumulates over micro-batches."""
+    n = len(batch.rollout)
+    mb = n // cfg.minibatches
+    params = [p for p in model.parameters() if p.requires_grad]
+    sums: Counter = Counter()
+    count = 0
+    for _ in range(cfg.mu):
+        order = torch.randperm(n) if cfg.minibatches > 1 else torch.arange(n)
+        for m in range(cfg.minibatches):
+            idx_mb = order[m * mb : (m + 1) * mb].to(adv.device)
+            optimizer.zero_grad(set_to_none=True)
+            for s in _chunks(mb, cfg.micro_batch_size):
+                idx = idx_mb[s]
+                logp, ent = completion_logprobs(
+                    model, batch.rollout, temperature=cfg.temperature, with_entropy=True, rows=idx
+                )
+                loss, stats = grpo_loss(
+                    logp,
+                    None if old_lp is None else old_lp[idx],
+                    None if ref_lp is None else ref_lp[idx],
+                    adv[idx],
+                    loss_mask[idx],
+                    beta=cfg.beta,
+                    clip_eps_low=cfg.clip_eps_low,
+                    clip_eps_high=cfg.clip_eps_high,
+                    loss_type=cfg.loss_type,
+                    importance_level=cfg.importance_level,
+                )
+                w = minibatch_weight(cfg.loss_type, loss_mask[idx], loss_mask[idx_mb])
+                (loss * w).backward()
+                m_tok = loss_mask[idx].float()
+                stats["entropy"] = (ent * m_tok).sum() / m_tok.sum().clamp(min=1)
+                for k, v in {"total": loss.detach(), **stats}.items():
+                    sums[k] += float(v) * w
+            norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else float("inf"))
+            sums["grad_norm"] += float(norm)
+            optimizer.step()
+            scheduler.step()
+            count += 1
+    return {k: v / count for k, v in sums.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics of one step
+# ---------------------------------------------------------------------------------------------
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, opt_stats: dict) -> dict[str, float]:
+    ro, r, v = batch.rollout, batch.rewards, batch.valid
+    g = cfg.group_size
+    lengths = ro.completion_mask.sum(1).float().cpu()
+    rv = r[v] if v.any() else torch.zeros(1)
+    outcomes = Counter(s.outcome for s in batch.scores)
+    m: dict[str, float] = {
+        "reward/mean": rv.mean().item(),
+        "reward/std": rv.std(correction=0).item(),
+        "reward/accuracy": outcomes["CORRECT"] / max(1, int(v.sum())),
+        "group/frac_zero_std": 1.0 - informative_groups(r, v, g).float().mean().item(),
+        "group/advantage_abs_mean": adv.abs().mean().item(),
+        "completion/length_mean": lengths.mean().item(),
+        "completion/length_max": lengths.max().item(),
+        "completion/truncated_frac": ro.truncated.float().mean().item(),
+        "completion/masked_frac": 1.0 - (loss_mask.sum(1) > 0).float().mean().item(),
+        "verifier/batch_s": batch.verify_s,
+        "verifier/item_s_mean": float(np.mean([s.elapsed_s for s in batch.scores])),
+        "dynamic/rollouts": float(batch.rollouts),
+    }
+    for name in sorted({k for s in batch.scores for k in s.components}):
+        vals = [s.components.get(name, 0.0) for s, ok in zip(batch.scores, v.tolist(), strict=True) if ok]
+        m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
+    for o in ("CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "SANDBOX_ERROR"):
+        m[f"outcome/{o}"] = float(outcomes[o])
+    for k, val in opt_stats.items():
+        prefix = "policy/" if k in ("entropy", "grad_norm") else "loss/"
+        m[prefix + k] = val
+    return m
+
+
+def _completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
+    return [
+        {
+            "prompt": batch.rollout.prompts[i],
+            "completion": batch.rollout.texts[i],
+            "reference": batch.rollout.references[i],
+            "reward": round(batch.rewards[i].item(), 4),
+            "outcome": batch.scores[i].outcome,
+            "advantage": round(adv[i].item(), 4),
+        }
+        for i in range(min(k, len(batch.rollout)))
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+
+
+def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref) -> Path:
+    extra = {"data": stream.state(), "config": cfg.model_dump()}
+    if ref is not None:
+        extra["reference"] = {k: t.detach().cpu() for k, t in ref.state_dict().items()}
+    return save_checkpoint(
+        cfg.run_dir, step, model, tokenizer, optimizer, scheduler, extra=extra, keep=cfg.keep_checkpoints
+    )
+
+
+def _resume(cfg, model, optimizer, scheduler, stream, ref) -> int:
+    """Load the checkpoint named by cfg.resume into the live objects; returns its step (0: fresh start)."""
+    path = resolve_resume(cfg.resume, cfg.run_dir) if cfg.resume else None
+    if path is None:
+        return 0
+    from safetensors.torch import load_file
+
+    state = load_trainer_state(path)
+    if cfg.lora is not None:
+        import peft
+
+        peft.set_peft_model_state_dict(model, load_file(str(path / "adapter_model.safetensors")))
+    else:
+        weights = load_file(str(path / "model.safetensors"))
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        tied = set(getattr(model, "_tied_weights_keys", None) or [])
+        if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
+            raise SystemExit(f"--resume {path}: weights do not match the model ({missing[:3]} {unexpected[:3]})")
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    stream.load(state["data"])
+    if ref is not None and "reference" in state:
+        ref.load_state_dict(state["reference"])
+    set_rng_state(state["rng"])
+    print(f"resumed from {path} (step {state['step']})", file=sys.stderr)
+    return int(state["step"])
+
+
+def _loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
+    keep = batch.valid.to(batch.rollout.completion_mask.device)
+    if cfg.mask_truncated:
+        keep = keep & ~batch.rollout.truncated
+    return batch.rollout.completion_mask * keep[:, None]  # (N, C)
+
+
+def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | None = None) -> dict[str, Any]:
+    """Run GRPO as ``cfg`` says. ``model``/``tokenizer`` override cfg.model; ``reward_fn`` overrides the
+    verifier client (benchmarks). Returns {"model", "tokenizer", "run_dir", "checkpoint", "metrics"}."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    model, tokenizer = load_policy(cfg, model, tokenizer)
+    if cfg.data is None:
+        raise SystemExit("no data: set `data:` to a JSONL file of {prompt, answer} or {prompt, tests} rows")
+    stream = DataStream(load_examples(cfg.data), cfg.seed)
+    eval_examples = load_examples(cfg.eval_data)[: cfg.eval_limit] if cfg.eval_data and cfg.eval_every else []
+    ref = make_reference(cfg, model)
+    optimizer, scheduler = make_optimizer(cfg, model)
+    own_reward = reward_fn is None
+    reward_fn = reward_fn or VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
+    logger = MetricsLogger(cfg.run_dir)
+    start = _resume(cfg, model, optimizer, scheduler, stream, ref)
+    logger.truncate_after(start)
+    device = next(model.parameters()).device
+    last: dict[str, float] = {}
+    try:
+        for step in range(start + 1, cfg.steps + 1):
+            last = run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger)
+            if eval_examples and step % cfg.eval_every == 0:
+                ev = evaluate(model, tokenizer, eval_examples, reward_fn, max_new_tokens=cfg.max_new_tokens)
+                last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
+            last["perf/peak_mem_mb"] = peak_memory_mb(device)
+            logger.log(step, last)
+            if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
+                ref.load_state_dict(model.state_dict())
+            if cfg.save_every and step % cfg.save_every == 0:
+                _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref)
+        final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref)
+    finally:
+        logger.close()
+        if own_reward:
+            reward_fn.close()
+    return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
+
+
+def run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger) -> dict[str, float]:
+    """One GRPO step: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns metrics."""
+    t0 = time.perf_counter()
+    batch = collect_batch(cfg, model, tokenizer, stream, reward_fn)
+    t1 = time.perf_counter()
+    device = batch.rollout.completion_ids.device
+    adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
+    loss_mask = _loss_mask(cfg, batch)  # (N, C)
+    old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
+    ref_lp = None
+    if cfg.beta > 0:
+        with _reference_mode(model, ref) as ref_model:
+            ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
+    opt_stats = optimize(cfg, model, optimizer, scheduler, batch, adv, loss_mask, old_lp, ref_lp)
+    t2 = time.perf_counter()
+    m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
+    tokens = int(batch.rollout.completion_mask.sum())
+    m.update(
+        {
+            "policy/lr": scheduler.get_last_lr()[0],
+            "perf/step_s": t2 - t0,
+            "perf/rollout_s": t1 - t0 - batch.verify_s,
+            "perf/update_s": t2 - t1,
+            "perf/tokens_per_s": tokens / (t2 - t0),
+            "perf/tokens": float(tokens),
+        }
+    )
+    if cfg.log_completions_every and step % cfg.log_completions_every == 0:
+        logger.log_completions(step, _completion_rows(batch, adv))
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation: greedy, through the same reward path
+# ---------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    model,
+    tokenizer,
+    examples: list[Example],
+    reward_fn: RewardFn,
+    *,
+    max_new_tokens: int,
+    batch_size: int = 64,
+    use_chat_template: bool = True,
+) -> dict[str, Any]:
+    """Greedy completions for ``examples`` graded by ``reward_fn``: accuracy (share CORRECT), reward mean,
+    outcome counts, and the completions themselves."""
+    scores: list[Score] = []
+    texts: list[str] = []
+    for i in range(0, len(examples), batch_size):
+        part = examples[i : i + batch_size]
+        ro = generate_rollout(
+            model,
+            tokenizer,
+            part,
+            1,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            use_chat_template=use_chat_template,
+        )
+        scores += reward_fn(ro.texts, ro.references, ro.prompts)
+        texts += ro.texts
+    n = max(1, len(scores))
+    outcomes = Counter(s.outcome for s in scores)
+    return {
+        "accuracy": outcomes["CORRECT"] / n,
+        "reward_mean": sum(s.reward for s in scores) / n,
+        "outcomes": dict(outcomes),
+        "completions": texts,
+        "n": len(scores),
+    }
+
+
+def evaluate_accuracy(
+    model,
+    tokenizer,
+    examples: list[Example] | str | Path,
+    *,
+    verifier: str = "math",
+    target: str = "127.0.0.1:50051",
+    max_new_tokens: int = 64,
+    batch_size: int = 64,
+    use_chat_template: bool = True,
+) -> dict[str, Any]:
+    """Greedy held-out accuracy through the verifier service (examples: a list or a JSONL path)."""
+    if not isinstance(examples, list):
+        examples = load_examples(examples)
+    reward = VerifierReward(verifier, target)
+    try:
+        return evaluate(
+            model,
+            tokenizer,
+            examples,
+            reward,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            use_chat_template=use_chat_template,
+        )
+    finally:
+        reward.close()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """``python -m trainer.train --config FILE [--key value ...]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        print("fields:")
+        for name, f in GRPOConfig.model_fields.items():
+            print(f"  --{name:<22} {f.description} (default: {f.default!r})")
+        raise SystemExit(0)
+    path = None
+    if "--config" in argv:
+        i = argv.index("--config")
+        path = argv[i + 1] if i + 1 < len(argv) else None
+        if path is None:
+            raise SystemExit("--config needs a file")
+        del argv[i : i + 2]
+    cfg = load_config(path, argv)
+    out = train(cfg)
+    print(f"done: {cfg.steps} steps, checkpoint {out['checkpoint']}, metrics {Path(cfg.run_dir) / 'metrics.jsonl'}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
