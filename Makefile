@@ -1,0 +1,92 @@
+# Entry points. Every target that needs the environment depends on `setup`, which is idempotent
+# and takes a few seconds once done: .venv + pinned packages, a Docker engine, the sandbox image.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+
+HOST ?= 127.0.0.1
+PORT ?= 50051
+REGISTRY ?= var/registry.sqlite
+POOL ?= 0
+PYTEST_ARGS ?=
+
+# make train / make eval knobs (empty = the embedded default)
+CONFIG ?=
+MODEL ?=
+DATA ?=
+VERIFIER ?=
+TARGET ?=
+COMPLETIONS ?=
+K ?=
+OUT ?=
+SUITE ?=
+
+.PHONY: help setup venv docker image proto serve test test-fast lint format train eval bench clean
+
+help:
+	@echo "make setup      venv + packages, Docker engine, sandbox image (idempotent; every target runs it)"
+	@echo "make train      train the embedded default (or MODEL=… DATA=… VERIFIER=… CONFIG=…)"
+	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… VERIFIER=… K=… OUT=…)"
+	@echo "make test       the whole test suite (Docker and gRPC tests included)"
+	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051)"
+	@echo "make image      build the sandbox image offline (debootstrap + docker import)"
+	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
+	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
+	@echo "make bench      run the benchmarks in bench/ (prints figures)"
+	@echo "make lint       ruff check + format check;  make clean: remove sandbox containers and var/tmp"
+
+setup: venv docker image
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || { echo "== creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@$(PY) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed: make PYTHON=python3.11"'
+	@echo "== installing the project and its pinned dependencies into $(VENV)"
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,lora]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+docker:
+	@bash sandbox/docker_engine.sh
+
+image: venv docker
+	@$(PY) -m sandbox.image
+
+proto: venv
+	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. proto/verifier/v1/verifier.proto
+
+serve: setup
+	$(PY) -m verifiers.server --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: venv
+	$(PY) -m pytest -m "not docker" $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+train: setup
+	$(PY) -m trainer.pipeline $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
+	  $(if $(DATA),--data $(DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--target $(TARGET))
+
+eval: setup
+	$(PY) -m trainer.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
+	  $(if $(COMPLETIONS),--completions $(COMPLETIONS)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
+	  $(if $(K),--k $(K)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) $(if $(TARGET),--target $(TARGET))
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	-@ids=$$(docker ps -aq --filter label=rlvr.sandbox 2>/dev/null); [ -z "$$ids" ] || docker rm -f $$ids >/dev/null
+	rm -rf var/tmp
