@@ -28,17 +28,20 @@ from trainer.rollout import (
 torch.set_num_threads(1)
 
 CHARS = list(string.digits + string.ascii_lowercase + "+-*=<>/ ")
+R1_TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
 
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    """Character-level: one token per character, <pad> 0, <eos> 1."""
+    """Character-level: one token per character, <pad> 0, <eos> 1, the R1 tags as single tokens."""
     vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>", *CHARS])}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tk.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
+    tok = PreTrainedTokenizerFast(
         tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", padding_side="left"
     )
+    tok.add_tokens(R1_TAGS)
+    return tok
 
 
 def tiny_model(tok, seed: int = 0, hidden: int = 64, layers: int = 2) -> Qwen2ForCausalLM:
