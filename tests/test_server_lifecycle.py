@@ -1,0 +1,100 @@
+"""The server as a process: health, reflection, error statuses, clean shutdown, crash cleanup."""
+
+import signal
+import subprocess
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from verifiers.client import VerifierClient, VerifierError
+from verifiers.launch import LocalServer
+
+pytestmark = pytest.mark.docker
+
+
+def _containers_of(pid: int) -> list[str]:
+    out = subprocess.run(
+        ["docker", "ps", "-a", "--filter", "label=rlvr.sandbox", "--format", '{{.Names}} {{.Label "rlvr.owner"}}'],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return [line.split()[0] for line in out.splitlines() if line.endswith(f":{pid}")]
+
+
+def test_health_serving_and_reflection_lists_the_service(verifier_server):
+    with grpc.insecure_channel(verifier_server.target) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        for name in ("", "verifier.v1.VerifierService"):
+            resp = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=10)
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+        refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+        replies = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+        names = {s.name for r in replies for s in r.list_services_response.service}
+        assert "verifier.v1.VerifierService" in names
+        assert "grpc.health.v1.Health" in names
+
+
+@pytest.mark.parametrize(
+    "kwargs,code",
+    [
+        (dict(verifier="no_such_verifier", completion="x"), grpc.StatusCode.NOT_FOUND),
+        (dict(verifier="", completion="x"), grpc.StatusCode.INVALID_ARGUMENT),
+        (dict(verifier="think_format", completion="x", timeout_s=-1), grpc.StatusCode.INVALID_ARGUMENT),
+        (dict(verifier="think_format", completion="x" * (65 * 1024 * 1024)), grpc.StatusCode.RESOURCE_EXHAUSTED),
+    ],
+    ids=["unknown-verifier", "empty-verifier", "negative-timeout", "oversized"],
+)
+def test_bad_requests_get_the_right_status(client, kwargs, code):
+    with pytest.raises(VerifierError) as e:
+        client.verify(**kwargs)
+    assert e.value.code == code
+    assert e.value.message  # says what was wrong
+    # and the service keeps serving
+    assert client.verify("think_format", "<think>a</think>b").reward == 1.0
+
+
+def test_sigterm_exits_zero_and_removes_its_containers(tmp_path):
+    srv = LocalServer(pool_size=1, log_path=str(tmp_path / "log")).start()
+    pid = srv.proc.pid
+    assert len(_containers_of(pid)) == 1
+    assert srv.stop(signal.SIGTERM) == 0
+    assert _containers_of(pid) == []
+
+
+def test_sigkill_then_restart_leaves_no_container(tmp_path):
+    srv = LocalServer(pool_size=1, log_path=str(tmp_path / "log")).start()
+    pid = srv.proc.pid
+    assert _containers_of(pid)
+    srv.stop(signal.SIGKILL)
+    with LocalServer(pool_size=1, log_path=str(tmp_path / "log2")) as srv2:
+        # the new server's start removes whatever the killed one left behind
+        deadline = time.monotonic() + 30
+        while _containers_of(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _containers_of(pid) == []
+        assert len(_containers_of(srv2.proc.pid)) == 1
+    assert _containers_of(srv2.proc.pid) == []
+
+
+def test_client_retries_while_the_server_is_starting(tmp_path):
+    # reserve a port, start the client call first, then the server: UNAVAILABLE is retried
+    import socket
+    import threading
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    srv = LocalServer(pool_size=1, port=port, log_path=str(tmp_path / "log"))
+    threading.Timer(1.0, srv.start).start()
+    try:
+        with VerifierClient(f"127.0.0.1:{port}", timeout_s=90, retries=30) as c:
+            r = c.verify("think_format", "<think>a</think>b")
+        assert r.outcome == "CORRECT"
+    finally:
+        deadline = time.monotonic() + 60
+        while srv.proc is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        srv.stop()
