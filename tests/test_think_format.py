@@ -46,7 +46,7 @@ def test_think_format_over_grpc(client):
     items = [VerifyItem("think_format", c, "", id=str(i)) for i, (c, _, _) in enumerate(CASES)]
     results = client.verify_batch(items)
     assert [r.id for r in results] == [str(i) for i in range(len(CASES))]
-    for (completion, expected, why), r in zip(CASES, results, strict=True):
+    for (_, expected, why), r in zip(CASES, results, strict=True):
         assert r.reward == (1.0 if expected else 0.0), why
         assert r.outcome == ("CORRECT" if expected else "INCORRECT"), why
     single = client.verify("think_format", CASES[0][0])

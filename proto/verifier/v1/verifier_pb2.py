@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n proto/verifier/v1/verifier.proto\x12\x0bverifier.v1\"\xe1\x01\n\rVerifyRequest\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x12\n\ncompletion\x18\x02 \x01(\t\x12\x11\n\treference\x18\x03 \x01(\t\x12\x0e\n\x06prompt\x18\x04 \x01(\t\x12\x38\n\x07options\x18\x05 \x03(\x0b\x32\'.verifier.v1.VerifyRequest.OptionsEntry\x12\x11\n\ttimeout_s\x18\x06 \x01(\x01\x12\n\n\x02id\x18\x07 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfa\x01\n\x0eVerifyResponse\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12%\n\x07outcome\x18\x02 \x01(\x0e\x32\x14.verifier.v1.Outcome\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x11\n\telapsed_s\x18\x04 \x01(\x01\x12\n\n\x02id\x18\x05 \x01(\t\x12?\n\ncomponents\x18\x06 \x03(\x0b\x32+.verifier.v1.VerifyResponse.ComponentsEntry\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x08\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"?\n\x12VerifyBatchRequest\x12)\n\x05items\x18\x01 \x03(\x0b\x32\x1a.verifier.v1.VerifyRequest\"C\n\x13VerifyBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.verifier.v1.VerifyResponse\"\x16\n\x14ListVerifiersRequest\"\xee\x01\n\x0cVerifierInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07\x62uiltin\x18\x04 \x01(\x08\x12\x0f\n\x07version\x18\x05 \x01(\x03\x12+\n\x06python\x18\x06 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifier\x12+\n\x06remote\x18\x07 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifier\x12\x31\n\tcomposite\x18\x08 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifier\"E\n\x15ListVerifiersResponse\x12,\n\tverifiers\x18\x01 \x03(\x0b\x32\x19.verifier.v1.VerifierInfo\"\"\n\x12GetVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xe8\x01\n\x17RegisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12-\n\x06python\x18\x03 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifierH\x00\x12-\n\x06remote\x18\x04 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifierH\x00\x12\x33\n\tcomposite\x18\x05 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifierH\x00\x12\x0f\n\x07replace\x18\x06 \x01(\x08\x42\x06\n\x04spec\"4\n\x0ePythonVerifier\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x12\n\nentrypoint\x18\x02 \x01(\t\"2\n\x0eRemoteVerifier\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x10\n\x08verifier\x18\x02 \x01(\t\"?\n\x11\x43ompositeVerifier\x12*\n\ncomponents\x18\x01 \x03(\x0b\x32\x16.verifier.v1.Component\"\x93\x01\n\tComponent\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12\x34\n\x07options\x18\x03 \x03(\x0b\x32#.verifier.v1.Component.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\")\n\x19UnregisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x1c\n\x1aUnregisterVerifierResponse*\xb0\x01\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_CORRECT\x10\x01\x12\x15\n\x11OUTCOME_INCORRECT\x10\x02\x12\x15\n\x11OUTCOME_NO_ANSWER\x10\x03\x12\x13\n\x0fOUTCOME_TIMEOUT\x10\x04\x12\x19\n\x15OUTCOME_RUNTIME_ERROR\x10\x05\x12\x19\n\x15OUTCOME_SANDBOX_ERROR\x10\x06\x32\x85\x04\n\x0fVerifierService\x12\x41\n\x06Verify\x12\x1a.verifier.v1.VerifyRequest\x1a\x1b.verifier.v1.VerifyResponse\x12P\n\x0bVerifyBatch\x12\x1f.verifier.v1.VerifyBatchRequest\x1a .verifier.v1.VerifyBatchResponse\x12V\n\rListVerifiers\x12!.verifier.v1.ListVerifiersRequest\x1a\".verifier.v1.ListVerifiersResponse\x12I\n\x0bGetVerifier\x12\x1f.verifier.v1.GetVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12S\n\x10RegisterVerifier\x12$.verifier.v1.RegisterVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12\x65\n\x12UnregisterVerifier\x12&.verifier.v1.UnregisterVerifierRequest\x1a\'.verifier.v1.UnregisterVerifierResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n proto/verifier/v1/verifier.proto\x12\x0bverifier.v1\"\xe1\x01\n\rVerifyRequest\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x12\n\ncompletion\x18\x02 \x01(\t\x12\x11\n\treference\x18\x03 \x01(\t\x12\x0e\n\x06prompt\x18\x04 \x01(\t\x12\x38\n\x07options\x18\x05 \x03(\x0b\x32\'.verifier.v1.VerifyRequest.OptionsEntry\x12\x11\n\ttimeout_s\x18\x06 \x01(\x01\x12\n\n\x02id\x18\x07 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfa\x01\n\x0eVerifyResponse\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12%\n\x07outcome\x18\x02 \x01(\x0e\x32\x14.verifier.v1.Outcome\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x11\n\telapsed_s\x18\x04 \x01(\x01\x12\n\n\x02id\x18\x05 \x01(\t\x12?\n\ncomponents\x18\x06 \x03(\x0b\x32+.verifier.v1.VerifyResponse.ComponentsEntry\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x08\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"?\n\x12VerifyBatchRequest\x12)\n\x05items\x18\x01 \x03(\x0b\x32\x1a.verifier.v1.VerifyRequest\"C\n\x13VerifyBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.verifier.v1.VerifyResponse\"\x16\n\x14ListVerifiersRequest\"\xee\x01\n\x0cVerifierInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07\x62uiltin\x18\x04 \x01(\x08\x12\x0f\n\x07version\x18\x05 \x01(\x03\x12+\n\x06python\x18\x06 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifier\x12+\n\x06remote\x18\x07 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifier\x12\x31\n\tcomposite\x18\x08 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifier\"E\n\x15ListVerifiersResponse\x12,\n\tverifiers\x18\x01 \x03(\x0b\x32\x19.verifier.v1.VerifierInfo\"\"\n\x12GetVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xe8\x01\n\x17RegisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12-\n\x06python\x18\x03 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifierH\x00\x12-\n\x06remote\x18\x04 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifierH\x00\x12\x33\n\tcomposite\x18\x05 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifierH\x00\x12\x0f\n\x07replace\x18\x06 \x01(\x08\x42\x06\n\x04spec\"k\n\x0ePythonVerifier\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x12\n\nentrypoint\x18\x02 \x01(\t\x12\x1a\n\x12\x65xample_completion\x18\x03 \x01(\t\x12\x19\n\x11\x65xample_reference\x18\x04 \x01(\t\"2\n\x0eRemoteVerifier\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x10\n\x08verifier\x18\x02 \x01(\t\"?\n\x11\x43ompositeVerifier\x12*\n\ncomponents\x18\x01 \x03(\x0b\x32\x16.verifier.v1.Component\"\x93\x01\n\tComponent\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12\x34\n\x07options\x18\x03 \x03(\x0b\x32#.verifier.v1.Component.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\")\n\x19UnregisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x1c\n\x1aUnregisterVerifierResponse*\xb0\x01\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_CORRECT\x10\x01\x12\x15\n\x11OUTCOME_INCORRECT\x10\x02\x12\x15\n\x11OUTCOME_NO_ANSWER\x10\x03\x12\x13\n\x0fOUTCOME_TIMEOUT\x10\x04\x12\x19\n\x15OUTCOME_RUNTIME_ERROR\x10\x05\x12\x19\n\x15OUTCOME_SANDBOX_ERROR\x10\x06\x32\x85\x04\n\x0fVerifierService\x12\x41\n\x06Verify\x12\x1a.verifier.v1.VerifyRequest\x1a\x1b.verifier.v1.VerifyResponse\x12P\n\x0bVerifyBatch\x12\x1f.verifier.v1.VerifyBatchRequest\x1a .verifier.v1.VerifyBatchResponse\x12V\n\rListVerifiers\x12!.verifier.v1.ListVerifiersRequest\x1a\".verifier.v1.ListVerifiersResponse\x12I\n\x0bGetVerifier\x12\x1f.verifier.v1.GetVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12S\n\x10RegisterVerifier\x12$.verifier.v1.RegisterVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12\x65\n\x12UnregisterVerifier\x12&.verifier.v1.UnregisterVerifierRequest\x1a\'.verifier.v1.UnregisterVerifierResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,8 +37,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VERIFYRESPONSE_COMPONENTSENTRY']._serialized_options = b'8\001'
   _globals['_COMPONENT_OPTIONSENTRY']._loaded_options = None
   _globals['_COMPONENT_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_OUTCOME']._serialized_start=1666
-  _globals['_OUTCOME']._serialized_end=1842
+  _globals['_OUTCOME']._serialized_start=1721
+  _globals['_OUTCOME']._serialized_end=1897
   _globals['_VERIFYREQUEST']._serialized_start=50
   _globals['_VERIFYREQUEST']._serialized_end=275
   _globals['_VERIFYREQUEST_OPTIONSENTRY']._serialized_start=229
@@ -62,19 +62,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REGISTERVERIFIERREQUEST']._serialized_start=1037
   _globals['_REGISTERVERIFIERREQUEST']._serialized_end=1269
   _globals['_PYTHONVERIFIER']._serialized_start=1271
-  _globals['_PYTHONVERIFIER']._serialized_end=1323
-  _globals['_REMOTEVERIFIER']._serialized_start=1325
-  _globals['_REMOTEVERIFIER']._serialized_end=1375
-  _globals['_COMPOSITEVERIFIER']._serialized_start=1377
-  _globals['_COMPOSITEVERIFIER']._serialized_end=1440
-  _globals['_COMPONENT']._serialized_start=1443
-  _globals['_COMPONENT']._serialized_end=1590
+  _globals['_PYTHONVERIFIER']._serialized_end=1378
+  _globals['_REMOTEVERIFIER']._serialized_start=1380
+  _globals['_REMOTEVERIFIER']._serialized_end=1430
+  _globals['_COMPOSITEVERIFIER']._serialized_start=1432
+  _globals['_COMPOSITEVERIFIER']._serialized_end=1495
+  _globals['_COMPONENT']._serialized_start=1498
+  _globals['_COMPONENT']._serialized_end=1645
   _globals['_COMPONENT_OPTIONSENTRY']._serialized_start=229
   _globals['_COMPONENT_OPTIONSENTRY']._serialized_end=275
-  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_start=1592
-  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_end=1633
-  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_start=1635
-  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_end=1663
-  _globals['_VERIFIERSERVICE']._serialized_start=1845
-  _globals['_VERIFIERSERVICE']._serialized_end=2362
+  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_start=1647
+  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_end=1688
+  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_start=1690
+  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_end=1718
+  _globals['_VERIFIERSERVICE']._serialized_start=1900
+  _globals['_VERIFIERSERVICE']._serialized_end=2417
 # @@protoc_insertion_point(module_scope)

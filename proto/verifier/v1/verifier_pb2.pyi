@@ -139,12 +139,16 @@ class RegisterVerifierRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
 
 class PythonVerifier(_message.Message):
-    __slots__ = ("source", "entrypoint")
+    __slots__ = ("source", "entrypoint", "example_completion", "example_reference")
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     ENTRYPOINT_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLE_COMPLETION_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLE_REFERENCE_FIELD_NUMBER: _ClassVar[int]
     source: str
     entrypoint: str
-    def __init__(self, source: _Optional[str] = ..., entrypoint: _Optional[str] = ...) -> None: ...
+    example_completion: str
+    example_reference: str
+    def __init__(self, source: _Optional[str] = ..., entrypoint: _Optional[str] = ..., example_completion: _Optional[str] = ..., example_reference: _Optional[str] = ...) -> None: ...
 
 class RemoteVerifier(_message.Message):
     __slots__ = ("target", "verifier")
