@@ -117,7 +117,7 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return [eos] if isinstance(eos, int) else list(eos)
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def generate_rollout(
     model,
     tokenizer,

@@ -1,0 +1,209 @@
+"""The training loop. End-to-end tests talk to a real verifier service (LocalServer: a child process
+serving gRPC; the math verifier runs in Docker), never to a mock of it.
+
+- the entry point (`python -m trainer.train --config FILE --key value`) trains a tiny model 3 steps,
+  its parameters change, and its checkpoint loads with AutoModelForCausalLM.from_pretrained;
+- a reward that favours the R1 tag tokens (the service's `tag_count`) makes their probability rise;
+- a run interrupted after a checkpoint and resumed logs the same metrics as an uninterrupted run;
+- masks: padding, truncated and SANDBOX_ERROR rows have no effect on the update.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from transformers import AutoModelForCausalLM
+
+from tests.test_rollout import R1_TAGS, tiny_model, tiny_tokenizer
+from trainer.config import GRPOConfig, load_config
+from trainer.metrics import read_metrics
+from trainer.rollout import Batch, Example, Score, generate_rollout
+from trainer.train import _loss_mask, make_optimizer, masked_group_advantages, optimize, score_logprobs, train
+
+ROOT = Path(__file__).resolve().parent.parent
+torch.set_num_threads(1)
+
+
+def write_data(path: Path, n: int = 16) -> Path:
+    with path.open("w") as f:
+        for i in range(n):
+            f.write(json.dumps({"prompt": f"{i}+{i + 1}=", "answer": str(2 * i + 1)}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server():
+    launch = pytest.importorskip("verifiers.launch", reason="verifiers/launch.py (LocalServer) not there yet")
+    with launch.LocalServer(pool_size=1) as srv:
+        yield srv
+
+
+def small_cfg(tmp_path: Path, target: str, **kw) -> GRPOConfig:
+    base = dict(
+        data=str(write_data(tmp_path / "train.jsonl")),
+        verifier="tag_count",
+        verifier_target=target,
+        group_size=4,
+        prompts_per_step=2,
+        max_new_tokens=8,
+        lr=3e-3,
+        beta=0.04,
+        steps=3,
+        run_dir=str(tmp_path / "run"),
+        threads=1,
+        log_completions_every=1,
+    )
+    return GRPOConfig(**{**base, **kw})
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end, real service
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_entry_point_trains_three_steps_and_saves_a_loadable_model(tmp_path, server):
+    tok = tiny_tokenizer()
+    init = tmp_path / "init"
+    tiny_model(tok).save_pretrained(init)
+    tok.save_pretrained(init)
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text(yaml.safe_dump({"model": str(init), "data": str(write_data(tmp_path / "d.jsonl")), "steps": 10}))
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "trainer.train", "--config", str(cfg), "--steps", "3", "--verifier", "tag_count"]
+    cmd += ["--verifier_target", server.target, "--run_dir", str(run), "--group_size", "4", "--prompts_per_step", "2"]
+    cmd += ["--max_new_tokens", "8", "--lr", "1e-3", "--threads", "1", "--log_completions_every", "1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    rows = read_metrics(run / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for key in ("reward/mean", "loss/kl", "loss/clip_ratio/high", "policy/entropy", "completion/length_mean"):
+        assert key in rows[0]
+    assert sum(r[f"outcome/{o}"] for r in rows for o in ("CORRECT", "INCORRECT", "NO_ANSWER")) == 3 * 8
+    assert (run / "curves.png").exists() and (run / "completions.jsonl").exists() and any((run / "tb").iterdir())
+
+    before = AutoModelForCausalLM.from_pretrained(init)
+    after = AutoModelForCausalLM.from_pretrained(run / "checkpoints" / "step-000003")
+    changed = [k for k, v in before.state_dict().items() if not torch.equal(v, after.state_dict()[k])]
+    assert len(changed) > 0.5 * len(before.state_dict())
+
+
+def tag_probability(model, tok) -> float:
+    """Mean probability of the four R1 tag tokens as the first completion token, over a few prompts."""
+    ids = tok([f"{i}+{i + 1}=" for i in range(8)], return_tensors="pt", padding=True)
+    pos = (ids["attention_mask"].cumsum(1) - 1).clamp(min=0)
+    with torch.no_grad():
+        logits = model(**ids, position_ids=pos).logits[:, -1]
+    tags = tok.convert_tokens_to_ids(R1_TAGS)
+    return torch.softmax(logits.float(), -1)[:, tags].sum(-1).mean().item()
+
+
+@pytest.mark.docker
+def test_reward_that_favours_tag_tokens_raises_their_probability(tmp_path, server):
+    tok = tiny_tokenizer()
+    model = tiny_model(tok, seed=1)
+    before = tag_probability(model, tok)
+    cfg = small_cfg(tmp_path, server.target, steps=8, group_size=8, prompts_per_step=4, lr=1e-2, beta=0.0)
+    out = train(cfg, model, tok)
+    after = tag_probability(out["model"], tok)
+    rewards = [r["reward/mean"] for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl")]
+    assert after > before + 0.05, (before, after, rewards)
+
+
+PERF = "perf/"
+
+
+@pytest.mark.docker
+def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, server):
+    tok = tiny_tokenizer()
+    cfg = small_cfg(tmp_path, server.target, steps=4, save_every=2, mu=2, minibatches=2, lr_schedule="cosine")
+    train(cfg, tiny_model(tok), tok)
+    full = read_metrics(Path(cfg.run_dir) / "metrics.jsonl")
+
+    # the "interrupted" run: the same folder as it was right after step 2's checkpoint was written
+    cut = tmp_path / "cut"
+    shutil.copytree(cfg.run_dir, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-000004")
+    resumed_cfg = cfg.model_copy(update={"run_dir": str(cut), "resume": "auto"})
+    train(resumed_cfg, tiny_model(tok, seed=123), tok)  # weights come from the checkpoint, not from here
+    again = read_metrics(cut / "metrics.jsonl")
+
+    assert [r["step"] for r in again] == [1, 2, 3, 4]
+    for a, b in zip(full, again, strict=True):
+        a = {k: v for k, v in a.items() if not k.startswith(PERF) and not k.startswith("verifier/")}
+        b = {k: v for k, v in b.items() if not k.startswith(PERF) and not k.startswith("verifier/")}
+        assert a == pytest.approx(b, abs=1e-6, rel=1e-6)
+    completions = [json.loads(x) for x in (cut / "completions.jsonl").read_text().splitlines()]
+    assert [c["step"] for c in completions] == sorted(c["step"] for c in completions)
+
+
+# ---------------------------------------------------------------------------------------------
+# masks (no service: the batch is built by hand)
+# ---------------------------------------------------------------------------------------------
+
+
+def _batch(tok, model, outcomes: list[str], rewards: list[float]) -> Batch:
+    torch.manual_seed(0)
+    ro = generate_rollout(model, tok, [Example("1+2=", "3"), Example("4+4=", "8")], 4, max_new_tokens=6)
+    scores = [Score(r, o) for r, o in zip(rewards, outcomes, strict=True)]
+    valid = torch.tensor([o != "SANDBOX_ERROR" for o in outcomes])
+    return Batch(ro, torch.tensor(rewards), valid, scores, 0.0, 1)
+
+
+def test_sandbox_errors_get_zero_advantage_and_do_not_move_the_group_mean():
+    cfg = GRPOConfig(group_size=4, prompts_per_step=1)
+    valid = torch.tensor([True, True, False, True])
+    adv = masked_group_advantages(cfg, torch.tensor([1.0, 0.0, 0.0, 1.0]), valid)
+    assert adv[2] == 0 and adv[0] > 0 > adv[1] and adv[0] == adv[3]
+
+
+@pytest.mark.parametrize("mask_truncated", [False, True])
+def test_masked_rows_and_padding_do_not_change_the_update(mask_truncated):
+    """Changing the tokens of a SANDBOX_ERROR row, of truncated rows (when masked) and of padding leaves the
+    updated parameters bit-identical."""
+    tok = tiny_tokenizer()
+    outcomes = ["CORRECT", "SANDBOX_ERROR", "INCORRECT", "CORRECT", "INCORRECT", "CORRECT", "CORRECT", "INCORRECT"]
+    rewards = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    cfg = GRPOConfig(group_size=4, prompts_per_step=2, lr=1e-2, mask_truncated=mask_truncated, beta=0.04)
+
+    def update(scramble: bool) -> list[torch.Tensor]:
+        model = tiny_model(tok)
+        batch = _batch(tok, model, outcomes, rewards)
+        ro = batch.rollout
+        ro.truncated[3] = True  # pretend row 3 hit the length limit
+        if scramble:
+            gen = torch.Generator().manual_seed(7)
+            noise = torch.randint(3, len(tok), ro.completion_ids.shape, generator=gen)
+            dead = _loss_mask(cfg, batch) == 0
+            ro.completion_ids[:] = torch.where(dead, noise, ro.completion_ids)
+        adv = masked_group_advantages(cfg, batch.rewards, batch.valid)
+        opt, sched = make_optimizer(cfg, model)
+        ref_lp = score_logprobs(tiny_model(tok), ro, cfg)
+        optimize(cfg, model, opt, sched, batch, adv, _loss_mask(cfg, batch), None, ref_lp)
+        return [p.detach().clone() for p in model.parameters()]
+
+    a, b = update(False), update(True)
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_config_validation_and_overrides(tmp_path):
+    with pytest.raises(SystemExit, match="group_size"):
+        load_config(None, ["--group_size", "1"])
+    with pytest.raises(SystemExit, match="divisible"):
+        load_config(None, ["--group_size", "4", "--prompts_per_step", "3", "--minibatches", "5"])
+    with pytest.raises(SystemExit, match="extra"):
+        load_config(None, ["--no_such_field", "1"])
+    p = tmp_path / "c.yaml"
+    p.write_text("beta: 0.1\nlora: {r: 4}\n")
+    cfg = load_config(p, ["--beta", "0", "--lora.alpha", "8"])
+    assert cfg.beta == 0 and cfg.lora.r == 4 and cfg.lora.alpha == 8
