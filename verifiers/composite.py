@@ -29,6 +29,10 @@ class Composite:
     version: int = 1
     default_timeout_s: float = 10.0
 
+    def spec(self) -> dict:
+        return {"components": [{"verifier": p.verifier, "weight": p.weight, "options": dict(p.options)}
+                               for p in self.parts]}  # fmt: skip
+
     def verify(self, req: Request, ctx: Context) -> Verdict:
         def one(p: Part) -> Verdict:
             sub = Request(p.verifier, req.completion, req.reference, req.prompt, {**req.options, **p.options},

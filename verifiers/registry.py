@@ -1,16 +1,40 @@
-"""Name → verifier. Built-ins are fixed; registered verifiers (python, remote, composite) are added
-over gRPC and persisted (see ``verifiers/store.py`` once registration lands)."""
+"""Name → verifier. Built-ins are code and fixed; registered verifiers (python, remote, composite) are
+added over gRPC and persisted in SQLite (``verifiers/store.py``), so they survive a restart.
+
+Rules: names match ``NAME_RE``; a built-in name can be neither registered, replaced nor removed
+(PERMISSION_DENIED); a taken name needs ``replace`` (ALREADY_EXISTS otherwise), which bumps the
+version; a composite's components must exist and may not lead back to it; a verifier that a
+composite uses cannot be removed until that composite is (FAILED_PRECONDITION).
+
+Checks that need the sandbox or the network (the python dry run, the remote's reachability) are the
+service's job and happen before ``add``; ``add`` itself only takes the lock long enough to write one
+SQLite transaction.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 import threading
 
-from verifiers.base import NotFound, Verifier
+from verifiers.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
 from verifiers.composite import Composite, Part
 from verifiers.format import TagCount, ThinkFormat
+from verifiers.python_verifier import PythonVerifier, check_spec
+from verifiers.remote import RemoteVerifier, check_target
+from verifiers.store import Store
+
+log = logging.getLogger(__name__)
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+KINDS = ("python", "remote", "composite")
+MAX_COMPONENTS = 16
+MAX_DESCRIPTION = 1000
+
+
+class InUse(ServiceError):
+    status = "FAILED_PRECONDITION"
 
 
 def builtin_verifiers() -> dict[str, Verifier]:
@@ -34,13 +58,73 @@ def builtin_verifiers() -> dict[str, Verifier]:
     return {v.name: v for v in found}
 
 
+def check_name(name: str, field: str = "name") -> None:
+    if not name:
+        raise BadRequest(f"field {field!r} is empty: give the verifier a name like 'countdown'")
+    if not NAME_RE.fullmatch(name):
+        raise BadRequest(f"field {field!r} = {name[:80]!r} is not a valid name: use [a-z0-9][a-z0-9_.-]{{0,63}}")
+
+
+def _parts(spec: dict) -> list[Part]:
+    comps = spec.get("components") or []
+    if not comps:
+        raise BadRequest("composite.components is empty: list the verifiers to combine with their weights")
+    if len(comps) > MAX_COMPONENTS:
+        raise BadRequest(f"composite has {len(comps)} components, over the limit of {MAX_COMPONENTS}")
+    parts, seen = [], set()
+    for i, c in enumerate(comps):
+        name, weight = c.get("verifier", ""), c.get("weight", 0.0)
+        check_name(name, f"composite.components[{i}].verifier")
+        if name in seen:
+            raise BadRequest(f"composite names {name!r} twice: give each component once")
+        seen.add(name)
+        if not isinstance(weight, int | float) or not math.isfinite(weight) or weight == 0:
+            raise BadRequest(f"composite.components[{i}] ({name}) needs a finite, non-zero weight, got {weight!r}")
+        opts = c.get("options") or {}
+        parts.append(Part(name, float(weight), {str(k): str(v) for k, v in opts.items()}))
+    return parts
+
+
+def build(name: str, kind: str, description: str, spec: dict, version: int = 1) -> Verifier:
+    """A verifier object from its stored form. Raises BadRequest on a malformed spec."""
+    if len(description) > MAX_DESCRIPTION:
+        raise BadRequest(f"description is over {MAX_DESCRIPTION} characters")
+    if kind == "python":
+        source, entry = spec.get("source", ""), spec.get("entrypoint") or "verify"
+        check_spec(source, entry)
+        return PythonVerifier(name, source, entry, description, version, spec.get("example_completion", ""),
+                              spec.get("example_reference", ""))  # fmt: skip
+    if kind == "remote":
+        target = spec.get("target", "")
+        check_target(target)
+        if spec.get("verifier"):
+            check_name(spec["verifier"], "remote.verifier")
+        return RemoteVerifier(name, target, spec.get("verifier", ""), description, version)
+    if kind == "composite":
+        return Composite(name, _parts(spec), description=description, version=version)
+    raise BadRequest(f"unknown verifier kind {kind!r}: register one of {', '.join(KINDS)}")
+
+
 class Registry:
     def __init__(self, path: str | None = None):
         self.path = path
         self._builtins = builtin_verifiers()
         self._custom: dict[str, Verifier] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _custom
+        self._write = threading.Lock()  # serialises add/remove
+        self.store = Store(path)
+        for row in self.store.load():
+            try:
+                self._custom[row.name] = build(row.name, row.kind, row.description, row.spec, row.version)
+            except ServiceError as e:
+                log.error("registry %s: skipping verifier %r: %s", self.store.path, row.name, e)
+        if self._custom:
+            log.info("registry %s: %d registered verifiers loaded", self.store.path, len(self._custom))
 
+    def close(self) -> None:
+        self.store.close()
+
+    # -- reading ------------------------------------------------------------------------------------
     def get(self, name: str) -> Verifier:
         v = self._builtins.get(name)
         if v is None:
@@ -56,3 +140,103 @@ class Registry:
 
     def is_builtin(self, name: str) -> bool:
         return name in self._builtins
+
+    def cache_version(self, name: str) -> str | None:
+        """What the cache key must include for ``name``: its version and, for a composite, its
+        components' (so replacing a component invalidates the composite). None: do not cache."""
+        v = self.get(name)
+        if not getattr(v, "cacheable", True):
+            return None
+        own = str(getattr(v, "version", 1))
+        if not isinstance(v, Composite):
+            return own
+        subs = [self.cache_version(p.verifier) for p in v.parts]
+        if any(s is None for s in subs):
+            return None
+        return own + "[" + ",".join(f"{p.verifier}={s}" for p, s in zip(v.parts, subs, strict=True)) + "]"
+
+    def dependents(self, name: str) -> list[str]:
+        with self._lock:
+            return sorted(
+                v.name
+                for v in self._custom.values()
+                if isinstance(v, Composite) and any(p.verifier == name for p in v.parts)
+            )
+
+    # -- writing ------------------------------------------------------------------------------------
+    def check_writable(self, name: str, replace: bool) -> None:
+        check_name(name)
+        if name in self._builtins:
+            raise PermissionDenied(f"{name!r} is a built-in verifier: it cannot be replaced; choose another name")
+        with self._lock:
+            v = self._custom.get(name)
+        if v is not None and not replace:
+            raise AlreadyExists(f"verifier {name!r} is already registered (version {v.version}): set replace to "
+                                "overwrite it")  # fmt: skip
+
+    def check_components(self, name: str, parts: list[Part]) -> None:
+        """Every component exists, and none leads back to ``name`` (directly or through composites)."""
+        for p in parts:
+            if p.verifier == name:
+                raise BadRequest(f"composite {name!r} cannot contain itself")
+            self._components_exist(name, p)
+        for p in parts:
+            path = self._path_to(name, p.verifier, [name])
+            if path:
+                raise BadRequest(f"composite {name!r} would make a cycle: {' -> '.join(path)}")
+
+    def _components_exist(self, name: str, p: Part) -> None:
+        try:
+            self.get(p.verifier)
+        except NotFound:
+            raise NotFound(
+                f"component {p.verifier!r} of composite {name!r} is not registered: register it first"
+            ) from None
+
+    def _path_to(self, target: str, start: str, trail: list[str]) -> list[str] | None:
+        try:
+            v = self.get(start)
+        except NotFound:
+            return None
+        if not isinstance(v, Composite):
+            return None
+        for p in v.parts:
+            if p.verifier == target:
+                return [*trail, start, target]
+            if p.verifier not in trail:
+                found = self._path_to(target, p.verifier, [*trail, start])
+                if found:
+                    return found
+        return None
+
+    def add(self, name: str, kind: str, description: str, spec: dict, *, replace: bool = False) -> Verifier:
+        """Persist and publish a verifier whose spec has been checked. Returns it with its new version."""
+        build(name, kind, description, spec)  # shape errors before anything is written
+        with self._write:  # one writer at a time: the checks and the write are atomic together
+            self.check_writable(name, replace)
+            if kind == "composite":
+                self.check_components(name, _parts(spec))
+            version = self.store.put(name, kind, description, spec, replace=replace)
+            v = build(name, kind, description, spec, version)
+            with self._lock:
+                self._custom[name] = v
+        log.info("registered %s verifier %r version %d", kind, name, version)
+        return v
+
+    def remove(self, name: str) -> None:
+        check_name(name)
+        if name in self._builtins:
+            raise PermissionDenied(f"{name!r} is a built-in verifier: it cannot be removed")
+        with self._write:
+            users = self.dependents(name)
+            if users:
+                raise InUse(
+                    f"verifier {name!r} is a component of {', '.join(users)}: unregister or replace those first"
+                )
+            with self._lock:
+                if name not in self._custom:
+                    raise NotFound(f"verifier {name!r} is not registered")
+            self.store.delete(name)
+            with self._lock:
+                del self._custom[name]
+        log.info("unregistered verifier %r", name)

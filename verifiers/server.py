@@ -6,11 +6,17 @@ Health (grpc.health.v1) answers NOT_SERVING until the sandbox pool is ready, the
 reflection is on, so any gRPC client (grpcurl, grpcui, Postman) can list and call the service.
 SIGTERM/SIGINT: health goes NOT_SERVING, new RPCs are refused, in-flight ones get a grace period,
 every container of the pool is removed, exit 0.
+
+Registration: RegisterVerifier / UnregisterVerifier change the registry (persisted in the SQLite file
+given by ``--registry``). With an admin token (``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they
+need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise); verifying, listing and
+GetVerifier stay open. The token is compared in constant time and goes nowhere else.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import logging
 import os
 import signal
@@ -25,7 +31,7 @@ from grpc_reflection.v1alpha import reflection
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.base import Request, ServiceError, Verdict
+from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
 from verifiers.registry import Registry
 from verifiers.service import VerifierService
 
@@ -51,8 +57,54 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
 
 
 def info_to_proto(v, builtin: bool) -> pb.VerifierInfo:
-    return pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
+    info = pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
                            version=getattr(v, "version", 1))  # fmt: skip
+    if not builtin:
+        spec = v.spec()
+        if v.kind == "python":
+            info.python.CopyFrom(pb.PythonVerifier(**spec))
+        elif v.kind == "remote":
+            info.remote.CopyFrom(pb.RemoteVerifier(**spec))
+        elif v.kind == "composite":
+            info.composite.CopyFrom(pb.CompositeVerifier(components=[pb.Component(**c) for c in spec["components"]]))
+    return info
+
+
+def spec_from_proto(r: pb.RegisterVerifierRequest) -> tuple[str, dict]:
+    """(kind, spec) of a registration request; the spec is what the store keeps."""
+    which = r.WhichOneof("spec")
+    if which == "python":
+        p = r.python
+        return "python", {"source": p.source, "entrypoint": p.entrypoint or "verify",
+                          "example_completion": p.example_completion, "example_reference": p.example_reference}  # fmt: skip
+    if which == "remote":
+        return "remote", {"target": r.remote.target, "verifier": r.remote.verifier}
+    if which == "composite":
+        comps = [
+            {"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)} for c in r.composite.components
+        ]
+        return "composite", {"components": comps}
+    raise BadRequest("no spec given: set one of python, remote or composite")
+
+
+class AdminToken:
+    """Checks ``authorization: Bearer <token>`` on mutating RPCs; no token configured → open."""
+
+    def __init__(self, token: str):
+        self._token = token.encode()
+
+    def check(self, context: grpc.ServicerContext) -> None:
+        if not self._token:
+            return
+        got = dict(context.invocation_metadata()).get("authorization", "")
+        scheme, _, value = got.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
+            raise Unauthenticated(
+                "this server requires an admin token for registration: send 'authorization: Bearer <token>' "
+                "(the CLI's --token or VERIFIER_ADMIN_TOKEN)"
+                if not got
+                else "the admin token is wrong"
+            )
 
 
 def _deadline(context: grpc.ServicerContext) -> float | None:
@@ -65,9 +117,9 @@ def _abort(context: grpc.ServicerContext, e: ServiceError):
 
 
 class Servicer(pb_grpc.VerifierServiceServicer):
-    def __init__(self, service: VerifierService, admin=None):
+    def __init__(self, service: VerifierService, admin: AdminToken | None = None):
         self.service = service
-        self.admin = admin  # callable(context) that raises Unauthenticated; set by registration
+        self.admin = admin or AdminToken("")
 
     def Verify(self, request, context):
         try:
@@ -95,17 +147,35 @@ class Servicer(pb_grpc.VerifierServiceServicer):
             _abort(context, e)
         return info_to_proto(v, self.service.registry.is_builtin(v.name))
 
+    def RegisterVerifier(self, request, context):
+        try:
+            self.admin.check(context)
+            kind, spec = spec_from_proto(request)
+            v = self.service.register(request.name, kind, request.description, spec, replace=request.replace)
+        except ServiceError as e:
+            _abort(context, e)
+        return info_to_proto(v, False)
 
-def build_server(service: VerifierService, host: str, port: int, workers: int = 32):
+    def UnregisterVerifier(self, request, context):
+        try:
+            self.admin.check(context)
+            self.service.unregister(request.name)
+        except ServiceError as e:
+            _abort(context, e)
+        return pb.UnregisterVerifierResponse()
+
+
+def build_server(service: VerifierService, host: str, port: int, workers: int = 32, admin_token: str = "",
+                 max_message_bytes: int = MAX_MESSAGE_BYTES):  # fmt: skip
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
         options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
         ],
     )
-    pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service), server)
+    pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service, AdminToken(admin_token)), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
@@ -126,9 +196,16 @@ def serve(args: argparse.Namespace) -> int:
     from sandbox.pool import SandboxConfig, SandboxPool
     from verifiers.math_verifier import WARMUP
 
+    os.environ.pop("VERIFIER_ADMIN_TOKEN", None)  # read by main(); no child process inherits it
+    try:
+        registry = Registry(args.registry)
+    except ServiceError as e:
+        log.error("%s", e)
+        return 2
     pool = SandboxPool(SandboxConfig(size=args.pool_size or (os.cpu_count() or 1), warmup=WARMUP))
-    service = VerifierService(Registry(args.registry), pool)
-    server, health_servicer, port = build_server(service, args.host, args.port)
+    service = VerifierService(registry, pool)
+    server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
+                                                 max_message_bytes=args.max_message_mb << 20)  # fmt: skip
     _set_health(health_servicer, False)
     server.start()
     log.info("listening on %s:%d (health NOT_SERVING until the sandbox pool is ready)", args.host, port)
@@ -151,6 +228,7 @@ def serve(args: argparse.Namespace) -> int:
     server.stop(grace=args.grace_s).wait()
     service.close()
     pool.close()
+    registry.close()
     log.info("stopped; sandbox containers removed")
     return return_code
 
@@ -164,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
     p.add_argument("--admin-token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""),
                    help="require 'authorization: Bearer <token>' on mutating RPCs (env VERIFIER_ADMIN_TOKEN)")  # fmt: skip
+    p.add_argument("--max-message-mb", type=int, default=MAX_MESSAGE_BYTES >> 20,
+                   help="largest request accepted (bigger ones: RESOURCE_EXHAUSTED)")  # fmt: skip
     p.add_argument("--log-level", default="INFO")
     args = p.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

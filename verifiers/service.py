@@ -1,5 +1,6 @@
-"""The service as plain Python: validation, timing, caching and batch fan-out around the registry.
-The gRPC layer (server.py) only converts proto ↔ these objects."""
+"""The service as plain Python: validation, timing, caching and batch fan-out around the registry, and
+registration (with the checks that need the sandbox or the network). The gRPC layer (server.py) only
+converts proto ↔ these objects."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from sandbox.pool import Job, PoolSaturated, Result, SandboxError, SandboxPool
-from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict
+from verifiers import python_verifier, remote
+from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
 from verifiers.cache import VerdictCache
-from verifiers.registry import Registry
+from verifiers.composite import Composite
+from verifiers.registry import NAME_RE, Registry, build
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,8 @@ class VerifierService:
     def validate(req: Request) -> None:
         if not req.verifier:
             raise BadRequest("field 'verifier' is empty: name a verifier (ListVerifiers shows them)")
+        if not NAME_RE.fullmatch(req.verifier):
+            raise BadRequest(f"field 'verifier' = {req.verifier[:80]!r} is not a verifier name ([a-z0-9][a-z0-9_.-]*)")
         if req.timeout_s < 0 or req.timeout_s != req.timeout_s:
             raise BadRequest(f"field 'timeout_s' must be >= 0, got {req.timeout_s}")
         if req.timeout_s > MAX_TIMEOUT_S:
@@ -55,8 +60,9 @@ class VerifierService:
         self.validate(req)
         verifier = self.registry.get(req.verifier)
         t0 = time.monotonic()
-        key = self.cache.key(req, getattr(verifier, "version", 1))
-        hit = self.cache.get(key)
+        version = self.registry.cache_version(req.verifier)
+        key = None if version is None else self.cache.key(req, version)
+        hit = None if key is None else self.cache.get(key)
         if hit is not None:
             hit.elapsed_s = time.monotonic() - t0
             return hit
@@ -76,7 +82,8 @@ class VerifierService:
             verdict = Verdict.of(Outcome.SANDBOX_ERROR, f"verifier {req.verifier} failed: {type(e).__name__}: {e}")
         verdict.reward = min(1.0, max(0.0, float(verdict.reward)))
         verdict.elapsed_s = time.monotonic() - t0
-        self.cache.put(key, verdict)
+        if key is not None:
+            self.cache.put(key, verdict)
         return verdict
 
     def verify_batch(self, reqs: list[Request], deadline: float | None = None) -> list[Verdict]:
@@ -97,3 +104,22 @@ class VerifierService:
                 return Verdict.of(Outcome.SANDBOX_ERROR, f"{e.status}: {e}")
 
         return list(self._fanout.map(one, reqs))
+
+    # -- registration ---------------------------------------------------------------------------------
+    def register(self, name: str, kind: str, description: str, spec: dict, *, replace: bool = False) -> Verifier:
+        """Check a new verifier (python: a dry run in the sandbox; remote: reachable; composite: its
+        components exist, no cycle), then persist it. Raises ServiceError saying what to fix."""
+        v = build(name, kind, description, spec)
+        self.registry.check_writable(name, replace)  # fail fast, before the slow checks
+        if isinstance(v, Composite):
+            self.registry.check_components(name, v.parts)
+        elif isinstance(v, python_verifier.PythonVerifier):
+            ctx = Context(run_job=self.run_job, lookup=self.registry.get,
+                          deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0)  # fmt: skip
+            python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
+        elif isinstance(v, remote.RemoteVerifier):
+            remote.check_reachable(v.target, v.remote_name)
+        return self.registry.add(name, kind, description, spec, replace=replace)
+
+    def unregister(self, name: str) -> None:
+        self.registry.remove(name)

@@ -1,0 +1,167 @@
+"""``python`` verifiers: user source defining ``verify(completion, reference, options) -> float | bool``.
+
+The source is untrusted code as far as the service is concerned: it is never compiled or run in the
+server process. Registration and every verification run it in the sandbox (a fresh forked process
+of a warm worker, with the same limits as the built-ins) through ``HARNESS``, which compiles it,
+calls the entrypoint and prints one result line.
+
+Return values: a number or a bool is the reward, clamped to [0, 1] (1 → CORRECT, less → INCORRECT);
+``None`` means "cannot grade" (NO_ANSWER, reward 0); anything else, NaN, an exception or an exit
+without a result is RUNTIME_ERROR. The verifier's own prints go to stderr, and the result line
+carries a per-job random prefix, so text the verifier prints cannot pose as its result.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import secrets
+from dataclasses import dataclass
+
+from sandbox.pool import Job, Limits, Result
+from verifiers.base import BadRequest, Context, Outcome, Request, Unavailable, Verdict
+
+MAX_SOURCE_BYTES = 1 << 20
+DEFAULT_TIMEOUT_S = 10.0
+DRY_RUN_TIMEOUT_S = 10.0
+LIMITS = Limits(memory_mb=1024)  # the same as the math verifier's jobs
+
+# Runs inside the sandbox. stdin: {"nonce", "source", "entrypoint", "completion", "reference", "options"}.
+HARNESS = r"""
+import json, math, numbers, os, sys, traceback
+
+def _main():
+    q = json.loads(sys.stdin.read())
+    nonce = q.pop("nonce")
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def emit(**kw):
+        out.write(nonce + json.dumps(kw) + "\n")
+        out.flush()
+
+    def tb(e):
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == "<verifier>"]
+        where = f" at line {frames[-1].lineno}" if frames else ""
+        return f"{type(e).__name__}{where}: {e}"[:600]
+
+    try:
+        code = compile(q["source"], "<verifier>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return emit(error="syntax", line=e.lineno, msg=e.msg, text=(e.text or "").strip()[:200])
+    except (ValueError, RecursionError, MemoryError) as e:
+        return emit(error="syntax", line=None, msg=f"{type(e).__name__}: {e}", text="")
+    ns = {"__name__": "verifier", "__builtins__": __builtins__}
+    try:
+        exec(code, ns)
+    except BaseException as e:
+        return emit(error="load", msg=tb(e))
+    fn = ns.get(q["entrypoint"])
+    if not callable(fn):
+        return emit(error="entrypoint", msg=f"the source defines no function {q['entrypoint']!r}")
+    try:
+        r = fn(q["completion"], q["reference"], q["options"])
+    except BaseException as e:
+        return emit(error="raised", msg=tb(e))
+    if r is None:
+        return emit(reward=None)
+    if not isinstance(r, numbers.Real) or not math.isfinite(float(r)):
+        return emit(error="type", msg=f"returned {type(r).__name__} {str(r)[:80]!r}, not a float or bool")
+    emit(reward=float(r))
+
+_main()
+"""
+
+
+def check_spec(source: str, entrypoint: str) -> None:
+    """Shape checks that need no sandbox."""
+    if not source.strip():
+        raise BadRequest("python.source is empty: give the code that defines verify(completion, reference, options)")
+    if len(source.encode()) > MAX_SOURCE_BYTES:
+        raise BadRequest(f"python.source is {len(source.encode())} bytes, over the limit of {MAX_SOURCE_BYTES}")
+    if not entrypoint.isidentifier() or keyword.iskeyword(entrypoint):
+        raise BadRequest(f"python.entrypoint {entrypoint!r} is not a Python function name")
+
+
+def run(ctx: Context, source: str, entrypoint: str, completion: str, reference: str, options: dict[str, str],
+        timeout_s: float, job_id: str = "") -> tuple[Result, dict | None]:  # fmt: skip
+    """Run the harness once; returns the sandbox result and the parsed result line (None if absent)."""
+    nonce = secrets.token_hex(16)
+    payload = {"nonce": nonce, "source": source, "entrypoint": entrypoint, "completion": completion,
+               "reference": reference, "options": options}  # fmt: skip
+    res = ctx.run_job(Job(code=HARNESS, stdin=json.dumps(payload), timeout_s=timeout_s, limits=LIMITS, id=job_id))
+    found = None
+    for line in res.stdout.splitlines():
+        if line.startswith(nonce):
+            try:
+                found = json.loads(line[len(nonce) :])
+            except ValueError:
+                found = None
+    return res, found
+
+
+def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_completion: str = "",
+            example_reference: str = "") -> None:  # fmt: skip
+    """Registration check: compiles, loads, and the entrypoint returns a reward for the example.
+    Raises BadRequest saying what to fix, or Unavailable when the sandbox could not run it."""
+    check_spec(source, entrypoint)
+    res, out = run(ctx, source, entrypoint, example_completion, example_reference, {}, DRY_RUN_TIMEOUT_S,
+                   f"register:{name}")  # fmt: skip
+    where = f"python verifier {name!r}"
+    if res.sandbox_error:
+        raise Unavailable(f"{where}: the sandbox could not run the dry run ({res.sandbox_error}); try again")
+    if res.timed_out:
+        raise BadRequest(f"{where}: the dry run took longer than {DRY_RUN_TIMEOUT_S:g} s")
+    if out is None:
+        raise BadRequest(f"{where}: the dry run exited ({res.exit_code}) without a result: {res.stderr.strip()[-300:]}")
+    err = out.get("error")
+    call = f"{entrypoint}({example_completion[:40]!r}, {example_reference[:40]!r}, {{}})"
+    if err == "syntax":
+        line = f"line {out['line']}" if out.get("line") else "the source"
+        raise BadRequest(f"{where}: syntax error at {line}: {out['msg']}: {out.get('text', '')}".rstrip(": "))
+    if err == "load":
+        raise BadRequest(f"{where}: running the module's top level raised: {out['msg']}")
+    if err == "entrypoint":
+        raise BadRequest(f"{where}: {out['msg']}; name it in python.entrypoint if it is not 'verify'")
+    if err == "raised":
+        raise BadRequest(f"{where}: the dry run {call} raised: {out['msg']} (if it cannot grade empty input, "
+                         "give example_completion / example_reference)")  # fmt: skip
+    if err == "type":
+        raise BadRequest(f"{where}: the dry run {call} {out['msg']}")
+
+
+@dataclass
+class PythonVerifier:
+    name: str
+    source: str
+    entrypoint: str = "verify"
+    description: str = ""
+    version: int = 1
+    example_completion: str = ""
+    example_reference: str = ""
+    kind: str = "python"
+    default_timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def spec(self) -> dict:
+        return {"source": self.source, "entrypoint": self.entrypoint, "example_completion": self.example_completion,
+                "example_reference": self.example_reference}  # fmt: skip
+
+    def verify(self, req: Request, ctx: Context) -> Verdict:
+        timeout = min(req.timeout_s or self.default_timeout_s, max(ctx.time_left(), 0.1))
+        res, out = run(ctx, self.source, self.entrypoint, req.completion, req.reference, req.options, timeout, req.id)
+        if res.sandbox_error:
+            return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
+        if res.timed_out:
+            return Verdict.of(Outcome.TIMEOUT, f"{self.name} took longer than {timeout:g} s")
+        if out is None:
+            why = res.stderr.strip()[-300:] or f"exit code {res.exit_code}"
+            return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name} exited without a result: {why}")
+        if "error" in out:
+            msg = out.get("msg") or f"syntax error at line {out.get('line')}"
+            return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name}: {msg}".strip())
+        if out["reward"] is None:
+            return Verdict.of(Outcome.NO_ANSWER, f"{self.name} returned None (cannot grade)")
+        reward = min(1.0, max(0.0, out["reward"]))
+        outcome = Outcome.CORRECT if reward >= 1.0 else Outcome.INCORRECT
+        return Verdict(reward, outcome, f"{self.name} returned {out['reward']:g}")

@@ -1,0 +1,105 @@
+"""``remote`` verifiers: forward ``Verify`` to another server that implements ``VerifierService.Verify``
+(this one, or any language's). The forwarded call carries the caller's remaining deadline.
+
+A remote that cannot be reached, refuses the request or does not answer in time gives SANDBOX_ERROR
+(infrastructure, not the model's fault: the trainer masks it out), never a fake 0. Remote verdicts
+are not cached here: the remote may change what its verifier means without this server knowing.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import grpc
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict
+
+DEFAULT_TIMEOUT_S = 30.0
+CHECK_TIMEOUT_S = 5.0
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class Unreachable(ServiceError):
+    status = "FAILED_PRECONDITION"
+
+
+def check_target(target: str) -> None:
+    if not target or len(target) > 256 or any(c.isspace() for c in target):
+        raise BadRequest(f"remote.target {target!r} is not an address: give host:port of a VerifierService")
+    host, sep, port = target.rpartition(":")
+    if "://" not in target and not (sep and host and port.isdigit() and 0 < int(port) < 65536):
+        raise BadRequest(f"remote.target {target!r} is not host:port (e.g. 127.0.0.1:50052)")
+
+
+def _channel(target: str) -> grpc.Channel:
+    opts = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES), ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+    return grpc.insecure_channel(target, options=opts)
+
+
+def check_reachable(target: str, verifier: str, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+    """Registration check: the target answers, and has ``verifier`` if it implements GetVerifier."""
+    check_target(target)
+    ch = _channel(target)
+    try:
+        try:
+            grpc.channel_ready_future(ch).result(timeout=timeout_s)
+        except grpc.FutureTimeoutError:
+            raise Unreachable(f"remote target {target} is not reachable within {timeout_s:g} s: start that server "
+                              "first or fix the address") from None  # fmt: skip
+        try:
+            pb_grpc.VerifierServiceStub(ch).GetVerifier(pb.GetVerifierRequest(name=verifier), timeout=timeout_s)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                raise Unreachable(f"remote target {target} has no verifier {verifier!r}: {e.details()}") from None
+            if e.code() != grpc.StatusCode.UNIMPLEMENTED:  # a Verify-only server is fine
+                raise Unreachable(f"remote target {target} answered GetVerifier with {e.code().name}: "
+                                  f"{e.details()}") from None  # fmt: skip
+    finally:
+        ch.close()
+
+
+@dataclass
+class RemoteVerifier:
+    name: str
+    target: str
+    verifier: str = ""  # its name on the remote (default: ours)
+    description: str = ""
+    version: int = 1
+    kind: str = "remote"
+    default_timeout_s: float = DEFAULT_TIMEOUT_S
+    cacheable: bool = False
+    _stub: pb_grpc.VerifierServiceStub | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def remote_name(self) -> str:
+        return self.verifier or self.name
+
+    def spec(self) -> dict:
+        return {"target": self.target, "verifier": self.verifier}
+
+    def stub(self) -> pb_grpc.VerifierServiceStub:
+        with self._lock:
+            if self._stub is None:
+                self._stub = pb_grpc.VerifierServiceStub(_channel(self.target))
+            return self._stub
+
+    def verify(self, req: Request, ctx: Context) -> Verdict:
+        left = ctx.time_left()
+        if left <= 0.01:
+            return Verdict.of(Outcome.SANDBOX_ERROR, f"no time left to ask the remote at {self.target}")
+        msg = pb.VerifyRequest(verifier=self.remote_name, completion=req.completion, reference=req.reference,
+                               prompt=req.prompt, options=req.options, timeout_s=req.timeout_s, id=req.id)  # fmt: skip
+        try:
+            r = self.stub().Verify(msg, timeout=left)
+        except grpc.RpcError as e:
+            return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} ({self.remote_name}): "
+                                                     f"{e.code().name}: {e.details()}")  # fmt: skip
+        try:
+            outcome = Outcome(pb.Outcome.Name(r.outcome).removeprefix("OUTCOME_"))
+        except ValueError:
+            return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} answered without an outcome")
+        return Verdict(r.reward, outcome, r.detail, dict(r.components))
