@@ -1,0 +1,242 @@
+"""Registry rules and SQLite persistence, without Docker: names, built-ins, replace/version, composite
+components and cycles, cache versions, crash safety of the store, and remote forwarding against an
+in-process gRPC server that implements only Verify."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import time
+from concurrent import futures
+
+import grpc
+import pytest
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, Outcome, PermissionDenied, Request
+from verifiers.registry import InUse, Registry
+from verifiers.remote import RemoteVerifier, Unreachable, check_reachable
+from verifiers.store import Store, StoreError
+
+PY = {"source": "def verify(c, r, o):\n    return 1.0\n", "entrypoint": "verify"}
+
+
+def comp(*parts: tuple[str, float]) -> dict:
+    return {"components": [{"verifier": n, "weight": w} for n, w in parts]}
+
+
+@pytest.fixture
+def reg(tmp_path):
+    r = Registry(str(tmp_path / "reg.sqlite"))
+    yield r
+    r.close()
+
+
+@pytest.mark.parametrize(
+    "name,ok",
+    [("countdown", True), ("a", True), ("0x.y-z_w", True), ("a" * 64, True), ("a" * 65, False), ("", False),
+     ("Upper", False), ("-lead", False), ("_lead", False), ("has space", False), ("sl/ash", False), ("é", False)],
+)  # fmt: skip
+def test_names(reg, name, ok):
+    if ok:
+        reg.add(name, "python", "", PY)
+        assert reg.get(name).version == 1
+    else:
+        with pytest.raises(BadRequest):
+            reg.add(name, "python", "", PY)
+
+
+@pytest.mark.parametrize("name", ["math", "think_format", "tag_count", "r1"])
+def test_builtins_cannot_be_registered_replaced_or_removed(reg, name):
+    for replace in (False, True):
+        with pytest.raises(PermissionDenied):
+            reg.add(name, "python", "", PY, replace=replace)
+    with pytest.raises(PermissionDenied):
+        reg.remove(name)
+    assert reg.get(name).kind == "builtin"
+
+
+def test_duplicate_needs_replace_which_bumps_the_version(reg):
+    reg.add("v", "python", "", PY)
+    with pytest.raises(AlreadyExists):
+        reg.add("v", "python", "", PY)
+    assert reg.add("v", "python", "second", PY, replace=True).version == 2
+    assert reg.get("v").description == "second"
+
+
+def test_version_never_goes_back_after_unregister(reg, tmp_path):
+    reg.add("v", "python", "", PY)
+    reg.add("v", "python", "", PY, replace=True)
+    reg.remove("v")
+    with pytest.raises(NotFound):
+        reg.get("v")
+    assert reg.add("v", "python", "", PY).version == 3
+    reg.close()
+    assert Registry(str(tmp_path / "reg.sqlite")).get("v").version == 3
+
+
+def test_unregister_unknown_is_not_found(reg):
+    with pytest.raises(NotFound):
+        reg.remove("nothing_here")
+
+
+@pytest.mark.parametrize(
+    "kind,spec",
+    [("python", {"source": "  "}), ("python", {"source": "x", "entrypoint": "not a name"}),
+     ("python", {"source": "x", "entrypoint": "class"}), ("remote", {"target": ""}), ("remote", {"target": "nohost"}),
+     ("remote", {"target": "h:99999"}), ("composite", {"components": []}), ("composite", comp(("math", 0.0))),
+     ("composite", comp(("math", float("nan")))), ("composite", comp(("math", 1), ("math", 1))),
+     ("composite", comp(("Bad Name", 1))), ("lua", {})],
+    ids=["empty-source", "bad-entrypoint", "keyword-entrypoint", "empty-target", "no-port", "bad-port",
+         "no-components", "zero-weight", "nan-weight", "duplicate-component", "bad-component-name", "unknown-kind"],
+)  # fmt: skip
+def test_malformed_specs_are_bad_requests(reg, kind, spec):
+    with pytest.raises(BadRequest):
+        reg.add("x", kind, "", spec)
+
+
+def test_composite_components_must_exist_and_cycles_are_refused(reg):
+    with pytest.raises(NotFound, match="missing"):
+        reg.add("c", "composite", "", comp(("math", 0.5), ("missing", 0.5)))
+    with pytest.raises(BadRequest, match="itself"):
+        reg.add("c", "composite", "", comp(("c", 1.0)))
+    reg.add("a", "python", "", PY)
+    reg.add("b", "composite", "", comp(("a", 1.0), ("r1", 1.0)))
+    reg.add("c", "composite", "", comp(("b", 1.0)))
+    with pytest.raises(BadRequest, match="cycle: a -> c -> b -> a"):
+        reg.add("a", "composite", "", comp(("c", 1.0)), replace=True)
+    assert reg.get("a").kind == "python"  # the refused replacement changed nothing
+
+
+def test_a_component_in_use_cannot_be_removed(reg):
+    reg.add("a", "python", "", PY)
+    reg.add("b", "composite", "", comp(("a", 1.0)))
+    with pytest.raises(InUse, match="b"):
+        reg.remove("a")
+    reg.remove("b")
+    reg.remove("a")
+
+
+def test_cache_version_follows_components_and_skips_remotes(reg):
+    reg.add("a", "python", "", PY)
+    reg.add("b", "composite", "", comp(("a", 0.5), ("think_format", 0.5)))
+    before = reg.cache_version("b")
+    reg.add("a", "python", "", PY, replace=True)
+    assert reg.cache_version("b") != before  # a composite's cached verdicts go stale with its parts
+    reg._custom["rem"] = RemoteVerifier("rem", "127.0.0.1:1")
+    reg.add("c", "composite", "", comp(("rem", 1.0)))
+    assert reg.cache_version("rem") is None and reg.cache_version("c") is None
+
+
+def test_registered_verifiers_survive_reopening(tmp_path):
+    path = str(tmp_path / "reg.sqlite")
+    r = Registry(path)
+    r.add("p", "python", "desc", {**PY, "example_completion": "e"})
+    r.add("c", "composite", "", comp(("p", 0.7), ("math", 0.3)))
+    r.add("rem", "remote", "", {"target": "127.0.0.1:50099", "verifier": "math"})
+    r.close()
+    r2 = Registry(path)
+    assert [v.name for v in r2.all()][-3:] == ["c", "p", "rem"]
+    assert r2.get("p").spec() == {**PY, "example_completion": "e", "example_reference": ""}
+    assert [(p.verifier, p.weight) for p in r2.get("c").parts] == [("p", 0.7), ("math", 0.3)]
+    assert r2.get("rem").remote_name == "math"
+
+
+def test_a_row_that_no_longer_builds_is_skipped_not_fatal(tmp_path):
+    path = str(tmp_path / "reg.sqlite")
+    Registry(path).add("good", "python", "", PY)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO verifiers VALUES ('bad', 'lua', '', '{}', 1, 0, 0)")
+        db.execute("INSERT INTO verifiers VALUES ('bad2', 'python', '', 'not json', 1, 0, 0)")
+    r = Registry(path)
+    assert r.get("good") and not {"bad", "bad2"} & {v.name for v in r.all()}
+
+
+def test_a_file_that_is_not_sqlite_is_reported(tmp_path):
+    p = tmp_path / "reg.sqlite"
+    p.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="move it aside"):
+        Store(str(p))
+
+
+def _write_forever(path: str, start: int, started) -> None:
+    s = Store(path)
+    i = start
+    while True:
+        s.put(f"v{i}", "python", "x" * 5000, {"source": "def verify(c, r, o):\n    return 1\n" * 50, "i": i},
+              replace=True)  # fmt: skip
+        started.set()
+        i += 1
+
+
+def test_sigkill_mid_write_leaves_the_store_consistent(tmp_path):
+    path = str(tmp_path / "reg.sqlite")
+    ctx = multiprocessing.get_context("spawn")
+    for round_ in range(5):
+        started = ctx.Event()
+        p = ctx.Process(target=_write_forever, args=(path, round_ * 100_000, started))
+        p.start()
+        assert started.wait(60)
+        time.sleep(0.05 + 0.07 * round_)
+        os.kill(p.pid, signal.SIGKILL)
+        p.join()
+        s = Store(path)
+        assert s.integrity() == "ok"
+        rows = s.load()
+        assert any(r.name == f"v{round_ * 100_000}" for r in rows)  # what was acknowledged is there
+        for row in rows:  # every row is whole: its spec parses and names its own number
+            assert row.spec["i"] == int(row.name[1:]) and row.description == "x" * 5000
+        s.close()
+
+
+# -- remote forwarding against a Verify-only server ---------------------------------------------------
+class _VerifyOnly(pb_grpc.VerifierServiceServicer):
+    def __init__(self):
+        self.seen: list[tuple[pb.VerifyRequest, float]] = []
+
+    def Verify(self, request, context):
+        self.seen.append((request, context.time_remaining()))
+        if request.completion == "slow":
+            time.sleep(3)
+        return pb.VerifyResponse(reward=0.25, outcome=pb.OUTCOME_INCORRECT, detail="from afar", components={"x": 0.25})
+
+
+@pytest.fixture
+def verify_only_server():
+    servicer = _VerifyOnly()
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    pb_grpc.add_VerifierServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}", servicer
+    server.stop(0)
+
+
+def _ctx(seconds: float) -> Context:
+    return Context(run_job=None, lookup=None, deadline=time.monotonic() + seconds)
+
+
+def test_remote_forwards_the_request_with_the_callers_deadline(verify_only_server):
+    target, servicer = verify_only_server
+    check_reachable(target, "anything")  # GetVerifier is UNIMPLEMENTED there: a Verify-only server is fine
+    rv = RemoteVerifier("mine", target, "theirs")
+    v = rv.verify(Request("mine", "c", "r", "p", {"k": "v"}, 2.0, "id7"), _ctx(4.0))
+    assert (v.reward, v.outcome, v.detail, v.components) == (0.25, Outcome.INCORRECT, "from afar", {"x": 0.25})
+    req, left = servicer.seen[-1]
+    assert (req.verifier, req.completion, req.reference, req.prompt, dict(req.options), req.timeout_s, req.id) == (
+        "theirs", "c", "r", "p", {"k": "v"}, 2.0, "id7")  # fmt: skip
+    assert 3.0 < left <= 4.1  # the remaining deadline travelled with the call
+    t0 = time.monotonic()
+    v = rv.verify(Request("mine", "slow"), _ctx(0.5))
+    assert v.outcome is Outcome.SANDBOX_ERROR and "DEADLINE_EXCEEDED" in v.detail
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_remote_unreachable_is_sandbox_error_and_refused_at_registration():
+    with pytest.raises(Unreachable):
+        check_reachable("127.0.0.1:1", "math", timeout_s=0.5)
+    v = RemoteVerifier("r", "127.0.0.1:1").verify(Request("r", "x"), _ctx(1.0))
+    assert v.outcome is Outcome.SANDBOX_ERROR and v.reward == 0.0

@@ -1,0 +1,158 @@
+"""Command line for the verifier registry: register, inspect and try verifiers on a running service.
+
+    python -m verifiers.cli register countdown --python examples/countdown.py
+    python -m verifiers.cli register r1_countdown --composite countdown=0.9 think_format=0.1
+    python -m verifiers.cli register remote_math --remote 10.0.0.7:50051 --remote-verifier math
+    python -m verifiers.cli list
+    python -m verifiers.cli get countdown
+    python -m verifiers.cli verify countdown --completion "<answer>3*25</answer>" \\
+        --reference '{"numbers": [3, 25], "target": 75}'
+    python -m verifiers.cli unregister countdown
+
+``--target`` (default ``$VERIFIER_TARGET`` or 127.0.0.1:50051) is the service; ``--token`` (default
+``$VERIFIER_ADMIN_TOKEN``) is sent as ``authorization: Bearer`` on register/unregister. Output is JSON
+on stdout; a refused call prints its status and message on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from google.protobuf.json_format import MessageToDict
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.client import VerifierClient, VerifierError
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise SystemExit(f"cannot read {path}: {e.strerror}") from None
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k:
+            raise SystemExit(f"{what} {it!r} is not KEY=VALUE")
+        out[k] = v
+    return out
+
+
+def _component(item: str) -> pb.Component:
+    name, sep, weight = item.partition("=")
+    try:
+        return pb.Component(verifier=name, weight=float(weight) if sep else 1.0)
+    except ValueError:
+        raise SystemExit(f"--composite {item!r}: the weight must be a number, e.g. math=0.9") from None
+
+
+def register_request(a: argparse.Namespace) -> pb.RegisterVerifierRequest:
+    req = pb.RegisterVerifierRequest(name=a.name, description=a.description, replace=a.replace)
+    if a.python:
+        req.python.CopyFrom(pb.PythonVerifier(source=_read(a.python), entrypoint=a.entrypoint,
+                                              example_completion=a.example_completion,
+                                              example_reference=a.example_reference))  # fmt: skip
+    elif a.remote:
+        req.remote.CopyFrom(pb.RemoteVerifier(target=a.remote, verifier=a.remote_verifier))
+    else:
+        req.composite.CopyFrom(pb.CompositeVerifier(components=[_component(c) for c in a.composite]))
+    return req
+
+
+def _info(info: pb.VerifierInfo, full: bool = False) -> dict:
+    d = MessageToDict(info, preserving_proto_field_name=True)
+    d["version"] = int(d.get("version", 1))
+    if not full and "python" in d:
+        d["python"]["source"] = f"<{len(info.python.source)} characters>"
+    return d
+
+
+def run(a: argparse.Namespace) -> object:
+    token = a.token if a.cmd in ("register", "unregister") else None
+    with VerifierClient(a.target, timeout_s=a.timeout_s, retries=2, token=token or None) as c:
+        if a.cmd == "register":
+            return _info(c.register(register_request(a)))
+        if a.cmd == "unregister":
+            c.unregister(a.name)
+            return {"unregistered": a.name}
+        if a.cmd == "list":
+            return [_info(v) for v in c.list_verifiers()]
+        if a.cmd == "get":
+            return _info(c.get_verifier(a.name), full=True)
+        r = c.verify(a.name, a.completion if a.completion is not None else _read(a.completion_file),
+                     a.reference, prompt=a.prompt, options=_pairs(a.option, "--option"), timeout_s=a.grade_timeout_s)  # fmt: skip
+        return {k: v for k, v in vars(r).items() if k != "id"}
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--target", default=argparse.SUPPRESS, help="host:port of the service")
+    common.add_argument("--token", default=argparse.SUPPRESS, help="admin token (env VERIFIER_ADMIN_TOKEN)")
+    common.add_argument("--timeout-s", type=float, default=argparse.SUPPRESS, help="deadline of the call")
+    p = argparse.ArgumentParser(prog="python -m verifiers.cli", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument(
+        "--target", default=os.environ.get("VERIFIER_TARGET", DEFAULT_TARGET), help="host:port of the service"
+    )
+    p.add_argument(
+        "--token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""), help="admin token for register/unregister"
+    )
+    p.add_argument("--timeout-s", type=float, default=60.0, help="deadline of the call in seconds")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("register", parents=[common], help="register (or with --replace, update) a verifier")
+    r.add_argument("name")
+    kind = r.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--python", metavar="FILE", help="source defining verify(completion, reference, options)")
+    kind.add_argument("--remote", metavar="HOST:PORT", help="another server implementing VerifierService.Verify")
+    kind.add_argument(
+        "--composite", nargs="+", metavar="NAME=WEIGHT", help="weighted sum, e.g. math=0.9 think_format=0.1"
+    )
+    r.add_argument("--entrypoint", default="verify", help="python: the function to call")
+    r.add_argument("--example-completion", default="", help="python: completion for the registration dry run")
+    r.add_argument("--example-reference", default="", help="python: reference for the registration dry run")
+    r.add_argument("--remote-verifier", default="", help="remote: the verifier's name there (default: NAME)")
+    r.add_argument("--description", default="")
+    r.add_argument("--replace", action="store_true", help="overwrite an existing verifier (bumps its version)")
+
+    for name, text in (("unregister", "remove a registered verifier"), ("get", "show one verifier and its spec")):
+        s = sub.add_parser(name, parents=[common], help=text)
+        s.add_argument("name")
+    sub.add_parser("list", parents=[common], help="list every verifier")
+
+    v = sub.add_parser("verify", parents=[common], help="grade one completion")
+    v.add_argument("name")
+    src = v.add_mutually_exclusive_group(required=True)
+    src.add_argument("--completion")
+    src.add_argument("--completion-file", metavar="FILE", help="read the completion from FILE ('-': stdin)")
+    v.add_argument("--reference", default="")
+    v.add_argument("--prompt", default="")
+    v.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    v.add_argument("--grade-timeout-s", type=float, default=0.0, help="grading budget (0: the verifier's default)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        out = run(a)
+    except VerifierError as e:
+        print(f"error: {e.code.name}: {e.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
