@@ -1,22 +1,33 @@
-"""A warm pool of hardened Docker containers, each running ``worker.py`` (one job at a time).
+"""A warm pool of hardened sandboxes, each running ``worker.py`` (one job at a time).
 
-What is covered (per container): no network, read-only root filesystem, a small tmpfs for scratch,
-pids limit, memory limit with swap equal to it, CPU quota, every capability dropped, no-new-privileges,
-Docker's default seccomp profile, a distinct unprivileged uid per container (so RLIMIT_NPROC, which
-the kernel counts per uid, is effectively per container), a label naming the owner process. No host
-path and never the Docker socket is mounted. Per job: see worker.py (fresh process, rlimits, kill of
-every process at the end, wipe of every writable place).
+Two backends, chosen explicitly with ``SandboxConfig.backend``:
 
-What is not covered: kernel exploits (containers share the host kernel; use gVisor's runsc as the
-runtime, ``SandboxConfig.runtime``, where that matters), and side channels between containers.
+``"docker"`` (the default, and the one to use for training): each sandbox is a ``docker run -i --rm``
+container. Covered per container: no network, read-only root filesystem, a small tmpfs for scratch
+(size and inode count bounded), pids limit, memory limit with swap equal to it, CPU quota, every
+capability dropped (the worker needs none), no-new-privileges, Docker's default seccomp profile, a
+distinct unprivileged uid per container (so RLIMIT_NPROC, which the kernel counts per uid, is
+effectively per container), a label naming the owner process. No host path and never the Docker
+socket is mounted. Per job: see worker.py (fresh process, rlimits, kill of every process at the end,
+wipe of every writable place and of System V IPC).
 
-The host talks to each worker through ``docker run -i``'s stdin/stdout, so there is no network and
-no ``docker exec`` per job. A container that dies or stops answering is replaced and its in-flight
-job returns a result with ``sandbox_error`` set.
+``"bwrap"`` (machines without Docker; weaker, see sandbox/bwrap.py and docs/sandbox.md): the same
+worker as PID 1 of a bubblewrap sandbox (user, PID, network, IPC, UTS namespaces; read-only view of
+/usr only; no seccomp filter; memory and pids cgroups only when the host lets us create them).
+
+What is not covered by either: kernel exploits (sandboxes share the host kernel; use gVisor's runsc
+as the Docker runtime, ``SandboxConfig.runtime``, where that matters), side channels between
+sandboxes, and a job reading its own program (grading that hides tests from the candidate must not
+put them in the same process).
+
+The host talks to each worker through the sandbox's stdin/stdout (framed, see worker.py), so there is
+no network and no ``docker exec`` per job. A sandbox that dies or stops answering is replaced and its
+in-flight job returns a result with ``sandbox_error`` set.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import logging
@@ -29,13 +40,17 @@ import struct
 import subprocess
 import threading
 import time
+import weakref
 from dataclasses import asdict, dataclass, field
 
 log = logging.getLogger(__name__)
 
 LABEL = "rlvr.sandbox"
-OWNER_LABEL = "rlvr.owner"
+OWNER_LABEL = "rlvr.owner"  # "<hostname>:<pid>" of the process that owns the container
+STARTED_LABEL = "rlvr.owner_started"  # that process's start time (clock ticks), against pid reuse
 GRACE_S = 5.0  # how long past a job's timeout the worker may take to answer before it is declared dead
+MAX_REPLY = 64 * 1024 * 1024  # a worker reply larger than this means the worker is broken
+BACKENDS = ("docker", "bwrap")
 
 
 class SandboxError(RuntimeError):
@@ -43,7 +58,7 @@ class SandboxError(RuntimeError):
 
 
 class PoolSaturated(SandboxError):
-    """No container became free before the caller's deadline (backpressure)."""
+    """No sandbox became free before the caller's deadline, or too many callers wait (backpressure)."""
 
 
 @dataclass
@@ -90,15 +105,28 @@ class Result:
 class SandboxConfig:
     size: int = field(default_factory=lambda: os.cpu_count() or 1)
     image: str = ""  # default: the tag the current sources describe (sandbox.image.image_tag())
-    memory_mb: int = 1536  # container memory limit (swap equal to it: no swap)
+    memory_mb: int = 1536  # sandbox memory limit (swap equal to it: no swap)
     cpus: float = 1.0
     pids: int = 128
     tmpfs_mb: int = 64
+    tmpfs_inodes: int = 16384  # files a job may create in /tmp (bounds the wipe after it, too)
     preload: tuple[str, ...] = ("sympy", "math_verify", "latex2sympy2_extended")
     warmup: str = ""  # code run once in each worker after the preloads (builds lazy state before forking)
-    max_waiters: int = 4096  # callers allowed to queue for a container; beyond that: PoolSaturated at once
+    max_waiters: int = 4096  # callers allowed to queue for a sandbox; beyond that: PoolSaturated at once
     start_timeout_s: float = 60.0
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
+    backend: str = "docker"  # "docker" or "bwrap" (weaker: see docs/sandbox.md)
+    python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
+    pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: this venv's)
+
+
+# -- ownership and stale containers -----------------------------------------------------------
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 def _owner() -> str:
@@ -112,19 +140,30 @@ def docker_available() -> bool:
         return False
 
 
+def list_containers(owner: str | None = None) -> list[tuple[str, str, str]]:
+    """(id, owner, owner start time) of every sandbox container, or of one owner's."""
+    flt = ["--filter", f"label={LABEL}"] + (["--filter", f"label={OWNER_LABEL}={owner}"] if owner else [])
+    fmt = '{{.ID}} {{.Label "' + OWNER_LABEL + '"}} {{.Label "' + STARTED_LABEL + '"}}'
+    try:
+        out = subprocess.run(["docker", "ps", "-a", *flt, "--format", fmt], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    rows = []
+    for line in filter(None, out.stdout.split("\n")):
+        cid, owner_, started = (line.split(" ") + ["", ""])[:3]
+        rows.append((cid, owner_, started))
+    return rows
+
+
 def remove_stale_containers(all_owners: bool = False) -> int:
     """Remove sandbox containers whose owner process on this host is gone (or every one of them)."""
-    out = subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"label={LABEL}", "--format", '{{.ID}} {{.Label "' + OWNER_LABEL + '"}}'],
-        capture_output=True,
-        text=True,
-    ).stdout.split("\n")
     stale = []
     host = socket.gethostname()
-    for line in filter(None, out):
-        cid, _, owner = line.partition(" ")
+    for cid, owner, started in list_containers():
         h, _, pid = owner.rpartition(":")
-        if all_owners or h != host or not pid.isdigit() or not _alive(int(pid)):
+        gone = h != host or not pid.isdigit() or not _alive(int(pid))
+        reused = not gone and started and started != _start_time(int(pid))
+        if all_owners or gone or reused:
             stale.append(cid)
     if stale:
         subprocess.run(["docker", "rm", "-f", *stale], capture_output=True)
@@ -144,17 +183,34 @@ def _alive(pid: int) -> bool:
 _uids = itertools.count(random.randrange(200_000, 900_000, 1000))
 
 
-class Container:
-    """One ``docker run -i`` process and its worker."""
+# -- one sandbox --------------------------------------------------------------------------------
+class Sandbox:
+    """A worker process behind a pipe: ``docker run -i`` here, bwrap in sandbox/bwrap.py."""
 
-    def __init__(self, cfg: SandboxConfig, image: str):
+    backend = "docker"
+
+    def __init__(self, cfg: SandboxConfig):
+        self.cfg = cfg
         self.uid = next(_uids)
         self.name = f"rlvr-sbx-{os.getpid()}-{self.uid}"
+        self.retire = ""  # set when the worker asks to be replaced after answering
+        self.jobs = 0
+        self.proc = self._spawn()
+        self._out = self.proc.stdout.fileno()
+        try:
+            self.info, _ = self._read_frame(time.monotonic() + cfg.start_timeout_s)
+        except Exception:
+            self.destroy()
+            raise
+
+    def command(self) -> list[str]:
+        cfg = self.cfg
         cmd = [
             "docker", "run", "-i", "--rm", "--pull", "never", "--name", self.name,
             "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={_owner()}",
+            "--label", f"{STARTED_LABEL}={_start_time(os.getpid())}",
             "--network", "none", "--read-only",
-            "--tmpfs", f"/tmp:rw,nosuid,nodev,size={cfg.tmpfs_mb}m,mode=1777",
+            "--tmpfs", f"/tmp:rw,nosuid,nodev,noexec,size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
             "--shm-size", "16m",
             "--pids-limit", str(cfg.pids),
             "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m",
@@ -168,13 +224,21 @@ class Container:
             cmd += ["--env", f"RLVR_WARMUP={cfg.warmup}"]
         if cfg.runtime:
             cmd += ["--runtime", cfg.runtime]
-        cmd += [image, "python3", "-s", "/opt/sandbox/worker.py"]
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-        )
-        self._out = self.proc.stdout.fileno()
-        self.info = self._read_frame(time.monotonic() + cfg.start_timeout_s)
+        return cmd + [cfg.image, "python3", "-s", "/opt/sandbox/worker.py"]
 
+    def _spawn(self) -> subprocess.Popen:
+        # The docker CLI gets a minimal environment: nothing of the service's (secrets) goes near it.
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "DOCKER_HOST", "DOCKER_CONFIG", "HOME")}
+        return subprocess.Popen(
+            self.command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+        )
+
+    # -- frames --------------------------------------------------------------------------------
     def _read_exact(self, n: int, deadline: float) -> bytes:
         buf = bytearray()
         while len(buf) < n:
@@ -183,60 +247,110 @@ class Container:
                 raise SandboxError(f"sandbox {self.name} did not answer in time")
             ready, _, _ = select.select([self._out], [], [], left)
             if ready:
-                chunk = os.read(self._out, n - len(buf))
+                chunk = os.read(self._out, min(n - len(buf), 1 << 20))
                 if not chunk:
-                    err = self.proc.stderr.read(4000).decode(errors="replace") if self.proc.poll() is not None else ""
-                    raise SandboxError(f"sandbox {self.name} exited ({self.proc.returncode}): {err.strip()}")
+                    raise SandboxError(f"sandbox {self.name} exited ({self._exit_reason()})")
                 buf += chunk
         return bytes(buf)
 
-    def _read_frame(self, deadline: float) -> dict:
+    def _exit_reason(self) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "output closed"
+        ready, _, _ = select.select([self.proc.stderr], [], [], 0)
+        err = os.read(self.proc.stderr.fileno(), 4000).decode(errors="replace").strip() if ready else ""
+        return f"status {code}" + (f": {err[-1500:]}" if err else "")
+
+    def _read_frame(self, deadline: float) -> tuple[dict, list[bytes]]:
         (n,) = struct.unpack(">I", self._read_exact(4, deadline))
-        return json.loads(self._read_exact(n, deadline))
+        if n > 1 << 20:
+            raise SandboxError(f"sandbox {self.name} sent a {n}-byte header: protocol broken")
+        header = json.loads(self._read_exact(n, deadline))
+        sizes = [int(s) for s in header.get("sizes", ())]
+        if sum(sizes) > MAX_REPLY:
+            raise SandboxError(f"sandbox {self.name} sent a {sum(sizes)}-byte reply: protocol broken")
+        return header, [self._read_exact(s, deadline) if s else b"" for s in sizes]
 
     def run(self, job: Job) -> Result:
-        frame = {"id": job.id, "code": job.code, "stdin": job.stdin, "timeout": job.timeout_s, "mode": job.mode,
-                 "limits": asdict(job.limits)}  # fmt: skip
-        data = json.dumps(frame).encode()
+        code, stdin = job.code.encode("utf-8", "surrogatepass"), job.stdin.encode("utf-8", "surrogatepass")
+        header = {"id": job.id, "timeout": job.timeout_s, "mode": job.mode, "limits": asdict(job.limits),
+                  "sizes": [len(code), len(stdin)]}  # fmt: skip
+        head = json.dumps(header).encode()
+        self.jobs += 1
         try:
-            self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+            self.proc.stdin.write(struct.pack(">I", len(head)) + head + code + stdin)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as e:
-            raise SandboxError(f"sandbox {self.name} is gone: {e}") from None
-        reply = self._read_frame(time.monotonic() + job.timeout_s + GRACE_S)
+            raise SandboxError(f"sandbox {self.name} is gone ({e}): it is being replaced") from None
+        reply, blobs = self._read_frame(time.monotonic() + job.timeout_s + GRACE_S)
         if "error" in reply:
             raise SandboxError(reply["error"])
-        return Result(**{k: v for k, v in reply.items() if k in Result.__dataclass_fields__})
+        self.retire = reply.get("retire") or ""
+        out, err = (blobs + [b"", b""])[:2]
+        fields = {k: v for k, v in reply.items() if k in Result.__dataclass_fields__}
+        return Result(**fields, stdout=out.decode(errors="replace"), stderr=err.decode(errors="replace"))
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def destroy(self) -> None:
+    def destroy(self, remove: bool = True) -> None:
+        """Stop the sandbox; ``remove=False`` when the caller removes the container itself."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
-        subprocess.run(["docker", "rm", "-f", self.name], capture_output=True)
+        if remove:
+            subprocess.run(["docker", "rm", "-f", self.name], capture_output=True)
+        self._reap()
+
+    def _reap(self) -> None:
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
         for f in (self.proc.stdout, self.proc.stderr):
             f.close()
 
 
+Container = Sandbox  # the name verifiers/ and older code used
+
+
+def _sandbox_class(cfg: SandboxConfig) -> type[Sandbox]:
+    if cfg.backend == "docker":
+        return Sandbox
+    if cfg.backend == "bwrap":
+        from sandbox.bwrap import BwrapSandbox
+
+        return BwrapSandbox
+    raise SandboxError(f"unknown sandbox backend {cfg.backend!r}: choose one of {', '.join(BACKENDS)}")
+
+
+# -- the pool -----------------------------------------------------------------------------------
+_live_pools: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_pools() -> None:  # an interpreter exit without close() still removes the sandboxes
+    for pool in list(_live_pools):
+        pool.close()
+
+
 class SandboxPool:
-    """Thread-safe: ``run`` may be called from many threads; each container runs one job at a time."""
+    """Thread-safe: ``run`` may be called from many threads; each sandbox runs one job at a time."""
 
     def __init__(self, config: SandboxConfig | None = None):
         self.cfg = config or SandboxConfig()
-        if not self.cfg.image:
+        self._cls = _sandbox_class(self.cfg)
+        if not self.cfg.image and self.cfg.backend == "docker":
             from sandbox.image import image_tag
 
             self.cfg.image = image_tag()
-        self._idle: queue.Queue[Container] = queue.Queue()
-        self._all: set[Container] = set()
+        self._idle: queue.Queue[Sandbox] = queue.Queue()
+        self._all: set[Sandbox] = set()
         self._lock = threading.Lock()
+        self._helpers: set[threading.Thread] = set()
         self._waiters = 0
         self._closed = False
         self.startup_s = 0.0
@@ -245,11 +359,7 @@ class SandboxPool:
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> SandboxPool:
         t0 = time.monotonic()
-        if not docker_available():
-            raise SandboxError("Docker engine not reachable (docker info failed): run `make setup` or start dockerd")
-        if subprocess.run(["docker", "image", "inspect", self.cfg.image], capture_output=True).returncode != 0:
-            raise SandboxError(f"sandbox image {self.cfg.image} is missing: run `make image`")
-        remove_stale_containers()
+        self._cls.preflight(self.cfg) if hasattr(self._cls, "preflight") else self._docker_preflight()
         errors: list[Exception] = []
         threads = [threading.Thread(target=self._add, args=(errors,)) for _ in range(self.cfg.size)]
         for t in threads:
@@ -259,31 +369,57 @@ class SandboxPool:
         if errors:
             self.close()
             raise SandboxError(f"could not start the sandbox pool: {errors[0]}")
+        _live_pools.add(self)
         self.startup_s = time.monotonic() - t0
         return self
 
-    def _add(self, errors: list[Exception] | None = None) -> None:
+    def _docker_preflight(self) -> None:
+        if not docker_available():
+            raise SandboxError("Docker engine not reachable (docker info failed): run `make setup` or start dockerd")
+        if subprocess.run(["docker", "image", "inspect", self.cfg.image], capture_output=True).returncode != 0:
+            raise SandboxError(f"sandbox image {self.cfg.image} is missing: run `make image`")
+        removed = remove_stale_containers()
+        if removed:
+            log.warning("removed %d sandbox container(s) left behind by a crashed run", removed)
+
+    def _add(self, errors: list[Exception] | None = None) -> bool:
         try:
-            c = Container(self.cfg, self.cfg.image)
+            c = self._cls(self.cfg)
         except Exception as e:  # noqa: BLE001 - reported to the caller
-            log.error("sandbox container failed to start: %s", e)
+            log.error("sandbox failed to start: %s", e)
             if errors is not None:
                 errors.append(e)
-            return
+            return False
         with self._lock:
             if self._closed:
-                c.destroy()
-                return
-            self._all.add(c)
+                closed = True
+            else:
+                closed = False
+                self._all.add(c)
+        if closed:
+            c.destroy()
+            return True
         self._idle.put(c)
+        return True
 
     def close(self) -> None:
+        """Remove every sandbox (idle or busy: a busy job returns ``sandbox_error``). Idempotent."""
         with self._lock:
             self._closed = True
-            containers = list(self._all)
+            sandboxes = list(self._all)
             self._all.clear()
-        for c in containers:
-            c.destroy()
+            helpers = list(self._helpers)
+        _live_pools.discard(self)
+        if sandboxes and self.cfg.backend == "docker":
+            subprocess.run(["docker", "rm", "-f", *[c.name for c in sandboxes]], capture_output=True)
+        for c in sandboxes:
+            c.destroy(remove=self.cfg.backend != "docker")
+        for t in helpers:
+            t.join(timeout=30)
+        if self.cfg.backend == "docker" and self.startup_s:
+            leftovers = [cid for cid, *_ in list_containers(_owner())]
+            if leftovers and not _live_pools:  # another pool of this process may own them
+                subprocess.run(["docker", "rm", "-f", *leftovers], capture_output=True)
 
     def __enter__(self) -> SandboxPool:
         return self.start()
@@ -304,38 +440,79 @@ class SandboxPool:
         with self._lock:
             return [c.name for c in self._all]
 
+    def stats(self) -> dict:
+        with self._lock:
+            return {"size": self.cfg.size, "live": len(self._all), "idle": self._idle.qsize(),
+                    "waiters": self._waiters, "replaced": self.replaced}  # fmt: skip
+
     # -- running ------------------------------------------------------------------------------------
     def run(self, job: Job, wait_s: float | None = None) -> Result:
-        """Run one job. Waits up to ``wait_s`` (default: the job's timeout) for a free container."""
+        """Run one job. Waits up to ``wait_s`` (default: the job's timeout) for a free sandbox; raises
+        PoolSaturated when none became free in time. Infrastructure failures during the job come back
+        as ``Result.sandbox_error`` (and the sandbox is replaced), never as the program's fault."""
         c = self._acquire(job.timeout_s if wait_s is None else wait_s)
         try:
             result = c.run(job)
         except (SandboxError, OSError, ValueError) as e:
-            self._replace(c)
+            self._replace(c, str(e))
             return Result(sandbox_error=str(e), id=job.id)
-        self._idle.put(c)
+        if c.retire:
+            self._replace(c, c.retire)
+        else:
+            self._idle.put(c)
         return result
 
-    def _acquire(self, wait_s: float) -> Container:
+    def _acquire(self, wait_s: float) -> Sandbox:
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is shut down")
             if self._waiters >= self.cfg.max_waiters:
-                raise PoolSaturated(f"sandbox queue is full ({self._waiters} callers waiting)")
+                raise PoolSaturated(
+                    f"sandbox pool saturated: {self._waiters} callers already waiting for {self.size} sandboxes"
+                    f" (max_waiters={self.cfg.max_waiters}); send fewer concurrent jobs or raise"
+                    " SandboxConfig.size / max_waiters"
+                )
             self._waiters += 1
+        deadline = time.monotonic() + max(wait_s, 0.0)
         try:
-            return self._idle.get(timeout=max(wait_s, 0.001))
-        except queue.Empty:
-            raise PoolSaturated(f"no sandbox became free within {wait_s:.1f} s (pool size {self.size})") from None
+            while True:
+                try:
+                    c = self._idle.get(timeout=max(deadline - time.monotonic(), 0.001))
+                except queue.Empty:
+                    raise PoolSaturated(
+                        f"no sandbox became free within {wait_s:.1f} s (pool size {self.size},"
+                        f" {self._waiters} callers waiting): the pool is saturated; retry later, pass a"
+                        " longer wait_s or raise SandboxConfig.size"
+                    ) from None
+                if c.alive():
+                    return c
+                self._replace(c, "found dead while idle")  # its job never started: try the next one
+                if self._closed:
+                    raise SandboxError("the sandbox pool is shut down")
         finally:
             with self._lock:
                 self._waiters -= 1
 
-    def _replace(self, c: Container) -> None:
-        log.warning("replacing sandbox container %s", c.name)
+    def _replace(self, c: Sandbox, why: str) -> None:
+        """Destroy ``c`` and start a new sandbox in the background, retrying until it comes up."""
+        log.warning("replacing sandbox %s: %s", c.name, why)
         with self._lock:
             self._all.discard(c)
             self.replaced += 1
-        threading.Thread(target=c.destroy, daemon=True).start()
-        if not self._closed:
-            threading.Thread(target=self._add, daemon=True).start()
+            if self._closed:
+                threading.Thread(target=c.destroy, daemon=True).start()
+                return
+            t = threading.Thread(target=self._replacement, args=(c,), daemon=True, name=f"replace-{c.name}")
+            self._helpers.add(t)
+        t.start()
+
+    def _replacement(self, old: Sandbox) -> None:
+        try:
+            old.destroy()
+            delay = 0.5
+            while not self._closed and not self._add():
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
+        finally:
+            with self._lock:
+                self._helpers.discard(threading.current_thread())

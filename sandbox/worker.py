@@ -1,40 +1,55 @@
 """The in-container worker: a fork server that runs one untrusted job at a time. Standard library only.
 
-It runs as PID 1 of its container, as an unprivileged user, and talks to the host over its own
-stdin/stdout with length-prefixed JSON frames (4-byte big-endian length, then UTF-8 JSON):
+It runs as PID 1 of its sandbox (a Docker container, or a bubblewrap PID namespace), as an
+unprivileged user, and talks to the host over its own stdin/stdout with frames:
 
-    host → worker   {"id", "code", "stdin", "timeout", "mode": "fork"|"spawn", "limits": {...}}
-    worker → host   {"ready": true, ...} once, then one result frame per job
+    frame   = 4-byte big-endian header length, header (UTF-8 JSON), then the blobs the header sizes
+    host → worker   header {"id", "timeout", "mode": "fork"|"spawn", "limits": {...}, "sizes": [code, stdin]}
+    worker → host   header {"ready": true, ...} once, then per job a result header with
+                    "sizes": [stdout, stderr] followed by the (capped) stdout and stderr bytes
 
-Heavy imports (``RLVR_PRELOAD``, e.g. sympy and math_verify) are imported once here, so a forked job
-finds them warm. Each job runs in a fresh child process:
+Heavy imports (``RLVR_PRELOAD``, e.g. sympy and math_verify) are imported once here and frozen out
+of the garbage collector, so a forked job finds them warm and copies few pages. Each job runs in a
+fresh child process:
 
-* ``setsid`` + its own scratch directory under /tmp, stdin from a private file, stdout/stderr on pipes
-  read with a cap (the rest is drained and discarded up to a ceiling, then the job is killed);
-* rlimits: CPU time, address space, file size, process count, no core files; oom_score_adj 1000 so
-  the kernel picks the job, not the worker, when the container's memory runs out;
-* wall-clock timeout: on expiry, and in every case once the job ends, ``kill(-1, SIGKILL)``. As PID 1
-  this reaches every other process in the container (daemonised grandchildren included) and never
-  the worker itself: the kernel does not deliver signals to a namespace's init from inside unless it
-  installed a handler, so ``kill -1`` or ``kill -9 1`` from a job cannot take the worker down;
-* afterwards every writable place (/tmp, /dev/shm) is wiped, so nothing persists into the next job.
+* ``setsid``, its own scratch directory (/tmp/job, also HOME and TMPDIR), stdin from a private
+  memfd, stdout/stderr on pipes read with a cap (the rest is drained and discarded up to a ceiling,
+  then the job is killed as runaway);
+* rlimits: CPU time, address space, file size, process count, open files, no core files, no POSIX
+  message queues; oom_score_adj 1000 so the kernel picks the job, not the worker, when the
+  sandbox's memory runs out;
+* wall-clock timeout: on expiry, and in every case once the job ends, ``kill(-1, SIGKILL)`` until
+  no child is left. As PID 1 this reaches every other process of the sandbox (daemonised
+  grandchildren included) and never the worker itself: the kernel does not deliver a signal to a
+  namespace's init from inside it unless init installed a handler, and this worker installs none
+  (it waits on a pidfd, not on SIGCHLD; SIGINT's default Python handler is removed), so
+  ``kill -1``, ``kill -9 1`` or ``kill -INT 1`` from a job cannot take the worker down;
+* afterwards every writable place (/tmp, /dev/shm, /dev/mqueue) is wiped without recursion (a
+  10 000-deep directory tree is flattened, not recursed into), and System V IPC objects are removed,
+  so nothing persists into the next job;
+* the worker never turns a job's code, stdin or output into a Python object: they live in
+  bytearrays that are zeroed after the job, so a later job (a fork of this process) cannot find an
+  earlier job's data in the memory it inherits.
 
 The worker marks itself non-dumpable, so a job (same uid) cannot ptrace it or open /proc/1/fd.
 """
 
 import ctypes
+import errno
+import gc
 import json
 import os
 import resource
 import select
-import shutil
 import signal
+import stat
 import struct
 import sys
 import time
 
 OUT_FD, IN_FD = 1, 0
-WRITABLE_DIRS = ("/tmp", "/dev/shm")
+WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
+SCRATCH = "/tmp/job"
 DEFAULT_LIMITS = {
     "cpu_s": 0,  # 0: derived from the timeout
     "memory_mb": 1024,  # address space of the job
@@ -44,41 +59,73 @@ DEFAULT_LIMITS = {
     "output_bytes": 65536,
 }
 OUTPUT_CEILING = 8 * 1024 * 1024  # bytes read per stream before the job is killed as runaway
+MAX_FRAME = 256 * 1024 * 1024  # a job (code + stdin) larger than this is refused
 JOB_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": "/opt/pylibs"}
 PR_SET_DUMPABLE = 4
+WIPE_BUDGET_S = 3.0
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - static interpreters
+    _libc = None
 
 
 def _prctl_dumpable(flag):
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+        _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
     except Exception:
         pass
 
 
 # -- framing -----------------------------------------------------------------------------------
-def _read_exact(n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(IN_FD, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
+def _read_into(buf):
+    """Fill the bytearray from stdin without creating intermediate bytes objects."""
+    view, got = memoryview(buf), 0
+    while got < len(buf):
+        n = os.readv(IN_FD, [view[got:]])
+        if n == 0:
+            return False
+        got += n
+    return True
 
 
 def read_frame():
-    head = _read_exact(4)
-    if head is None:
+    """(header, payload bytearray) or None at end of input."""
+    head = bytearray(4)
+    if not _read_into(head):
         return None
-    body = _read_exact(struct.unpack(">I", head)[0])
-    return None if body is None else json.loads(body)
+    size = struct.unpack(">I", head)[0]
+    if size > 1 << 20:
+        raise ValueError(f"frame header of {size} bytes")
+    raw = bytearray(size)
+    if not _read_into(raw):
+        return None
+    header = json.loads(raw)
+    total = sum(int(n) for n in header.get("sizes", ()))
+    if total > MAX_FRAME:
+        raise ValueError(f"job of {total} bytes exceeds {MAX_FRAME}")
+    payload = bytearray(total)
+    if not _read_into(payload):
+        return None
+    return header, payload
 
 
-def write_frame(obj):
-    data = json.dumps(obj).encode()
-    data = struct.pack(">I", len(data)) + data
-    while data:
-        data = data[os.write(OUT_FD, data) :]
+def write_frame(header, *blobs):
+    header = dict(header, sizes=[len(b) for b in blobs])
+    data = json.dumps(header).encode()
+    parts = [memoryview(struct.pack(">I", len(data)) + data)] + [memoryview(b) for b in blobs]
+    while parts:
+        n = os.writev(OUT_FD, parts)
+        while parts and n >= len(parts[0]):
+            n -= len(parts[0])
+            parts.pop(0)
+        if parts and n:
+            parts[0] = parts[0][n:]
+
+
+def _zero(buf):
+    if buf:
+        ctypes.memset((ctypes.c_char * len(buf)).from_buffer(buf), 0, len(buf))
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -93,11 +140,12 @@ def _set_limits(limits, timeout):
         (resource.RLIMIT_NPROC, int(limits["nproc"])),
         (resource.RLIMIT_NOFILE, int(limits["nofile"])),
         (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_MSGQUEUE, 0),
     ):
         resource.setrlimit(res, (val, val))
 
 
-def _child(job, scratch, stdin_fd, out_w, err_w, status_w):
+def _child(job, payload, stdin_fd, out_w, err_w, status_w):
     """Runs in the forked child; never returns."""
     try:
         os.setsid()
@@ -107,25 +155,30 @@ def _child(job, scratch, stdin_fd, out_w, err_w, status_w):
                 f.write("1000")
         except OSError:
             pass
-        for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGTERM, signal.SIGINT):
+        # What a fresh interpreter would have: SIGPIPE/SIGXFSZ ignored (errors instead), SIGINT raises.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
         os.dup2(stdin_fd, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         keep = 3
         if status_w != keep:
             os.dup2(status_w, keep)
-        os.closerange(keep + 1, 4096)
-        os.chdir(scratch)
-        env = dict(JOB_ENV, HOME=scratch, TMPDIR=scratch)
+        os.closerange(keep + 1, 65536)
+        os.chdir(SCRATCH)
+        env = dict(JOB_ENV, HOME=SCRATCH, TMPDIR=SCRATCH)
         os.environ.clear()
         os.environ.update(env)
+        ncode = int(job["sizes"][0])
+        code = payload[:ncode].decode("utf-8", errors="replace")
+        _zero(payload)
+        gc.enable()
         _set_limits(job["limits"], job["timeout"])
         if job.get("mode") == "spawn":
             os.close(keep)
-            os.execve("/usr/bin/python3", ["python3", "-I", "-c", job["code"]], dict(env, PYTHONPATH=""))
-        _run_in_process(job["code"], keep)
+            os.execve("/usr/bin/python3", ["python3", "-I", "-c", code], dict(env, PYTHONPATH=""))
+        _run_in_process(code, keep)
     except BaseException:
         pass
     os._exit(126)
@@ -168,81 +221,149 @@ def _flush():
             pass
 
 
-# -- the parent --------------------------------------------------------------------------------
-def _wipe_writable():
-    def onerror(func, path, _exc):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            func(path)
-        except OSError:
-            pass
-
-    for top in WRITABLE_DIRS:
-        try:
-            entries = os.listdir(top)
-        except OSError:
-            continue
-        for name in entries:
-            path = os.path.join(top, name)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, onerror=onerror)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
-
-
+# -- cleaning up after a job -------------------------------------------------------------------
 def _kill_all_and_reap():
-    """As PID 1: SIGKILL every other process in the container, then reap every child."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """As PID 1: SIGKILL every other process of the sandbox until no child is left."""
     while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         try:
             pid, _ = os.waitpid(-1, 0)
         except ChildProcessError:
             return
         except InterruptedError:
             continue
-        if pid == 0:
-            return
 
 
+def _remove(path, deadline):
+    """Remove a file or a directory tree without recursion: subdirectories of a non-empty directory
+    are renamed up into its parent's level, so even a 10 000-deep tree costs no stack."""
+    top = os.path.dirname(path)
+    pending = [path]
+    n = 0
+    while pending and time.monotonic() < deadline:
+        p = pending.pop()
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+            continue
+        try:
+            os.rmdir(p)
+            continue
+        except OSError:
+            pass
+        try:
+            os.chmod(p, 0o700)
+            names = os.listdir(p)
+        except OSError:
+            continue
+        pending.append(p)  # again, once emptied
+        for name in names:
+            child = os.path.join(p, name)
+            try:
+                if stat.S_ISDIR(os.lstat(child).st_mode):
+                    n += 1
+                    flat = os.path.join(top, f".wipe-{os.getpid()}-{n}")
+                    os.rename(child, flat)
+                    pending.append(flat)
+                else:
+                    os.unlink(child)
+            except OSError:
+                pass
+
+
+def _remove_sysv_ipc():
+    """Remove the System V shared memory segments, semaphores and message queues jobs left."""
+    if _libc is None:
+        return
+    for kind, rm in (("shm", _libc.shmctl), ("sem", None), ("msg", _libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                lines = f.read().split("\n")[1:]
+        except OSError:
+            continue
+        for line in filter(None, lines):
+            ident = int(line.split()[1])
+            if rm is None:
+                _libc.semctl(ident, 0, 0)  # IPC_RMID
+            else:
+                rm(ident, 0, None)  # IPC_RMID
+
+
+def _wipe_writable():
+    deadline = time.monotonic() + WIPE_BUDGET_S
+    for top in WRITABLE_DIRS:
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        for name in names:
+            _remove(os.path.join(top, name), deadline)
+    _remove_sysv_ipc()
+    for top in WRITABLE_DIRS:  # anything left (the budget ran out): the sandbox is no longer clean
+        try:
+            if os.listdir(top):
+                raise RuntimeError(f"could not wipe {top}")
+        except OSError:
+            pass
+
+
+# -- running a job -----------------------------------------------------------------------------
 class _Stream:
-    def __init__(self, fd, cap):
-        self.fd, self.cap, self.buf, self.total, self.open = fd, cap, bytearray(), 0, True
+    """Reads one pipe into a preallocated buffer of ``cap`` bytes; the rest is counted and dropped."""
+
+    def __init__(self, fd, cap, sink):
+        self.fd, self.buf, self.len, self.total, self.open = fd, bytearray(cap), 0, 0, True
+        self.view, self.sink = memoryview(self.buf), memoryview(sink)
 
     def pump(self):
+        target = self.view[self.len :] if self.len < len(self.buf) else self.sink
         try:
-            chunk = os.read(self.fd, 65536)
+            n = os.readv(self.fd, [target])
         except BlockingIOError:
             return
-        if not chunk:
+        if n == 0:
             self.open = False
             os.close(self.fd)
             return
-        self.total += len(chunk)
-        room = self.cap - len(self.buf)
-        if room > 0:
-            self.buf += chunk[:room]
+        self.total += n
+        if self.len < len(self.buf):
+            self.len += n
 
-    def text(self):
-        return self.buf.decode("utf-8", errors="replace")
+    def data(self):
+        return self.view[: self.len]
+
+    def wipe(self):
+        self.view.release()
+        _zero(self.buf)
 
 
-def run_job(job, wake_r):
+def _waiter(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # old kernel: poll with a short select timeout instead
+        return None
+
+
+def run_job(job, payload):
     limits = dict(DEFAULT_LIMITS, **(job.get("limits") or {}))
     job = dict(job, limits=limits, timeout=float(job.get("timeout") or 10.0))
-    scratch = "/tmp/job"
-    os.makedirs(scratch, mode=0o700, exist_ok=True)
-    stdin_path = "/tmp/.stdin"
-    with open(stdin_path, "wb") as f:
-        f.write((job.get("stdin") or "").encode())
-    stdin_fd = os.open(stdin_path, os.O_RDONLY)
-    os.unlink(stdin_path)
+    ncode, nstdin = (int(n) for n in job.get("sizes", (0, 0)))
+    os.makedirs(SCRATCH, mode=0o700, exist_ok=True)
+    stdin_fd = os.memfd_create("stdin", 0)
+    view = memoryview(payload)[ncode : ncode + nstdin]
+    while view:
+        view = view[os.write(stdin_fd, view) :]
+    view.release()
+    os.lseek(stdin_fd, 0, os.SEEK_SET)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     status_r, status_w = os.pipe()
@@ -250,51 +371,54 @@ def run_job(job, wake_r):
     pid = os.fork()
     if pid == 0:
         os.close(out_r), os.close(err_r), os.close(status_r)
-        _child(job, scratch, stdin_fd, out_w, err_w, status_w)
+        _child(job, payload, stdin_fd, out_w, err_w, status_w)
     for fd in (stdin_fd, out_w, err_w, status_w):
         os.close(fd)
+    pidfd = _waiter(pid)
     for fd in (out_r, err_r, status_r):
         os.set_blocking(fd, False)
     cap = int(limits["output_bytes"])
-    out, err = _Stream(out_r, cap), _Stream(err_r, cap)
-    finished, status, timed_out, runaway = False, None, False, False
+    sink = bytearray(65536)
+    out, err = _Stream(out_r, cap, sink), _Stream(err_r, cap, sink)
+    finished, status, timed_out, runaway, status_open = False, None, False, False, True
     deadline = start + job["timeout"]
+    ceiling = max(OUTPUT_CEILING, 4 * cap)
     while status is None:
         left = deadline - time.monotonic()
         if left <= 0:
             timed_out = True
             break
-        fds = [s.fd for s in (out, err) if s.open] + [status_r, wake_r]
-        ready, _, _ = select.select(fds, [], [], left)
+        fds = [s.fd for s in (out, err) if s.open] + ([status_r] if status_open else [])
+        fds += [pidfd] if pidfd is not None else []
+        ready, _, _ = select.select(fds, [], [], left if pidfd is not None else min(left, 0.01))
         for s in (out, err):
             if s.open and s.fd in ready:
                 s.pump()
-        if status_r in ready:
+        if status_open and status_r in ready:
             try:
-                finished = finished or os.read(status_r, 1) == b"F"
+                byte = os.read(status_r, 1)
+                finished = finished or byte == b"F"
+                status_open = bool(byte)
             except BlockingIOError:
                 pass
-        if wake_r in ready:
-            try:
-                os.read(wake_r, 512)
-            except BlockingIOError:
-                pass
-        if max(out.total, err.total) > max(OUTPUT_CEILING, 4 * cap):
+        if max(out.total, err.total) > ceiling:
             runaway = True
             break
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
+        if pidfd is None or pidfd in ready:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
     wall = time.monotonic() - start
-    _kill_all_and_reap() if status is not None else None
     if status is None:
         try:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             pass
         _, status = os.waitpid(pid, 0)
-        _kill_all_and_reap()
-    for s in (out, err):
+    _kill_all_and_reap()
+    if pidfd is not None:
+        os.close(pidfd)
+    for s in (out, err):  # every writer is dead: whatever is left in the pipes is bounded
         os.set_blocking(s.fd, True) if s.open else None
         while s.open:
             s.pump()
@@ -303,13 +427,11 @@ def run_job(job, wake_r):
     except (BlockingIOError, OSError):
         pass
     os.close(status_r)
-    _wipe_writable()
-    return {
+    _zero(payload)
+    result = {
         "id": job.get("id", ""),
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "stdout": out.text(),
-        "stderr": err.text(),
         "stdout_truncated": out.total > cap,
         "stderr_truncated": err.total > cap,
         "output_limit_exceeded": runaway,
@@ -317,11 +439,24 @@ def run_job(job, wake_r):
         "timed_out": timed_out,
         "finished": finished,
     }
+    try:
+        _wipe_writable()
+    except Exception as e:  # the job's own result stands; this sandbox is retired and replaced
+        result["retire"] = f"cleanup failed: {type(e).__name__}: {e}"
+    try:
+        write_frame(result, out.data(), err.data())
+    finally:
+        out.wipe(), err.wipe(), _zero(sink)
+    return result.get("retire")
 
 
 def main():
     _prctl_dumpable(0)
     os.umask(0o077)
+    # No Python-level handler may stay installed: the kernel would deliver that signal to PID 1 when
+    # a job sends it (Python installs one for SIGINT). SIGCHLD stays SIG_DFL (SIG_IGN would auto-reap).
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN if sig in (signal.SIGPIPE, signal.SIGXFSZ) else signal.SIG_DFL)
     preloaded = []
     for name in filter(None, os.environ.get("RLVR_PRELOAD", "").split(",")):
         try:
@@ -335,24 +470,28 @@ def main():
             exec(compile(warmup, "<warmup>", "exec"), {"__name__": "__warmup__"})
         except Exception as e:
             sys.stderr.write(f"warmup failed: {e}\n")
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    # Everything loaded so far is shared with every forked job: keep the collector off it so a
+    # job's collections do not touch (and copy) those pages.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     _wipe_writable()
     write_frame({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "preloaded": preloaded})
     while True:
-        job = read_frame()
-        if job is None:
+        frame = read_frame()
+        if frame is None:
             return
+        job, payload = frame
         try:
-            result = run_job(job, wake_r)
-        except Exception as e:  # report, never die: the host replaces a dead worker anyway
+            retire = run_job(job, payload)
+        except Exception as e:  # report, then exit: the host replaces this sandbox
             _kill_all_and_reap()
-            _wipe_writable()
-            result = {"id": job.get("id", ""), "error": f"worker: {type(e).__name__}: {e}"}
-        write_frame(result)
+            write_frame({"id": job.get("id", ""), "error": f"worker: {type(e).__name__}: {e}"})
+            return
+        finally:
+            _zero(payload)
+        if retire:
+            return
 
 
 if __name__ == "__main__":
