@@ -402,10 +402,36 @@ class _Service:
             self.server.stop()
 
 
-def run(a: EvalArgs) -> dict[str, Any]:
-    """Plan, grade (generating first if there is a model), report. Returns the report."""
+def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, source: str, server_log: Path) -> dict:
+    """Grade (and generate) what the plan leaves to do; returns the new records by key."""
     from tqdm import tqdm
 
+    left = len(plan.keys) - len(plan.reused)
+    with _Service(a, server_log) as target, VerifierClient(target, timeout_s=a.deadline_s) as client:
+        check_verifiers(client, plan.verifiers, a)
+        bar = tqdm(total=left, desc="grading", unit="sample", disable=not a.progress, file=sys.stderr)
+        grader = Grader(client, log, bar, a)
+        try:
+            grader.submit([(s, plan.fps[s.key]) for s in plan.to_grade])
+            if plan.to_generate:
+                m, tok = load_model(model, a.device)
+                generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source)
+            grader.finish()
+        except KeyboardInterrupt:
+            n = len(plan.reused) + len(grader.records)
+            raise SystemExit(f"\ninterrupted: {n} of {len(plan.keys)} samples graded and saved in {log.path}; "
+                             "run the same command again to continue") from None  # fmt: skip
+        except VerifierError as e:
+            raise SystemExit(f"verifier service error: {e}\n{len(grader.records)} samples graded this run are saved "
+                             f"in {log.path}; run the same command again to continue") from None  # fmt: skip
+        finally:
+            grader.close()
+            bar.close()
+    return grader.records
+
+
+def run(a: EvalArgs) -> dict[str, Any]:
+    """Plan, grade (generating first if there is a model), report. Returns the report."""
     t0 = time.time()
     source = a.completions or a.data or a.suite or "heldout"
     model = None if a.completions else (a.model or str(suites.latest_model()))
@@ -417,39 +443,15 @@ def run(a: EvalArgs) -> dict[str, Any]:
         if plan.reused:
             print(f"resuming: {len(plan.reused)} of {len(plan.keys)} samples already graded in {log.path}",
                   file=sys.stderr)  # fmt: skip
-        with _Service(a, out.with_suffix(".server.log")) as target:
-            grader = None
-            if left:
-                client = VerifierClient(target, timeout_s=a.deadline_s)
-                check_verifiers(client, plan.verifiers, a)
-                bar = tqdm(total=left, desc="grading", unit="sample", disable=not a.progress, file=sys.stderr)
-                grader = Grader(client, log, bar, a)
-                try:
-                    grader.submit([(s, plan.fps[s.key]) for s in plan.to_grade])
-                    if plan.to_generate:
-                        m, tok = load_model(model, a.device)
-                        generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source)
-                    grader.finish()
-                except KeyboardInterrupt:
-                    n = len(plan.reused) + len(grader.records)
-                    raise SystemExit(f"\ninterrupted: {n} of {len(plan.keys)} samples graded and saved in "
-                                     f"{log.path}; run the same command again to continue") from None  # fmt: skip
-                except VerifierError as e:
-                    raise SystemExit(f"verifier service error: {e}\n{len(grader.records)} samples graded this run "
-                                     f"are saved in {log.path}; run the same command again to continue") from None  # fmt: skip
-                finally:
-                    grader.close()
-                    bar.close()
-                    client.close()
+        done = _grade_all(a, plan, log, model, source, out.with_suffix(".server.log")) if left else {}
     finally:
         log.close()
-    done = grader.records if grader else {}
     records = [plan.reused.get(k) or done[k] for k in plan.keys]
     extra = [int(x) for x in a.extra_k.split(",") if x.strip()]
     report = passk.build_report(
         records,
         extra,
-        title=f"{Path(source).name if a.completions else source}" + (f" · {Path(model).name}" if model else ""),
+        title=Path(source).name + (f" · {Path(model).name}" if model else ""),
         source=source,
         model=model,
         k=a.k if not a.completions else None,
