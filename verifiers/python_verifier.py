@@ -23,7 +23,7 @@ from verifiers.base import BadRequest, Context, Outcome, Request, Unavailable, V
 
 MAX_SOURCE_BYTES = 1 << 20
 DEFAULT_TIMEOUT_S = 10.0
-DRY_RUN_TIMEOUT_S = 10.0
+DRY_RUN_TIMEOUT_S = 5.0
 LIMITS = Limits(memory_mb=1024)  # the same as the math verifier's jobs
 
 # Runs inside the sandbox. stdin: {"nonce", "source", "entrypoint", "completion", "reference", "options"}.

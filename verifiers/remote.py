@@ -44,19 +44,16 @@ def check_reachable(target: str, verifier: str, timeout_s: float = CHECK_TIMEOUT
     check_target(target)
     ch = _channel(target)
     try:
-        try:
-            grpc.channel_ready_future(ch).result(timeout=timeout_s)
-        except grpc.FutureTimeoutError:
-            raise Unreachable(f"remote target {target} is not reachable within {timeout_s:g} s: start that server "
-                              "first or fix the address") from None  # fmt: skip
-        try:
-            pb_grpc.VerifierServiceStub(ch).GetVerifier(pb.GetVerifierRequest(name=verifier), timeout=timeout_s)
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:
-                raise Unreachable(f"remote target {target} has no verifier {verifier!r}: {e.details()}") from None
-            if e.code() != grpc.StatusCode.UNIMPLEMENTED:  # a Verify-only server is fine
-                raise Unreachable(f"remote target {target} answered GetVerifier with {e.code().name}: "
-                                  f"{e.details()}") from None  # fmt: skip
+        pb_grpc.VerifierServiceStub(ch).GetVerifier(pb.GetVerifierRequest(name=verifier), timeout=timeout_s)
+    except grpc.RpcError as e:
+        code = e.code()
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            raise Unreachable(f"remote target {target} is not reachable ({code.name}: {e.details()}): start that "
+                              "server first or fix the address") from None  # fmt: skip
+        if code == grpc.StatusCode.NOT_FOUND:
+            raise Unreachable(f"remote target {target} has no verifier {verifier!r}: {e.details()}") from None
+        if code != grpc.StatusCode.UNIMPLEMENTED:  # a Verify-only server is fine
+            raise Unreachable(f"remote target {target} answered GetVerifier with {code.name}: {e.details()}") from None
     finally:
         ch.close()
 
