@@ -144,6 +144,10 @@ class SampleLog:
             path.unlink(missing_ok=True)
         self.done: dict[str, dict[str, Any]] = {}
         if path.exists():
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):  # cut mid-line by the interruption: drop the fragment
+                with path.open("r+b") as f:
+                    f.truncate(data.rfind(b"\n") + 1)
             with path.open(encoding="utf-8") as f:
                 for line in f:
                     try:

@@ -1,0 +1,169 @@
+"""``make eval`` against the real service (LocalServer, Docker sandboxes): completions files, resume,
+infrastructure errors, HumanEval canonical / NotImplementedError, and generation with a tiny model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from trainer import evaluate, suites
+from verifiers.client import VerifierClient
+from verifiers.launch import ROOT, LocalServer
+
+pytestmark = pytest.mark.docker
+
+MATH_ROWS = [
+    {"id": "a", "completion": "<think>1+1=2</think><answer>2</answer>", "reference": "2"},
+    {"id": "a", "completion": "<think>1+1=3</think><answer>3</answer>", "reference": "2"},
+    {"id": "a", "completion": "the answer is \\boxed{2}", "reference": "2"},
+    {"id": "b", "completion": "so \\boxed{1/2}", "reference": "0.5"},
+    {"id": "b", "completion": "I do not know", "reference": "0.5"},
+    {"id": "b", "completion": "<think>half</think><answer>0.75</answer>", "reference": "0.5"},
+    {"id": "c", "completion": "<think>7</think>\\boxed{7}", "reference": "7", "verifier": "r1"},
+]
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def run_eval(target: str, *args: str) -> dict:
+    return evaluate.main([*args, "--target", target, "--no-progress"])
+
+
+def has_code(client: VerifierClient) -> bool:
+    return "code" in {v.name for v in client.list_verifiers()}
+
+
+def test_completions_file_is_graded_without_a_model(tmp_path, verifier_server):
+    f = write(tmp_path / "c.jsonl", MATH_ROWS)
+    out = tmp_path / "report.json"
+    r = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
+    assert r["n"] == 7 and r["problems"] == 3
+    assert r["outcomes"]["CORRECT"] == 4 and r["outcomes"]["INCORRECT"] == 2 and r["outcomes"]["NO_ANSWER"] == 1
+    assert r["accuracy"] == pytest.approx(4 / 7)
+    # a: 2 of 3, b: 1 of 3, c: 1 of 1 (pass@k over problems with at least k samples)
+    assert r["pass@k"]["1"] == pytest.approx((2 / 3 + 1 / 3 + 1) / 3)
+    assert r["pass@k"]["3"] == pytest.approx(1.0) and r["pass@k_problems"] == {"3": 2}
+    assert r["verifiers"]["r1"]["components"]["think_format"]["mean"] == 1.0
+    assert r["infra_errors"] == 0 and r["graded_now"] == 7
+    on_disk = json.loads(out.read_text())
+    assert on_disk["pass@k"] == r["pass@k"] and "| pass@1 |" in out.with_suffix(".md").read_text()
+    log = [json.loads(line) for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert [x["key"] for x in log] == ["a#0", "a#1", "a#2", "b#0", "b#1", "b#2", "c#0"]
+
+
+def test_an_interrupted_run_resumes_without_regrading(tmp_path, verifier_server):
+    f = write(tmp_path / "c.jsonl", MATH_ROWS)
+    out = tmp_path / "r.json"
+    full = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
+    log = out.with_suffix(".samples.jsonl")
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:3]) + "\n" + lines[3][:25])  # killed while writing the 4th line
+    again = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
+    assert (again["reused"], again["graded_now"]) == (3, 4)
+    done = evaluate.main(["--completions", str(f), "--verifier", "math", "--out", str(out), "--target", "127.0.0.1:1",
+                          "--no-progress"])  # fmt: skip  # nothing left: the (dead) service is never called
+    assert (done["reused"], done["graded_now"]) == (7, 0)
+    for key in ("accuracy", "pass@k", "outcomes", "n", "format_rate"):
+        assert full[key] == again[key] == done[key]
+    # a changed completion is a different sample: it is graded, the rest are reused
+    rows = [dict(r) for r in MATH_ROWS]
+    rows[4]["completion"] = "\\boxed{0.5}"
+    changed = run_eval(verifier_server.target, "--completions", str(write(f, rows)), "--verifier", "math",
+                       "--out", str(out))  # fmt: skip
+    assert (changed["reused"], changed["graded_now"]) == (6, 1) and changed["outcomes"]["CORRECT"] == 5
+
+
+def test_infrastructure_errors_are_reported_apart_and_graded_again_on_resume(tmp_path, verifier_server, client):
+    with LocalServer(pool_size=1, log_path=str(tmp_path / "second.log")) as second:
+        far = pb.RemoteVerifier(target=second.target, verifier="math")
+        client.register(pb.RegisterVerifierRequest(name="eval_flaky", remote=far, replace=True))
+    # the second server is gone: its samples come back SANDBOX_ERROR
+    rows = [{"id": "x", "completion": "\\boxed{3}", "reference": "3", "verifier": "eval_flaky"},
+            {"id": "x", "completion": "\\boxed{4}", "reference": "3", "verifier": "eval_flaky"}] + MATH_ROWS[:3]  # fmt: skip
+    f = write(tmp_path / "c.jsonl", rows)
+    out = tmp_path / "r.json"
+    r = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
+    assert r["infra_errors"] == 2 and r["outcomes"]["SANDBOX_ERROR"] == 2
+    assert r["n"] == 5 and r["n_graded"] == 3 and r["accuracy"] == pytest.approx(2 / 3)  # not 2 / 5
+    assert r["pass@k"]["1"] == pytest.approx(2 / 3) and r["verifiers"]["eval_flaky"]["accuracy"] is None
+    assert "infrastructure errors (SANDBOX_ERROR) | 2" in out.with_suffix(".md").read_text()
+    # the verifier is repaired: resuming grades only the two infrastructure failures again
+    fixed = pb.PythonVerifier(source="def verify(c, r, o):\n    return c.strip() == '\\\\boxed{' + r + '}'\n")
+    client.register(pb.RegisterVerifierRequest(name="eval_flaky", python=fixed, replace=True))
+    r2 = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
+    assert (r2["reused"], r2["graded_now"], r2["infra_errors"]) == (3, 2, 0)
+    assert r2["outcomes"]["CORRECT"] == 3 and r2["accuracy"] == pytest.approx(3 / 5)
+
+
+@pytest.mark.parametrize(("variant", "expected"), [("canonical", 1.0), ("not_implemented", 0.0)])
+def test_humaneval_canonical_passes_and_stubs_fail(tmp_path, verifier_server, client, variant, expected):
+    if not has_code(client):
+        pytest.skip("code verifier not available")
+    f = write(tmp_path / f"{variant}.jsonl", suites.humaneval_completions(variant, limit=20))
+    r = run_eval(verifier_server.target, "--completions", str(f), "--out", str(tmp_path / "he.json"))
+    assert r["n"] == 20 and r["infra_errors"] == 0, r["outcomes"]
+    assert r["pass@k"] == {"1": expected} and r["accuracy"] == expected
+    assert r["format_rate"] is None  # code is not graded for the think format
+
+
+def tiny_model_and_data(tmp_path: Path) -> tuple[Path, Path]:
+    from trainer import task, tiny
+
+    model = tiny.build(tmp_path / "tiny")
+    data = task.build(tmp_path / "data", 0, {"heldout": 4})["heldout"]
+    return model, data
+
+
+def test_greedy_eval_of_a_model_matches_the_trainers_evaluation(tmp_path, verifier_server, client):
+    from trainer.rollout import load_examples
+    from trainer.train import evaluate_accuracy
+
+    model_dir, data = tiny_model_and_data(tmp_path)
+    out = tmp_path / "m.json"
+    r = run_eval(verifier_server.target, "--model", str(model_dir), "--data", str(data), "--max-new-tokens", "12",
+                 "--out", str(out))  # fmt: skip
+    assert r["n"] == 4 and r["k"] == 1 and list(r["pass@k"]) == ["1"] and r["pass@k"]["1"] == r["accuracy"]
+    m, tok = evaluate.load_model(str(model_dir), "cpu")
+    ref = evaluate_accuracy(m, tok, load_examples(data), verifier="math", target=verifier_server.target,
+                            max_new_tokens=12)  # fmt: skip
+    logged = [json.loads(line)["completion"] for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert logged == ref["completions"] and r["accuracy"] == ref["accuracy"] and r["outcomes"] == {
+        **dict.fromkeys(r["outcomes"], 0), **ref["outcomes"]}  # fmt: skip
+
+
+def test_k_samples_per_problem_and_resume_without_regenerating(tmp_path, verifier_server):
+    model_dir, data = tiny_model_and_data(tmp_path)
+    out = tmp_path / "k.json"
+    args = ["--model", str(model_dir), "--data", str(data), "--k", "3", "--max-new-tokens", "8", "--out", str(out)]
+    r = run_eval(verifier_server.target, *args)
+    assert r["n"] == 12 and r["problems"] == 4 and list(r["pass@k"]) == ["1", "3"]
+    log = out.with_suffix(".samples.jsonl")
+    first = log.read_text().splitlines()
+    assert len({json.loads(x)["completion"] for x in first}) > 1  # sampled, not greedy
+    log.write_text("\n".join(first[:7]) + "\n")
+    r2 = run_eval(verifier_server.target, *args)
+    assert (r2["reused"], r2["graded_now"]) == (7, 5)
+    kept = [json.loads(x) for x in log.read_text().splitlines()[:7]]
+    assert kept == [json.loads(x) for x in first[:7]]  # the first 7 samples were neither re-generated nor re-graded
+
+
+def test_command_line_starts_its_own_service_when_no_target_is_given(tmp_path):
+    f = write(tmp_path / "c.jsonl", MATH_ROWS[:2])
+    out = tmp_path / "cli.json"
+    p = subprocess.run([sys.executable, "-m", "trainer.evaluate", "--completions", str(f), "--verifier", "math",
+                        "--out", str(out), "--pool-size", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "| accuracy | 0.500 |" in p.stdout and "starting a verifier service" in p.stderr
+    assert json.loads(out.read_text())["target"] == "local (started for this run)"
+    q = subprocess.run([sys.executable, "-m", "trainer.evaluate", "--completions", str(f), "--verifier", "nope",
+                        "--out", str(tmp_path / "bad.json"), "--pool-size", "1"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)  # fmt: skip
+    assert q.returncode != 0 and "verifier(s) nope not registered" in q.stderr and "Traceback" not in q.stderr
