@@ -8,7 +8,7 @@ Register it, then use it by name like any built-in:
         --reference '{"numbers": [3, 4, 13, 25], "target": 75}'
 
 ``reference`` is JSON ``{"numbers": [...], "target": N}``. The answer is the last
-``<answer>…</answer>`` of the completion, else its last non-empty line. Reward 1 when the expression
+``<answer>…</answer>`` of the completion, else its last non-empty line after ``</think>``. Reward 1 when the expression
 uses every given number exactly once (option ``use_all=false``: at most once) and equals the target
 exactly (rational arithmetic, no float rounding); else 0, or ``format_score`` (option, default 0)
 when the expression is well formed but wrong. ``None`` (NO_ANSWER) when there is no expression.
@@ -26,7 +26,7 @@ sandbox, not in the server.
 1.0
 >>> verify("<answer>__import__('os').system('id')</answer>", '{"numbers": [1], "target": 1}', {})
 0.0
->>> verify("", '{"numbers": [1], "target": 1}', {}) is None
+>>> verify("<think>no idea</think>", '{"numbers": [1], "target": 1}', {}) is None
 True
 """
 
@@ -42,7 +42,8 @@ OPS = {ast.Add: Fraction.__add__, ast.Sub: Fraction.__sub__, ast.Mult: Fraction.
 
 def _answer(completion):
     tags = re.findall(r"<answer>(.*?)</answer>", completion, flags=re.DOTALL)
-    text = tags[-1] if tags else next((ln for ln in reversed(completion.splitlines()) if ln.strip()), "")
+    after_thinking = completion.split("</think>")[-1].splitlines()
+    text = tags[-1] if tags else next((ln for ln in reversed(after_thinking) if ln.strip()), "")
     text = text.strip().split("=")[0].strip()  # "1 + 2 = 3" → "1 + 2"
     return text or None
 
