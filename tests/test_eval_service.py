@@ -167,3 +167,16 @@ def test_command_line_starts_its_own_service_when_no_target_is_given(tmp_path):
                         "--out", str(tmp_path / "bad.json"), "--pool-size", "1"], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)  # fmt: skip
     assert q.returncode != 0 and "verifier(s) nope not registered" in q.stderr and "Traceback" not in q.stderr
+
+
+def test_humaneval_with_a_model_grades_prompt_plus_continuation(tmp_path, verifier_server, client):
+    if not has_code(client):
+        pytest.skip("code verifier not available")
+    model_dir, _ = tiny_model_and_data(tmp_path)
+    out = tmp_path / "he.json"
+    r = run_eval(verifier_server.target, "--model", str(model_dir), "--suite", "humaneval", "--limit", "2",
+                 "--max-new-tokens", "8", "--out", str(out))  # fmt: skip
+    assert r["n"] == 2 and r["infra_errors"] == 0 and r["accuracy"] == 0.0 and r["format_rate"] is None
+    probs = suites.humaneval_problems(limit=2)
+    logged = [json.loads(line) for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert [x["completion"].startswith(p.prompt) for x, p in zip(logged, probs, strict=True)] == [True, True]
