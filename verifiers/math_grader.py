@@ -1,0 +1,230 @@
+"""The sandbox half of the ``math`` verifier: parse with Math-Verify, compare with sympy.
+
+This module never runs in the service process. ``math_verifier.WARMUP`` execs its source once in each
+sandbox worker (as the module ``rlvr_math``), so every forked job finds the parsers, regexes and
+antlr caches warm and only calls ``rlvr_math.main()``. It reads ``{"items": [...]}`` as JSON on stdin
+and prints one JSON line per item, in order, flushed as each finishes, so that when the job is killed
+the host knows which items were done and which one was running.
+
+An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_tol", "timeout"}``:
+
+* ``answer``: each pred is a final answer the host already extracted (a ``\\boxed{}`` or ``<answer>``
+  content). It is parsed *as a whole* (LaTeX first, then a plain expression that must account for
+  every digit), so malformed LaTeX is never truncated into a different number (``4\\sqrt(2)`` is not 4).
+  With several preds (several different boxed answers) the item is correct only when every one of them,
+  or all of them together as one list, equals the gold: spraying guesses never wins.
+* ``full``: the pred is the whole completion, extracted the way Math-Verify does (LaTeX + expression
+  extractors, boxed first).
+
+Where this departs from Math-Verify's ``verify``: two exact numbers are compared exactly (rationals) or
+to 40 significant digits (irrationals), never by rounding to 6 decimals, so ``1/2004!`` is not
+``1/2006!`` and ``e^{-1000}`` is not ``e^{-1001}``; a float that rounds to 0 is compared relatively;
+``rel_tol`` compares numbers relatively; running out of memory reports a timeout, not a wrong answer.
+"""
+
+import json
+import signal
+import sys
+
+import sympy
+from math_verify import grader
+from math_verify import parse as mv_parse
+from math_verify import verify as mv_verify
+from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
+
+LATEX = (LatexExtractionConfig(boxed_match_priority=0),)
+EXPR = (ExprExtractionConfig(),)
+BOTH = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+FULL_TAIL = 10_000  # full mode reads the last this-many characters of the completion
+DELIMITERS = ("$", "\\(", "\\[", "\\boxed", "\\fbox")
+
+
+class SoftTimeout(BaseException):
+    """Raised by SIGALRM inside this sandbox job (never in a server thread) to end one item."""
+
+
+class _State:
+    rel_tol = None  # options["rel_tol"] of the item being graded
+    out_of_memory = False
+
+
+# -- parsing -----------------------------------------------------------------------------------------
+def fix_malformed(s):
+    """``\\sqrt(x)`` → ``\\sqrt{x}`` with balanced parentheses (Math-Verify's own fix for this pattern
+    doubles the backslash, and the parse then silently keeps only the leading number)."""
+    out, i = [], 0
+    while True:
+        j = s.find("\\sqrt", i)
+        if j < 0:
+            out.append(s[i:])
+            return "".join(out)
+        k = j + 5
+        while k < len(s) and s[k] == " ":
+            k += 1
+        if k >= len(s) or s[k] != "(":
+            out.append(s[i:k])
+            i = k
+            continue
+        depth, m = 0, k
+        while m < len(s):
+            depth += {"(": 1, ")": -1}.get(s[m], 0)
+            if depth == 0:
+                break
+            m += 1
+        if depth:
+            out.append(s[i:])
+            return "".join(out)
+        out.append(s[i:j] + "\\sqrt{" + s[k + 1 : m] + "}")
+        i = m + 1
+
+
+def _escape_dollars(s):
+    return "".join("\\$" if c == "$" and (i == 0 or s[i - 1] != "\\") else c for i, c in enumerate(s))
+
+
+def parse_whole(answer):
+    """Parse a complete final answer, or return [] — never a piece of it."""
+    s = fix_malformed(answer.strip())
+    if not s:
+        return []
+    got = mv_parse("$" + _escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
+                   extraction_mode="first_match", parsing_timeout=None)  # fmt: skip
+    if got:
+        return got + [s]
+    return parse_plain_expr(s)
+
+
+def parse_plain_expr(s):
+    """Math-Verify's expression extractor, accepted only when the match leaves no digit or LaTeX
+    command outside it (``5 apples`` → 5; ``4\\sqrt(2`` → nothing)."""
+    regexes = get_extraction_regexes(EXPR)
+    matches = sorted((m for pats, _ in regexes for p, _ in pats for m in p.finditer(s)),
+                     key=lambda m: (m.end(), -m.start()), reverse=True)  # fmt: skip
+    for m in matches:
+        rest = s[: m.start()] + s[m.end() :]
+        if any(c.isdigit() or c == "\\" for c in rest):
+            continue
+        value, text = extract_expr(m)
+        if value is not None:
+            return [value, text]
+    return []
+
+
+def parse_gold(gold):
+    g = gold.strip()
+    if not any(d in g for d in DELIMITERS):
+        got = parse_whole(g)
+        if got:
+            return got
+    return mv_parse(g if any(d in g for d in DELIMITERS) else "$" + g + "$", BOTH, parsing_timeout=None)
+
+
+def parse_full(text):
+    return mv_parse(text[-FULL_TAIL:], BOTH, parsing_timeout=None)
+
+
+# -- comparison ----------------------------------------------------------------------------------------
+_mv_numeric_eq = grader.sympy_numeric_eq
+
+
+def _plain_number(x):
+    return isinstance(x, sympy.Expr) and grader.get_pct_val(x) is None and x.is_number
+
+
+def _close(a, b, rel_tol, digits=40):
+    """|a - b| <= rel_tol * max(|a|, |b|), evaluated to ``digits`` significant digits."""
+    x, y = sympy.N(a, digits), sympy.N(b, digits)
+    if not (x.is_number and y.is_number) or x.has(sympy.nan, sympy.zoo) or y.has(sympy.nan, sympy.zoo):
+        return False
+    diff, scale = abs(sympy.N(x - y, digits)), max(abs(x), abs(y))
+    if scale == 0:
+        return bool(diff == 0)
+    return bool(diff <= rel_tol * scale)
+
+
+def numeric_eq(a, b, float_rounding, numeric_precision):
+    """Replaces Math-Verify's numeric comparison (its set/tuple/interval/matrix code calls this too)."""
+    try:
+        if not (_plain_number(a) and _plain_number(b)):
+            return _mv_numeric_eq(a, b, float_rounding, numeric_precision)
+        x, y = grader.safe_sympy_doit(a), grader.safe_sympy_doit(b)
+        if _State.rel_tol is not None:
+            return _close(x, y, _State.rel_tol)
+        if not x.has(sympy.Float) and not y.has(sympy.Float):
+            if x.is_Rational and y.is_Rational:
+                return bool(x == y)
+            return _close(x, y, 1e-30)
+        ok = _mv_numeric_eq(a, b, float_rounding, numeric_precision)
+        if ok and max(abs(sympy.N(x)), abs(sympy.N(y))) < 10.0**-float_rounding:
+            return _close(x, y, 10.0**-float_rounding)  # rounding both to 0 proves nothing
+        return bool(ok)
+    except MemoryError:
+        _State.out_of_memory = True
+        raise
+
+
+grader.sympy_numeric_eq = numeric_eq
+
+
+def equivalent(gold, pred):
+    return bool(mv_verify(gold, pred, float_rounding=6, timeout_seconds=None))
+
+
+def _show(parsed):
+    return str(parsed[0])[:80] if parsed else "?"
+
+
+# -- one item --------------------------------------------------------------------------------------
+def grade(item, gold_cache):
+    gold = gold_cache.get(item["gold"])
+    if gold is None:
+        gold = gold_cache[item["gold"]] = parse_gold(item["gold"])
+    if not gold:
+        return {"bad_reference": f"reference {item['gold'][:80]!r} did not parse as math"}
+    _State.rel_tol = item.get("rel_tol")
+    if item.get("mode") == "full":
+        pred = parse_full(item["preds"][0])
+        if not pred:
+            return {"no_answer": "no math found in the completion"}
+        ok = equivalent(gold, pred)
+        return {"ok": ok, "why": f"gold={_show(gold)} pred={_show(pred)}"}
+    preds = [parse_whole(p) for p in item["preds"]]
+    bad = [p for p, parsed in zip(item["preds"], preds, strict=True) if not parsed]
+    if bad:
+        return {"ok": False, "why": f"answer {bad[0][:80]!r} did not parse"}
+    if len(preds) == 1:
+        return {"ok": equivalent(gold, preds[0]), "why": f"gold={_show(gold)} pred={_show(preds[0])}"}
+    every = all(equivalent(gold, p) for p in preds)
+    together = every or equivalent(gold, parse_whole(", ".join(item["preds"])) or [])
+    why = f"{len(preds)} different boxed answers, " + ("all equal to the gold" if every else
+          "equal to the gold together" if together else "not all equal to the gold (answer spraying)")  # fmt: skip
+    return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
+
+
+def _alarm(*_):
+    raise SoftTimeout
+
+
+def main():
+    q = json.loads(sys.stdin.read())
+    signal.signal(signal.SIGALRM, _alarm)
+    gold_cache = {}
+    for i, item in enumerate(q["items"]):
+        _State.out_of_memory = False
+        signal.setitimer(signal.ITIMER_REAL, max(float(item.get("timeout") or 5.0), 0.01))
+        try:
+            res = grade(item, gold_cache)
+            if _State.out_of_memory:
+                res = {"timeout": "the comparison ran out of memory"}
+        except SoftTimeout:
+            res = {"timeout": "the comparison took too long"}
+        except MemoryError:
+            res = {"timeout": "the comparison ran out of memory"}
+        except RecursionError:
+            res = {"timeout": "the comparison recursed too deeply"}
+        except Exception as e:  # a parser bug on odd input: the answer is not gradable as written
+            res = {"ok": False, "why": f"comparison failed: {type(e).__name__}: {str(e)[:200]}"}
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout.write(json.dumps(dict(res, i=i)) + "\n")
+        sys.stdout.flush()
