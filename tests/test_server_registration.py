@@ -83,7 +83,9 @@ def test_countdown_from_the_command_line_then_by_name(server, admin):
     assert [(g.reward, g.outcome) for g in got] == [(w, o) for _, w, o in cases]
     r = cli(server, "verify", "countdown", "--completion", "<answer>(25-3)*4-13</answer>", "--reference", ref)
     assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "CORRECT", r.stderr
-    names = [v["name"] for v in json.loads(cli(server, "list").stdout)]
+    listed = subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", server.target, "list"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    names = [v["name"] for v in json.loads(listed.stdout)]
     assert "countdown" in names and "math" in names
 
 
@@ -225,6 +227,8 @@ def test_error_table(server, admin, anon):
         (admin.unregister, ("think_format",), Code.PERMISSION_DENIED),
         (admin.unregister, ("never_registered",), Code.NOT_FOUND),
         (admin.get_verifier, ("never_registered",), Code.NOT_FOUND),
+        (admin.get_verifier, ("",), Code.INVALID_ARGUMENT),
+        (admin.unregister, ("",), Code.INVALID_ARGUMENT),
         (anon.verify, ("never_registered", "x"), Code.NOT_FOUND),
         (anon.verify, ("", "x"), Code.INVALID_ARGUMENT),
         (anon.verify, ("Not/A/Name", "x"), Code.INVALID_ARGUMENT),
@@ -280,7 +284,10 @@ def test_registering_while_a_batch_is_verified(admin):
 
 
 # -- remote ----------------------------------------------------------------------------------------
-def test_remote_served_by_a_second_server(tmp_path, admin):
+def test_remote_served_by_a_second_server(tmp_path, server, admin):
+    itself = pb.RemoteVerifier(target=server.target, verifier="math")
+    code, msg = status_of(admin.register, pb.RegisterVerifierRequest(name="loop", remote=itself))
+    assert code == Code.INVALID_ARGUMENT and "this server itself" in msg
     code, msg = status_of(admin.register, pb.RegisterVerifierRequest(
         name="far", remote=pb.RemoteVerifier(target="127.0.0.1:1", verifier="math")))  # fmt: skip
     assert code == Code.FAILED_PRECONDITION and "not reachable" in msg

@@ -20,6 +20,7 @@ from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, 
 DEFAULT_TIMEOUT_S = 30.0
 CHECK_TIMEOUT_S = 5.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+INSTANCE_HEADER = "x-verifier-instance"  # sent by this project's servers with GetVerifier's answer
 
 
 class Unreachable(ServiceError):
@@ -39,12 +40,15 @@ def _channel(target: str) -> grpc.Channel:
     return grpc.insecure_channel(target, options=opts)
 
 
-def check_reachable(target: str, verifier: str, timeout_s: float = CHECK_TIMEOUT_S) -> None:
-    """Registration check: the target answers, and has ``verifier`` if it implements GetVerifier."""
+def check_reachable(target: str, verifier: str, timeout_s: float = CHECK_TIMEOUT_S) -> str:
+    """Registration check: the target answers, and has ``verifier`` if it implements GetVerifier.
+    Returns the target's instance id when it is one of this project's servers, else ""."""
     check_target(target)
     ch = _channel(target)
     try:
-        pb_grpc.VerifierServiceStub(ch).GetVerifier(pb.GetVerifierRequest(name=verifier), timeout=timeout_s)
+        get = pb_grpc.VerifierServiceStub(ch).GetVerifier
+        _, call = get.with_call(pb.GetVerifierRequest(name=verifier), timeout=timeout_s)
+        return dict(call.initial_metadata() or ()).get(INSTANCE_HEADER, "")
     except grpc.RpcError as e:
         code = e.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -54,6 +58,7 @@ def check_reachable(target: str, verifier: str, timeout_s: float = CHECK_TIMEOUT
             raise Unreachable(f"remote target {target} has no verifier {verifier!r}: {e.details()}") from None
         if code != grpc.StatusCode.UNIMPLEMENTED:  # a Verify-only server is fine
             raise Unreachable(f"remote target {target} answered GetVerifier with {code.name}: {e.details()}") from None
+        return ""
     finally:
         ch.close()
 

@@ -33,6 +33,7 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
 from verifiers.registry import Registry
+from verifiers.remote import INSTANCE_HEADER
 from verifiers.service import VerifierService
 
 log = logging.getLogger("verifiers.server")
@@ -141,8 +142,10 @@ class Servicer(pb_grpc.VerifierServiceServicer):
         return pb.ListVerifiersResponse(verifiers=[info_to_proto(v, reg.is_builtin(v.name)) for v in reg.all()])
 
     def GetVerifier(self, request, context):
+        # tells a server registering this one as a remote that it would be talking to itself
+        context.send_initial_metadata(((INSTANCE_HEADER, self.service.instance_id),))
         try:
-            v = self.service.registry.get(request.name)
+            v = self.service.get_verifier(request.name)
         except ServiceError as e:
             _abort(context, e)
         return info_to_proto(v, self.service.registry.is_builtin(v.name))

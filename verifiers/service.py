@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from sandbox.pool import Job, PoolSaturated, Result, SandboxError, SandboxPool
@@ -13,7 +14,7 @@ from verifiers import python_verifier, remote
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
 from verifiers.cache import VerdictCache
 from verifiers.composite import Composite
-from verifiers.registry import NAME_RE, Registry, build
+from verifiers.registry import NAME_RE, Registry, build, check_name
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ class VerifierService:
         self.registry = registry
         self.pool = pool
         self.cache = VerdictCache(cache_items)
+        self.instance_id = uuid.uuid4().hex  # lets a remote registration notice it points back here
         width = 4 * (pool.size if pool else 2)
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
 
@@ -118,8 +120,14 @@ class VerifierService:
                           deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0)  # fmt: skip
             python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
         elif isinstance(v, remote.RemoteVerifier):
-            remote.check_reachable(v.target, v.remote_name)
+            if remote.check_reachable(v.target, v.remote_name) == self.instance_id:
+                raise BadRequest(f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, "
+                                 "or a composite of it")  # fmt: skip
         return self.registry.add(name, kind, description, spec, replace=replace)
+
+    def get_verifier(self, name: str) -> Verifier:
+        check_name(name)
+        return self.registry.get(name)
 
     def unregister(self, name: str) -> None:
         self.registry.remove(name)
