@@ -141,10 +141,11 @@ class Registry:
     def is_builtin(self, name: str) -> bool:
         return name in self._builtins
 
-    def cache_version(self, name: str) -> str | None:
-        """What the cache key must include for ``name``: its version and, for a composite, its
-        components' (so replacing a component invalidates the composite). None: do not cache."""
-        v = self.get(name)
+    def cache_version(self, v: Verifier | str) -> str | None:
+        """What the cache key must include for a verifier: its version and, for a composite, its
+        components' (so replacing a component invalidates the composite). None: do not cache.
+        Pass the object being run, not its name, so a replacement in between cannot mix them up."""
+        v = self.get(v) if isinstance(v, str) else v
         if not getattr(v, "cacheable", True):
             return None
         own = str(getattr(v, "version", 1))

@@ -62,7 +62,7 @@ class VerifierService:
         self.validate(req)
         verifier = self.registry.get(req.verifier)
         t0 = time.monotonic()
-        version = self.registry.cache_version(req.verifier)
+        version = self.registry.cache_version(verifier)
         key = None if version is None else self.cache.key(req, version)
         hit = None if key is None else self.cache.get(key)
         if hit is not None:
