@@ -1,0 +1,285 @@
+"""``code``: does the completion's program pass the reference tests, run in the sandbox?
+
+The candidate is the last fenced ```` ```python ```` block after the reasoning (``py``/``python3`` too;
+else the last bare ```` ``` ```` block), else the whole visible text. ``reference`` holds the tests:
+
+* default, assert style: a script run after the candidate in the same sandbox process — HumanEval's
+  ``test`` (``def check(candidate)``; ``options["entry_point"]`` names the function passed to it), or
+  plain ``assert f(1) == 2`` lines. Passing means the harness reached its end and printed a marker
+  carrying a per-job random nonce on a private copy of stdout.
+* ``options["mode"] = "stdio"``: a JSON list of ``{"input", "output"}`` cases. Each case is its own
+  sandbox job (own process, own timeout); the program sees only the input, and its stdout is compared
+  with the expected output *on the host*, whitespace-normalised. ``options["partial"] = "true"``
+  rewards the fraction of cases passed instead of all-or-nothing.
+
+What is defended (each has a test in ``tests/test_code_hostile.py``): exiting before the tests finish
+(``sys.exit(0)``, ``os._exit(0)``, ``raise SystemExit``, ``exit()``, killing itself, forging the
+worker's "finished" byte); returning objects whose ``__eq__`` lies (functions the tests call must
+return plain built-in values: exact types, checked recursively); patching ``builtins``/``math`` that
+the tests use (restored after every call, and the tests get their own builtins); trace hooks that skip
+asserts; re-reading the tests from stdin (it is replaced by /dev/null before the candidate runs);
+reading the expected output in stdio mode (it never enters the sandbox). What is not: see
+``docs/verifiers.md`` ("Not defended").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sandbox.pool import Job, Limits, Result
+from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
+from verifiers.extract import strip_think
+
+PY_TAGS = ("python", "py", "python3", "py3")
+STDERR_TAIL = 600
+
+# Runs in the sandbox (fork mode: a child of the warm worker). Reads {"candidate", "tests",
+# "entry_point", "nonce"} on stdin; the only way to pass is reaching the last lines.
+HARNESS = r"""
+import builtins as _b, json as _json, os as _os, sys as _sys, math as _math, threading as _th, traceback as _tb
+_q = _json.loads(_sys.stdin.read())
+_null = _os.open("/dev/null", _os.O_RDWR)
+_os.dup2(_null, 0)                      # the tests and the nonce are gone from stdin
+_mark = _os.dup(1)                      # a private copy of stdout for the verdict line
+_os.dup2(_null, 1)                      # the candidate's prints go nowhere
+_nonce = _q.pop("nonce")
+_PLAIN = {id(t) for t in (int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set, frozenset, range)}
+_SEQ = {id(t) for t in (list, tuple, set, frozenset)}
+_type, _id, _len, _isinstance, _list = type, id, len, isinstance, list
+_saved = {m: dict(m.__dict__) for m in (_b, _math)}
+
+def _say(status, detail=""):
+    _os.write(_mark, ("\n" + _json.dumps({"nonce": _nonce, "status": status, "detail": detail[-2000:]}) + "\n").encode())
+
+def _restore():
+    _sys.settrace(None); _sys.setprofile(None); _th.settrace(None); _th.setprofile(None)
+    for m, d in _saved.items():  # by identity: a patched value's __eq__ must not hide the patch
+        md = m.__dict__
+        for k in _list(md):
+            if k not in d:
+                delattr(m, k)
+        for k, v in d.items():
+            if k not in md or md[k] is not v:
+                setattr(m, k, v)
+
+def _check_plain(value, name):
+    stack, seen = [value], 0
+    while stack:
+        v = stack.pop()
+        seen += 1
+        if seen > 1_000_000:
+            raise TypeError(f"{name} returned a structure too large to check")
+        t = _id(_type(v))  # exact types, compared by identity: a metaclass __eq__ cannot lie here
+        if t not in _PLAIN:
+            raise TypeError(f"{name} returned a {_type(v).__name__}, not a built-in value")
+        if t in _SEQ:
+            stack.extend(v)
+        elif t == _id(dict):
+            stack.extend(v.keys()); stack.extend(v.values())
+
+def _guard(fn, name):
+    def candidate(*args, **kwargs):
+        try:
+            r = fn(*args, **kwargs)
+        finally:
+            _restore()
+        _check_plain(r, name)
+        return r
+    candidate.__name__ = name
+    return candidate
+
+_ns = {"__name__": "solution", "__builtins__": _b}
+try:
+    exec(compile(_q["candidate"], "solution.py", "exec", dont_inherit=True), _ns)
+except BaseException as e:
+    _restore()
+    if _isinstance(e, SystemExit):
+        raise
+    _tb.print_exc()
+    _say("error", _tb.format_exc())
+    _os._exit(1)
+_restore()
+_tests_ns = {"__name__": "tests", "__builtins__": dict(_saved[_b])}
+for _k, _v in _list(_ns.items()):
+    if _k.startswith("__"):
+        continue
+    _tests_ns[_k] = _guard(_v, _k) if _type(_v).__name__ == "function" else _v
+_entry = _q.get("entry_point") or ""
+if _entry:
+    if _entry not in _ns or not callable(_ns[_entry]):
+        _say("error", f"NameError: the entry point {_entry!r} is not defined by the candidate")
+        _os._exit(1)
+    _tests_ns["candidate"] = _guard(_ns[_entry], _entry)
+try:
+    exec(compile(_q["tests"], "tests.py", "exec", dont_inherit=True, optimize=0), _tests_ns)
+    if _entry and callable(_tests_ns.get("check")) and "check(" not in _q["tests"].replace("def check(", ""):
+        _tests_ns["check"](_tests_ns["candidate"])
+except AssertionError:
+    _restore()
+    _say("assert", _tb.format_exc())
+    _os._exit(1)
+except BaseException as e:
+    _restore()
+    if _isinstance(e, SystemExit):
+        raise
+    _tb.print_exc()
+    _say("error", _tb.format_exc())
+    _os._exit(1)
+_restore()
+_say("pass")
+"""
+
+
+def candidate_code(completion: str) -> str:
+    """The last ```python block after the reasoning, else the last bare ``` block, else the whole text.
+
+    >>> candidate_code("try:\\n```python\\nx = 1\\n```\\nbetter:\\n```py\\nx = 2\\n```")
+    'x = 2\\n'
+    """
+    text = strip_think(completion) or completion
+    parts = text.split("```")
+    if len(parts) < 2:
+        return text
+    tagged, bare = None, None
+    for block in parts[1::2]:  # odd segments are inside fences (an unclosed last fence runs to the end)
+        info, _, body = block.partition("\n")
+        tag = info.strip().lower()
+        if tag in PY_TAGS:
+            tagged = body
+        elif not tag:
+            bare = body
+    return tagged if tagged is not None else bare if bare is not None else text
+
+
+def normalise_output(s: str) -> list[str]:
+    """Non-blank lines with runs of whitespace collapsed (so trailing spaces and blank lines never matter)."""
+    return [" ".join(line.split()) for line in s.splitlines() if line.strip()]
+
+
+def _tail(s: str) -> str:
+    s = s.strip()
+    return ("…" + s[-STDERR_TAIL:]) if len(s) > STDERR_TAIL else s
+
+
+@dataclass
+class CodeVerifier:
+    name: str = "code"
+    kind: str = "builtin"
+    description: str = (
+        "the completion's last ```python block passes the reference tests in the sandbox: an assert "
+        "script (HumanEval check(candidate) with options entry_point) or mode=stdio JSON cases (partial=true)"
+    )
+    version: int = 1
+    default_timeout_s: float = 10.0
+    case_timeout_s: float = 5.0
+    stdio_parallelism: int = max(2, os.cpu_count() or 2)
+
+    def verify(self, req: Request, ctx: Context) -> Verdict:
+        mode = req.options.get("mode", "assert") or "assert"
+        if mode not in ("assert", "stdio"):
+            raise BadRequest(f"code: options['mode'] must be 'assert' or 'stdio', got {mode!r}")
+        code = candidate_code(req.completion)
+        if not code.strip():
+            return Verdict.of(Outcome.NO_ANSWER, "no code in the completion")
+        budget = min(req.timeout_s or self.default_timeout_s, max(ctx.time_left(), 0.1))
+        if mode == "stdio":
+            return self._stdio(req, code, budget, ctx)
+        return self._assert(req, code, budget, ctx)
+
+    # -- assert style -------------------------------------------------------------------------------
+    def _assert(self, req: Request, code: str, timeout_s: float, ctx: Context) -> Verdict:
+        if not req.reference.strip():
+            raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
+        nonce = secrets.token_hex(16)
+        stdin = json.dumps(
+            {
+                "candidate": code,
+                "tests": req.reference,
+                "entry_point": req.options.get("entry_point", ""),
+                "nonce": nonce,
+            }
+        )
+        res = ctx.run_job(Job(code=HARNESS, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024), id=req.id))
+        return _assert_verdict(res, nonce, timeout_s)
+
+    # -- stdin/stdout cases ---------------------------------------------------------------------------
+    def _stdio(self, req: Request, code: str, budget: float, ctx: Context) -> Verdict:
+        try:
+            cases = json.loads(req.reference)
+            assert isinstance(cases, list) and cases
+            pairs = [(str(c["input"]), str(c["output"])) for c in cases]
+        except (ValueError, AssertionError, KeyError, TypeError):
+            raise BadRequest(
+                'code: with mode=stdio, reference must be a JSON list of {"input": …, "output": …}'
+            ) from None
+        partial = req.options.get("partial", "").lower() in ("true", "1", "yes")
+        per_case = min(float(req.options.get("case_timeout_s", 0) or self.case_timeout_s), budget)
+
+        def run(case: tuple[str, str]) -> tuple[Outcome, str]:
+            if ctx.time_left() <= 0:
+                return Outcome.TIMEOUT, "no time left for this case"
+            t = min(per_case, max(ctx.time_left(), 0.1))
+            res = ctx.run_job(Job(code=code, stdin=case[0], timeout_s=t, limits=Limits(memory_mb=1024), id=req.id))
+            return _case_outcome(res, case[1], t)
+
+        with ThreadPoolExecutor(min(self.stdio_parallelism, len(pairs))) as ex:
+            outcomes = list(ex.map(run, pairs))
+        passed = sum(o is Outcome.CORRECT for o, _ in outcomes)
+        failed = [(i, o, d) for i, (o, d) in enumerate(outcomes) if o is not Outcome.CORRECT]
+        if not failed:
+            return Verdict.correct(f"{passed}/{len(pairs)} cases passed")
+        i, outcome, why = failed[0]
+        if any(o is Outcome.SANDBOX_ERROR for _, o, _ in failed):
+            outcome, why = Outcome.SANDBOX_ERROR, next(d for _, o, d in failed if o is Outcome.SANDBOX_ERROR)
+        detail = f"{passed}/{len(pairs)} cases passed; case {i}: {why}"
+        reward = passed / len(pairs) if partial and outcome is not Outcome.SANDBOX_ERROR else 0.0
+        return Verdict(reward, outcome, detail)
+
+
+def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
+    if res.sandbox_error:
+        return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
+    if res.timed_out:
+        return Verdict.of(Outcome.TIMEOUT, f"tests did not finish in {timeout_s:g} s; stderr: {_tail(res.stderr)}")
+    verdict = None
+    for line in reversed(res.stdout.splitlines()):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and d.get("nonce") == nonce:
+            verdict = d
+            break
+    if verdict is None or not verdict.get("status"):
+        how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
+        return Verdict.of(
+            Outcome.INCORRECT if res.exit_code == 0 or res.signal == 9 else Outcome.RUNTIME_ERROR,
+            f"the program ended ({how}) before the tests finished; stderr: {_tail(res.stderr)}",
+        )
+    status = verdict["status"]
+    if status == "pass" and res.exit_code == 0 and res.finished:
+        return Verdict.correct("all tests passed")
+    if status == "pass":
+        return Verdict.of(Outcome.INCORRECT, f"the tests finished but the program then exited ({res.exit_code})")
+    if status == "assert":
+        return Verdict.of(Outcome.INCORRECT, f"a test failed: {_tail(verdict.get('detail', ''))}")
+    return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
+
+
+def _case_outcome(res: Result, expected: str, timeout_s: float) -> tuple[Outcome, str]:
+    if res.sandbox_error:
+        return Outcome.SANDBOX_ERROR, res.sandbox_error
+    if res.timed_out:
+        return Outcome.TIMEOUT, f"did not finish in {timeout_s:g} s; stderr: {_tail(res.stderr)}"
+    if res.exit_code != 0:
+        how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
+        return Outcome.RUNTIME_ERROR, f"{how}; stderr: {_tail(res.stderr)}"
+    if res.stdout_truncated or res.output_limit_exceeded:
+        return Outcome.INCORRECT, "output over the limit"
+    if normalise_output(res.stdout) != normalise_output(expected):
+        return Outcome.INCORRECT, "wrong output"
+    return Outcome.CORRECT, "ok"
