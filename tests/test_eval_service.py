@@ -180,3 +180,35 @@ def test_humaneval_with_a_model_grades_prompt_plus_continuation(tmp_path, verifi
     probs = suites.humaneval_problems(limit=2)
     logged = [json.loads(line) for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]
     assert [x["completion"].startswith(p.prompt) for x, p in zip(logged, probs, strict=True)] == [True, True]
+
+
+def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_server, client, monkeypatch):
+    """A real (tiny, 1-step) training run with held-out evaluation, saved as runs/<name> + runs/latest;
+    `make eval` with no arguments finds it and reproduces eval/accuracy and eval/reward_mean. (A random
+    tiny model scores 0 on math; a registered verifier that looks at the completion's length and the
+    reference gives a figure that is neither 0 nor 1.)"""
+    import yaml
+
+    parity = pb.PythonVerifier(source="def verify(c, r, o):\n    return (len(c) + len(r)) % 2 == 0\n")
+    client.register(pb.RegisterVerifierRequest(name="eval_parity", python=parity, replace=True))
+    from trainer import task, tiny
+    from trainer.config import GRPOConfig
+    from trainer.train import train
+
+    monkeypatch.chdir(tmp_path)
+    splits = task.build(tmp_path / "runs/r1/data", 0, {"train": 8, "heldout": 6})
+    cfg = GRPOConfig(model=str(tiny.build(tmp_path / "base")), data=str(splits["train"]),
+                     eval_data=str(splits["heldout"]), eval_every=1, verifier="eval_parity",
+                     verifier_target=verifier_server.target, group_size=2, prompts_per_step=2, max_new_tokens=10,
+                     steps=1, lr=1e-2, beta=0.0, run_dir="runs/r1", device="cpu", log_completions_every=0)  # fmt: skip
+    (tmp_path / "runs/r1/config.yaml").write_text(yaml.safe_dump(cfg.model_dump()))
+    (tmp_path / "runs/latest").symlink_to("r1")
+    train(cfg)
+    r = evaluate.main(["--target", verifier_server.target, "--no-progress"])
+    trained = r["training_eval"]
+    assert trained["step"] == 1 and r["verifier"] == ["eval_parity"] and r["n"] == 6
+    assert 0 < trained["accuracy"] < 1
+    assert r["accuracy"] == pytest.approx(trained["accuracy"]) and r["reward_mean"] == pytest.approx(
+        trained["reward_mean"])  # fmt: skip
+    assert Path(r["samples_log"]).resolve().parent == (tmp_path / "runs/r1/eval").resolve()
+    assert "accuracy training reported" in (tmp_path / "runs/r1/eval/heldout.md").read_text()

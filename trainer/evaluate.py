@@ -71,7 +71,9 @@ class EvalArgs:
     format_verifier: str = "auto"
     """Grades the format rate (auto: think_format, except for code; 'none' to skip)."""
     batch_size: int = 32
-    """Samples per VerifyBatch call (and prompts x K per generate call)."""
+    """Samples per VerifyBatch call."""
+    gen_batch: int = 64
+    """Rows (prompts x K) per generate call; 64 is what training's evaluation uses."""
     workers: int = 2
     """VerifyBatch calls in flight at once."""
     timeout_s: float = 0.0
@@ -100,7 +102,7 @@ def parse_args(argv: list[str] | None = None) -> EvalArgs:
         if isinstance(default, bool):
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=docs.get(name))
         else:
-            typ = {"k": int, "limit": int, "max_new_tokens": int, "batch_size": int, "workers": int, "pool_size": int,
+            typ = {"k": int, "limit": int, "max_new_tokens": int, "batch_size": int, "gen_batch": int, "workers": int, "pool_size": int,
                    "seed": int, "temperature": float, "top_p": float, "timeout_s": float, "deadline_s": float}.get(name, str)  # fmt: skip
             ap.add_argument(flag, type=typ, default=default, help=docs.get(name))
     args = EvalArgs(**vars(ap.parse_args(argv)))
@@ -275,7 +277,7 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
 
     torch.manual_seed(a.seed)
     chat, max_new = _generation_settings(a, source)
-    per_call = max(1, a.batch_size // a.k)
+    per_call = max(1, a.gen_batch // a.k)
     for i in range(0, len(todo), per_call):
         part = todo[i : i + per_call]
         g = max(len(missing) for _, missing in part)
@@ -434,11 +436,29 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, sourc
     return grader.records
 
 
+def apply_run_defaults(a: EvalArgs, model: str) -> dict[str, Any]:
+    """For a model saved by a training run, evaluated on that run's held-out set (no --data/--suite, or
+    --suite heldout): take the run's held-out file, max_new_tokens, verifier and eval_limit as training
+    used them (flags still win), and return what training reported, so the two can be compared."""
+    run_dir = suites.find_run_dir(model)
+    if run_dir is None or (a.data or a.suite not in (None, "heldout")):
+        return {}
+    cfg = suites.run_config(run_dir)
+    a.suite, a.data = None, str(suites.heldout_path(run_dir))
+    a.max_new_tokens = a.max_new_tokens or cfg.get("max_new_tokens")
+    a.verifier = a.verifier or cfg.get("verifier")
+    a.limit = a.limit or cfg.get("eval_limit")
+    if a.chat_template == "auto":  # trainer.train.evaluate uses the chat template
+        a.chat_template = "on"
+    return {"run_dir": str(run_dir), "training_eval": suites.training_eval(run_dir)}
+
+
 def run(a: EvalArgs) -> dict[str, Any]:
     """Plan, grade (generating first if there is a model), report. Returns the report."""
     t0 = time.time()
-    source = a.completions or a.data or a.suite or "heldout"
     model = None if a.completions else (a.model or str(suites.latest_model()))
+    run_info = apply_run_defaults(a, model) if model else {}
+    source = a.completions or a.data or a.suite or "heldout"
     out = Path(a.out) if a.out else default_out(a, model, source)
     log = SampleLog(out.with_suffix(".samples.jsonl"), fresh=a.fresh)
     try:
@@ -465,6 +485,7 @@ def run(a: EvalArgs) -> dict[str, Any]:
         graded_now=len(done),
         reused=len(plan.reused),
         wall_s=round(time.time() - t0, 2),
+        **run_info,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

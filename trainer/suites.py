@@ -227,13 +227,59 @@ def latest_model(root: Path = RUNS) -> Path:
     raise DataError(f"{run}: no saved model found (config.json); did `make train` finish?")
 
 
-def heldout_path(root: Path = RUNS) -> Path:
-    """The held-out JSONL the newest run evaluated on."""
-    run = latest_run(root)
+def heldout_path(run: Path | None = None, root: Path = RUNS) -> Path:
+    """The held-out JSONL of a run (default: the newest run)."""
+    run = run or latest_run(root)
     for p in (run / "heldout.jsonl", run / "data" / "heldout.jsonl", root / "data" / "heldout.jsonl"):
         if p.is_file():
             return p
+    ev = run_config(run).get("eval_data")
+    if ev and Path(ev).is_file():
+        return Path(ev)
     raise DataError(f"{run}: no heldout.jsonl found; pass DATA=path/to/heldout.jsonl")
+
+
+def find_run_dir(model: str | Path) -> Path | None:
+    """The training run a model folder belongs to: the nearest folder (itself or up to 3 levels up)
+    holding ``metrics.jsonl``."""
+    p = Path(model)
+    if not p.is_dir():
+        return None
+    for d in [p.resolve(), *p.resolve().parents][:4]:
+        if (d / "metrics.jsonl").is_file():
+            return d
+    return None
+
+
+def run_config(run_dir: Path) -> dict[str, Any]:
+    """The trainer config a run saved (``config.yaml``/``config.json``/``run.json``); {} if none."""
+    import yaml
+
+    for name in ("config.yaml", "config.yml", "config.json", "run.json"):
+        f = run_dir / name
+        if f.is_file():
+            try:
+                raw = yaml.safe_load(f.read_text()) or {}
+            except yaml.YAMLError:
+                return {}
+            if isinstance(raw, dict):
+                return raw.get("grpo", raw) if isinstance(raw.get("grpo"), dict) else raw
+    return {}
+
+
+def training_eval(run_dir: Path) -> dict[str, Any] | None:
+    """The last held-out accuracy the run logged: ``{"step", "accuracy"}`` from metrics.jsonl."""
+    last = None
+    with (run_dir / "metrics.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and "eval/accuracy" in row:
+                last = {"step": row.get("step"), "accuracy": row["eval/accuracy"]}
+                last |= {"reward_mean": row["eval/reward_mean"]} if "eval/reward_mean" in row else {}
+    return last
 
 
 def main(argv: list[str] | None = None) -> None:
