@@ -240,3 +240,19 @@ def test_remote_unreachable_is_sandbox_error_and_refused_at_registration():
         check_reachable("127.0.0.1:1", "math", timeout_s=0.5)
     v = RemoteVerifier("r", "127.0.0.1:1").verify(Request("r", "x"), _ctx(1.0))
     assert v.outcome is Outcome.SANDBOX_ERROR and v.reward == 0.0
+
+
+def test_python_registration_without_a_sandbox_is_unavailable(tmp_path):
+    from verifiers.base import Unavailable
+    from verifiers.service import VerifierService
+
+    svc = VerifierService(Registry(str(tmp_path / "reg.sqlite")), pool=None)
+    try:
+        with pytest.raises(Unavailable, match="sandbox"):
+            svc.register("p", "python", "", PY)
+        with pytest.raises(NotFound):
+            svc.registry.get("p")  # nothing half-registered
+        svc.register("c", "composite", "", comp(("think_format", 1.0)))  # needs no sandbox
+        assert svc.verify(Request("c", "<think>a</think>b")).reward == 1.0
+    finally:
+        svc.close()
