@@ -232,6 +232,10 @@ def test_error_table(server, admin, anon):
         (anon.verify, ("never_registered", "x"), Code.NOT_FOUND),
         (anon.verify, ("", "x"), Code.INVALID_ARGUMENT),
         (anon.verify, ("Not/A/Name", "x"), Code.INVALID_ARGUMENT),
+        (lambda: anon.verify("think_format", "x", timeout_s=float("nan")), (), Code.INVALID_ARGUMENT),
+        (lambda: anon.verify("think_format", "x", timeout_s=1e9), (), Code.INVALID_ARGUMENT),
+        (anon.verify_batch, ([VerifyItem("think_format", "x"), VerifyItem("", "x")],), Code.INVALID_ARGUMENT),
+        (anon.verify_batch, ([VerifyItem("think_format", "x"), VerifyItem("nope", "x")],), Code.NOT_FOUND),
         (anon.verify, ("think_format", "x"), None),  # verifying stays open without a token
         (anon.list_verifiers, (), None),
     ]

@@ -100,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--target", default=argparse.SUPPRESS, help="host:port of the service")
     common.add_argument("--token", default=argparse.SUPPRESS, help="admin token (env VERIFIER_ADMIN_TOKEN)")
     common.add_argument("--timeout-s", type=float, default=argparse.SUPPRESS, help="deadline of the call")
-    p = argparse.ArgumentParser(prog="python -m verifiers.cli", description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m verifiers.cli", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument(
         "--target", default=os.environ.get("VERIFIER_TARGET", DEFAULT_TARGET), help="host:port of the service"
@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = run(a)
     except VerifierError as e:
-        print(f"error: {e.code.name}: {e.message}", file=sys.stderr)
+        hint = (
+            f" (is the service running at {a.target}? `make serve` starts one)" if e.code.name == "UNAVAILABLE" else ""
+        )
+        print(f"error: {e.code.name}: {e.message}{hint}", file=sys.stderr)
         return 1
     print(json.dumps(out, indent=2))
     return 0
