@@ -11,7 +11,7 @@ Each sandbox is ``bwrap --unshare-{user,pid,net,ipc,uts} --disable-userns --as-p
 * a read-only view of the host's ``/usr`` (and the ``/bin``, ``/lib*`` links into it), the dynamic
   linker cache, the worker and an optional read-only package directory (``/opt/pylibs``); nothing
   else of the host: no ``/home``, ``/root``, ``/etc`` (beyond ld.so.cache), ``/run``, ``/var`` or the
-  Docker socket; the root is remounted read-only;
+  Docker socket; the root and ``/dev`` are remounted read-only;
 * fresh tmpfs for ``/tmp`` and ``/dev/shm`` (bounded size); a private ``/proc`` and minimal ``/dev``;
 * an empty environment apart from PATH/LANG and the preload list;
 * run as root on the host: each sandbox gets its own unprivileged uid (via ``setpriv``), and, where
@@ -176,7 +176,7 @@ class BwrapSandbox(Sandbox):
                "--ro-bind", str(WORKER), "/opt/sandbox/worker.py"]  # fmt: skip
         if cfg.pylibs:
             cmd += ["--ro-bind", cfg.pylibs, "/opt/pylibs"]
-        cmd += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+        cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
         env = dict(_env(), PYTHONPATH="/opt/pylibs", PYTHONDONTWRITEBYTECODE="1", HOME="/tmp",
                    RLVR_PRELOAD=",".join(cfg.preload))  # fmt: skip
         if cfg.warmup:

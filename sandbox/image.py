@@ -38,6 +38,9 @@ RUNTIME_PACKAGES = [
     "antlr4-python3-runtime==4.13.2",
 ]
 SANDBOX_UID = 65534
+# No setuid/setgid file in the image (su, mount, passwd, ...): with no-new-privileges they could not
+# elevate anyway, but there is then nothing to elevate with even if that option were lost.
+TAR_FLAGS = ["--mode=u-s,g-s"]
 IMAGE_CHANGES = [
     "ENV PATH=/usr/local/bin:/usr/bin:/bin",
     "ENV PYTHONPATH=/opt/pylibs",
@@ -63,7 +66,7 @@ def rootfs_hash() -> str:
 
 def image_tag() -> str:
     """The tag of the image that the current sources describe."""
-    recipe = "\n".join(RUNTIME_PACKAGES + IMAGE_CHANGES).encode()
+    recipe = "\n".join(RUNTIME_PACKAGES + IMAGE_CHANGES + TAR_FLAGS).encode()
     return f"{REPO_NAME}:{_sha([rootfs_hash().encode(), recipe, WORKER.read_bytes()])}"
 
 
@@ -141,6 +144,7 @@ def build_offline(tag: str) -> None:
             [
                 "tar",
                 "--numeric-owner",
+                *TAR_FLAGS,
                 "--exclude=./.complete",
                 "-C",
                 str(rootfs),

@@ -115,6 +115,7 @@ class SandboxConfig:
     max_waiters: int = 4096  # callers allowed to queue for a sandbox; beyond that: PoolSaturated at once
     start_timeout_s: float = 60.0
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
+    grace_s: float = GRACE_S  # past a job's timeout, how long its worker may take before it is declared dead
     backend: str = "docker"  # "docker" or "bwrap" (weaker: see docs/sandbox.md)
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
     pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: this venv's)
@@ -211,7 +212,8 @@ class Sandbox:
             "--label", f"{STARTED_LABEL}={_start_time(os.getpid())}",
             "--network", "none", "--read-only",
             "--tmpfs", f"/tmp:rw,nosuid,nodev,noexec,size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
-            "--shm-size", "16m",
+            "--tmpfs", f"/dev/shm:rw,nosuid,nodev,noexec,size=16m,nr_inodes={cfg.tmpfs_inodes // 4},mode=1777",
+            "--ipc", "private",
             "--pids-limit", str(cfg.pids),
             "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m",
             "--cpus", str(cfg.cpus),
@@ -283,7 +285,7 @@ class Sandbox:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as e:
             raise SandboxError(f"sandbox {self.name} is gone ({e}): it is being replaced") from None
-        reply, blobs = self._read_frame(time.monotonic() + job.timeout_s + GRACE_S)
+        reply, blobs = self._read_frame(time.monotonic() + job.timeout_s + self.cfg.grace_s)
         if "error" in reply:
             raise SandboxError(reply["error"])
         self.retire = reply.get("retire") or ""

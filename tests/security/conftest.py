@@ -1,0 +1,61 @@
+"""The security battery's pools: one per backend, module-scoped, size 2.
+
+The Docker pool needs the engine and the sandbox image (`make setup`; the image is built here if only
+the tag is missing). The bwrap pool is skipped, with the reason, where bubblewrap cannot create
+namespaces. Both are started with a secret in this process's environment, so the battery can check
+that it never reaches a job.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sandbox.pool import SandboxConfig, SandboxPool, docker_available
+
+SECRET_NAME = "RLVR_BATTERY_SECRET"
+SECRET_VALUE = "s3cr3t-" + os.urandom(8).hex()
+
+
+def ensure_image() -> None:
+    from sandbox.image import image_exists, image_tag
+
+    if not docker_available():
+        pytest.fail("Docker engine not reachable: run `make setup` (tests marked docker need it)")
+    if not image_exists(image_tag()):
+        r = subprocess.run([sys.executable, "-m", "sandbox.image"], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.fail(f"could not build the sandbox image (`make image`): {r.stderr[-2000:]}")
+
+
+def bwrap_skip_reason() -> str:
+    from sandbox.bwrap import bwrap_usable
+
+    ok, why = bwrap_usable()
+    return "" if ok else why
+
+
+def make_pool(backend: str, **kw) -> SandboxPool:
+    if backend == "docker":
+        ensure_image()
+    else:
+        why = bwrap_skip_reason()
+        if why:
+            pytest.skip(f"bwrap backend unavailable here: {why}")
+    return SandboxPool(SandboxConfig(backend=backend, **kw))
+
+
+BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def pool(request):
+    os.environ[SECRET_NAME] = SECRET_VALUE
+    p = make_pool(request.param, size=2).start()
+    try:
+        yield p
+    finally:
+        p.close()
