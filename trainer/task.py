@@ -1,0 +1,158 @@
+"""The embedded default task: seeded multi-step arithmetic with verifiable answers.
+
+A problem is a chain of two-digit additions and subtractions, ``57+38-24=?``, whose gold answer is
+the integer ``71``. Every intermediate value stays non-negative, so a worked solution is a list of
+single operations: ``<think>57+38=95, 95-24=71</think><answer>71</answer>``.
+
+Three splits are generated from one seed and are disjoint by prompt:
+
+- ``warmstart``: problems *with* completions, for the supervised phase (R1's cold start). The set is
+  deliberately mixed, as scraped data is: a fraction ``worked_fraction`` carries the worked chain, the
+  rest only a bare answer after a short ``<think>mental</think>``. Supervised learning imitates the
+  mix; nothing in it says which style gets the answer right.
+- ``train``: problems with final answers only (no solutions), for GRPO. Only the reward can tell the
+  policy that working the chain out pays.
+- ``heldout``: problems with final answers only, for greedy evaluation before and after GRPO.
+
+Files are JSONL in the schema a user's own math data uses: ``{"prompt": ..., "answer": ...}`` (plus
+``"completion"`` in the warm-start file).
+
+>>> p = make_problem(random.Random(0), TaskConfig())
+>>> sorted(p)
+['answer', 'completion', 'prompt']
+>>> evaluate_expression(p["prompt"]) == int(p["answer"])
+True
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+BARE_THINK = "mental"
+_TOKEN = re.compile(r"\d+|[+-]")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """How problems are drawn."""
+
+    operands: int = 3
+    """Numbers per problem (2 or more); one operation per step of the worked solution."""
+    min_value: int = 10
+    """Smallest operand."""
+    max_value: int = 99
+    """Largest operand."""
+    worked_fraction: float = 0.25
+    """Share of warm-start examples that show the worked chain; the rest give only the answer."""
+
+
+def evaluate_expression(prompt: str) -> int:
+    """Value of a left-to-right ``a+b-c`` chain in ``prompt`` (trusted, generated text only)."""
+    tokens = _TOKEN.findall(prompt)
+    value, op = int(tokens[0]), None
+    for t in tokens[1:]:
+        if t in "+-":
+            op = t
+        else:
+            value = value + int(t) if op == "+" else value - int(t)
+    return value
+
+
+def worked_solution(numbers: list[int], ops: list[str]) -> str:
+    """The think text of the chain: ``57+38=95, 95-24=71``."""
+    steps, value = [], numbers[0]
+    for op, n in zip(ops, numbers[1:], strict=True):
+        new = value + n if op == "+" else value - n
+        steps.append(f"{value}{op}{n}={new}")
+        value = new
+    return ", ".join(steps)
+
+
+def format_completion(think: str, answer: str) -> str:
+    """An R1-format completion."""
+    return f"<think>{think}</think><answer>{answer}</answer>"
+
+
+def make_problem(rng: random.Random, cfg: TaskConfig, *, worked: bool = True) -> dict[str, str]:
+    """One problem with its gold answer and a completion (worked chain or bare answer)."""
+    numbers = [rng.randint(cfg.min_value, cfg.max_value)]
+    ops: list[str] = []
+    value = numbers[0]
+    for _ in range(cfg.operands - 1):
+        n = rng.randint(cfg.min_value, cfg.max_value)
+        op = "-" if value - n >= 0 and rng.random() < 0.5 else "+"
+        value = value + n if op == "+" else value - n
+        numbers.append(n)
+        ops.append(op)
+    expr = str(numbers[0]) + "".join(f"{o}{n}" for o, n in zip(ops, numbers[1:], strict=True))
+    think = worked_solution(numbers, ops) if worked else BARE_THINK
+    return {"prompt": f"{expr}=?", "answer": str(value), "completion": format_completion(think, str(value))}
+
+
+def make_splits(seed: int, sizes: dict[str, int], cfg: TaskConfig | None = None) -> dict[str, list[dict[str, str]]]:
+    """Disjoint splits by prompt. ``sizes`` maps split name to count; ``warmstart`` keeps completions.
+
+    The held-out split is drawn first from its own stream, so it does not depend on the other sizes.
+    """
+    cfg = cfg or TaskConfig()
+    seen: set[str] = set()
+    out: dict[str, list[dict[str, str]]] = {}
+    order = sorted(sizes, key=lambda s: (s != "heldout", s))
+    for name in order:
+        rng = random.Random(f"{seed}/{name}")
+        rows: list[dict[str, str]] = []
+        while len(rows) < sizes[name]:
+            worked = rng.random() < cfg.worked_fraction
+            p = make_problem(rng, cfg, worked=worked)
+            if p["prompt"] in seen:
+                continue
+            seen.add(p["prompt"])
+            if name != "warmstart":
+                del p["completion"]
+            rows.append(p)
+        out[name] = rows
+    return out
+
+
+def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return path
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with Path(path).open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def build(out_dir: str | Path, seed: int, sizes: dict[str, int], cfg: TaskConfig | None = None) -> dict[str, Path]:
+    """Write ``<split>.jsonl`` for each split under ``out_dir``; returns the paths."""
+    splits = make_splits(seed, sizes, cfg)
+    return {name: write_jsonl(rows, Path(out_dir) / f"{name}.jsonl") for name, rows in splits.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write the default task's splits as JSONL.")
+    ap.add_argument("--out", default="runs/data")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--warmstart", type=int, default=4000)
+    ap.add_argument("--train", type=int, default=4000)
+    ap.add_argument("--heldout", type=int, default=256)
+    args = ap.parse_args(argv)
+    paths = build(args.out, args.seed, {"warmstart": args.warmstart, "train": args.train, "heldout": args.heldout})
+    for name, p in paths.items():
+        print(f"{name}: {p}")
+
+
+if __name__ == "__main__":
+    main()
