@@ -194,3 +194,31 @@ def test_python_reward_outcomes():
     out = PythonReward(lambda c, r: None if not c else float(c == r))(["", "3", "4"], ["3", "3", "3"], [""] * 3)
     assert [s.outcome for s in out] == ["NO_ANSWER", "CORRECT", "INCORRECT"]
     assert isinstance(out[0], Score) and out[1].reward == 1.0
+
+
+def test_shared_prefix_generation_equals_plain_generation(tok, model):
+    a = generate_rollout(model, tok, EXAMPLES, 3, max_new_tokens=8, do_sample=False, share_prefix=True)
+    b = generate_rollout(model, tok, EXAMPLES, 3, max_new_tokens=8, do_sample=False, share_prefix=False)
+    assert torch.equal(a.completion_ids, b.completion_ids) and torch.equal(a.prompt_ids, b.prompt_ids)
+
+
+def test_shared_prefix_logprobs_and_gradients_equal_the_plain_forward(tok):
+    """Encoding each prompt once (KV cache repeated G times, inside the autograd graph) changes nothing."""
+    model = tiny_model(tok, seed=5)
+    torch.manual_seed(0)
+    ro = generate_rollout(model, tok, EXAMPLES, 4, max_new_tokens=9)
+    grads = []
+    for g in (0, 4):
+        model.zero_grad()
+        logp, ent = completion_logprobs(model, ro, temperature=0.8, with_entropy=True, group_size=g)
+        (logp * ro.completion_mask).sum().backward()
+        grads.append((logp.detach(), ent, [p.grad.clone() for p in model.parameters()]))
+    (lp0, e0, g0), (lp1, e1, g1) = grads
+    m = ro.completion_mask.bool()
+    assert torch.allclose(lp0[m], lp1[m], atol=1e-5) and torch.allclose(e0[m], e1[m], atol=1e-5)
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(g0, g1, strict=True))
+    # a subset of whole groups, in any group order
+    rows = torch.tensor([8, 9, 10, 11, 0, 1, 2, 3])
+    with torch.no_grad():
+        sub, _ = completion_logprobs(model, ro, temperature=0.8, rows=rows, group_size=4)
+    assert torch.allclose(sub[m[rows]], lp0[rows][m[rows]], atol=1e-5)

@@ -54,8 +54,16 @@ def save_checkpoint(
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
+    from transformers.utils import logging as hf_logging
+
+    quiet = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Writing model shards" bar every checkpoint
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    finally:
+        if quiet:
+            hf_logging.enable_progress_bar()
     state = {
         "step": step,
         "optimizer": optimizer.state_dict(),

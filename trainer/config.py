@@ -46,6 +46,7 @@ class GRPOConfig(BaseModel):
     max_new_tokens: int = Field(256, ge=1, description="completion length limit")
     temperature: float = Field(1.0, gt=0, description="sampling temperature (log-probs use the same)")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
+    share_prefix: bool = Field(True, description="encode each prompt once per group (KV cache repeated G times)")
     mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
     dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
     max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")

@@ -7,6 +7,8 @@
 - Rewards come through one small interface, ``RewardFn``. ``VerifierReward`` is the real one: one
   ``VerifyBatch`` call to the verifier service per step. ``PythonReward`` wraps a plain function
   for benchmarks and tests of the loss (never for the service's own tests).
+- ``collect_batch`` assembles one step's batch: a seeded ``DataStream`` of prompts -> rollout ->
+  grades, and with DAPO's dynamic sampling drops zero-variance groups and samples more prompts.
 """
 
 from __future__ import annotations
@@ -117,6 +119,17 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return [eos] if isinstance(eos, int) else list(eos)
 
 
+def _new_cache(model):
+    from transformers import DynamicCache
+
+    return DynamicCache(config=model.config)
+
+
+def _positions(mask: Tensor) -> Tensor:
+    """Position ids that skip left padding, as ``generate`` computes them. (n, L) -> (n, L)."""
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
+
+
 @torch.no_grad()
 def generate_rollout(
     model,
@@ -129,66 +142,132 @@ def generate_rollout(
     top_p: float = 1.0,
     do_sample: bool = True,
     use_chat_template: bool = True,
+    share_prefix: bool = True,
 ) -> Rollout:
-    """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False)."""
+    """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
+
+    With ``share_prefix`` each distinct prompt is encoded once: its KV cache is computed for one row and
+    repeated G times before ``generate`` continues from it, instead of encoding the prompt G times.
+    """
     device = next(model.parameters()).device
-    prompts = [e.prompt for e in examples for _ in range(group_size)]
-    texts_in = [render_prompt(tokenizer, p, use_chat_template) for p in prompts]
+    texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
     enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
     tokenizer.padding_side = side
+    ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
+    attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)  # (N, P)
     eos = _eos_ids(model, tokenizer)
-    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if do_sample else {}
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
     was_training = model.training
     model.eval()
+    extra = {}
+    if share_prefix and group_size > 1 and enc["input_ids"].shape[1] > 1:
+        cache = _new_cache(model)
+        u_ids, u_mask = enc["input_ids"][:, :-1], enc["attention_mask"][:, :-1]  # (P_u, P-1): all but the last token
+        model(
+            input_ids=u_ids,
+            attention_mask=u_mask,
+            position_ids=_positions(u_mask),
+            past_key_values=cache,
+            logits_to_keep=1,
+        )
+        cache.batch_repeat_interleave(group_size)
+        extra["past_key_values"] = cache
     out = model.generate(
-        **enc,
+        input_ids=ids,
+        attention_mask=attn,
         max_new_tokens=max_new_tokens,
         eos_token_id=eos,
         pad_token_id=tokenizer.pad_token_id,
         use_cache=True,
-        **({"do_sample": False} if not do_sample else sampling),
+        **extra,
+        **(sampling if do_sample else {"do_sample": False}),
     )
     model.train(was_training)
-    completion_ids = out[:, enc["input_ids"].shape[1] :]  # (N, C)
+    completion_ids = out[:, ids.shape[1] :]  # (N, C)
     mask, truncated = completion_mask_from_eos(completion_ids, eos)
     completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
     return Rollout(
-        enc["input_ids"],
-        enc["attention_mask"],
+        ids,
+        attn,
         completion_ids,
         mask,
         truncated,
         texts,
-        prompts,
+        [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
     )
 
 
+def whole_groups(rows: Tensor, group_size: int) -> bool:
+    """True when ``rows`` lists whole groups, each as g*G, g*G+1, ..., g*G+G-1."""
+    if rows.numel() % group_size:
+        return False
+    r = rows.view(-1, group_size)
+    return bool((r[:, 0] % group_size == 0).all() and (r - r[:, :1] == torch.arange(group_size, device=r.device)).all())
+
+
 def completion_logprobs(
-    model, rollout: Rollout, *, temperature: float = 1.0, with_entropy: bool = False, rows: Tensor | slice | None = None
+    model,
+    rollout: Rollout,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    rows: Tensor | slice | None = None,
+    group_size: int = 0,
 ) -> tuple[Tensor, Tensor | None]:
     """Log-probs (n, C) of the sampled completion tokens (and entropies (n, C)) under ``model``.
 
     Position ids follow the attention mask, as in ``generate``, so left padding does not shift them;
-    prompt columns that are padding in every selected row are dropped first.
+    prompt columns that are padding in every selected row are dropped first. With ``group_size`` > 1
+    and ``rows`` made of whole groups, each prompt runs once and its KV cache (part of the autograd
+    graph) is repeated for the G completions: the same numbers for less compute.
     """
-    rows = slice(None) if rows is None else rows
-    prompt_mask = rollout.prompt_mask[rows]  # (n, P)
-    start = int((prompt_mask.sum(0) == 0).sum())  # leading all-padding columns (left padding)
-    ids = torch.cat([rollout.prompt_ids[rows][:, start:], rollout.completion_ids[rows]], dim=1)  # (n, P'+C)
-    attn = torch.cat([prompt_mask[:, start:], rollout.completion_mask[rows]], dim=1)  # (n, P'+C)
-    pos = (attn.cumsum(dim=1) - 1).clamp(min=0)  # (n, P+C)
-    c = rollout.completion_ids.shape[1]
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=c + 1).logits
-    logits = logits[:, :-1]  # (n, C, V): position t predicts completion token t
-    logp = token_logprobs(logits, rollout.completion_ids[rows], temperature)  # (n, C)
+    idx = torch.arange(len(rollout), device=rollout.prompt_ids.device) if rows is None else rows
+    if isinstance(idx, slice):
+        idx = torch.arange(len(rollout), device=rollout.prompt_ids.device)[idx]
+    if group_size > 1 and rollout.completion_ids.shape[1] > 1 and whole_groups(idx, group_size):
+        logits = _shared_prefix_logits(model, rollout, idx, group_size)
+    else:
+        prompt_mask = rollout.prompt_mask[idx]  # (n, P)
+        start = int((prompt_mask.sum(0) == 0).sum())  # leading all-padding columns (left padding)
+        ids = torch.cat([rollout.prompt_ids[idx][:, start:], rollout.completion_ids[idx]], dim=1)  # (n, P'+C)
+        attn = torch.cat([prompt_mask[:, start:], rollout.completion_mask[idx]], dim=1)  # (n, P'+C)
+        c = rollout.completion_ids.shape[1]
+        out = model(input_ids=ids, attention_mask=attn, position_ids=_positions(attn), logits_to_keep=c + 1)
+        logits = out.logits[:, :-1]  # (n, C, V): position t predicts completion token t
+    logp = token_logprobs(logits, rollout.completion_ids[idx], temperature)  # (n, C)
     ent = None
     if with_entropy:
         with torch.no_grad():
             ent = token_entropy(logits.detach(), temperature)
     return logp, ent
+
+
+def _shared_prefix_logits(model, rollout: Rollout, idx: Tensor, g: int) -> Tensor:
+    """(n, C, V) logits for the completions of whole groups, each group's prompt encoded once."""
+    first = idx.view(-1, g)[:, 0]  # (n/G,) one row per group
+    p_mask = rollout.prompt_mask[first]  # (n/G, P)
+    start = int((p_mask.sum(0) == 0).sum())
+    p_mask, p_ids = p_mask[:, start:], rollout.prompt_ids[first][:, start:]
+    p_pos = _positions(p_mask)
+    cache = _new_cache(model)
+    head = model(
+        input_ids=p_ids,
+        attention_mask=p_mask,
+        position_ids=p_pos,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    first_logits = head.logits.repeat_interleave(g, dim=0)  # (n, 1, V): predicts completion token 0
+    cache.batch_repeat_interleave(g)
+    c_ids, c_mask = rollout.completion_ids[idx][:, :-1], rollout.completion_mask[idx][:, :-1]  # (n, C-1)
+    attn = torch.cat([p_mask.repeat_interleave(g, dim=0), c_mask], dim=1)  # (n, P'+C-1)
+    c_pos = p_pos[:, -1:].repeat_interleave(g, dim=0) + 1 + torch.arange(c_ids.shape[1], device=c_ids.device)
+    tail = model(input_ids=c_ids, attention_mask=attn, position_ids=c_pos, past_key_values=cache, use_cache=True)
+    return torch.cat([first_logits, tail.logits], dim=1)  # (n, C, V)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +362,8 @@ class DataStream:
 
 @dataclass
 class Batch:
+    """One step's training data: the rollout and its grades."""
+
     rollout: Rollout
     rewards: Tensor  # (N,) float32, SANDBOX_ERROR entries hold 0
     valid: Tensor  # (N,) bool: graded (not SANDBOX_ERROR)
@@ -349,6 +430,7 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             temperature=cfg.temperature,
             top_p=cfg.top_p,
             use_chat_template=cfg.use_chat_template,
+            share_prefix=cfg.share_prefix,
         )
         rewards, valid, scores, dt = grade(reward_fn, ro)
         verify_s, rollouts = verify_s + dt, rollouts + 1

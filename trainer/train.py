@@ -91,6 +91,8 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
             raise SystemExit("no model: set `model:` in the config (a folder or hub id) or pass one to train()")
         model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype)
     if tokenizer is None:
+        if (cfg.tokenizer or cfg.model) is None:
+            raise SystemExit("no tokenizer: set `tokenizer:` (or `model:`) in the config, or pass one to train()")
         tokenizer = AutoTokenizer.from_pretrained(cfg.tokenizer or cfg.model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -182,13 +184,26 @@ def _chunks(n: int, size: int | None) -> list[slice]:
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
+def _shared_group(cfg: GRPOConfig) -> int:
+    """G when a group's prompt can be encoded once for its G completions (not with gradient checkpointing,
+    which turns the KV cache off in training)."""
+    return cfg.group_size if cfg.share_prefix and not cfg.gradient_checkpointing else 0
+
+
+def _shuffled_rows(cfg: GRPOConfig, n: int) -> Tensor:
+    """A random order of the rows; whole groups stay together when prompts are shared."""
+    g = cfg.group_size if _shared_group(cfg) else 1
+    groups = torch.randperm(n // g)
+    return (groups[:, None] * g + torch.arange(g)).view(-1)
+
+
 @torch.no_grad()
 def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
     """(N, C) log-probs of the batch under ``model`` without gradients, in micro-batches."""
     was = model.training
     model.eval()
     out = [
-        completion_logprobs(model, rollout, temperature=cfg.temperature, rows=s)[0]
+        completion_logprobs(model, rollout, temperature=cfg.temperature, rows=s, group_size=_shared_group(cfg))[0]
         for s in _chunks(len(rollout), cfg.micro_batch_size)
     ]
     model.train(was)
@@ -205,14 +220,19 @@ def optimize(
     sums: Counter = Counter()
     count = 0
     for _ in range(cfg.mu):
-        order = torch.randperm(n) if cfg.minibatches > 1 else torch.arange(n)
+        order = _shuffled_rows(cfg, n) if cfg.minibatches > 1 else torch.arange(n)
         for m in range(cfg.minibatches):
             idx_mb = order[m * mb : (m + 1) * mb].to(adv.device)
             optimizer.zero_grad(set_to_none=True)
             for s in _chunks(mb, cfg.micro_batch_size):
                 idx = idx_mb[s]
                 logp, ent = completion_logprobs(
-                    model, batch.rollout, temperature=cfg.temperature, with_entropy=True, rows=idx
+                    model,
+                    batch.rollout,
+                    temperature=cfg.temperature,
+                    with_entropy=True,
+                    rows=idx,
+                    group_size=_shared_group(cfg),
                 )
                 loss, stats = grpo_loss(
                     logp,
@@ -387,7 +407,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
 
 def run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger) -> dict[str, float]:
     """One GRPO step: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns metrics."""
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     batch = collect_batch(cfg, model, tokenizer, stream, reward_fn)
     t1 = time.perf_counter()
     device = batch.rollout.completion_ids.device
@@ -406,6 +426,7 @@ def run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, rew
         {
             "policy/lr": scheduler.get_last_lr()[0],
             "perf/step_s": t2 - t0,
+            "perf/step_cpu_s": time.process_time() - cpu0,
             "perf/rollout_s": t1 - t0 - batch.verify_s,
             "perf/update_s": t2 - t1,
             "perf/tokens_per_s": tokens / (t2 - t0),

@@ -1,0 +1,347 @@
+"""Benchmark: our GRPO trainer vs TRL's GRPOTrainer (trl==1.16.0) on the CPU, in one run.
+
+    .venv/bin/pip install trl==1.16.0      # only for this benchmark; never a project dependency
+    .venv/bin/python bench/trainer.py [--rounds 3] [--steps 8] [--threads 1] [--workloads short,r1]
+
+Same work for both: the same saved tiny Qwen2 (built from a config, ~0.85M parameters, character
+tokenizer), the same prompts (two-digit additions, plain text, no chat template), G=8, 4 prompts per
+step (batch 32), the same max_new_tokens, temperature 1, top_p 1, top_k off, beta 0.04, the "grpo"
+loss, one optimizer step per rollout, AdamW (betas 0.9/0.999, constant lr 1e-5), grad clip 1.0, no
+gradient checkpointing (TRL turns it on by default; it is off here because it trades speed for
+memory), dropout off, the same pure-Python reward, the same seed and torch thread count.
+
+Two workloads, because our main saving (each prompt encoded once per group, its KV cache shared by
+the G completions, in generation and in the log-prob forwards) grows with the prompt's share of the
+sequence:
+- ``short``: bare ``a+b=`` prompts (~6 tokens), 32 new tokens: almost no prompt to share;
+- ``r1``: the same questions inside the DeepSeek-R1-Zero template (~430 characters = tokens here),
+  64 new tokens: the usual RLVR prompt, where the prompt dominates the sequence.
+
+Each trainer runs in its own fresh subprocess (so peak RSS is its own), TRL then ours, for
+``--rounds`` rounds. Per run: start-up (imports + model load) apart, then the training loop's
+completion tokens per second of wall time and of process CPU time (less sensitive to other load on
+a shared machine), and peak RSS. Printed: medians, the median of per-round ratios with their
+spread, and the 1-minute load average before each round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, this file's folder comes first on sys.path and its name would shadow the package.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+G, PROMPTS, LR, BETA, SEED = 8, 4, 1e-5, 0.04, 0
+# The DeepSeek-R1-Zero prompt template (DeepSeek-R1 paper, table 1), as RLVR recipes use it.
+R1_TEMPLATE = (
+    "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
+    "The assistant first thinks about the reasoning process in the mind and then provides the user with the "
+    "answer. The reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, "
+    "respectively, i.e., <think> reasoning process here </think> <answer> answer here </answer>. "
+    "User: {q} Assistant:"
+)
+WORKLOADS = {
+    "short": {"template": "{q}", "max_new": 32},  # bare "a+b=" prompts, ~6 tokens
+    "r1": {"template": R1_TEMPLATE, "max_new": 64},  # R1-Zero template, ~430 tokens (character tokenizer)
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# shared inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def reward(completion: str, answer: str) -> float:
+    """1 for the right sum as the last number, 0.1 for any number, 0 otherwise (pure Python)."""
+    nums = re.findall(r"\d+", completion)
+    return 0.0 if not nums else (1.0 if nums[-1] == answer else 0.1)
+
+
+def rows(workload: str, n: int = 256) -> list[dict[str, str]]:
+    import random
+
+    rng = random.Random(SEED)
+    out = []
+    for _ in range(n):
+        a, b = rng.randint(10, 99), rng.randint(10, 99)
+        out.append({"prompt": WORKLOADS[workload]["template"].format(q=f"{a}+{b}="), "answer": str(a + b)})
+    return out
+
+
+def build_inputs(folder: Path) -> Path:
+    """Save the tiny model + tokenizer and the prompts under ``folder``."""
+    import torch
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    chars = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]
+    vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>", *chars])}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", padding_side="left"
+    )
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(SEED)
+    model = Qwen2ForCausalLM(cfg)
+    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
+    model.save_pretrained(folder / "model")
+    tok.save_pretrained(folder / "model")
+    for w in WORKLOADS:
+        with (folder / f"data-{w}.jsonl").open("w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows(w))
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# workers (each in its own process)
+# ---------------------------------------------------------------------------------------------
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_ours(folder: Path, workload: str, steps: int, threads: int) -> dict:
+    t0 = time.perf_counter()
+    import torch
+
+    from trainer.config import GRPOConfig
+    from trainer.metrics import read_metrics
+    from trainer.rollout import PythonReward
+    from trainer.train import train
+
+    torch.set_num_threads(threads)
+    cfg = GRPOConfig(
+        model=str(folder / "model"),
+        data=str(folder / f"data-{workload}.jsonl"),
+        use_chat_template=False,
+        group_size=G,
+        prompts_per_step=PROMPTS,
+        max_new_tokens=WORKLOADS[workload]["max_new"],
+        temperature=1.0,
+        top_p=1.0,
+        beta=BETA,
+        loss_type="grpo",
+        lr=LR,
+        adam_betas=(0.9, 0.999),
+        grad_clip=1.0,
+        steps=steps,
+        seed=SEED,
+        device="cpu",
+        run_dir=str(folder / f"ours-run-{workload}"),
+        log_completions_every=0,
+        threads=threads,
+    )
+    out = train(cfg, reward_fn=PythonReward(reward))
+    m = read_metrics(Path(cfg.run_dir) / "metrics.jsonl")
+    tokens = sum(r["perf/tokens"] for r in m)
+    loop_s = sum(r["perf/step_s"] for r in m)
+    cpu_s = sum(r["perf/step_cpu_s"] for r in m)
+    return {
+        "cpu_s": cpu_s,
+        "tokens_per_cpu_s": tokens / cpu_s,
+        "startup_s": time.perf_counter() - t0 - loop_s,
+        "loop_s": loop_s,
+        "tokens": tokens,
+        "tokens_per_s": tokens / loop_s,
+        "peak_rss_mb": peak_rss_mb(),
+        "reward_mean": sum(r["reward/mean"] for r in m) / len(m),
+        "steps": len(m),
+        "checkpoint": str(out["checkpoint"]),
+    }
+
+
+def run_trl(folder: Path, workload: str, steps: int, threads: int) -> dict:
+    t0 = time.perf_counter()
+    import torch
+
+    try:
+        from datasets import Dataset
+        from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer
+    except ImportError:
+        return {"error": "trl is not installed: `.venv/bin/pip install trl==1.16.0` (benchmark only)"}
+
+    torch.set_num_threads(threads)
+    log: list[dict] = []
+    clock: dict[str, float] = {}
+
+    class Clock(TrainerCallback):
+        def on_train_begin(self, *a, **k):
+            clock["begin"], clock["cpu_begin"] = time.perf_counter(), time.process_time()
+
+        def on_train_end(self, *a, **k):
+            clock["end"], clock["cpu_end"] = time.perf_counter(), time.process_time()
+
+        def on_log(self, args, state, control, logs=None, **k):
+            log.append(dict(logs or {}))
+
+    def reward_fn(completions, answer, **_):
+        return [reward(c, a) for c, a in zip(completions, answer, strict=True)]
+
+    args = GRPOConfig(
+        output_dir=str(folder / f"trl-run-{workload}"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=G * PROMPTS,
+        num_generations=G,
+        max_completion_length=WORKLOADS[workload]["max_new"],
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        beta=BETA,
+        loss_type="grpo",
+        learning_rate=LR,
+        lr_scheduler_type="constant",
+        max_grad_norm=1.0,
+        gradient_checkpointing=False,
+        disable_dropout=True,
+        max_steps=steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=SEED,
+        dataloader_num_workers=0,
+    )
+    model = AutoModelForCausalLM.from_pretrained(folder / "model")
+    tok = AutoTokenizer.from_pretrained(folder / "model")
+    data = Dataset.from_list(rows(workload))
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=reward_fn, args=args, train_dataset=data, processing_class=tok, callbacks=[Clock()]
+    )
+    trainer.train()
+    step_logs = [r for r in log if "completions/mean_length" in r]
+    tokens = sum(r["completions/mean_length"] * G * PROMPTS for r in step_logs)
+    loop_s = clock["end"] - clock["begin"]
+    cpu_s = clock["cpu_end"] - clock["cpu_begin"]
+    return {
+        "cpu_s": cpu_s,
+        "tokens_per_cpu_s": tokens / cpu_s,
+        "startup_s": clock["begin"] - t0,
+        "loop_s": loop_s,
+        "tokens": tokens,
+        "tokens_per_s": tokens / loop_s,
+        "peak_rss_mb": peak_rss_mb(),
+        "reward_mean": sum(r.get("reward", 0.0) for r in step_logs) / max(1, len(step_logs)),
+        "steps": len(step_logs),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+# ---------------------------------------------------------------------------------------------
+
+
+def spawn(which: str, folder: Path, workload: str, steps: int, threads: int) -> dict:
+    cmd = [sys.executable, __file__, "--worker", which, "--dir", str(folder), "--workload", workload]
+    cmd += ["--steps", str(steps), "--threads", str(threads)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"{which} worker failed ({proc.returncode}): {proc.stderr[-2000:]}"}
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def spread(xs: list[float]) -> str:
+    return f"min {min(xs):.3g}, max {max(xs):.3g}"
+
+
+def fmt(r: dict) -> str:
+    return (
+        f"{r['tokens_per_s']:7.1f} tok/s wall, {r['tokens_per_cpu_s']:7.1f} tok/CPU-s, "
+        f"{r['loop_s']:5.1f} s loop, {r['peak_rss_mb']:6.1f} MB"
+    )
+
+
+def report(workload: str, trl: list[dict], ours: list[dict], loads: list[float]) -> None:
+    print(f"\n== workload {workload!r}: per round (load = 1-min load average before the round)")
+    for i, (a, b) in enumerate(zip(trl, ours, strict=True)):
+        ratio = b["tokens_per_s"] / a["tokens_per_s"]
+        print(f"  round {i + 1}: load {loads[i]:.2f} | TRL {fmt(a)} | ours {fmt(b)} | speed-up {ratio:.2f}x")
+    for name, runs in (("TRL GRPOTrainer", trl), ("ours", ours)):
+        tps = [r["tokens_per_s"] for r in runs]
+        cps = [r["tokens_per_cpu_s"] for r in runs]
+        rss = [r["peak_rss_mb"] for r in runs]
+        print(
+            f"  {name:>15}: {statistics.median(tps):7.1f} completion tok/s wall ({spread(tps)}), "
+            f"{statistics.median(cps):7.1f} tok/CPU-s, peak RSS {statistics.median(rss):6.1f} MB ({spread(rss)}), "
+            f"start-up {statistics.median(r['startup_s'] for r in runs):.1f} s, "
+            f"reward mean {statistics.median(r['reward_mean'] for r in runs):.3f}"
+        )
+    for label, key in (("throughput (wall)", "tokens_per_s"), ("throughput (CPU)", "tokens_per_cpu_s")):
+        ratios = [b[key] / a[key] for a, b in zip(trl, ours, strict=True)]
+        print(f"  {label} ours/TRL: median {statistics.median(ratios):.2f}x ({spread(ratios)})")
+    mem = [b["peak_rss_mb"] / a["peak_rss_mb"] for a, b in zip(trl, ours, strict=True)]
+    print(f"  peak RSS ours/TRL: median {statistics.median(mem):.2f}x ({spread(mem)})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
+    ap.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    ap.add_argument("--workload", choices=list(WORKLOADS), help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        fn = run_ours if a.worker == "ours" else run_trl
+        print("RESULT " + json.dumps(fn(Path(a.dir), a.workload, a.steps, a.threads)), flush=True)
+        return
+    try:
+        import trl  # noqa: F401
+    except ImportError:
+        raise SystemExit(
+            "trl is not installed: `.venv/bin/pip install trl==1.16.0` (benchmark only, not a dependency)"
+        ) from None
+    workloads = a.workloads.split(",")
+    print(
+        f"GRPO on CPU: tiny Qwen2 (hidden 128, 4 layers, ~0.85M params), char tokenizer, G={G}, {PROMPTS} prompts/step "
+        f"(batch {G * PROMPTS}), beta={BETA}, {a.steps} steps, {a.threads} thread(s), {a.rounds} rounds TRL/ours "
+        f"alternating; workloads: " + "; ".join(f"{w} (max_new_tokens={WORKLOADS[w]['max_new']})" for w in workloads)
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-trainer-") as d:
+        folder = build_inputs(Path(d))
+        for w in workloads:
+            trl_runs, our_runs, loads = [], [], []
+            for i in range(a.rounds):
+                loads.append(os.getloadavg()[0])
+                for which, bucket in (("trl", trl_runs), ("ours", our_runs)):
+                    r = spawn(which, folder, w, a.steps, a.threads)
+                    if "error" in r:
+                        raise SystemExit(r["error"])
+                    bucket.append(r)
+                    print(f"{w} round {i + 1} {which:>4}: {fmt(r)}", flush=True)
+            report(w, trl_runs, our_runs, loads)
+
+
+if __name__ == "__main__":
+    main()
