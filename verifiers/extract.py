@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 MAX_ANSWERS = 8  # more different boxed answers than this is answer spraying, whatever they are
+FULL_TAIL = 10_000  # fallback "full" hands the sandbox this many characters from the end of the text
 
 # Last number of a text: sign, digits with optional thousands commas, decimals, an optional /denominator.
 # No nested quantifiers, so re scans it in linear time.
@@ -140,7 +141,7 @@ def extract(completion: str, fallback: str = "none") -> Extraction | None:
         n = last_number(visible)
         return None if n is None else Extraction([n], "last_number")
     if fallback == "full" and visible.strip():
-        return Extraction([visible], "full")
+        return Extraction([visible[-FULL_TAIL:]], "full")
     return None
 
 

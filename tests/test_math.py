@@ -1,0 +1,167 @@
+"""The ``math`` verifier through a real server: one case table per equivalence category, the false
+positives that must stay INCORRECT, extraction and its fallbacks, and pathological inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifiers.extract import extract, strip_think
+from verifiers.math_verifier import _int_literal
+
+
+def boxed(s: str) -> str:
+    return f"<think>some reasoning</think>The answer is $\\boxed{{{s}}}$."
+
+
+# (category, gold, completion, options, outcome)
+CASES = [
+    # integers and the host fast path
+    ("int", "42", boxed("42"), {}, "CORRECT"),
+    ("int", "$42$", boxed("042"), {}, "CORRECT"),
+    ("int", "42", boxed("43"), {}, "INCORRECT"),
+    ("int", "-7", boxed("-7"), {}, "CORRECT"),
+    ("thousands", "1000000", boxed("1,000,000"), {}, "CORRECT"),
+    # fractions vs decimals
+    ("fraction", "\\frac{1}{2}", boxed("0.5"), {}, "CORRECT"),
+    ("fraction", "0.75", boxed("\\dfrac{3}{4}"), {}, "CORRECT"),
+    ("fraction", "3/7", boxed("\\frac{3}{7}"), {}, "CORRECT"),
+    ("fraction", "\\frac{1}{3}", boxed("0.33"), {}, "INCORRECT"),
+    # symbolic simplification, radicals, pi and e
+    ("symbolic", "x^2+2x+1", boxed("(x+1)^2"), {}, "CORRECT"),
+    ("symbolic", "x^2+2x+1", boxed("(x+1)^3"), {}, "INCORRECT"),
+    ("radical", "2\\sqrt{3}", boxed("\\sqrt{12}"), {}, "CORRECT"),
+    ("radical", "\\frac{\\sqrt{2}}{2}", boxed("\\frac{1}{\\sqrt{2}}"), {}, "CORRECT"),
+    ("pi", "2\\pi", boxed("\\pi \\cdot 2"), {}, "CORRECT"),
+    ("e", "e^{2}", boxed("e^2"), {}, "CORRECT"),
+    # sets, intervals, tuples, matrices
+    ("set", "\\{1, 2, 3\\}", boxed("\\{3, 1, 2\\}"), {}, "CORRECT"),
+    ("set", "\\{1, 2\\}", boxed("\\{1, 3\\}"), {}, "INCORRECT"),
+    ("interval", "(-\\infty, 2]", boxed("(-\\infty, 2]"), {}, "CORRECT"),
+    ("interval", "(-\\infty, 2]", boxed("(-\\infty, 2)"), {}, "INCORRECT"),
+    ("tuple", "(1, 2)", boxed("(1,2)"), {}, "CORRECT"),
+    (
+        "matrix",
+        "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+        boxed("\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"),
+        {},
+        "CORRECT",
+    ),
+    (
+        "matrix",
+        "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}",
+        boxed("\\begin{pmatrix}1&2\\\\3&5\\end{pmatrix}"),
+        {},
+        "INCORRECT",
+    ),
+    # equations, percent, units and text
+    ("equation", "x = 3", boxed("3"), {}, "CORRECT"),
+    ("equation", "3", boxed("x = 3"), {}, "CORRECT"),
+    ("percent", "50\\%", boxed("50"), {}, "CORRECT"),
+    ("percent", "50\\%", boxed("0.5"), {}, "CORRECT"),
+    ("units", "10", boxed("10 \\text{ cm}"), {}, "CORRECT"),
+    ("units", "5", boxed("5 apples"), {}, "CORRECT"),
+    ("degrees", "90", boxed("90^\\circ"), {}, "CORRECT"),
+    ("dollars", "5", boxed("\\$5"), {}, "CORRECT"),
+    # references: bare, $-delimited, \boxed
+    ("reference", "$\\frac{1}{2}$", boxed("\\frac{2}{4}"), {}, "CORRECT"),
+    ("reference", "\\(x=3\\)", boxed("3"), {}, "CORRECT"),
+    ("reference", "\\boxed{7}", boxed("7"), {}, "CORRECT"),
+    # exact comparison: no float underflow, no rounding of tiny numbers
+    ("exact", "\\frac{1}{2004!}", boxed("\\frac{1}{2006!}"), {}, "INCORRECT"),
+    ("exact", "\\frac{1}{2004!}", boxed("\\frac{1}{2004!}"), {}, "CORRECT"),
+    ("exact", "\\frac{1}{2^{99}}", boxed("\\frac{1}{2^{98}}"), {}, "INCORRECT"),
+    ("exact", "e^{-1000}", boxed("e^{-1001}"), {}, "INCORRECT"),
+    ("exact", "10^{-9}", boxed("0.000000002"), {}, "INCORRECT"),
+    # options["rel_tol"]
+    ("rel_tol", "\\pi", boxed("3.1416"), {"rel_tol": "1e-4"}, "CORRECT"),
+    ("rel_tol", "\\pi", boxed("3.1416"), {}, "INCORRECT"),
+    ("rel_tol", "100", boxed("101"), {"rel_tol": "0.02"}, "CORRECT"),
+    ("rel_tol", "100", boxed("105"), {"rel_tol": "0.02"}, "INCORRECT"),
+    # malformed LaTeX is never truncated into a different number
+    ("malformed", "4", boxed("4\\sqrt(2)"), {}, "INCORRECT"),
+    ("malformed", "4\\sqrt{2}", boxed("4\\sqrt(2)"), {}, "CORRECT"),
+    ("malformed", "4", boxed("4\\sqrt)2("), {}, "INCORRECT"),
+    ("malformed", "12", boxed("12\\frac{1}"), {}, "INCORRECT"),
+    ("malformed", "4", boxed("4 \\ 5"), {}, "INCORRECT"),
+    ("unbalanced", "4", boxed("4\\sqrt{") + " then", {}, "NO_ANSWER"),
+    # extraction: think is not the answer, last boxed wins, <answer> tag, spraying
+    ("extract", "3", "<think>\\boxed{3}</think>so it is 4", {}, "NO_ANSWER"),
+    ("extract", "3", "<think>unfinished \\boxed{3}", {}, "NO_ANSWER"),
+    ("extract", "3", "<think>r</think><answer>3</answer>", {}, "CORRECT"),
+    ("extract", "1/2", "<think>r</think><answer>\\frac{1}{2}</answer>", {}, "CORRECT"),
+    ("extract", "3", "\\boxed{x = 3}, that is \\boxed{3}", {}, "CORRECT"),
+    ("spraying", "2", "\\boxed{1} or \\boxed{2} or \\boxed{3}", {}, "INCORRECT"),
+    ("spraying", "2", "".join(f"\\boxed{{{i}}}" for i in range(20)), {}, "INCORRECT"),
+    ("spraying", "\\{2, 3\\}", "\\boxed{2}, \\boxed{3}", {}, "CORRECT"),
+    # fallbacks
+    ("fallback", "42", "the answer is 42", {}, "NO_ANSWER"),
+    ("fallback", "42", "the answer is 42", {"fallback": "last_number"}, "CORRECT"),
+    ("fallback", "42", "41 or maybe 43", {"fallback": "last_number"}, "INCORRECT"),
+    ("fallback", "1/3", "So $x = \\frac{1}{3}$.", {"fallback": "full"}, "CORRECT"),
+    ("fallback", "1/3", "no math here at all", {"fallback": "full"}, "NO_ANSWER"),
+]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "gold,completion,options,outcome", [c[1:] for c in CASES], ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_math_cases(client, gold, completion, options, outcome):
+    r = client.verify("math", completion, gold, options=options)
+    assert r.outcome == outcome, r.detail
+    assert r.reward == (1.0 if outcome == "CORRECT" else 0.0)
+
+
+@pytest.mark.docker
+def test_power_tower_times_out_and_service_survives(client):
+    r = client.verify("math", boxed("9^{9^{9^{9}}}"), "1", timeout_s=2)
+    assert r.outcome == "TIMEOUT" and r.elapsed_s < 2 + 5
+    assert client.verify("math", boxed("\\frac{1}{2}"), "0.5").outcome == "CORRECT"
+
+
+@pytest.mark.docker
+def test_batch_in_order_with_a_poisoned_item(client):
+    items = [{"verifier": "math", "completion": boxed(f"\\frac{{{i}}}{{7}}"), "reference": f"{i}/7"} for i in range(12)]
+    items[5] = {"verifier": "math", "completion": boxed("9^{9^{9^{9}}}"), "reference": "2", "timeout_s": 2}
+    items[8]["reference"] = "100"
+    rs = client.verify_batch(items)
+    outcomes = [r.outcome for r in rs]
+    assert outcomes[5] == "TIMEOUT" and outcomes[8] == "INCORRECT"
+    assert all(o == "CORRECT" for i, o in enumerate(outcomes) if i not in (5, 8))
+
+
+@pytest.mark.docker
+def test_bad_options_are_the_callers_mistake(client):
+    from verifiers.client import VerifierError
+
+    for opts in ({"fallback": "everything"}, {"rel_tol": "-1"}, {"rel_tol": "abc"}):
+        with pytest.raises(VerifierError, match="INVALID_ARGUMENT"):
+            client.verify("math", boxed("1"), "1", options=opts)
+    with pytest.raises(VerifierError, match="INVALID_ARGUMENT"):
+        client.verify("math", boxed("1"), "")
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("42", "42"), ("$-007$", "-7"), ("+0", "0"), ("-0", "0"), ("4.0", None), ("1,000", None), ("x", None)],
+)
+def test_int_literal(text, expected):
+    assert _int_literal(text) == expected
+
+
+def test_extract_table():
+    assert strip_think("a</think>b</think>c") == "c"
+    assert extract("\\boxed{1} \\boxed{ 1 }").answers == ["1"]
+    assert extract("<answer>x \\boxed{2}</answer>").answers == ["2"]
+    assert extract("no answer", "none") is None
+    assert extract("so 3 then 4.5", "last_number").answers == ["4.5"]
+    assert extract("x" * 20_000 + " $5$", "full").answers[0].endswith("$5$")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from verifiers.client import VerifierClient
+    from verifiers.launch import LocalServer
+
+    with LocalServer(pool_size=2) as srv, VerifierClient(srv.target) as c:
+        yield c
