@@ -115,6 +115,7 @@ class SandboxConfig:
     max_waiters: int = 4096  # callers allowed to queue for a sandbox; beyond that: PoolSaturated at once
     start_timeout_s: float = 60.0
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
+    cgroup_parent: str = ""  # docker: the containers' parent cgroup ("/": each competes for CPU like one host process)
     grace_s: float = GRACE_S  # past a job's timeout, how long its worker may take before it is declared dead
     backend: str = "docker"  # "docker" or "bwrap" (weaker: see docs/sandbox.md)
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
@@ -181,6 +182,26 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
+    """The ``docker run`` options every sandbox container gets (also used by bench/sandbox.py)."""
+    cmd = [
+        "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={_owner()}",
+        "--label", f"{STARTED_LABEL}={_start_time(os.getpid())}",
+        "--network", "none", "--read-only",
+        "--tmpfs", f"/tmp:rw,nosuid,nodev,noexec,size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
+        "--tmpfs", f"/dev/shm:rw,nosuid,nodev,noexec,size=16m,nr_inodes={cfg.tmpfs_inodes // 4},mode=1777",
+        "--ipc", "private",
+        "--pids-limit", str(cfg.pids),
+        "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m",
+        "--cpus", str(cfg.cpus),
+        "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+        "--user", f"{uid}:{uid}",
+        "--hostname", "sandbox", "--workdir", "/tmp", "--log-driver", "none",
+    ]  # fmt: skip
+    cmd += ["--cgroup-parent", cfg.cgroup_parent] if cfg.cgroup_parent else []
+    return cmd + (["--runtime", cfg.runtime] if cfg.runtime else [])
+
+
 _uids = itertools.count(random.randrange(200_000, 900_000, 1000))
 
 
@@ -208,24 +229,11 @@ class Sandbox:
         cfg = self.cfg
         cmd = [
             "docker", "run", "-i", "--rm", "--pull", "never", "--name", self.name,
-            "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={_owner()}",
-            "--label", f"{STARTED_LABEL}={_start_time(os.getpid())}",
-            "--network", "none", "--read-only",
-            "--tmpfs", f"/tmp:rw,nosuid,nodev,noexec,size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
-            "--tmpfs", f"/dev/shm:rw,nosuid,nodev,noexec,size=16m,nr_inodes={cfg.tmpfs_inodes // 4},mode=1777",
-            "--ipc", "private",
-            "--pids-limit", str(cfg.pids),
-            "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m",
-            "--cpus", str(cfg.cpus),
-            "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-            "--user", f"{self.uid}:{self.uid}",
-            "--hostname", "sandbox", "--workdir", "/tmp", "--log-driver", "none",
+            *hardening_flags(cfg, self.uid),
             "--env", f"RLVR_PRELOAD={','.join(cfg.preload)}",
         ]  # fmt: skip
         if cfg.warmup:
             cmd += ["--env", f"RLVR_WARMUP={cfg.warmup}"]
-        if cfg.runtime:
-            cmd += ["--runtime", cfg.runtime]
         return cmd + [cfg.image, "python3", "-s", "/opt/sandbox/worker.py"]
 
     def _spawn(self) -> subprocess.Popen:
