@@ -212,3 +212,29 @@ def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_se
         trained["reward_mean"])  # fmt: skip
     assert Path(r["samples_log"]).resolve().parent == (tmp_path / "runs/r1/eval").resolve()
     assert "accuracy training reported" in (tmp_path / "runs/r1/eval/heldout.md").read_text()
+
+
+def test_sigterm_mid_run_keeps_the_log_stops_the_local_service_and_resumes(tmp_path, verifier_server):
+    import time
+
+    rows = [{"id": f"p{i}", "completion": f"\\boxed{{{i}}}", "reference": str(i % 7)} for i in range(300)]
+    f = write(tmp_path / "many.jsonl", rows)
+    out = tmp_path / "int.json"
+    log = out.with_suffix(".samples.jsonl")
+    cmd = [sys.executable, "-m", "trainer.evaluate", "--completions", str(f), "--verifier", "math", "--out", str(out),
+           "--pool-size", "1", "--batch-size", "4", "--workers", "1", "--no-progress"]  # fmt: skip
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (log.exists() and log.stat().st_size) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    p.terminate()
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 1 and "interrupted" in err and "run the same command again" in err, err[-2000:]
+    assert "Traceback" not in err
+    left = subprocess.run(["pgrep", "-f", f"registry-{p.pid}-"], capture_output=True, text=True).stdout
+    assert left == "", "the service started for the run is still running"
+    done = len(log.read_text().splitlines())
+    assert 0 < done < 300
+    r = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
+    assert (r["reused"], r["graded_now"], r["n"]) == (done, 300 - done, 300)
+    assert r["outcomes"]["CORRECT"] == sum(i == i % 7 for i in range(300))

@@ -24,7 +24,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
@@ -232,9 +234,14 @@ class Grader:
             self.drain(block=True)
 
     def close(self) -> None:
-        for fut in self.pending:
-            fut.cancel()
+        """Stop: calls not started are cancelled; calls under way are waited for and still logged."""
         self.pool.shutdown(wait=True, cancel_futures=True)
+        for fut in list(self.pending):
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self.pending.discard(fut)
+                recs = fut.result()
+                self.log.append(recs)
+                self.records.update((r["key"], r) for r in recs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,7 +407,12 @@ class _Service:
         from verifiers.launch import LocalServer
 
         print(f"starting a verifier service ({self.a.pool_size} sandboxes; log {self.log_path}) ...", file=sys.stderr)
-        self.server = LocalServer(pool_size=self.a.pool_size, log_path=str(self.log_path)).start()
+        self.server = LocalServer(pool_size=self.a.pool_size, log_path=str(self.log_path))
+        try:
+            self.server.start()
+        except BaseException:  # interrupted while it starts: do not leave it running
+            self.server.stop()
+            raise
         return self.server.target
 
     def __exit__(self, *exc: object) -> None:
@@ -417,6 +429,7 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, sourc
         check_verifiers(client, plan.verifiers, a)
         bar = tqdm(total=left, desc="grading", unit="sample", disable=not a.progress, file=sys.stderr)
         grader = Grader(client, log, bar, a)
+        stopped: str | None = None
         try:
             grader.submit([(s, plan.fps[s.key]) for s in plan.to_grade])
             if plan.to_generate:
@@ -424,15 +437,16 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, sourc
                 generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source)
             grader.finish()
         except KeyboardInterrupt:
-            n = len(plan.reused) + len(grader.records)
-            raise SystemExit(f"\ninterrupted: {n} of {len(plan.keys)} samples graded and saved in {log.path}; "
-                             "run the same command again to continue") from None  # fmt: skip
+            stopped = "interrupted"
         except VerifierError as e:
-            raise SystemExit(f"verifier service error: {e}\n{len(grader.records)} samples graded this run are saved "
-                             f"in {log.path}; run the same command again to continue") from None  # fmt: skip
+            stopped = f"verifier service error: {e}"
         finally:
-            grader.close()
+            grader.close()  # calls under way finish and are logged
             bar.close()
+    if stopped:
+        n = len(plan.reused) + len(grader.records)
+        raise SystemExit(f"\n{stopped}\n{n} of {len(plan.keys)} samples are graded and saved in {log.path}; "
+                         "run the same command again to continue")  # fmt: skip
     return grader.records
 
 
@@ -496,8 +510,18 @@ def run(a: EvalArgs) -> dict[str, Any]:
     return report
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # same path as Ctrl-C: log kept, local service stopped, resume message
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    return run(parse_args(argv))
+    args = parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        raise SystemExit("\ninterrupted; run the same command again to continue (graded samples are kept)") from None
 
 
 if __name__ == "__main__":
