@@ -28,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+import typing
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -98,14 +99,13 @@ class EvalArgs:
 
 def parse_args(argv: list[str] | None = None) -> EvalArgs:
     ap = argparse.ArgumentParser(prog="python -m trainer.evaluate", description=__doc__.split("\n")[0])
-    docs = _field_docs()
+    docs, hints = _field_docs(), typing.get_type_hints(EvalArgs)
     for name, default in asdict(EvalArgs()).items():
         flag = "--" + name.replace("_", "-")
         if isinstance(default, bool):
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=docs.get(name))
         else:
-            typ = {"k": int, "limit": int, "max_new_tokens": int, "batch_size": int, "gen_batch": int, "workers": int, "pool_size": int,
-                   "seed": int, "temperature": float, "top_p": float, "timeout_s": float, "deadline_s": float}.get(name, str)  # fmt: skip
+            typ = next(t for t in (typing.get_args(hints[name]) or (hints[name],)) if t is not type(None))
             ap.add_argument(flag, type=typ, default=default, help=docs.get(name))
     args = EvalArgs(**vars(ap.parse_args(argv)))
     if args.k < 1:
