@@ -285,7 +285,9 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
     torch.manual_seed(a.seed)
     chat, max_new = _generation_settings(a, source)
     per_call = max(1, a.gen_batch // a.k)
+    total, made = sum(len(missing) for _, missing in todo), 0
     for i in range(0, len(todo), per_call):
+        grader.bar.set_postfix_str(f"generated {made}/{total}")
         part = todo[i : i + per_call]
         g = max(len(missing) for _, missing in part)
         ro = generate_rollout(model, tok, [Example(p.prompt, p.reference) for p, _ in part], g,
@@ -296,8 +298,10 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
             for n, idx in enumerate(missing):
                 s = Sample(p.id, idx, p.compose(ro.texts[j * g + n]), p.reference, p.verifier, p.prompt, p.options)
                 batch.append((s, fps[s.key]))
+        made += len(batch)
         grader.submit(batch)
         grader.drain()
+    grader.bar.set_postfix_str(f"generated {made}/{total}")
 
 
 # ---------------------------------------------------------------------------------------------
