@@ -13,14 +13,15 @@ other than 6 decimals) are also counted separately.
 
 from __future__ import annotations
 
-import argparse
-import ast
-import subprocess
 import sys
-from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root, not bench/ (whose math.py shadows the stdlib's)
+
+import argparse  # noqa: E402
+import ast  # noqa: E402
+import subprocess  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 GOLD, PRED, EXPECTED = ("gold",), ("pred",), ("expected", "result")
 
