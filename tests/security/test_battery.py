@@ -485,6 +485,55 @@ def test_two_concurrent_jobs_cannot_read_each_others_files(pool):
     assert report(results["r"]) == {"found": [], "procs": []}
 
 
+def test_the_job_cannot_reach_the_workers_channel_or_memory(pool):
+    """The worker (PID 1, same uid) is non-dumpable: no /proc/1/fd, /proc/1/mem or ptrace, so a job
+    cannot forge the result frame the host reads or rewrite the worker."""
+    r = run(
+        pool,
+        """
+        import ctypes, json, os
+        reached = []
+        for path, mode in (("/proc/1/fd/1", "wb"), ("/proc/1/fd/0", "rb"), ("/proc/1/mem", "rb"), ("/proc/1/environ", "rb")):
+            try:
+                open(path, mode).close()
+                reached.append(path)
+            except OSError:
+                pass
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.ptrace(16, 1, None, None) == 0:  # PTRACE_ATTACH
+            reached.append("ptrace")
+        print(json.dumps(reached))
+        """,
+    )
+    assert report(r) == []
+
+
+def test_a_later_job_finds_nothing_of_an_earlier_one_in_memory(pool):
+    """Jobs are forks of the worker: whatever it held of an earlier job's code, stdin or output would be
+    inherited. It keeps them only in buffers it zeroes, so a memory scan of the next job finds nothing."""
+    secret = "ZQXJ" + os.urandom(16).hex()
+    plant = f"import sys\nsecret = {secret!r}\nprint(secret, sys.stdin.read())"
+    for _ in range(pool.size):
+        assert secret in run(pool, plant, stdin=secret).stdout
+    scan = """
+    import json, re
+    pattern, hits = re.compile(rb"ZQXJ[0-9a-f]{32}"), 0
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps:
+            addr, perms = line.split()[:2]
+            if not perms.startswith("rw"):
+                continue
+            lo, hi = (int(x, 16) for x in addr.split("-"))
+            try:
+                mem.seek(lo)
+                hits += len(pattern.findall(mem.read(hi - lo)))
+            except (OSError, OverflowError, ValueError):
+                pass
+    print(json.dumps(hits))
+    """
+    assert [report(r) for r in on_each(pool, scan, timeout_s=20)] == [0] * pool.size
+
+
 # -- afterwards ---------------------------------------------------------------------------------
 def _processes_mentioning(needles: list[str]) -> list[str]:
     hits = []
