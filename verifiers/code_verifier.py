@@ -29,6 +29,7 @@ import os
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from sandbox.pool import Job, Limits, Result
 from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
@@ -37,100 +38,16 @@ from verifiers.extract import strip_think
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
 
-# Runs in the sandbox (fork mode: a child of the warm worker). Reads {"candidate", "tests",
-# "entry_point", "nonce"} on stdin; the only way to pass is reaching the last lines.
-HARNESS = r"""
-import builtins as _b, json as _json, os as _os, sys as _sys, math as _math, threading as _th, traceback as _tb
-_q = _json.loads(_sys.stdin.read())
-_null = _os.open("/dev/null", _os.O_RDWR)
-_os.dup2(_null, 0)                      # the tests and the nonce are gone from stdin
-_mark = _os.dup(1)                      # a private copy of stdout for the verdict line
-_os.dup2(_null, 1)                      # the candidate's prints go nowhere
-_nonce = _q.pop("nonce")
-_PLAIN = {id(t) for t in (int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set, frozenset, range)}
-_SEQ = {id(t) for t in (list, tuple, set, frozenset)}
-_type, _id, _len, _isinstance, _list = type, id, len, isinstance, list
-_saved = {m: dict(m.__dict__) for m in (_b, _math)}
-
-def _say(status, detail=""):
-    _os.write(_mark, ("\n" + _json.dumps({"nonce": _nonce, "status": status, "detail": detail[-2000:]}) + "\n").encode())
-
-def _restore():
-    _sys.settrace(None); _sys.setprofile(None); _th.settrace(None); _th.setprofile(None)
-    for m, d in _saved.items():  # by identity: a patched value's __eq__ must not hide the patch
-        md = m.__dict__
-        for k in _list(md):
-            if k not in d:
-                delattr(m, k)
-        for k, v in d.items():
-            if k not in md or md[k] is not v:
-                setattr(m, k, v)
-
-def _check_plain(value, name):
-    stack, seen = [value], 0
-    while stack:
-        v = stack.pop()
-        seen += 1
-        if seen > 1_000_000:
-            raise TypeError(f"{name} returned a structure too large to check")
-        t = _id(_type(v))  # exact types, compared by identity: a metaclass __eq__ cannot lie here
-        if t not in _PLAIN:
-            raise TypeError(f"{name} returned a {_type(v).__name__}, not a built-in value")
-        if t in _SEQ:
-            stack.extend(v)
-        elif t == _id(dict):
-            stack.extend(v.keys()); stack.extend(v.values())
-
-def _guard(fn, name):
-    def candidate(*args, **kwargs):
-        try:
-            r = fn(*args, **kwargs)
-        finally:
-            _restore()
-        _check_plain(r, name)
-        return r
-    candidate.__name__ = name
-    return candidate
-
-_ns = {"__name__": "solution", "__builtins__": _b}
-try:
-    exec(compile(_q["candidate"], "solution.py", "exec", dont_inherit=True), _ns)
-except BaseException as e:
-    _restore()
-    if _isinstance(e, SystemExit):
-        raise
-    _tb.print_exc()
-    _say("error", _tb.format_exc())
-    _os._exit(1)
-_restore()
-_tests_ns = {"__name__": "tests", "__builtins__": dict(_saved[_b])}
-for _k, _v in _list(_ns.items()):
-    if _k.startswith("__"):
-        continue
-    _tests_ns[_k] = _guard(_v, _k) if _type(_v).__name__ == "function" else _v
-_entry = _q.get("entry_point") or ""
-if _entry:
-    if _entry not in _ns or not callable(_ns[_entry]):
-        _say("error", f"NameError: the entry point {_entry!r} is not defined by the candidate")
-        _os._exit(1)
-    _tests_ns["candidate"] = _guard(_ns[_entry], _entry)
-try:
-    exec(compile(_q["tests"], "tests.py", "exec", dont_inherit=True, optimize=0), _tests_ns)
-    if _entry and callable(_tests_ns.get("check")) and "check(" not in _q["tests"].replace("def check(", ""):
-        _tests_ns["check"](_tests_ns["candidate"])
-except AssertionError:
-    _restore()
-    _say("assert", _tb.format_exc())
-    _os._exit(1)
-except BaseException as e:
-    _restore()
-    if _isinstance(e, SystemExit):
-        raise
-    _tb.print_exc()
-    _say("error", _tb.format_exc())
-    _os._exit(1)
-_restore()
-_say("pass")
+HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
+# The job: the harness module is already in the warm worker (math_verifier.WARMUP loads it); a worker
+# started without that warmup builds it first.
+HARNESS = f"""import sys
+m = sys.modules.get("rlvr_code")
+if m is None:
+    import types
+    m = types.ModuleType("rlvr_code")
+    exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), m.__dict__)
+m.main()
 """
 
 

@@ -34,6 +34,7 @@ from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import Extraction, extract
 
 GRADER_SOURCE = (Path(__file__).resolve().parent / "math_grader.py").read_text()
+CODE_HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
 MAX_ITEMS = 32  # items per sandbox job
 FALLBACKS = ("none", "last_number", "full")
 
@@ -48,7 +49,7 @@ m.main()
 """
 
 # Run once in each sandbox worker before it forks jobs (SandboxConfig(warmup=...), set by server.py):
-# builds the grader module, then grades a corpus covering each answer shape so that antlr's lazily built
+# builds the math grader module and the code verifier's harness module (``rlvr_code``), then grades a corpus covering each answer shape so that antlr's lazily built
 # prediction tables, the regex caches and sympy's caches are inherited warm by every job; finally
 # freezes the heap so the collector in a job never walks (and copies) the worker's objects.
 _WARM_PAIRS = [
@@ -89,6 +90,9 @@ import gc, sys, types
 m = types.ModuleType("rlvr_math")
 exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
 sys.modules["rlvr_math"] = m
+c = types.ModuleType("rlvr_code")
+exec(compile({CODE_HARNESS_SOURCE!r}, "code_harness.py", "exec"), c.__dict__)
+sys.modules["rlvr_code"] = c
 for g, p in {_WARM_PAIRS!r}:
     try:
         m.grade({{"gold": g, "preds": [p], "mode": "answer"}}, {{}})
