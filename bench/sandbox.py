@@ -18,18 +18,22 @@ memory (cgroup memory.usage_in_bytes, i.e. RSS + page cache of the container).
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import os
-import statistics
-import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# Run as a script, this folder is sys.path[0]: its other benchmarks (bench/math.py) would shadow the
+# standard library and this file the ``sandbox`` package. Import from the repository root instead.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.realpath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from sandbox.pool import Job, SandboxConfig, SandboxPool, hardening_flags  # noqa: E402
 
