@@ -26,22 +26,26 @@ spread, and the 1-minute load average before each round.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import re
-import resource
-import statistics
-import string
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
+
+# Run as a script, this file's folder (bench/) comes first on sys.path, and bench/trainer.py or
+# bench/math.py would shadow the `trainer` package or the stdlib: put the repository root there instead.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import string  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-# Run as a script, this file's folder comes first on sys.path and its name would shadow the package.
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 G, PROMPTS, LR, BETA, SEED = 8, 4, 1e-5, 0.04, 0
 # The DeepSeek-R1-Zero prompt template (DeepSeek-R1 paper, table 1), as RLVR recipes use it.
 R1_TEMPLATE = (

@@ -25,8 +25,16 @@ from transformers import AutoModelForCausalLM
 from tests.test_rollout import R1_TAGS, tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig, load_config
 from trainer.metrics import read_metrics
-from trainer.rollout import Batch, Example, Score, generate_rollout
-from trainer.train import _loss_mask, make_optimizer, masked_group_advantages, optimize, score_logprobs, train
+from trainer.rollout import Batch, Example, Score, VerifierReward, generate_rollout
+from trainer.train import (
+    _loss_mask,
+    evaluate_accuracy,
+    make_optimizer,
+    masked_group_advantages,
+    optimize,
+    score_logprobs,
+    train,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 torch.set_num_threads(1)
@@ -126,7 +134,9 @@ PERF = "perf/"
 @pytest.mark.docker
 def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, server):
     tok = tiny_tokenizer()
-    cfg = small_cfg(tmp_path, server.target, steps=4, save_every=2, mu=2, minibatches=2, lr_schedule="cosine")
+    cfg = small_cfg(
+        tmp_path, server.target, steps=4, save_every=2, mu=2, minibatches=2, lr_schedule="cosine", ref_reset_every=3
+    )
     train(cfg, tiny_model(tok), tok)
     full = read_metrics(Path(cfg.run_dir) / "metrics.jsonl")
 
@@ -145,6 +155,27 @@ def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, server)
         assert a == pytest.approx(b, abs=1e-6, rel=1e-6)
     completions = [json.loads(x) for x in (cut / "completions.jsonl").read_text().splitlines()]
     assert [c["step"] for c in completions] == sorted(c["step"] for c in completions)
+
+
+@pytest.mark.docker
+def test_greedy_accuracy_through_the_service(tmp_path, server):
+    tok = tiny_tokenizer()
+    data = write_data(tmp_path / "eval.jsonl", n=6)
+    a = evaluate_accuracy(tiny_model(tok), tok, data, verifier="math", target=server.target, max_new_tokens=6)
+    b = evaluate_accuracy(tiny_model(tok), tok, str(data), verifier="math", target=server.target, max_new_tokens=6)
+    assert a["n"] == 6 and 0.0 <= a["accuracy"] <= 1.0 and sum(a["outcomes"].values()) == 6
+    assert a["completions"] == b["completions"]  # greedy: deterministic
+
+
+@pytest.mark.docker
+def test_unknown_verifier_fails_early_with_a_message(server):
+    with pytest.raises(SystemExit, match="not registered"):
+        VerifierReward("no_such_verifier", server.target).check()
+
+
+def test_unreachable_service_fails_early_with_a_message():
+    with pytest.raises(SystemExit, match="not reachable"):
+        VerifierReward("math", "127.0.0.1:9").check(timeout_s=1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,3 +238,25 @@ def test_config_validation_and_overrides(tmp_path):
     p.write_text("beta: 0.1\nlora: {r: 4}\n")
     cfg = load_config(p, ["--beta", "0", "--lora.alpha", "8"])
     assert cfg.beta == 0 and cfg.lora.r == 4 and cfg.lora.alpha == 8
+
+
+@pytest.mark.docker
+def test_lora_trains_only_the_adapters_and_resumes(tmp_path, server):
+    pytest.importorskip("peft")
+    tok = tiny_tokenizer()
+    base = tiny_model(tok)
+    frozen = {k: v.clone() for k, v in base.state_dict().items()}
+    cfg = small_cfg(tmp_path, server.target, steps=2, save_every=1, lora={"r": 4, "alpha": 8}, lr=1e-2)
+    out = train(cfg, base, tok)
+    names = [n for n, p in out["model"].named_parameters() if p.requires_grad]
+    assert names and all("lora_" in n for n in names)
+    ckpt = Path(cfg.run_dir) / "checkpoints" / "step-000002"
+    assert (ckpt / "adapter_model.safetensors").exists()
+    # the base weights did not move; with adapters off the model is the reference
+    now = out["model"].get_base_model().state_dict()
+    for k, v in frozen.items():
+        k2 = k if k in now else k.rsplit(".", 1)[0] + ".base_layer." + k.rsplit(".", 1)[1]
+        assert torch.equal(v, now[k2]), k
+    again = train(cfg.model_copy(update={"steps": 3, "resume": "auto"}), tiny_model(tok), tok)
+    assert [r["step"] for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl")] == [1, 2, 3]
+    assert again["checkpoint"].name == "step-000003"

@@ -98,6 +98,8 @@ class GRPOConfig(BaseModel):
         mb = batch // self.minibatches
         if self.micro_batch_size and mb % self.micro_batch_size:
             raise ValueError(f"minibatch of {mb} rows is not divisible by micro_batch_size={self.micro_batch_size}")
+        if self.lora is not None and self.ref_reset_every:
+            raise ValueError("ref_reset_every needs full fine-tuning: with lora the reference is the frozen base model")
         return self
 
     @property

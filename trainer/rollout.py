@@ -308,6 +308,19 @@ class VerifierReward:
         results = self.client.verify_batch(items)
         return [Score(r.reward, r.outcome, dict(r.components), r.elapsed_s) for r in results]
 
+    def check(self, timeout_s: float = 15.0) -> None:
+        """Fail early, with what to do, when the service is unreachable or does not know the verifier."""
+        try:
+            self.client.wait_ready(timeout_s)
+        except Exception:  # grpc.FutureTimeoutError
+            raise SystemExit(
+                f"verifier service not reachable at {self.client.target}: start it (`python -m verifiers.server`, "
+                "or `make train`, which starts one) or set verifier_target to where it runs"
+            ) from None
+        names = [v.name for v in self.client.list_verifiers()]
+        if self.verifier not in names:
+            raise SystemExit(f"verifier {self.verifier!r} is not registered at {self.client.target}; known: {names}")
+
     def close(self) -> None:
         self.client.close()
 

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from trainer.checkpoint import load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
+from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
 from trainer.config import GRPOConfig, load_config
 from trainer.loss import group_advantages, grpo_loss, minibatch_weight
 from trainer.metrics import MetricsLogger
@@ -379,12 +379,15 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     ref = make_reference(cfg, model)
     optimizer, scheduler = make_optimizer(cfg, model)
     own_reward = reward_fn is None
-    reward_fn = reward_fn or VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
+    if reward_fn is None:
+        reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
+        reward_fn.check()
     logger = MetricsLogger(cfg.run_dir)
     start = _resume(cfg, model, optimizer, scheduler, stream, ref)
     logger.truncate_after(start)
     device = next(model.parameters()).device
     last: dict[str, float] = {}
+    saved = start
     try:
         for step in range(start + 1, cfg.steps + 1):
             last = run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger)
@@ -397,7 +400,10 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
                 ref.load_state_dict(model.state_dict())
             if cfg.save_every and step % cfg.save_every == 0:
                 _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref)
-        final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref)
+                saved = step
+        final = checkpoint_dir(cfg.run_dir, cfg.steps)
+        if saved != cfg.steps or not final.exists():
+            final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref)
     finally:
         logger.close()
         if own_reward:
