@@ -363,6 +363,7 @@ class SandboxPool:
         self._helpers: set[threading.Thread] = set()
         self._waiters = 0
         self._closed = False
+        self._closing = threading.Event()  # wakes replacement threads that are backing off
         self.startup_s = 0.0
         self.replaced = 0
 
@@ -416,6 +417,7 @@ class SandboxPool:
         """Remove every sandbox (idle or busy: a busy job returns ``sandbox_error``). Idempotent."""
         with self._lock:
             self._closed = True
+            self._closing.set()
             sandboxes = list(self._all)
             self._all.clear()
             helpers = list(self._helpers)
@@ -466,6 +468,9 @@ class SandboxPool:
         except (SandboxError, OSError, ValueError) as e:
             self._replace(c, str(e))
             return Result(sandbox_error=str(e), id=job.id)
+        except BaseException:  # e.g. KeyboardInterrupt mid-job: the worker's state is unknown
+            self._replace(c, "interrupted while running a job")
+            raise
         if c.retire:
             self._replace(c, c.retire)
         else:
@@ -489,10 +494,15 @@ class SandboxPool:
                 try:
                     c = self._idle.get(timeout=max(deadline - time.monotonic(), 0.001))
                 except queue.Empty:
+                    live = len(self._all)
+                    hint = (
+                        "the pool is saturated; retry later, pass a longer wait_s or raise SandboxConfig.size"
+                        if live == self.size
+                        else f"only {live} of {self.size} sandboxes are up (replacements failing? see the log)"
+                    )
                     raise PoolSaturated(
                         f"no sandbox became free within {wait_s:.1f} s (pool size {self.size},"
-                        f" {self._waiters} callers waiting): the pool is saturated; retry later, pass a"
-                        " longer wait_s or raise SandboxConfig.size"
+                        f" {self._waiters} callers waiting): {hint}"
                     ) from None
                 if c.alive():
                     return c
@@ -521,7 +531,7 @@ class SandboxPool:
             old.destroy()
             delay = 0.5
             while not self._closed and not self._add():
-                time.sleep(delay)
+                self._closing.wait(delay)
                 delay = min(delay * 2, 30.0)
         finally:
             with self._lock:

@@ -419,7 +419,8 @@ def test_not_root_and_no_way_back_to_it(pool):
             if shutil.which("su") else ""
         print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "caps": [status[k].strip() for k in
                           ("CapPrm", "CapEff", "CapBnd", "CapAmb")], "nnp": status["NoNewPrivs"].strip(),
-                          "setuid": setuid, "userns": userns, "su": su.strip(), "sudo": shutil.which("sudo")}))
+                          "setuid": setuid, "userns": userns, "su": su.strip(), "sudo": shutil.which("sudo"),
+                          "seccomp": status["Seccomp"].strip()}))
         """,
     )
     rep = report(r)
@@ -429,6 +430,7 @@ def test_not_root_and_no_way_back_to_it(pool):
     assert rep["su"] != "0"
     if pool.cfg.backend == "docker":
         assert rep["sudo"] is None
+        assert rep["seccomp"] == "2"  # Docker's default seccomp profile is on (bwrap has none: docs/sandbox.md)
 
 
 def test_kill_minus_one_and_kill_pid_1_do_not_take_the_worker_down(pool):
