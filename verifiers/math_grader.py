@@ -197,6 +197,44 @@ def numeric_eq(a, b, float_rounding, numeric_precision):
 
 
 grader.sympy_numeric_eq = numeric_eq
+_mv_symbolic_eq = grader.sympy_symbolic_eq
+_PROBES = (sympy.Rational(7310, 10007), sympy.Rational(-13, 7))  # arbitrary points, exact
+
+
+def _differs_somewhere(a, b):
+    """True when a and b take clearly different values at two arbitrary points (so a - b is not
+    identically zero and ``simplify`` cannot prove otherwise); False when undecided."""
+    symbols = sorted(a.free_symbols | b.free_symbols, key=str)
+    for p in _PROBES:
+        point = {s: p + sympy.Rational(i, 97) for i, s in enumerate(symbols)}
+        x, y = sympy.N(a.subs(point), 30), sympy.N(b.subs(point), 30)
+        if not (x.is_number and y.is_number) or x.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):
+            return False
+        if x.has(sympy.Float) is False or y.has(sympy.Float) is False:
+            return False
+        if not abs(x - y) > 1e-12 * max(1, abs(x), abs(y)):
+            return False
+    return True
+
+
+def symbolic_eq(a, b):
+    """Math-Verify's ``simplify(a - b) == 0``, after two cheap tests on expressions with variables:
+    ``expand(a - b) == 0`` proves polynomial identities; different values at two points disprove."""
+    try:
+        if isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr) and (a.free_symbols or b.free_symbols):
+            if sympy.expand(a - b) == 0:
+                return True
+            if _differs_somewhere(a, b):
+                return False
+    except MemoryError:
+        _State.out_of_memory = True
+        raise
+    except Exception:
+        pass
+    return _mv_symbolic_eq(a, b)
+
+
+grader.sympy_symbolic_eq = symbolic_eq
 
 
 def equivalent(gold, pred):
