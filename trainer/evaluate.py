@@ -183,7 +183,8 @@ class Grader:
 
     def __init__(self, client: VerifierClient, log: SampleLog, bar, args: EvalArgs):
         self.client, self.log, self.bar, self.args = client, log, bar, args
-        self.pool = ThreadPoolExecutor(max(1, args.workers))
+        self.workers = max(1, args.workers)
+        self.pool = ThreadPoolExecutor(self.workers)
         self.pending: set[Future] = set()
         self.records: dict[str, dict[str, Any]] = {}
 
@@ -215,7 +216,7 @@ class Grader:
 
     def submit(self, batch: list[tuple[Sample, str]]) -> None:
         for i in range(0, len(batch), self.args.batch_size):
-            while len(self.pending) >= self.pool._max_workers:
+            while len(self.pending) >= self.workers:
                 self.drain(block=True)
             self.pending.add(self.pool.submit(self._grade, batch[i : i + self.args.batch_size]))
 
@@ -223,11 +224,14 @@ class Grader:
         """Collect finished calls (wait for at least one when ``block``); a failed call raises."""
         done, _ = wait(self.pending, timeout=None if block else 0, return_when=FIRST_COMPLETED)
         for fut in done:
-            self.pending.discard(fut)
-            recs = fut.result()
-            self.log.append(recs)
-            self.records.update((r["key"], r) for r in recs)
-            self.bar.update(len(recs))
+            self._take(fut)
+
+    def _take(self, fut: Future) -> None:
+        recs = fut.result()
+        self.log.append(recs)
+        self.records.update((r["key"], r) for r in recs)
+        self.pending.discard(fut)
+        self.bar.update(len(recs))
 
     def finish(self) -> None:
         while self.pending:
@@ -238,10 +242,7 @@ class Grader:
         self.pool.shutdown(wait=True, cancel_futures=True)
         for fut in list(self.pending):
             if fut.done() and not fut.cancelled() and fut.exception() is None:
-                self.pending.discard(fut)
-                recs = fut.result()
-                self.log.append(recs)
-                self.records.update((r["key"], r) for r in recs)
+                self._take(fut)
 
 
 # ---------------------------------------------------------------------------------------------
