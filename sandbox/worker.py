@@ -34,8 +34,10 @@ fresh child process:
 The worker marks itself non-dumpable, so a job (same uid) cannot ptrace it or open /proc/1/fd.
 """
 
+import builtins
 import ctypes
 import gc
+import io
 import json
 import os
 import resource
@@ -45,6 +47,7 @@ import stat
 import struct
 import sys
 import time
+import traceback  # imported here, once: a job's child must not pay for importing it
 
 OUT_FD, IN_FD = 1, 0
 WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
@@ -188,10 +191,6 @@ def _child(job, payload, stdin_fd, out_w, err_w, status_w):
 
 def _run_in_process(code, status_fd):
     """exec the job's code as __main__ in this (forked, warm) interpreter; never returns."""
-    import builtins
-    import io
-    import traceback
-
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
     sys.stderr = io.TextIOWrapper(
