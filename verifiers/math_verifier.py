@@ -84,6 +84,11 @@ _WARM_PAIRS = [
     ("\\text{(B)}", "B"),
     ("-\\frac{3}{4}", "-0.75"),
     ("1.5 \\times 10^{3}", "1500"),
+    # unequal pairs, so the disproving paths (probe points, set and interval mismatches) are warm too
+    ("x^2+3x+2", "(x+1)(x+3)"),
+    ("\\{-1, 4\\}", "\\{4, 5\\}"),
+    ("[-2, 3)", "(-2, 3]"),
+    ("\\frac{2}{3}", "0.67"),
 ]
 WARMUP = f"""
 import gc, sys, types
