@@ -164,8 +164,8 @@ def run_ours(folder: Path, workload: str, steps: int, threads: int) -> dict:
     out = train(cfg, reward_fn=PythonReward(reward))
     m = read_metrics(Path(cfg.run_dir) / "metrics.jsonl")
     tokens = sum(r["perf/tokens"] for r in m)
-    loop_s = sum(r["perf/step_s"] for r in m)
-    cpu_s = sum(r["perf/step_cpu_s"] for r in m)
+    loop_s = m[-1]["perf/elapsed_s"]  # first step's start to last step's metrics written, as TRL's clock
+    cpu_s = m[-1]["perf/elapsed_cpu_s"]
     return {
         "cpu_s": cpu_s,
         "tokens_per_cpu_s": tokens / cpu_s,

@@ -11,6 +11,9 @@ Where this departs from the paper (all switchable in the config):
 - Samples graded ``SANDBOX_ERROR`` are masked out of the loss; for the group statistics their reward
   is replaced by the mean of the group's valid samples (so they move neither mean nor sign).
 - With ``mu == 1`` and one minibatch the old policy is the current one (rho == 1, no extra forward).
+- The G completions of a prompt share its encoding: the prompt runs once and its KV cache is repeated
+  G times, when sampling and in every log-prob forward (gradients flow through the shared cache).
+  Minibatches are then drawn as whole groups. Same numbers, less compute (``share_prefix``).
 - DAPO's dynamic sampling, clip-higher and token-mean loss, Dr. GRPO's unscaled advantages and
   GSPO's sequence-level ratio are options, off by default.
 - Log-probs are taken at the sampling temperature, as the samples were drawn from that distribution.
@@ -100,6 +103,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
     _disable_dropout(model)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
+        model.config.use_cache = False  # training forwards; generate() still asks for its cache
     if cfg.lora is not None:
         try:
             import peft
@@ -388,6 +392,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     device = next(model.parameters()).device
     last: dict[str, float] = {}
     saved = start
+    t_loop, cpu_loop = time.perf_counter(), time.process_time()
     try:
         for step in range(start + 1, cfg.steps + 1):
             last = run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger)
@@ -395,6 +400,8 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
                 ev = evaluate(model, tokenizer, eval_examples, reward_fn, max_new_tokens=cfg.max_new_tokens)
                 last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
             last["perf/peak_mem_mb"] = peak_memory_mb(device)
+            last["perf/elapsed_s"] = time.perf_counter() - t_loop  # since this process's first step
+            last["perf/elapsed_cpu_s"] = time.process_time() - cpu_loop
             logger.log(step, last)
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
                 ref.load_state_dict(model.state_dict())
