@@ -167,6 +167,10 @@ class BwrapSandbox(Sandbox):
             cfg.pylibs = default_pylibs(cfg.python)
         _remove_stale_cgroups()
 
+    def _open_channel(self) -> None:
+        """bwrap's stdin/stdout are our own pipes to the worker already: no proxy to avoid."""
+        self._chan = ""
+
     def command(self) -> list[str]:
         cfg = self.cfg
         cmd = [bwrap_path() or "bwrap", *NAMESPACES, "--die-with-parent", "--new-session",

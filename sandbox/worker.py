@@ -1,7 +1,8 @@
 """The in-container worker: a fork server that runs one untrusted job at a time. Standard library only.
 
 It runs as PID 1 of its sandbox (a Docker container, or a bubblewrap PID namespace), as an
-unprivileged user, and talks to the host over its own stdin/stdout with frames:
+unprivileged user, and talks to the host over its own stdin/stdout, or over two FIFOs the host
+unlinks once connected (``RLVR_CHANNEL``, the Docker backend: no proxy in the path), with frames:
 
     frame   = 4-byte big-endian header length, header (UTF-8 JSON), then the blobs the header sizes
     host → worker   header {"id", "timeout", "mode": "fork"|"spawn", "limits": {...}, "sizes": [code, stdin]}
@@ -49,7 +50,8 @@ import sys
 import time
 import traceback  # imported here, once: a job's child must not pay for importing it
 
-OUT_FD, IN_FD = 1, 0
+OUT_FD, IN_FD = 1, 0  # the frame channel: stdin/stdout, or the two FIFOs of RLVR_CHANNEL (see _connect)
+HOST_FD = None  # with FIFOs: stdin, whose end of file says the host is gone
 WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
 SCRATCH = "/tmp/job"
 DEFAULT_LIMITS = {
@@ -91,8 +93,31 @@ def _read_into(buf):
     return True
 
 
+def _connect(channel):
+    """Use the FIFOs ``channel``/out and ``channel``/in (created by the host, which unlinks them once
+    connected, before any job runs) instead of stdin/stdout: frames then go straight between the two
+    processes, not through the docker CLI, dockerd and the shim. ``in`` is opened read-write so the
+    open never blocks; the host's end of life is seen on stdin instead."""
+    global OUT_FD, IN_FD, HOST_FD
+    OUT_FD = os.open(os.path.join(channel, "out"), os.O_WRONLY | os.O_CLOEXEC)
+    IN_FD = os.open(os.path.join(channel, "in"), os.O_RDWR | os.O_CLOEXEC)
+    HOST_FD = 0
+
+
+def _host_gone():
+    """Wait for input; True when stdin (the host's lifeline) ended instead."""
+    while True:
+        ready, _, _ = select.select([IN_FD, HOST_FD], [], [])
+        if IN_FD in ready:
+            return False
+        if not os.read(HOST_FD, 4096):
+            return True
+
+
 def read_frame():
     """(header, payload bytearray) or None at end of input."""
+    if HOST_FD is not None and _host_gone():
+        return None
     head = bytearray(4)
     if not _read_into(head):
         return None
@@ -478,6 +503,8 @@ def main():
     gc.freeze()
     gc.disable()
     _wipe_writable()
+    if os.environ.get("RLVR_CHANNEL"):
+        _connect(os.environ["RLVR_CHANNEL"])
     write_frame({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "preloaded": preloaded})
     while True:
         frame = read_frame()

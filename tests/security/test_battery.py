@@ -371,7 +371,8 @@ def test_host_files_and_the_docker_socket_are_out_of_reach(pool, tmp_path):
         f"""
         import json, os
         seen = [p for p in [{str(secret)!r}, "/var/run/docker.sock", "/run/docker.sock", "/work", "/root/.ssh",
-                            "/home", "/var/lib/docker", "/etc/shadow"] if os.path.exists(p) and os.access(p, os.R_OK)]
+                            "/home", "/var/lib/docker", "/etc/shadow", "/run/rlvr/in", "/run/rlvr/out"]
+                if os.path.exists(p) and os.access(p, os.R_OK)]
         mounts = [line.split()[1] for line in open("/proc/self/mounts")]
         print(json.dumps({{"seen": seen, "mounts": mounts}}))
         """,
@@ -379,6 +380,7 @@ def test_host_files_and_the_docker_socket_are_out_of_reach(pool, tmp_path):
     rep = report(r)
     assert str(secret) not in rep["seen"] and not any("docker.sock" in p for p in rep["seen"])
     assert not any(p in rep["seen"] for p in ("/work", "/root/.ssh", "/var/lib/docker", "/etc/shadow")), rep
+    assert not any(p.startswith("/run/rlvr/") for p in rep["seen"])  # the frame FIFOs are gone before any job
     assert not any("docker.sock" in m or m.startswith(("/work", "/home", "/root")) for m in rep["mounts"])
 
 
