@@ -1,8 +1,9 @@
 """The embedded default task: seeded multi-step arithmetic with verifiable answers.
 
-A problem is a chain of two-digit additions and subtractions, ``57+38-24=?``, whose gold answer is
-the integer ``71``. Every intermediate value stays non-negative, so a worked solution is a list of
-single operations: ``<think>57+38=95, 95-24=71</think><answer>71</answer>``.
+A problem is a chain of additions and subtractions, ``3-2+8+8=?``, whose gold answer is the integer
+``17``. Every intermediate value stays non-negative. A worked solution rewrites the chain one
+operation at a time, the first two numbers replaced by their value and the rest copied:
+``<think>1+8+8, 9+8, 17</think><answer>17</answer>`` (a scratchpad a small model learns quickly).
 
 Three splits are generated from one seed and are disjoint by prompt:
 
@@ -41,13 +42,13 @@ _TOKEN = re.compile(r"\d+|[+-]")
 class TaskConfig:
     """How problems are drawn."""
 
-    operands: int = 3
+    operands: int = 4
     """Numbers per problem (2 or more); one operation per step of the worked solution."""
-    min_value: int = 10
+    min_value: int = 1
     """Smallest operand."""
-    max_value: int = 99
+    max_value: int = 9
     """Largest operand."""
-    worked_fraction: float = 0.25
+    worked_fraction: float = 0.35
     """Share of warm-start examples that show the worked chain; the rest give only the answer."""
 
 
@@ -64,13 +65,13 @@ def evaluate_expression(prompt: str) -> int:
 
 
 def worked_solution(numbers: list[int], ops: list[str]) -> str:
-    """The think text of the chain: ``57+38=95, 95-24=71``."""
-    steps, value = [], numbers[0]
-    for op, n in zip(ops, numbers[1:], strict=True):
-        new = value + n if op == "+" else value - n
-        steps.append(f"{value}{op}{n}={new}")
-        value = new
-    return ", ".join(steps)
+    """The think text of the chain, one rewrite per operation: ``1+8+8, 9+8, 17`` for ``3-2+8+8``."""
+    lines, value = [], numbers[0]
+    for i, (op, n) in enumerate(zip(ops, numbers[1:], strict=True)):
+        value = value + n if op == "+" else value - n
+        rest = "".join(f"{o}{m}" for o, m in zip(ops[i + 1 :], numbers[i + 2 :], strict=True))
+        lines.append(f"{value}{rest}")
+    return ", ".join(lines)
 
 
 def format_completion(think: str, answer: str) -> str:
@@ -106,10 +107,16 @@ def make_splits(seed: int, sizes: dict[str, int], cfg: TaskConfig | None = None)
     for name in order:
         rng = random.Random(f"{seed}/{name}")
         rows: list[dict[str, str]] = []
+        misses = 0
         while len(rows) < sizes[name]:
             worked = rng.random() < cfg.worked_fraction
             p = make_problem(rng, cfg, worked=worked)
             if p["prompt"] in seen:
+                misses += 1
+                if misses > 20 * sizes[name] + 1000:
+                    raise ValueError(
+                        f"{name}: cannot draw {sizes[name]} new distinct problems; ask for fewer or widen {cfg}"
+                    )
                 continue
             seen.add(p["prompt"])
             if name != "warmstart":
