@@ -235,7 +235,10 @@ def _eval(model, tok, heldout: Path, cfg: PipelineConfig, target: str, out: Path
     )  # fmt: skip
     rows = task.read_jsonl(heldout)
     task.write_jsonl(
-        ({"prompt": r["prompt"], "answer": r["answer"], "completion": c} for r, c in zip(rows, ev["completions"])),
+        (
+            {"prompt": r["prompt"], "answer": r["answer"], "completion": c}
+            for r, c in zip(rows, ev["completions"], strict=True)
+        ),
         out,
     )
     return {"accuracy": ev["accuracy"], "n": ev["n"], "reward_mean": ev["reward_mean"], "outcomes": ev["outcomes"]}
