@@ -28,7 +28,9 @@ class VerifierService:
         self.pool = pool
         self.cache = VerdictCache(cache_items)
         self.instance_id = uuid.uuid4().hex  # lets a remote registration notice it points back here
-        width = 4 * (pool.size if pool else 2)
+        # Math grading jobs are short and the pool's own queue (max_waiters) applies backpressure, so the
+        # fan-out is wide: enough callers waiting that every slot's next job coalesces many items.
+        width = max(64, 16 * (pool.size if pool else 2))
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
 
     def close(self) -> None:
