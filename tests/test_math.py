@@ -158,6 +158,38 @@ def test_extract_table():
     assert extract("x" * 20_000 + " $5$", "full").answers[0].endswith("$5$")
 
 
+def test_jobs_in_flight_follow_the_contexts_parallelism():
+    # the coalescer keeps Context.parallelism jobs in flight and no more (here the sandbox is a function
+    # that answers every item "ok" after a pause: this is about scheduling, not grading)
+    import json
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sandbox.pool import Result
+    from verifiers.base import Context, Request
+    from verifiers.math_verifier import MathVerifier
+
+    lock, now, peak = threading.Lock(), [0], [0]
+
+    def run_job(job):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.2)
+        with lock:
+            now[0] -= 1
+        n = len(json.loads(job.stdin)["items"])
+        return Result(exit_code=0, stdout="".join(json.dumps({"i": i, "ok": True}) + "\n" for i in range(n)))
+
+    ctx = Context(run_job=run_job, lookup=None, deadline=time.monotonic() + 60, parallelism=3)
+    v = MathVerifier()
+    with ThreadPoolExecutor(24) as ex:
+        verdicts = list(ex.map(lambda _: v.verify(Request("math", boxed("1/2"), "0.5"), ctx), range(24)))
+    assert {x.outcome for x in verdicts} == {"CORRECT"}
+    assert peak[0] == 3
+
+
 @pytest.fixture(scope="module")
 def client():
     from verifiers.client import VerifierClient

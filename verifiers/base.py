@@ -83,12 +83,23 @@ class Unavailable(ServiceError):
 
 @dataclass
 class Context:
-    """What a verifier may use while grading one request."""
+    """What a verifier may use while grading one request.
 
-    run_job: Callable[[Job], Result]  # runs untrusted code in the sandbox
+    ``run_job`` runs untrusted code in the sandbox and returns its ``Result``. ``Result.finished`` is
+    advisory: it catches accidental early exits (``sys.exit(0)``, ``os._exit(0)``), but the program can
+    forge it (it can write to the worker's status pipe), so a verdict must never rest on it alone (the
+    code verifier also requires a marker carrying a per-job nonce; docs/sandbox.md). ``exit_code``,
+    ``signal``, ``timed_out`` and ``sandbox_error`` are what the worker observed from outside the program.
+
+    ``parallelism`` is the sandbox pool's size: how many jobs can run at once, so a verifier that
+    batches work (math) knows how many jobs to keep in flight.
+    """
+
+    run_job: Callable[[Job], Result]  # runs untrusted code in the sandbox (see the note on Result.finished)
     lookup: Callable[[str], Verifier]  # resolves another verifier by name (composites)
     deadline: float  # time.monotonic() by which the answer is due
     verify: Callable[[Request], Verdict] | None = None  # full path (cache, timing) for composites
+    parallelism: int = 1  # sandbox jobs that can run at once (the pool size)
 
     def time_left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())

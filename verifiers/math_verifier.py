@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import threading
 import time
@@ -233,11 +232,6 @@ def _killed(res: Result, timeout_s: float) -> dict:
     return {"ok": False, "why": f"comparison crashed (exit {res.exit_code}): {res.stderr.strip()[-300:]}"}
 
 
-def _pool_slots(ctx: Context) -> int:
-    pool = getattr(getattr(ctx.run_job, "__self__", None), "pool", None)
-    return int(getattr(pool, "size", 0) or os.cpu_count() or 1)
-
-
 # -- the verifier ----------------------------------------------------------------------------------------
 @dataclass
 class MathVerifier:
@@ -272,7 +266,7 @@ class MathVerifier:
         with self._lock:
             co = self._coalescers.get(ctx.run_job)
             if co is None:
-                co = self._coalescers[ctx.run_job] = _Coalescer(_pool_slots(ctx))
+                co = self._coalescers[ctx.run_job] = _Coalescer(ctx.parallelism)
         return _verdict(co.grade(item, ctx.run_job), ext)
 
 

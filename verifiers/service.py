@@ -28,9 +28,10 @@ class VerifierService:
         self.pool = pool
         self.cache = VerdictCache(cache_items)
         self.instance_id = uuid.uuid4().hex  # lets a remote registration notice it points back here
+        self.parallelism = pool.size if pool else 1  # Context.parallelism: sandbox jobs that can run at once
         # Math grading jobs are short and the pool's own queue (max_waiters) applies backpressure, so the
         # fan-out is wide: enough callers waiting that every slot's next job coalesces many items.
-        width = max(64, 16 * (pool.size if pool else 2))
+        width = max(64, 16 * self.parallelism)
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
 
     def close(self) -> None:
@@ -76,6 +77,7 @@ class VerifierService:
             lookup=self.registry.get,
             deadline=min(deadline or float("inf"), t0 + budget + 5.0),
             verify=lambda sub: self.verify(sub, deadline),
+            parallelism=self.parallelism,
         )
         try:
             verdict = verifier.verify(req, ctx)
@@ -119,7 +121,8 @@ class VerifierService:
             self.registry.check_components(name, v.parts)
         elif isinstance(v, python_verifier.PythonVerifier):
             ctx = Context(run_job=self.run_job, lookup=self.registry.get,
-                          deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0)  # fmt: skip
+                          deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0,
+                          parallelism=self.parallelism)  # fmt: skip
             python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
         elif isinstance(v, remote.RemoteVerifier):
             if remote.check_reachable(v.target, v.remote_name) == self.instance_id:
