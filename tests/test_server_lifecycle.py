@@ -1,5 +1,6 @@
 """The server as a process: health, reflection, error statuses, clean shutdown, crash cleanup."""
 
+import os
 import signal
 import subprocess
 import time
@@ -98,3 +99,33 @@ def test_client_retries_while_the_server_is_starting(tmp_path):
         while srv.proc is None and time.monotonic() < deadline:
             time.sleep(0.1)
         srv.stop()
+
+
+def test_interrupted_start_leaves_no_server_process(tmp_path):
+    # Ctrl-C while LocalServer.start() waits for "SERVING": the child must not outlive the caller's start().
+    # The interrupt comes once the server has logged that it is listening (it is then starting its pool).
+    log = tmp_path / "log"
+    srv = LocalServer(pool_size=1, log_path=str(log))
+    seen: dict[str, object] = {}
+
+    def interrupt(*_):
+        if "listening on" in log.read_text(errors="replace"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            seen["alive"] = srv.proc.poll() is None
+            raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            srv.start()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        pid_was_running = srv.proc is not None and srv.proc.poll() is None
+        srv.stop(signal.SIGKILL)  # only does something when start() left the child behind
+    assert seen.get("alive"), "the server had already exited when the interrupt came: the test proved nothing"
+    assert not pid_was_running, "LocalServer.start() left the server running after an interrupt"
+    with pytest.raises(ProcessLookupError):
+        os.kill(srv.proc.pid, 0)
+    assert _containers_of(srv.proc.pid) == []  # it was stopped with SIGTERM: it removed its container

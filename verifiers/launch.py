@@ -43,25 +43,50 @@ class LocalServer:
             self.registry = str(d / f"registry-{os.getpid()}-{time.monotonic_ns()}.sqlite")
             self._args += ["--registry", self.registry]
         stderr = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(self._args, cwd=ROOT, env=self._env, stdout=subprocess.PIPE, stderr=stderr,
-                                     text=True)  # fmt: skip
+        try:
+            self.proc = subprocess.Popen(self._args, cwd=ROOT, env=self._env, stdout=subprocess.PIPE, stderr=stderr,
+                                         text=True)  # fmt: skip
+        finally:
+            if stderr is not subprocess.DEVNULL:
+                stderr.close()  # the child holds its own copy
+        try:
+            self._wait_serving()
+        except BaseException:  # timeout, Ctrl-C, anything: never leave the child running
+            self._abort()
+            raise
+        return self
+
+    def _wait_serving(self) -> None:
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + self._timeout
-        while time.monotonic() < deadline:
-            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
-                continue
-            line = self.proc.stdout.readline()
-            if not line:
-                code = self.proc.wait()
-                raise RuntimeError(f"verifier server exited ({code}) before serving; see {self._log_path or 'its log'}")
-            self.output.append(line)
-            if line.startswith("SERVING on "):
-                self.target = line.split()[-1]
-                self.port = int(self.target.rsplit(":", 1)[1])
-                return self
-        self.stop()
+        try:
+            while time.monotonic() < deadline:
+                if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    continue
+                line = self.proc.stdout.readline()
+                if not line:
+                    code = self.proc.wait()
+                    raise RuntimeError(f"verifier server exited ({code}) before serving; "
+                                       f"see {self._log_path or 'its log'}")  # fmt: skip
+                self.output.append(line)
+                if line.startswith("SERVING on "):
+                    self.target = line.split()[-1]
+                    self.port = int(self.target.rsplit(":", 1)[1])
+                    return
+        finally:
+            sel.close()
         raise RuntimeError(f"verifier server not SERVING within {self._timeout:.0f} s")
+
+    def _abort(self, grace_s: float = 30.0) -> None:
+        """SIGTERM (the server then removes the containers it started), SIGKILL after ``grace_s``."""
+        try:
+            self.stop(signal.SIGTERM, timeout_s=grace_s)
+        finally:
+            if self.proc.poll() is None:  # interrupted again while waiting: no more grace
+                self.proc.kill()
+                self.proc.wait()
+            self.proc.stdout.close()
 
     def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> int | None:
         if self.proc is None or self.proc.poll() is not None:
