@@ -1,5 +1,6 @@
 # Entry points. Every target that needs the environment depends on `setup`, which is idempotent
-# and takes a few seconds once done: .venv + pinned packages, a Docker engine, the sandbox image.
+# and takes a few seconds once done: .venv + pinned packages, a Docker engine, the sandbox image, and
+# (best effort) bubblewrap for the second sandbox backend.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -12,32 +13,40 @@ REGISTRY ?= var/registry.sqlite
 POOL ?= 0
 PYTEST_ARGS ?=
 
-# make train / make eval knobs (empty = the embedded default)
+# make train / make eval knobs (empty = the embedded default); ARGS: raw extra arguments appended
 CONFIG ?=
 MODEL ?=
 DATA ?=
+EVAL_DATA ?=
 VERIFIER ?=
 TARGET ?=
+SEED ?=
+RUNS ?=
 COMPLETIONS ?=
 K ?=
+LIMIT ?=
 OUT ?=
 SUITE ?=
+ARGS ?=
+# NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
+RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image proto serve test test-fast lint format train eval bench clean
+.PHONY: help setup venv docker image bwrap proto serve test test-fast lint format train eval bench clean
 
 help:
-	@echo "make setup      venv + packages, Docker engine, sandbox image (idempotent; every target runs it)"
-	@echo "make train      train the embedded default (or MODEL=… DATA=… VERIFIER=… CONFIG=…)"
-	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… VERIFIER=… K=… OUT=…)"
+	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap if it can (idempotent; every target runs it)"
+	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
+	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… ARGS=…)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
 	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051)"
 	@echo "make image      build the sandbox image offline (debootstrap + docker import)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
+	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
 	@echo "make bench      run the benchmarks in bench/ (prints figures)"
 	@echo "make lint       ruff check + format check;  make clean: remove sandbox containers and var/tmp"
 
-setup: venv docker image
+setup: venv docker image bwrap
 
 venv: $(STAMP)
 
@@ -54,6 +63,13 @@ docker:
 
 image: venv docker
 	@$(PY) -m sandbox.image
+
+# Best effort: the Docker backend is the default, so a machine without bubblewrap (or without user
+# namespaces) still sets up; the note says why and where the log is.
+bwrap: venv
+	@mkdir -p var/log
+	@sh sandbox/install_bwrap.sh >var/log/install_bwrap.log 2>&1 && grep -q '^bwrap backend: usable' var/log/install_bwrap.log \
+	  || echo "note: bubblewrap sandbox backend not available ($$(tail -n 1 var/log/install_bwrap.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_bwrap.log"
 
 proto: venv
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. proto/verifier/v1/verifier.proto
@@ -77,12 +93,15 @@ format: venv
 
 train: setup
 	$(PY) -m trainer.pipeline $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
-	  $(if $(DATA),--data $(DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--target $(TARGET))
+	  $(if $(DATA),--data $(DATA)) $(if $(EVAL_DATA),--eval-data $(EVAL_DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
+	  $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) $(if $(RUN_NAME),--name $(RUN_NAME)) \
+	  $(if $(RUNS),--runs $(RUNS)) $(ARGS)
 
 eval: setup
 	$(PY) -m trainer.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
 	  $(if $(COMPLETIONS),--completions $(COMPLETIONS)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
-	  $(if $(K),--k $(K)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) $(if $(TARGET),--target $(TARGET))
+	  $(if $(K),--k $(K)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) \
+	  $(if $(TARGET),--target $(TARGET)) $(ARGS)
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

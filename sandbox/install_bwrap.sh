@@ -5,9 +5,10 @@
 set -eu
 if ! command -v bwrap >/dev/null 2>&1; then
     SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"  # never wait for a password (make setup runs this unattended)
     if command -v apt-get >/dev/null 2>&1; then
-        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap || {
+            $SUDO apt-get update -q && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap; }
     elif command -v dnf >/dev/null 2>&1; then
         $SUDO dnf install -y bubblewrap
     elif command -v pacman >/dev/null 2>&1; then
