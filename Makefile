@@ -36,7 +36,7 @@ RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap if it can (idempotent; every target runs it)"
 	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
-	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… ARGS=…)"
+	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
 	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051)"
 	@echo "make image      build the sandbox image offline (debootstrap + docker import)"
@@ -101,7 +101,7 @@ eval: setup
 	$(PY) -m trainer.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
 	  $(if $(COMPLETIONS),--completions $(COMPLETIONS)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(K),--k $(K)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) \
-	  $(if $(TARGET),--target $(TARGET)) $(ARGS)
+	  $(if $(TARGET),--target $(TARGET)) $(if $(RUNS),--runs $(RUNS)) $(ARGS)
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -183,35 +183,38 @@ def test_humaneval_with_a_model_grades_prompt_plus_continuation(tmp_path, verifi
 
 
 def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_server, client, monkeypatch):
-    """A real (tiny, 1-step) training run with held-out evaluation, saved as runs/<name> + runs/latest;
-    `make eval` with no arguments finds it and reproduces eval/accuracy and eval/reward_mean. (A random
-    tiny model scores 0 on math; a registered verifier that looks at the completion's length and the
-    reference gives a figure that is neither 0 nor 1.)"""
-    import yaml
-
+    """A real `make train` run (trainer.pipeline: tiny model, 2 warm-start steps, 1 GRPO step) in
+    runs/r1 + runs/latest; `make eval` with no arguments finds its final checkpoint and held-out set and
+    reproduces summary.json's eval_after completion for completion. (A tiny model scores 0 on math; a
+    registered verifier on the completion's length and the reference's gives a figure that depends on
+    every completion. Held-out batches of 4 for 6 rows and an eval max_new_tokens unlike GRPO's check
+    that the eval section's settings are the ones used.)"""
     parity = pb.PythonVerifier(source="def verify(c, r, o):\n    return (len(c) + len(r)) % 2 == 0\n")
     client.register(pb.RegisterVerifierRequest(name="eval_parity", python=parity, replace=True))
-    from trainer import task, tiny
-    from trainer.config import GRPOConfig
-    from trainer.train import train
+    from trainer import pipeline
 
     monkeypatch.chdir(tmp_path)
-    splits = task.build(tmp_path / "runs/r1/data", 0, {"train": 8, "heldout": 6})
-    cfg = GRPOConfig(model=str(tiny.build(tmp_path / "base")), data=str(splits["train"]),
-                     eval_data=str(splits["heldout"]), eval_every=1, verifier="eval_parity",
-                     verifier_target=verifier_server.target, group_size=2, prompts_per_step=2, max_new_tokens=10,
-                     steps=1, lr=1e-2, beta=0.0, run_dir="runs/r1", device="cpu", log_completions_every=0)  # fmt: skip
-    (tmp_path / "runs/r1/config.yaml").write_text(yaml.safe_dump(cfg.model_dump()))
-    (tmp_path / "runs/latest").symlink_to("r1")
-    train(cfg)
+    summary = pipeline.run([
+        "--name", "r1", "--target", verifier_server.target, "--verifier", "think_format",
+        "--task.warmstart_size", "64", "--task.train_size", "8", "--task.heldout_size", "6",
+        "--warmstart.steps", "2", "--warmstart.batch_size", "8",
+        "--eval.verifier", "eval_parity", "--eval.max_new_tokens", "9", "--eval.batch_size", "4",
+        "--grpo.steps", "1", "--grpo.eval_every", "0", "--grpo.group_size", "2", "--grpo.prompts_per_step", "2",
+        "--grpo.max_new_tokens", "12", "--grpo.log_completions_every", "0",
+    ])  # fmt: skip
+    assert (tmp_path / "runs/latest").resolve() == (tmp_path / "runs/r1").resolve()
     r = evaluate.main(["--target", verifier_server.target, "--no-progress"])
-    trained = r["training_eval"]
-    assert trained["step"] == 1 and r["verifier"] == ["eval_parity"] and r["n"] == 6
-    assert 0 < trained["accuracy"] < 1
-    assert r["accuracy"] == pytest.approx(trained["accuracy"]) and r["reward_mean"] == pytest.approx(
-        trained["reward_mean"])  # fmt: skip
+    after = summary["eval_after"]
+    assert r["verifier"] == ["eval_parity"] and r["n"] == after["n"] == 6
+    assert Path(r["model"]).resolve() == Path(summary["checkpoint"]).resolve()
+    trained = [json.loads(line) for line in (tmp_path / "runs/r1/eval_after.jsonl").read_text().splitlines()]
+    graded = {x["prompt"]: x for x in map(json.loads, Path(r["samples_log"]).read_text().splitlines())}
+    assert [graded[t["prompt"]]["completion"] for t in trained] == [t["completion"] for t in trained]
+    assert r["accuracy"] == pytest.approx(after["accuracy"]) and r["reward_mean"] == pytest.approx(
+        after["reward_mean"])  # fmt: skip
+    assert r["training_eval"]["accuracy"] == after["accuracy"]
     assert Path(r["samples_log"]).resolve().parent == (tmp_path / "runs/r1/eval").resolve()
-    assert "accuracy training reported" in (tmp_path / "runs/r1/eval/heldout.md").read_text()
+    assert "accuracy training reported (summary.json eval_after)" in (tmp_path / "runs/r1/eval/heldout.md").read_text()
 
 
 def test_sigterm_mid_run_keeps_the_log_stops_the_local_service_and_resumes(tmp_path, verifier_server):

@@ -233,3 +233,60 @@ def test_default_output_paths(tmp_path, monkeypatch):
     assert evaluate.default_out(a, "runs/r7/final", "heldout") == (tmp_path / "runs/r7/eval/heldout-k4.json").resolve()
     b = evaluate.parse_args(["--completions", "x/he.jsonl"])
     assert evaluate.default_out(b, None, "x/he.jsonl") == Path("runs/eval/he.json")
+
+
+# -- make eval with no arguments: the run folder `make train` (trainer.pipeline) writes ----------------
+def fake_pipeline_run(root: Path) -> Path:
+    """runs/r1 laid out as trainer.pipeline writes it (its own config models, a real tiny checkpoint), with
+    paths in summary.json as training recorded them (relative to where it ran, not where make eval runs)."""
+    import os
+
+    import yaml
+
+    from trainer import pipeline, task, tiny
+    from trainer.config import GRPOConfig
+
+    run = root / "runs" / "r1"
+    heldout = task.build(run / "data", 0, {"heldout": 5})["heldout"]
+    tiny.build(run / "checkpoints" / "step-000001")
+    tiny.build(run / "checkpoints" / "step-000002")
+    cfg = pipeline.load(None, {"eval": {"verifier": "math", "max_new_tokens": 17, "batch_size": 3}})
+    gcfg = GRPOConfig(model="m", data="d", run_dir="runs/r1", eval_data="runs/r1/data/heldout.jsonl", verifier="r1",
+                      max_new_tokens=48, eval_every=1, eval_limit=2)  # fmt: skip
+    (run / "config.yaml").write_text(
+        yaml.safe_dump({**cfg.model_dump(exclude={"grpo"}), "grpo": gcfg.model_dump()}, sort_keys=False)
+    )
+    summary = {"eval_after": {"accuracy": 0.4, "n": 5, "reward_mean": 0.4, "outcomes": {"CORRECT": 2}},
+               "checkpoint": "runs/r1/checkpoints/step-000002", "heldout": "runs/r1/data/heldout.jsonl"}  # fmt: skip
+    (run / "summary.json").write_text(json.dumps(summary))
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "eval/accuracy": 0.9}) + "\n")  # GRPO's own eval
+    os.symlink("r1", root / "runs" / "latest")
+    assert heldout == run / "data" / "heldout.jsonl"
+    return run
+
+
+def test_make_eval_alone_grades_the_latest_run_as_training_graded_it(tmp_path, monkeypatch):
+    run = fake_pipeline_run(tmp_path / "train")
+    monkeypatch.chdir(tmp_path)  # not where training ran: its relative paths do not resolve from here
+    a = evaluate.parse_args(["--runs", str(tmp_path / "train" / "runs")])
+    model = suites.latest_model(Path(a.runs))
+    assert model == run.resolve() / "checkpoints" / "step-000002"
+    info = evaluate.apply_run_defaults(a, str(model))
+    # the pipeline's `eval` section, not the GRPO trainer's in-loop evaluation settings
+    assert (a.verifier, a.max_new_tokens, a.gen_batch, a.limit, a.chat_template) == ("math", 17, 3, None, "on")
+    assert Path(a.data) == run.resolve() / "data" / "heldout.jsonl" and a.suite is None
+    assert info["training_eval"]["accuracy"] == 0.4 and info["training_eval"]["source"] == "summary.json eval_after"
+    assert evaluate.default_out(a, str(model), a.data) == run.resolve() / "eval" / "heldout.json"
+    log = evaluate.SampleLog(tmp_path / "s.jsonl")
+    plan = evaluate.plan_generation(a, log, str(model), a.data)
+    log.close()
+    assert len(plan.keys) == 5 and [len(m) for _, m in plan.to_generate] == [1] * 5 and plan.verifiers == {"math"}
+    m, tok = evaluate.load_model(str(model), "cpu")  # the folder it picked is a model transformers loads
+    assert m.config.model_type == "qwen2" and tok.pad_token_id is not None
+
+
+def test_latest_model_without_summary_is_the_highest_step(tmp_path):
+    run = fake_pipeline_run(tmp_path)
+    (run / "summary.json").unlink()  # training still under way
+    assert suites.latest_model(tmp_path / "runs") == run.resolve() / "checkpoints" / "step-000002"
+    assert suites.run_eval_settings(run.resolve())["reported"] is None

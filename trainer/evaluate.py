@@ -1,6 +1,7 @@
 """``make eval``: grade a model (or a file of completions) through the verifier service, as training does.
 
     python -m trainer.evaluate                                    # runs/latest on the default held-out set
+    python -m trainer.evaluate --runs DIR                         # DIR/latest (make train's --runs DIR)
     python -m trainer.evaluate --model DIR --data FILE.jsonl --verifier math --k 8
     python -m trainer.evaluate --model DIR --suite humaneval --k 10
     python -m trainer.evaluate --completions FILE.jsonl [--verifier NAME]     # no model loaded
@@ -75,8 +76,8 @@ class EvalArgs:
     """Grades the format rate (auto: think_format, except for code; 'none' to skip)."""
     batch_size: int = 32
     """Samples per VerifyBatch call."""
-    gen_batch: int = 64
-    """Rows (prompts x K) per generate call; 64 is what training's evaluation uses."""
+    gen_batch: int | None = None
+    """Rows (prompts x K) per generate call (default: the run's eval batch size for a run's model, else 64)."""
     workers: int = 2
     """VerifyBatch calls in flight at once."""
     timeout_s: float = 0.0
@@ -85,6 +86,8 @@ class EvalArgs:
     """RPC deadline of one VerifyBatch call."""
     pool_size: int = 2
     """Sandbox containers of the service started here (ignored with --target)."""
+    runs: str = "runs"
+    """Folder of training runs (make train's --runs): the default model is <runs>/latest's final checkpoint."""
     device: str = "auto"
     """Torch device for generation: auto (cuda if available) or a torch device."""
     seed: int = 0
@@ -285,7 +288,7 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
 
     torch.manual_seed(a.seed)
     chat, max_new = _generation_settings(a, source)
-    per_call = max(1, a.gen_batch // a.k)
+    per_call = max(1, (a.gen_batch or 64) // a.k)
     total, made = sum(len(missing) for _, missing in todo), 0
     for i in range(0, len(todo), per_call):
         grader.bar.set_postfix_str(f"generated {made}/{total}")
@@ -333,7 +336,7 @@ def _model_stamp(path: str) -> list:
 
 def plan_completions(a: EvalArgs, log: SampleLog) -> Plan:
     src = a.data or a.suite
-    problems = suites.load_problems(src, a.verifier) if src else None
+    problems = suites.load_problems(src, a.verifier, runs=Path(a.runs)) if src else None
     samples = suites.load_completions(a.completions, a.verifier, problems)
     if a.limit:
         keep = list(dict.fromkeys(s.id for s in samples))[: a.limit]
@@ -349,7 +352,7 @@ def plan_completions(a: EvalArgs, log: SampleLog) -> Plan:
 
 
 def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str) -> Plan:
-    problems = suites.load_problems(source, a.verifier, a.limit)
+    problems = suites.load_problems(source, a.verifier, a.limit, Path(a.runs))
     chat, max_new = _generation_settings(a, source)
     gen = {"sample": a.k > 1, "max_new_tokens": max_new, "chat": chat, "seed": a.seed}
     if a.k > 1:
@@ -376,15 +379,16 @@ def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str) -> Pla
 
 
 def default_out(a: EvalArgs, model: str | None, source: str) -> Path:
+    root = Path(a.runs)
     if a.completions:
-        return suites.RUNS / "eval" / f"{Path(a.completions).stem}.json"
+        return root / "eval" / f"{Path(a.completions).stem}.json"
     tag = (Path(source).stem if source not in suites.SUITES else source) + (f"-k{a.k}" if a.k > 1 else "")
     mp = Path(model or "")
     parts = mp.resolve().parts if mp.exists() else ()
-    runs = suites.RUNS.resolve()
+    runs = root.resolve()
     if mp.exists() and runs.parts == parts[: len(runs.parts)] and len(parts) > len(runs.parts):
         return runs / parts[len(runs.parts)] / "eval" / f"{tag}.json"
-    return suites.RUNS / "eval" / f"{tag}-{mp.name or 'model'}.json"
+    return root / "eval" / f"{tag}-{mp.name or 'model'}.json"
 
 
 def check_verifiers(client: VerifierClient, wanted: set[str], a: EvalArgs) -> None:
@@ -457,25 +461,28 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, sourc
 
 def apply_run_defaults(a: EvalArgs, model: str) -> dict[str, Any]:
     """For a model saved by a training run, evaluated on that run's held-out set (no --data/--suite, or
-    --suite heldout): take the run's held-out file, max_new_tokens, verifier and eval_limit as training
-    used them (flags still win), and return what training reported, so the two can be compared."""
+    --suite heldout): grade as training's held-out evaluation did (its file, verifier, max_new_tokens,
+    batch size and limit; see ``suites.run_eval_settings``; flags still win), and return what training
+    reported, so the two can be compared."""
     run_dir = suites.find_run_dir(model)
     if run_dir is None or (a.data or a.suite not in (None, "heldout")):
         return {}
-    cfg = suites.run_config(run_dir)
+    ev = suites.run_eval_settings(run_dir)
     a.suite, a.data = None, str(suites.heldout_path(run_dir))
-    a.max_new_tokens = a.max_new_tokens or cfg.get("max_new_tokens")
-    a.verifier = a.verifier or cfg.get("verifier")
-    a.limit = a.limit or cfg.get("eval_limit")
+    a.max_new_tokens = a.max_new_tokens or ev["max_new_tokens"]
+    a.verifier = a.verifier or ev["verifier"]
+    a.limit = a.limit or ev["limit"]
+    if a.gen_batch is None and a.k == 1:  # the same batches, so greedy decoding sees the same padding
+        a.gen_batch = ev["batch_size"]
     if a.chat_template == "auto":  # trainer.train.evaluate uses the chat template
         a.chat_template = "on"
-    return {"run_dir": str(run_dir), "training_eval": suites.training_eval(run_dir)}
+    return {"run_dir": str(run_dir), "training_eval": ev["reported"]}
 
 
 def run(a: EvalArgs) -> dict[str, Any]:
     """Plan, grade (generating first if there is a model), report. Returns the report."""
     t0 = time.time()
-    model = None if a.completions else (a.model or str(suites.latest_model()))
+    model = None if a.completions else (a.model or str(suites.latest_model(Path(a.runs))))
     run_info = apply_run_defaults(a, model) if model else {}
     source = a.completions or a.data or a.suite or "heldout"
     out = Path(a.out) if a.out else default_out(a, model, source)

@@ -197,7 +197,8 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         rows.append(("grading latency mean / p95 (s)", f"{lat['mean_s']:.3f} / {lat['p95_s']:.3f}"))
     trained = report.get("training_eval")
     if trained:
-        rows.append((f"accuracy training reported (eval/accuracy, step {trained['step']})", trained["accuracy"]))
+        where = trained.get("source") or f"eval/accuracy, step {trained.get('step')}"
+        rows.append((f"accuracy training reported ({where})", trained["accuracy"]))
     lines += [f"| {k} | {_fmt(v)} |" for k, v in rows]
     outcomes = report["outcomes"]
     lines += ["", "| " + " | ".join(outcomes) + " |", "|" + "---|" * len(outcomes)]

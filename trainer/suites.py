@@ -154,12 +154,13 @@ def jsonl_problems(path: str | Path, verifier: str | None = None, limit: int | N
     return out
 
 
-def load_problems(suite: str, verifier: str | None = None, limit: int | None = None) -> list[Problem]:
-    """``humaneval``, ``heldout`` or a JSONL path. ``verifier`` overrides the suite's default."""
+def load_problems(suite: str, verifier: str | None = None, limit: int | None = None, runs: Path | None = None
+                  ) -> list[Problem]:  # fmt: skip
+    """``humaneval``, ``heldout`` (of ``runs``/latest) or a JSONL path. ``verifier`` overrides the suite's default."""
     if suite == "humaneval":
         probs = humaneval_problems(limit)
     elif suite == "heldout":
-        probs = jsonl_problems(heldout_path(), verifier or "math", limit)
+        probs = jsonl_problems(heldout_path(root=runs or RUNS), verifier or "math", limit)
     else:
         probs = jsonl_problems(suite, verifier, limit)
     if verifier:
@@ -207,6 +208,11 @@ def load_completions(
 # ---------------------------------------------------------------------------------------------
 # the default task's run: runs/latest
 # ---------------------------------------------------------------------------------------------
+# What `make train` (trainer.pipeline) writes: runs/<name>/ and the symlink runs/latest -> <name>;
+# data/heldout.jsonl (or --eval-data, named in summary.json "heldout"); config.yaml (the pipeline config,
+# whose `eval` section says how held-out accuracy was graded, and `grpo`: the trainer's); summary.json
+# ("checkpoint": the final checkpoint, "eval_after": held-out accuracy after GRPO); metrics.jsonl;
+# checkpoints/step-NNNNNN/. Paths in summary.json are as training saw them (relative to where it ran).
 
 RUNS = Path("runs")
 
@@ -218,22 +224,39 @@ def latest_run(root: Path = RUNS) -> Path:
     return run.resolve()
 
 
+def run_summary(run: Path) -> dict[str, Any]:
+    """The run's summary.json ({} while training is still under way, or for a bare trainer.train run)."""
+    try:
+        raw = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _loadable(d: Path) -> bool:
+    return (d / "config.json").exists() or (d / "adapter_config.json").exists()
+
+
 def latest_model(root: Path = RUNS) -> Path:
-    """The final checkpoint of the newest run (a folder ``from_pretrained`` loads)."""
+    """The final checkpoint of the newest run (a folder ``from_pretrained`` loads): summary.json's
+    ``checkpoint`` (looked up inside the run folder first), else the highest-numbered ``checkpoints/step-*``."""
     run = latest_run(root)
-    for d in (run, run / "final", run / "model", run / "checkpoint"):
-        if (d / "config.json").exists() or (d / "adapter_config.json").exists():
+    ck = run_summary(run).get("checkpoint")
+    recorded = [run / "checkpoints" / Path(ck).name, Path(ck)] if ck else []
+    for d in (*recorded, run, run / "final", run / "model", run / "checkpoint"):
+        if _loadable(d):
             return d
-    steps = sorted((run / "checkpoints").glob("step-*"), key=lambda p: p.name)
+    steps = [p for p in (run / "checkpoints").glob("step-*") if p.name[5:].isdigit() and _loadable(p)]
     if steps:
-        return steps[-1]
+        return max(steps, key=lambda p: int(p.name[5:]))
     raise DataError(f"{run}: no saved model found (config.json); did `make train` finish?")
 
 
 def heldout_path(run: Path | None = None, root: Path = RUNS) -> Path:
-    """The held-out JSONL of a run (default: the newest run)."""
+    """The held-out JSONL of a run (default: the newest run): the one training evaluated on."""
     run = run or latest_run(root)
-    for p in (run / "heldout.jsonl", run / "data" / "heldout.jsonl", root / "data" / "heldout.jsonl"):
+    recorded = run_summary(run).get("heldout")  # the user's --eval-data file, or data/heldout.jsonl
+    for p in (run / "data" / "heldout.jsonl", run / "heldout.jsonl", *([Path(recorded)] if recorded else [])):
         if p.is_file():
             return p
     ev = run_config(run).get("eval_data")
@@ -244,18 +267,17 @@ def heldout_path(run: Path | None = None, root: Path = RUNS) -> Path:
 
 def find_run_dir(model: str | Path) -> Path | None:
     """The training run a model folder belongs to: the nearest folder (itself or up to 3 levels up)
-    holding ``metrics.jsonl``."""
+    holding ``summary.json`` or ``metrics.jsonl``."""
     p = Path(model)
     if not p.is_dir():
         return None
     for d in [p.resolve(), *p.resolve().parents][:4]:
-        if (d / "metrics.jsonl").is_file():
+        if (d / "summary.json").is_file() or (d / "metrics.jsonl").is_file():
             return d
     return None
 
 
-def run_config(run_dir: Path) -> dict[str, Any]:
-    """The trainer config a run saved (``config.yaml``/``config.json``/``run.json``); {} if none."""
+def _config_file(run_dir: Path) -> dict[str, Any]:
     import yaml
 
     for name in ("config.yaml", "config.yml", "config.json", "run.json"):
@@ -265,22 +287,54 @@ def run_config(run_dir: Path) -> dict[str, Any]:
                 raw = yaml.safe_load(f.read_text()) or {}
             except yaml.YAMLError:
                 return {}
-            if isinstance(raw, dict):
-                return raw.get("grpo", raw) if isinstance(raw.get("grpo"), dict) else raw
+            return raw if isinstance(raw, dict) else {}
     return {}
 
 
+def run_config(run_dir: Path) -> dict[str, Any]:
+    """The trainer (GRPO) config a run saved: config.yaml's ``grpo`` section, or the whole file when it
+    is a bare trainer config; {} if none."""
+    raw = _config_file(run_dir)
+    return raw["grpo"] if isinstance(raw.get("grpo"), dict) else raw
+
+
+def run_eval_settings(run_dir: Path) -> dict[str, Any]:
+    """How the run graded its held-out set, so that `make eval` grades it the same way, and the figure
+    it reported: ``{"verifier", "max_new_tokens", "batch_size", "limit", "reported"}`` (None: unknown).
+
+    A `make train` run: config.yaml's ``eval`` section, the whole held-out file, and summary.json's
+    ``eval_after``. Otherwise (a trainer config only): the trainer's in-loop evaluation (its verifier and
+    max_new_tokens, ``eval_limit``, batches of 64) and the last ``eval/accuracy`` in metrics.jsonl."""
+    raw = _config_file(run_dir)
+    ev = raw.get("eval")
+    if isinstance(ev, dict):
+        after = run_summary(run_dir).get("eval_after") or {}
+        reported = None
+        if isinstance(after, dict) and "accuracy" in after:
+            reported = {"source": "summary.json eval_after", "accuracy": after["accuracy"],
+                        "reward_mean": after.get("reward_mean"), "n": after.get("n")}  # fmt: skip
+        return {"verifier": ev.get("verifier"), "max_new_tokens": ev.get("max_new_tokens"),
+                "batch_size": ev.get("batch_size"), "limit": None, "reported": reported}  # fmt: skip
+    cfg = run_config(run_dir)
+    return {"verifier": cfg.get("verifier"), "max_new_tokens": cfg.get("max_new_tokens"),
+            "batch_size": 64 if cfg else None, "limit": cfg.get("eval_limit"), "reported": training_eval(run_dir)}  # fmt: skip
+
+
 def training_eval(run_dir: Path) -> dict[str, Any] | None:
-    """The last held-out accuracy the run logged: ``{"step", "accuracy"}`` from metrics.jsonl."""
+    """The last held-out accuracy the trainer logged: ``{"step", "accuracy"}`` from metrics.jsonl."""
     last = None
-    with (run_dir / "metrics.jsonl").open(encoding="utf-8") as f:
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as f:
         for line in f:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and "eval/accuracy" in row:
-                last = {"step": row.get("step"), "accuracy": row["eval/accuracy"]}
+                last = {"source": f"metrics.jsonl eval/accuracy, step {row.get('step')}", "step": row.get("step"),
+                        "accuracy": row["eval/accuracy"]}  # fmt: skip
                 last |= {"reward_mean": row["eval/reward_mean"]} if "eval/reward_mean" in row else {}
     return last
 
