@@ -50,7 +50,17 @@ def test_worked_fraction_is_respected():
     worked = sum(task.BARE_THINK not in r["completion"] for r in rows) / len(rows)
     assert 0.31 < worked < 0.39
     bare = [r for r in rows if task.BARE_THINK in r["completion"]]
-    assert bare[0]["completion"] == f"<think>{task.BARE_THINK}</think><answer>{bare[0]['answer']}</answer>"
+    for r in bare:
+        value, shown = int(r["answer"]), int(r["completion"].split("<answer>")[1].split("</answer>")[0])
+        assert r["completion"] == f"<think>{task.BARE_THINK}</think><answer>{shown}</answer>"
+        assert shown % 10 == 0 and abs(shown - value) <= 5  # an estimate: the value to the nearest ten
+    assert sum(int(r["answer"]) % 10 != 0 for r in bare) > 0.8 * len(bare)  # so mostly not the answer
+
+
+def test_estimate_to_one_gives_exact_bare_answers():
+    cfg = task.TaskConfig(worked_fraction=0.0, estimate_to=1)
+    rows = task.make_splits(0, {"warmstart": 100}, cfg)["warmstart"]
+    assert all(r["completion"].endswith(f"<answer>{r['answer']}</answer>") for r in rows)
 
 
 def test_build_writes_jsonl_in_the_user_schema(tmp_path):

@@ -80,6 +80,19 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln] if path.exists() else []
 
 
+def moving_average(values: list[float], window: int) -> list[float]:
+    """Trailing mean over the last ``window`` values (fewer at the start).
+
+    >>> moving_average([1, 2, 3, 4], 2)
+    [1.0, 1.5, 2.5, 3.5]
+    """
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
 def plot_curves(metrics_path: str | Path, out: str | Path) -> Path | None:
     """A grid of the main curves from metrics.jsonl; None when there is nothing to plot."""
     rows = read_metrics(metrics_path)
@@ -96,7 +109,12 @@ def plot_curves(metrics_path: str | Path, out: str | Path) -> Path | None:
     fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 2.8 * nrows), squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         pts = [(r["step"], r[name]) for r in rows if r.get(name) is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None)
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        if len(pts) < 50:
+            ax.plot(xs, ys, marker=".")
+        else:  # noisy per-step values: faint, with a trailing moving average on top
+            ax.plot(xs, ys, alpha=0.3, linewidth=0.8)
+            ax.plot(xs, moving_average(ys, max(5, len(ys) // 20)), linewidth=1.8)
         ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(names) :]:

@@ -46,6 +46,7 @@ class TaskSection(BaseModel):
     min_value: int = Field(1, ge=0)
     max_value: int = Field(9, ge=1)
     worked_fraction: float = Field(0.35, ge=0, le=1, description="share of warm-start rows that show their work")
+    estimate_to: int = Field(10, ge=1, description="the other rows answer with the value rounded to this multiple")
     warmstart_size: int = Field(12000, ge=0)
     train_size: int = Field(4000, ge=1)
     heldout_size: int = Field(256, ge=1)
@@ -147,7 +148,7 @@ def prepare_data(cfg: PipelineConfig, flags: dict[str, str], run: Path) -> dict[
     out = run / "data"
     if "data" not in flags:
         t = cfg.task
-        tc = task.TaskConfig(t.operands, t.min_value, t.max_value, t.worked_fraction)
+        tc = task.TaskConfig(t.operands, t.min_value, t.max_value, t.worked_fraction, t.estimate_to)
         sizes = {"warmstart": t.warmstart_size, "train": t.train_size, "heldout": t.heldout_size}
         paths = task.build(out, cfg.seed, {k: v for k, v in sizes.items() if v}, tc)
         return {"warmstart": paths.get("warmstart"), "train": paths["train"], "heldout": paths["heldout"]}
@@ -268,7 +269,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         or (f"{'default' if default else Path(flags['model']).name}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
     )
     run_dir = make_run_dir(Path(flags.get("runs", "runs")), name)
-    _say(f"run: {run_dir}  (runs/latest -> {run_dir.name})")
+    _say(f"run: {run_dir}  ({run_dir.parent / 'latest'} -> {run_dir.name})")
     paths = prepare_data(cfg, flags, run_dir)
 
     grpo_raw = dict(cfg.grpo)
@@ -296,7 +297,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         rows = task.read_jsonl(paths["warmstart"])
         worked = sum(task.BARE_THINK not in r["completion"] for r in rows)
         _say(f"warm start: {cfg.warmstart.steps} supervised steps on {paths['warmstart']} "
-             f"({worked} of {len(rows)} completions show their work)")  # fmt: skip
+             f"({worked} of {len(rows)} completions show their work; the rest only estimate)")  # fmt: skip
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.warmstart.steps, desc="warm start", unit="step", dynamic_ncols=True)
@@ -329,6 +330,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         _say(f"verifier service: {target}; GRPO reward: {gcfg.verifier}; held-out grading: {cfg.eval.verifier}")
         before = _eval(model, tok, paths["heldout"], cfg, target, run_dir / "eval_before.jsonl")
         _say(f"held-out accuracy after the warm start: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
+        with (run_dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
+            f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
         phases["eval_before_s"] = time.time() - t0 - sum(phases.values())
 
         from trainer.train import train
@@ -353,17 +356,17 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         "warmstart": ws_stats,
         "seed": cfg.seed,
         "model": flags.get("model", "tiny (built by trainer.tiny)"),
-        "data": str(paths["train"]),
-        "heldout": str(paths["heldout"]),
+        "data": str(Path(paths["train"]).resolve()),
+        "heldout": str(Path(paths["heldout"]).resolve()),
         "verifier": gcfg.verifier,
-        "checkpoint": str(result["checkpoint"]),
-        "run_dir": str(run_dir),
+        "checkpoint": str(Path(result["checkpoint"]).resolve()),
+        "run_dir": str(run_dir.resolve()),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     gain = 100 * (after["accuracy"] - before["accuracy"])
     print(f"held-out accuracy (greedy, {after['n']} problems, verifier {cfg.eval.verifier}): "
           f"{before['accuracy']:.3f} after warm start -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)")  # fmt: skip
-    print(f"wall {summary['wall_s']:.0f} s; run: {run_dir} (runs/latest); curves: {run_dir / 'curves.png'}; "
+    print(f"wall {summary['wall_s']:.0f} s; run: {run_dir} ({run_dir.parent / 'latest'}); curves: {run_dir / 'curves.png'}; "
           f"checkpoint: {result['checkpoint']}")  # fmt: skip
     return summary
 

@@ -9,8 +9,9 @@ Three splits are generated from one seed and are disjoint by prompt:
 
 - ``warmstart``: problems *with* completions, for the supervised phase (R1's cold start). The set is
   deliberately mixed, as scraped data is: a fraction ``worked_fraction`` carries the worked chain, the
-  rest only a bare answer after a short ``<think>mental</think>``. Supervised learning imitates the
-  mix; nothing in it says which style gets the answer right.
+  rest only a quick estimate (the value rounded to the nearest ``estimate_to``, usually not the
+  answer) after ``<think>estimate</think>``. Supervised learning imitates the mix, so the greedy policy
+  estimates; nothing in the data says which style gets the answer right. GRPO's reward does.
 - ``train``: problems with final answers only (no solutions), for GRPO. Only the reward can tell the
   policy that working the chain out pays.
 - ``heldout``: problems with final answers only, for greedy evaluation before and after GRPO.
@@ -34,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-BARE_THINK = "mental"
+BARE_THINK = "estimate"
 _TOKEN = re.compile(r"\d+|[+-]")
 
 
@@ -49,7 +50,9 @@ class TaskConfig:
     max_value: int = 9
     """Largest operand."""
     worked_fraction: float = 0.35
-    """Share of warm-start examples that show the worked chain; the rest give only the answer."""
+    """Share of warm-start examples that show the worked chain; the rest give only an estimate."""
+    estimate_to: int = 10
+    """The bare (not worked) warm-start answers are the value rounded to this multiple (1: exact)."""
 
 
 def evaluate_expression(prompt: str) -> int:
@@ -91,8 +94,16 @@ def make_problem(rng: random.Random, cfg: TaskConfig, *, worked: bool = True) ->
         numbers.append(n)
         ops.append(op)
     expr = str(numbers[0]) + "".join(f"{o}{n}" for o, n in zip(ops, numbers[1:], strict=True))
-    think = worked_solution(numbers, ops) if worked else BARE_THINK
-    return {"prompt": f"{expr}=?", "answer": str(value), "completion": format_completion(think, str(value))}
+    if worked:
+        completion = format_completion(worked_solution(numbers, ops), str(value))
+    else:
+        completion = format_completion(BARE_THINK, str(estimate(value, cfg.estimate_to)))
+    return {"prompt": f"{expr}=?", "answer": str(value), "completion": completion}
+
+
+def estimate(value: int, to: int) -> int:
+    """``value`` rounded to the nearest multiple of ``to`` (halves up): 17 -> 20, 14 -> 10, 15 -> 20."""
+    return (value + to // 2) // to * to
 
 
 def make_splits(seed: int, sizes: dict[str, int], cfg: TaskConfig | None = None) -> dict[str, list[dict[str, str]]]:
