@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +78,9 @@ def image_exists(tag: str) -> bool:
 
 def _run(cmd: list[str], **kw) -> None:
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    t0 = time.monotonic()
     subprocess.run(cmd, check=True, **kw)
+    print(f"  ({cmd[0] if cmd[0] != sys.executable else 'python'} took {time.monotonic() - t0:.1f} s)", file=sys.stderr)
 
 
 def build_rootfs() -> Path:
@@ -190,9 +193,10 @@ def main() -> None:
     if image_exists(tag) and not args.force:
         print(f"sandbox image {tag} is up to date", file=sys.stderr)
         return
+    t0 = time.monotonic()
     (build_from_registry if args.from_registry else build_offline)(tag)
     subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
-    print(f"built sandbox image {tag}", file=sys.stderr)
+    print(f"built sandbox image {tag} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":
