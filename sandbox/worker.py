@@ -41,6 +41,7 @@ import ctypes
 import gc
 import io
 import json
+import mmap
 import os
 import resource
 import select
@@ -65,7 +66,13 @@ DEFAULT_LIMITS = {
 }
 OUTPUT_CEILING = 8 * 1024 * 1024  # bytes read per stream before the job is killed as runaway
 MAX_FRAME = 256 * 1024 * 1024  # a job (code + stdin) larger than this is refused
-JOB_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": "/opt/pylibs"}
+JOB_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONPATH": "/opt/pylibs",
+    "HOME": SCRATCH,
+    "TMPDIR": SCRATCH,
+}
 PR_SET_DUMPABLE = 4
 WIPE_BUDGET_S = 3.0
 MADV_COLLAPSE = 25  # Linux 6.1+
@@ -154,9 +161,11 @@ def write_frame(header, *blobs):
             parts[0] = parts[0][n:]
 
 
-def _zero(buf):
-    if buf:
-        ctypes.memset((ctypes.c_char * len(buf)).from_buffer(buf), 0, len(buf))
+def _zero(buf, n=None):
+    """Overwrite the first ``n`` bytes (default: all) of a bytearray or mmap with zeros."""
+    n = len(buf) if n is None else n
+    if n:
+        ctypes.memset((ctypes.c_char * n).from_buffer(buf), 0, n)
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -182,8 +191,9 @@ def _child(job, payload, stdin_fd, out_w, err_w, status_w):
         os.setsid()
         _prctl_dumpable(1)
         try:
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(fd, b"1000")
+            os.close(fd)
         except OSError:
             pass
         # Lowest priority: the worker (nice 0) stays responsive against a loop of spinning processes, and
@@ -200,10 +210,7 @@ def _child(job, payload, stdin_fd, out_w, err_w, status_w):
         if status_w != keep:
             os.dup2(status_w, keep)
         os.closerange(keep + 1, 65536)
-        os.chdir(SCRATCH)
-        env = dict(JOB_ENV, HOME=SCRATCH, TMPDIR=SCRATCH)
-        os.environ.clear()
-        os.environ.update(env)
+        os.chdir(SCRATCH)  # the environment (JOB_ENV) is the worker's own, set once in main()
         ncode = int(job["sizes"][0])
         code = payload[:ncode].decode("utf-8", errors="replace")
         _zero(payload)
@@ -211,7 +218,7 @@ def _child(job, payload, stdin_fd, out_w, err_w, status_w):
         _set_limits(job["limits"], job["timeout"])
         if job.get("mode") == "spawn":
             os.close(keep)
-            os.execve("/usr/bin/python3", ["python3", "-I", "-c", code], dict(env, PYTHONPATH=""))
+            os.execve("/usr/bin/python3", ["python3", "-I", "-c", code], dict(JOB_ENV, PYTHONPATH=""))
         _run_in_process(code, keep)
     except BaseException:
         pass
@@ -348,15 +355,31 @@ def _wipe_writable():
 
 
 # -- running a job -----------------------------------------------------------------------------
+def _private_buffer(size):
+    """Zero-filled memory of this process alone: a private anonymous mapping that no fork inherits
+    (MADV_DONTFORK), so no later job ever has it in its address space. Pages come from the kernel
+    (already zero) only where written, so an unused buffer costs no memset and no copy-on-write."""
+    buf = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)
+    buf.madvise(mmap.MADV_DONTFORK)
+    return buf
+
+
+def _unmap(buf):
+    try:
+        buf.close()
+    except BufferError:  # a view is still alive (an exception is being handled): unmapped when it goes
+        pass
+
+
 class _Stream:
-    """Reads one pipe into a preallocated buffer of ``cap`` bytes; the rest is counted and dropped."""
+    """Reads one pipe into a buffer of ``cap`` bytes; the rest is counted and dropped into ``sink``."""
 
     def __init__(self, fd, cap, sink):
-        self.fd, self.buf, self.len, self.total, self.open = fd, bytearray(cap), 0, 0, True
-        self.view, self.sink = memoryview(self.buf), memoryview(sink)
+        self.fd, self.buf, self.cap, self.len, self.total, self.open = fd, _private_buffer(cap), cap, 0, 0, True
+        self.view, self.sink = memoryview(self.buf)[:cap], memoryview(sink)
 
     def pump(self):
-        target = self.view[self.len :] if self.len < len(self.buf) else self.sink
+        target = self.view[self.len :] if self.len < self.cap else self.sink
         try:
             n = os.readv(self.fd, [target])
         except BlockingIOError:
@@ -366,15 +389,18 @@ class _Stream:
             os.close(self.fd)
             return
         self.total += n
-        if self.len < len(self.buf):
+        if self.len < self.cap:
             self.len += n
 
     def data(self):
         return self.view[: self.len]
 
     def wipe(self):
+        """Zero what was written, then unmap."""
         self.view.release()
-        _zero(self.buf)
+        self.sink.release()
+        _zero(self.buf, self.len)
+        _unmap(self.buf)
 
 
 def _waiter(pid):
@@ -409,7 +435,7 @@ def run_job(job, payload):
     for fd in (out_r, err_r, status_r):
         os.set_blocking(fd, False)
     cap = int(limits["output_bytes"])
-    sink = bytearray(65536)
+    sink = _private_buffer(65536)  # output past the caps, discarded
     out, err = _Stream(out_r, cap, sink), _Stream(err_r, cap, sink)
     finished, status, timed_out, runaway, status_open = False, None, False, False, True
     deadline = start + job["timeout"]
@@ -477,7 +503,9 @@ def run_job(job, payload):
     try:
         write_frame(result, out.data(), err.data())
     finally:
-        out.wipe(), err.wipe(), _zero(sink)
+        out.wipe(), err.wipe()
+        _zero(sink, len(sink) if max(out.total, err.total) > cap else 0)
+        _unmap(sink)
     return result.get("retire")
 
 
@@ -527,6 +555,10 @@ def main():
             exec(compile(warmup, "<warmup>", "exec"), {"__name__": "__warmup__"})
         except Exception as e:
             sys.stderr.write(f"warmup failed: {e}\n")
+    # Every job inherits this environment (and only this: nothing of the host's or of docker's).
+    channel = os.environ.get("RLVR_CHANNEL")
+    os.environ.clear()
+    os.environ.update(JOB_ENV)
     # Everything loaded so far is shared with every forked job: keep the collector off it so a
     # job's collections do not touch (and copy) those pages.
     gc.collect()
@@ -534,8 +566,8 @@ def main():
     gc.disable()
     _huge_pages()
     _wipe_writable()
-    if os.environ.get("RLVR_CHANNEL"):
-        _connect(os.environ["RLVR_CHANNEL"])
+    if channel:
+        _connect(channel)
     write_frame({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "preloaded": preloaded})
     while True:
         frame = read_frame()
