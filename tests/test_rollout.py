@@ -9,6 +9,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+from trainer import tiny
 from trainer.config import GRPOConfig
 from trainer.rollout import (
     DataStream,
@@ -20,6 +21,8 @@ from trainer.rollout import (
     completion_logprobs,
     completion_mask_from_eos,
     concat_rollouts,
+    decode,
+    fast_decode_supported,
     generate_rollout,
     informative_groups,
     load_examples,
@@ -222,3 +225,127 @@ def test_shared_prefix_logprobs_and_gradients_equal_the_plain_forward(tok):
     with torch.no_grad():
         sub, _ = completion_logprobs(model, ro, temperature=0.8, rows=rows, group_size=4)
     assert torch.allclose(sub[m[rows]], lp0[rows][m[rows]], atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# the lean decode loop (fast_decode) against model.generate
+# ---------------------------------------------------------------------------------------------
+
+MIXED = [Example("1+2=", "3"), Example("12+30=", "42"), Example("7*6= <think>", "42"), Example("99-1=", "98")]
+
+
+def _with_eos(model, extra: list[int]):
+    """The same weights, with more EOS ids so that rows finish at different steps (EOS paths exercised)."""
+    import copy
+
+    m = copy.deepcopy(model)
+    m.generation_config.eos_token_id = [m.generation_config.eos_token_id, *extra]
+    return m
+
+
+def _same(a: Rollout, b: Rollout) -> None:
+    assert torch.equal(a.completion_ids, b.completion_ids)
+    assert torch.equal(a.completion_mask, b.completion_mask) and torch.equal(a.truncated, b.truncated)
+    assert torch.equal(a.prompt_ids, b.prompt_ids) and a.texts == b.texts
+
+
+@pytest.mark.parametrize("share_prefix", [True, False])
+def test_fast_decode_greedy_equals_generate(tok, model, share_prefix):
+    """Left-padded prompts of mixed lengths: token for token what generate(do_sample=False) gives,
+    and the same EOS masks and truncated flags when some rows stop early."""
+    kw = {"max_new_tokens": 12, "do_sample": False, "share_prefix": share_prefix}
+    plain = generate_rollout(model, tok, MIXED, 2, fast_decode=True, **kw)
+    assert plain.prompt_mask[:, 0].eq(0).any()  # some rows really are left-padded
+    _same(plain, generate_rollout(model, tok, MIXED, 2, fast_decode=False, **kw))
+    # a token greedy emits mid-way in one row becomes an extra EOS: rows now finish at different steps
+    stop = int(plain.completion_ids[2, 4])
+    m = _with_eos(model, [stop])
+    fast = generate_rollout(m, tok, MIXED, 2, fast_decode=True, **kw)
+    assert fast.truncated.any() and not fast.truncated.all()
+    _same(fast, generate_rollout(m, tok, MIXED, 2, fast_decode=False, **kw))
+
+
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_fast_decode_samples_what_generate_samples(tok, model, top_p):
+    """One multinomial draw per step from the same probabilities: under one seed, generate and the loop
+    draw the same tokens (so the same distribution), with EOS ending rows at different steps."""
+    m = _with_eos(model, [tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("=")])
+    runs = []
+    for fast in (True, False):
+        torch.manual_seed(11)
+        runs.append(
+            generate_rollout(m, tok, MIXED, 4, max_new_tokens=10, temperature=1.3, top_p=top_p, fast_decode=fast)
+        )
+    _same(*runs)
+    assert runs[0].truncated.any() and not runs[0].truncated.all()
+
+
+def test_fast_decode_seeded_sampling_is_reproducible(tok, model):
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        runs.append(generate_rollout(model, tok, MIXED, 3, max_new_tokens=9, temperature=0.9))
+    _same(*runs)
+    torch.manual_seed(8)
+    other = generate_rollout(model, tok, MIXED, 3, max_new_tokens=9, temperature=0.9)
+    assert not torch.equal(other.completion_ids, runs[0].completion_ids)
+
+
+def test_fast_decode_logits_are_what_completion_logprobs_scores(tok):
+    """The distribution each token was drawn from (logits captured in the loop) is the one the training
+    forward recomputes: log-probs equal to 1e-5, with and without the shared prompt cache."""
+    model = tiny_model(tok, seed=2).eval()
+    m = _with_eos(model, [tok.convert_tokens_to_ids("2")])
+    side, tok.padding_side = tok.padding_side, "left"
+    enc = tok([e.prompt for e in MIXED], return_tensors="pt", padding=True)
+    tok.padding_side = side
+    g, temp = 3, 0.8
+    ids, attn = enc["input_ids"].repeat_interleave(g, 0), enc["attention_mask"].repeat_interleave(g, 0)
+    logits: list[torch.Tensor] = []
+    torch.manual_seed(0)
+    with torch.no_grad():
+        new = decode(m, ids, attn, max_new_tokens=10, eos_ids=[1, 6], pad_id=0, temperature=temp, logits_out=logits)
+    mask, trunc = completion_mask_from_eos(new, [1, 6])
+    assert trunc.any() and not trunc.all()
+    want = torch.log_softmax(torch.stack(logits, 1) / temp, -1).gather(-1, new[..., None])[..., 0]  # (N, C)
+    ro = Rollout(ids, attn, new.masked_fill(mask == 0, 0), mask, trunc, [])
+    with torch.no_grad():
+        for group in (0, g):
+            got, _ = completion_logprobs(m, ro, temperature=temp, group_size=group)
+            assert torch.allclose(got[mask.bool()], want[mask.bool()], atol=1e-5)
+
+
+def test_fast_decode_falls_back_to_generate(tok, model):
+    """A generation_config with a processor the loop lacks (repetition penalty) goes through generate,
+    which applies it: the greedy output is the penalised one, not the loop's."""
+    assert fast_decode_supported(model)
+    m = _with_eos(model, [])
+    m.generation_config.repetition_penalty = 100.0
+    assert not fast_decode_supported(m)
+    kw = {"max_new_tokens": 8, "do_sample": False}
+    _same(
+        generate_rollout(m, tok, MIXED, 2, fast_decode=True, **kw),
+        generate_rollout(m, tok, MIXED, 2, fast_decode=False, **kw),
+    )
+    assert not torch.equal(
+        generate_rollout(m, tok, MIXED, 2, **kw).completion_ids,
+        generate_rollout(model, tok, MIXED, 2, **kw).completion_ids,
+    )
+
+
+def test_fast_decode_on_the_project_tiny_model(tmp_path):
+    """The saved tiny model of trainer/tiny.py, loaded as any hub model, chat template on: greedy equal to generate."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = tiny.build(tmp_path / "tiny")
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    tk = AutoTokenizer.from_pretrained(folder)
+    kw = {"max_new_tokens": 16, "do_sample": False, "use_chat_template": True}
+    _same(
+        generate_rollout(model, tk, MIXED, 2, fast_decode=True, **kw),
+        generate_rollout(model, tk, MIXED, 2, fast_decode=False, **kw),
+    )
+    torch.manual_seed(3)
+    a = generate_rollout(model, tk, MIXED, 4, max_new_tokens=16, fast_decode=True)
+    torch.manual_seed(3)
+    _same(a, generate_rollout(model, tk, MIXED, 4, max_new_tokens=16, fast_decode=False))

@@ -47,6 +47,11 @@ class GRPOConfig(BaseModel):
     temperature: float = Field(1.0, gt=0, description="sampling temperature (log-probs use the same)")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
     share_prefix: bool = Field(True, description="encode each prompt once per group (KV cache repeated G times)")
+    fast_decode: bool = Field(
+        True,
+        description="sample with the trainer's own decode loop (one forward per token, temperature/top_p/EOS only); "
+        "False, or a model/generation_config it does not cover (repetition penalty, beams, ...): model.generate",
+    )
     mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
     dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
     max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")

@@ -1,7 +1,10 @@
 """Rollouts: G sampled completions per prompt, their masks, their log-probs, and their rewards.
 
-- ``generate_rollout`` samples with ``transformers`` ``generate`` (temperature, top_p, max_new_tokens,
-  stop at EOS). Each prompt is repeated G times, so group g is rows g*G .. g*G+G-1.
+- ``generate_rollout`` samples G completions per prompt (temperature, top_p, max_new_tokens, stop at
+  EOS); group g is rows g*G .. g*G+G-1. Each prompt is encoded once and its KV cache repeated G times.
+  The tokens come from ``decode``, a lean loop of one forward per token (``generate``'s per-token
+  bookkeeping costs more than a tiny model's forward on a CPU), or from ``model.generate`` for models
+  and generation configs the loop does not cover (``fast_decode_supported``); same distribution.
 - ``completion_logprobs`` scores the sampled tokens under any model (policy, old policy, reference)
   with one forward pass over prompt + completion, logits only for the completion positions.
 - Rewards come through one small interface, ``RewardFn``. ``VerifierReward`` is the real one: one
@@ -13,6 +16,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -130,7 +134,197 @@ def _positions(mask: Tensor) -> Tensor:
     return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
-@torch.no_grad()
+# Generation settings the lean decode loop does not implement; a model whose generation_config sets one
+# of them to a non-neutral value is sampled with ``generate`` (which applies it) instead.
+_NEUTRAL_GENERATION = {
+    "repetition_penalty": (1.0,),
+    "encoder_repetition_penalty": (1.0,),
+    "no_repeat_ngram_size": (0,),
+    "bad_words_ids": (),
+    "sequence_bias": (),
+    "min_length": (0,),
+    "min_new_tokens": (0,),
+    "suppress_tokens": (),
+    "begin_suppress_tokens": (),
+    "forced_bos_token_id": (),
+    "forced_eos_token_id": (),
+    "exponential_decay_length_penalty": (),
+    "epsilon_cutoff": (0.0,),
+    "eta_cutoff": (0.0,),
+    "typical_p": (1.0,),
+    "min_p": (0.0,),
+    "top_h": (),
+    "renormalize_logits": (False,),
+    "watermarking_config": (),
+    "stop_strings": (),
+    "num_beams": (1,),
+    "num_return_sequences": (1,),
+    "cache_implementation": (),
+    "prompt_lookup_num_tokens": (),
+}
+
+
+def fast_decode_supported(model) -> bool:
+    """True when ``decode`` samples exactly what ``generate`` would: a decoder-only model whose forward takes
+    ``attention_mask``, ``position_ids`` and ``past_key_values`` (a ``DynamicCache``), and whose
+    generation_config adds no logits processor or stopping rule beyond temperature, top-p and EOS."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrappers
+    config = getattr(base, "config", None)
+    if config is None or getattr(config, "is_encoder_decoder", False):
+        return False
+    try:
+        params = inspect.signature(base.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    if not {"input_ids", "attention_mask", "position_ids", "past_key_values", "logits_to_keep"} <= params.keys():
+        return False
+    gen = getattr(model, "generation_config", None)
+    for key, neutral in _NEUTRAL_GENERATION.items():
+        value = getattr(gen, key, None)
+        if value is not None and value not in neutral:
+            return False
+    return True
+
+
+def _top_p_filter(scores: Tensor, top_p: float) -> Tensor:
+    """Keep the smallest set of most likely tokens whose probability reaches ``top_p`` (at least one);
+    the rest get -inf. (n, V) -> (n, V)."""
+    probs, order = torch.softmax(scores, dim=-1).sort(dim=-1, descending=True)  # (n, V)
+    mass_before = probs.cumsum(dim=-1) - probs  # (n, V): probability of the more likely tokens
+    drop_sorted = mass_before >= top_p
+    drop_sorted[:, 0] = False
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return scores.masked_fill(drop, -torch.inf)
+
+
+def _next_tokens(logits: Tensor, do_sample: bool, temperature: float, top_p: float) -> Tensor:
+    """(n, V) float32 logits of the last position -> (n,) the next token: sampled or greedy."""
+    if not do_sample:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature if temperature != 1.0 else logits
+    if top_p < 1.0:
+        scores = _top_p_filter(scores, top_p)
+    return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+
+
+def decode(
+    model,
+    ids: Tensor,
+    attn: Tensor,
+    *,
+    max_new_tokens: int,
+    eos_ids: Sequence[int],
+    pad_id: int,
+    do_sample: bool = True,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    cache=None,
+    logits_out: list[Tensor] | None = None,
+) -> Tensor:
+    """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
+
+    One forward per new token with a ``DynamicCache``; the next token is sampled from
+    softmax(top_p(logits / temperature)) (greedy when ``do_sample`` is False); rows that produced EOS
+    get ``pad_id`` afterwards, and the loop stops when every row has finished. As in ``generate``:
+    position ids follow the attention mask (left padding does not shift them), an all-ones mask is
+    dropped, and ``cache`` may already hold all but the last prompt token (then only that one is fed).
+    ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
+    """
+    n = ids.shape[0]
+    pos = _positions(attn)  # (N, P)
+    mask = None if bool(attn.all()) else attn
+    if cache is None:
+        cache = _new_cache(model)
+    fed = cache.get_seq_length()  # prompt tokens already in the cache
+    step = model(
+        input_ids=ids[:, fed:],
+        attention_mask=mask,
+        position_ids=pos[:, fed:],
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    logits = step.logits[:, -1].float()  # (N, V)
+    pos = pos[:, -1:]  # (N, 1)
+    eos = torch.tensor(list(eos_ids), device=ids.device)
+    running = torch.ones(n, dtype=torch.bool, device=ids.device)  # (N,) no EOS yet
+    new: list[Tensor] = []
+    for t in range(max_new_tokens):
+        if logits_out is not None:
+            logits_out.append(logits)
+        nxt = _next_tokens(logits, do_sample, temperature, top_p)  # (N,)
+        nxt = torch.where(running, nxt, pad_id)
+        new.append(nxt)
+        running &= ~torch.isin(nxt, eos)
+        if t == max_new_tokens - 1 or not bool(running.any()):
+            break
+        pos = pos + 1
+        if mask is not None:
+            mask = torch.cat([mask, mask.new_ones(n, 1)], dim=1)
+        step = model(
+            input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True
+        )
+        logits = step.logits[:, -1].float()
+    return torch.stack(new, dim=1)  # (N, C)
+
+
+def _sample_tokens(
+    model,
+    p_ids: Tensor,
+    p_mask: Tensor,
+    group_size: int,
+    *,
+    max_new_tokens: int,
+    eos_ids: list[int],
+    pad_id: int,
+    do_sample: bool,
+    temperature: float,
+    top_p: float,
+    share_prefix: bool,
+    fast_decode: bool,
+) -> Tensor:
+    """(P_u, P) distinct left-padded prompts -> (P_u * G, C) new tokens, each prompt's rows repeated G times."""
+    ids = p_ids.repeat_interleave(group_size, dim=0)  # (N, P)
+    attn = p_mask.repeat_interleave(group_size, dim=0)  # (N, P)
+    cache = None
+    if share_prefix and group_size > 1 and p_ids.shape[1] > 1:
+        cache = _new_cache(model)
+        u_ids, u_mask = p_ids[:, :-1], p_mask[:, :-1]  # (P_u, P-1): all but the last token
+        model(
+            input_ids=u_ids,
+            attention_mask=u_mask,
+            position_ids=_positions(u_mask),
+            past_key_values=cache,
+            logits_to_keep=1,
+        )
+        cache.batch_repeat_interleave(group_size)
+    if fast_decode and fast_decode_supported(model):
+        return decode(
+            model,
+            ids,
+            attn,
+            max_new_tokens=max_new_tokens,
+            eos_ids=eos_ids,
+            pad_id=pad_id,
+            do_sample=do_sample,
+            temperature=temperature,
+            top_p=top_p,
+            cache=cache,
+        )
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=attn,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos_ids,
+        pad_token_id=pad_id,
+        use_cache=True,
+        **({} if cache is None else {"past_key_values": cache}),
+        **(sampling if do_sample else {"do_sample": False}),
+    )
+    return out[:, ids.shape[1] :]
+
+
 def generate_rollout(
     model,
     tokenizer,
@@ -143,11 +337,14 @@ def generate_rollout(
     do_sample: bool = True,
     use_chat_template: bool = True,
     share_prefix: bool = True,
+    fast_decode: bool = True,
 ) -> Rollout:
     """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
 
     With ``share_prefix`` each distinct prompt is encoded once: its KV cache is computed for one row and
-    repeated G times before ``generate`` continues from it, instead of encoding the prompt G times.
+    repeated G times before decoding continues from it, instead of encoding the prompt G times. With
+    ``fast_decode`` (and a model ``fast_decode_supported`` accepts) the tokens come from ``decode``, else
+    from ``model.generate``; both sample from the same distribution.
     """
     device = next(model.parameters()).device
     texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
@@ -157,34 +354,28 @@ def generate_rollout(
     ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
     attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)  # (N, P)
     eos = _eos_ids(model, tokenizer)
-    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
     was_training = model.training
     model.eval()
-    extra = {}
-    if share_prefix and group_size > 1 and enc["input_ids"].shape[1] > 1:
-        cache = _new_cache(model)
-        u_ids, u_mask = enc["input_ids"][:, :-1], enc["attention_mask"][:, :-1]  # (P_u, P-1): all but the last token
-        model(
-            input_ids=u_ids,
-            attention_mask=u_mask,
-            position_ids=_positions(u_mask),
-            past_key_values=cache,
-            logits_to_keep=1,
-        )
-        cache.batch_repeat_interleave(group_size)
-        extra["past_key_values"] = cache
-    out = model.generate(
-        input_ids=ids,
-        attention_mask=attn,
-        max_new_tokens=max_new_tokens,
-        eos_token_id=eos,
-        pad_token_id=tokenizer.pad_token_id,
-        use_cache=True,
-        **extra,
-        **(sampling if do_sample else {"do_sample": False}),
-    )
-    model.train(was_training)
-    completion_ids = out[:, ids.shape[1] :]  # (N, C)
+    try:
+        # inference_mode, cheaper per op than no_grad; the clone makes a normal tensor for the training forwards
+        with torch.inference_mode():
+            completion_ids = _sample_tokens(
+                model,
+                enc["input_ids"],
+                enc["attention_mask"],
+                group_size,
+                max_new_tokens=max_new_tokens,
+                eos_ids=eos,
+                pad_id=tokenizer.pad_token_id,
+                do_sample=do_sample,
+                temperature=temperature,
+                top_p=top_p,
+                share_prefix=share_prefix,
+                fast_decode=fast_decode,
+            )
+        completion_ids = completion_ids.clone()  # (N, C)
+    finally:
+        model.train(was_training)
     mask, truncated = completion_mask_from_eos(completion_ids, eos)
     completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
@@ -444,6 +635,7 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             top_p=cfg.top_p,
             use_chat_template=cfg.use_chat_template,
             share_prefix=cfg.share_prefix,
+            fast_decode=cfg.fast_decode,
         )
         rewards, valid, scores, dt = grade(reward_fn, ro)
         verify_s, rollouts = verify_s + dt, rollouts + 1
