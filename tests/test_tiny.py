@@ -96,4 +96,6 @@ def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path):
         not torch.equal(a, b) for a, b in zip(trained.state_dict().values(), start.state_dict().values(), strict=True)
     ]
     assert any(changed)
-    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+    lines = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1, 2]  # step 0: held-out accuracy after the warm start
+    assert lines[0]["eval/accuracy"] == summary["eval_before"]["accuracy"]
