@@ -1,7 +1,7 @@
 """GRPO (DeepSeekMath, https://arxiv.org/abs/2402.03300), top to bottom:
 
     config -> model, reference, optimizer -> for each step:
-        prompts x G -> rollout (generate) -> one VerifyBatch call -> group advantages
+        prompts x G -> rollout (own decode loop) -> one VerifyBatch call -> group advantages
         -> mu epochs over minibatches (grad accumulation over micro-batches) -> clip -> AdamW + schedule
         -> metrics -> checkpoint -> (every K steps) pi_ref <- pi_theta
 
@@ -17,6 +17,8 @@ Where this departs from the paper (all switchable in the config):
 - DAPO's dynamic sampling, clip-higher and token-mean loss, Dr. GRPO's unscaled advantages and
   GSPO's sequence-level ratio are options, off by default.
 - Log-probs are taken at the sampling temperature, as the samples were drawn from that distribution.
+- Sampling uses the trainer's own decode loop (``fast_decode``), not ``model.generate``: the same
+  distribution (tests check it token for token against generate), without generate's per-token overhead.
 """
 
 from __future__ import annotations
