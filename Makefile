@@ -103,8 +103,13 @@ eval: setup
 	  $(if $(K),--k $(K)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(RUNS),--runs $(RUNS)) $(ARGS)
 
+# MATH_VERIFY_REPO=<clone of github.com/huggingface/Math-Verify> adds bench/math_agreement.py
+MATH_VERIFY_REPO ?=
 bench: setup
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@$(PY) -c 'import trl' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
+	@for b in sandbox math code trainer; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
+	@if [ -n "$(MATH_VERIFY_REPO)" ]; then echo "== bench/math_agreement.py"; $(PY) bench/math_agreement.py $(MATH_VERIFY_REPO); \
+	  else echo "(bench/math_agreement.py skipped: set MATH_VERIFY_REPO=<Math-Verify clone>)"; fi
 
 clean:
 	-@ids=$$(docker ps -aq --filter label=rlvr.sandbox 2>/dev/null); [ -z "$$ids" ] || docker rm -f $$ids >/dev/null
