@@ -270,8 +270,8 @@ def decode(
 
 def _sample_tokens(
     model,
-    p_ids: Tensor,
-    p_mask: Tensor,
+    ids: Tensor,
+    attn: Tensor,
     group_size: int,
     *,
     max_new_tokens: int,
@@ -283,13 +283,12 @@ def _sample_tokens(
     share_prefix: bool,
     fast_decode: bool,
 ) -> Tensor:
-    """(P_u, P) distinct left-padded prompts -> (P_u * G, C) new tokens, each prompt's rows repeated G times."""
-    ids = p_ids.repeat_interleave(group_size, dim=0)  # (N, P)
-    attn = p_mask.repeat_interleave(group_size, dim=0)  # (N, P)
+    """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens."""
     cache = None
-    if share_prefix and group_size > 1 and p_ids.shape[1] > 1:
+    if share_prefix and group_size > 1 and ids.shape[1] > 1:
         cache = _new_cache(model)
-        u_ids, u_mask = p_ids[:, :-1], p_mask[:, :-1]  # (P_u, P-1): all but the last token
+        # one row per distinct prompt (rows g*G), all but the last token: (P_u, P-1)
+        u_ids, u_mask = ids[::group_size, :-1], attn[::group_size, :-1]
         model(
             input_ids=u_ids,
             attention_mask=u_mask,
@@ -361,8 +360,8 @@ def generate_rollout(
         with torch.inference_mode():
             completion_ids = _sample_tokens(
                 model,
-                enc["input_ids"],
-                enc["attention_mask"],
+                ids,
+                attn,
                 group_size,
                 max_new_tokens=max_new_tokens,
                 eos_ids=eos,

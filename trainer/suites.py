@@ -212,7 +212,8 @@ def load_completions(
 # data/heldout.jsonl (or --eval-data, named in summary.json "heldout"); config.yaml (the pipeline config,
 # whose `eval` section says how held-out accuracy was graded, and `grpo`: the trainer's); summary.json
 # ("checkpoint": the final checkpoint, "eval_after": held-out accuracy after GRPO); metrics.jsonl;
-# checkpoints/step-NNNNNN/. Paths in summary.json are as training saw them (relative to where it ran).
+# checkpoints/step-NNNNNN/. Paths in summary.json are absolute; the checkpoint is looked up inside the
+# run folder first, so a run folder that was moved or copied still evaluates.
 
 RUNS = Path("runs")
 
