@@ -20,6 +20,8 @@ class Outcome(StrEnum):
     TIMEOUT = "TIMEOUT"
     RUNTIME_ERROR = "RUNTIME_ERROR"
     SANDBOX_ERROR = "SANDBOX_ERROR"  # infrastructure failed: not the model's fault
+    COMPILE_ERROR = "COMPILE_ERROR"  # the candidate's code did not compile
+    BAD_REFERENCE = "BAD_REFERENCE"  # the reference cannot be graded against: not the model's fault
 
 
 @dataclass

@@ -16,6 +16,8 @@ class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUTCOME_TIMEOUT: _ClassVar[Outcome]
     OUTCOME_RUNTIME_ERROR: _ClassVar[Outcome]
     OUTCOME_SANDBOX_ERROR: _ClassVar[Outcome]
+    OUTCOME_COMPILE_ERROR: _ClassVar[Outcome]
+    OUTCOME_BAD_REFERENCE: _ClassVar[Outcome]
 OUTCOME_UNSPECIFIED: Outcome
 OUTCOME_CORRECT: Outcome
 OUTCOME_INCORRECT: Outcome
@@ -23,6 +25,8 @@ OUTCOME_NO_ANSWER: Outcome
 OUTCOME_TIMEOUT: Outcome
 OUTCOME_RUNTIME_ERROR: Outcome
 OUTCOME_SANDBOX_ERROR: Outcome
+OUTCOME_COMPILE_ERROR: Outcome
+OUTCOME_BAD_REFERENCE: Outcome
 
 class VerifyRequest(_message.Message):
     __slots__ = ("verifier", "completion", "reference", "prompt", "options", "timeout_s", "id")
@@ -49,8 +53,44 @@ class VerifyRequest(_message.Message):
     id: str
     def __init__(self, verifier: _Optional[str] = ..., completion: _Optional[str] = ..., reference: _Optional[str] = ..., prompt: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ..., timeout_s: _Optional[float] = ..., id: _Optional[str] = ...) -> None: ...
 
+class StepReward(_message.Message):
+    __slots__ = ("reward", "start", "end")
+    REWARD_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    reward: float
+    start: int
+    end: int
+    def __init__(self, reward: _Optional[float] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class CaseVerdict(_message.Message):
+    __slots__ = ("status", "detail", "elapsed_s")
+    class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        STATUS_UNSPECIFIED: _ClassVar[CaseVerdict.Status]
+        STATUS_PASSED: _ClassVar[CaseVerdict.Status]
+        STATUS_WRONG_ANSWER: _ClassVar[CaseVerdict.Status]
+        STATUS_TIME_LIMIT: _ClassVar[CaseVerdict.Status]
+        STATUS_RUNTIME_ERROR: _ClassVar[CaseVerdict.Status]
+        STATUS_OUTPUT_LIMIT: _ClassVar[CaseVerdict.Status]
+        STATUS_SKIPPED: _ClassVar[CaseVerdict.Status]
+    STATUS_UNSPECIFIED: CaseVerdict.Status
+    STATUS_PASSED: CaseVerdict.Status
+    STATUS_WRONG_ANSWER: CaseVerdict.Status
+    STATUS_TIME_LIMIT: CaseVerdict.Status
+    STATUS_RUNTIME_ERROR: CaseVerdict.Status
+    STATUS_OUTPUT_LIMIT: CaseVerdict.Status
+    STATUS_SKIPPED: CaseVerdict.Status
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_S_FIELD_NUMBER: _ClassVar[int]
+    status: CaseVerdict.Status
+    detail: str
+    elapsed_s: float
+    def __init__(self, status: _Optional[_Union[CaseVerdict.Status, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ...) -> None: ...
+
 class VerifyResponse(_message.Message):
-    __slots__ = ("reward", "outcome", "detail", "elapsed_s", "id", "components", "cached")
+    __slots__ = ("reward", "outcome", "detail", "elapsed_s", "id", "components", "cached", "steps", "cases")
     class ComponentsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +105,8 @@ class VerifyResponse(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     COMPONENTS_FIELD_NUMBER: _ClassVar[int]
     CACHED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    CASES_FIELD_NUMBER: _ClassVar[int]
     reward: float
     outcome: Outcome
     detail: str
@@ -72,7 +114,9 @@ class VerifyResponse(_message.Message):
     id: str
     components: _containers.ScalarMap[str, float]
     cached: bool
-    def __init__(self, reward: _Optional[float] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ..., id: _Optional[str] = ..., components: _Optional[_Mapping[str, float]] = ..., cached: _Optional[bool] = ...) -> None: ...
+    steps: _containers.RepeatedCompositeFieldContainer[StepReward]
+    cases: _containers.RepeatedCompositeFieldContainer[CaseVerdict]
+    def __init__(self, reward: _Optional[float] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ..., id: _Optional[str] = ..., components: _Optional[_Mapping[str, float]] = ..., cached: _Optional[bool] = ..., steps: _Optional[_Iterable[_Union[StepReward, _Mapping]]] = ..., cases: _Optional[_Iterable[_Union[CaseVerdict, _Mapping]]] = ...) -> None: ...
 
 class VerifyBatchRequest(_message.Message):
     __slots__ = ("items",)
@@ -91,7 +135,7 @@ class ListVerifiersRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class VerifierInfo(_message.Message):
-    __slots__ = ("name", "kind", "description", "builtin", "version", "python", "remote", "composite")
+    __slots__ = ("name", "kind", "description", "builtin", "version", "python", "remote", "composite", "reward_model")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +144,7 @@ class VerifierInfo(_message.Message):
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
     COMPOSITE_FIELD_NUMBER: _ClassVar[int]
+    REWARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: str
     description: str
@@ -108,7 +153,8 @@ class VerifierInfo(_message.Message):
     python: PythonVerifier
     remote: RemoteVerifier
     composite: CompositeVerifier
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ..., builtin: _Optional[bool] = ..., version: _Optional[int] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ...) -> None: ...
+    reward_model: RewardModelVerifier
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ..., builtin: _Optional[bool] = ..., version: _Optional[int] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., reward_model: _Optional[_Union[RewardModelVerifier, _Mapping]] = ...) -> None: ...
 
 class ListVerifiersResponse(_message.Message):
     __slots__ = ("verifiers",)
@@ -123,20 +169,22 @@ class GetVerifierRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class RegisterVerifierRequest(_message.Message):
-    __slots__ = ("name", "description", "python", "remote", "composite", "replace")
+    __slots__ = ("name", "description", "python", "remote", "composite", "reward_model", "replace")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
     COMPOSITE_FIELD_NUMBER: _ClassVar[int]
+    REWARD_MODEL_FIELD_NUMBER: _ClassVar[int]
     REPLACE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     python: PythonVerifier
     remote: RemoteVerifier
     composite: CompositeVerifier
+    reward_model: RewardModelVerifier
     replace: bool
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., reward_model: _Optional[_Union[RewardModelVerifier, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
 
 class PythonVerifier(_message.Message):
     __slots__ = ("source", "entrypoint", "example_completion", "example_reference")
@@ -180,6 +228,20 @@ class Component(_message.Message):
     weight: float
     options: _containers.ScalarMap[str, str]
     def __init__(self, verifier: _Optional[str] = ..., weight: _Optional[float] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RewardModelVerifier(_message.Message):
+    __slots__ = ("path", "mapping", "low", "high", "max_length")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MAPPING_FIELD_NUMBER: _ClassVar[int]
+    LOW_FIELD_NUMBER: _ClassVar[int]
+    HIGH_FIELD_NUMBER: _ClassVar[int]
+    MAX_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    mapping: str
+    low: float
+    high: float
+    max_length: int
+    def __init__(self, path: _Optional[str] = ..., mapping: _Optional[str] = ..., low: _Optional[float] = ..., high: _Optional[float] = ..., max_length: _Optional[int] = ...) -> None: ...
 
 class UnregisterVerifierRequest(_message.Message):
     __slots__ = ("name",)
