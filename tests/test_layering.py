@@ -54,7 +54,7 @@ def imports_of(path: Path, root: Path) -> set[str]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            names = [f"{base}.{a.name}" for a in node.names] + [base]
+            names = [f"{base}.{a.name}" for a in node.names]
         else:
             continue
         found |= {n for n in names if n.split(".")[0] in PACKAGES}
