@@ -5,15 +5,30 @@
 ...     r.reward, r.outcome
 (1.0, 'CORRECT')
 
-Deadlines: every call carries one (``timeout_s``). Retries: a call answered ``UNAVAILABLE`` (server
-starting, restarting, or a replica going away) is retried with exponential back-off within the
-deadline; every other status is raised at once as ``VerifierError``.
+Targets: one address (``host:port``), a list of replicas (``host:port,host:port``), or any gRPC
+target (``dns:///svc:50051`` for a DNS name that resolves to every replica, ``unix:/path``). The
+channel uses gRPC's own ``round_robin`` policy over every address; a batch is cut into one
+sub-batch per replica address, sent at once, and put back together in request order.
+
+Deadlines and retries: every call carries one deadline (``timeout_s``). A call answered
+``UNAVAILABLE`` (a replica killed mid-call, a server starting or restarting) is tried again, and
+round_robin sends it to another replica when one is up, within the deadline. While no replica
+answers at all, a call keeps trying for up to ``wait_s`` (default 300 s, sized for training: a
+restarted service is back within a minute), logging a line that names the target; the grading
+deadline then starts again from the attempt that reaches a server. ``retries`` caps the number of
+tries instead (``retries=0``: fail at once). Every other status is raised at once as
+``VerifierError``. A sub-batch's results are taken from the one response that completed, so no
+item is ever graded twice into a result.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import socket
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +37,13 @@ import grpc
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 
+log = logging.getLogger("verifiers.client")
+
 OUTCOMES = ("CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "SANDBOX_ERROR")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_WAIT_S = 300.0  # how long a call waits for a service that answers UNAVAILABLE (every replica down)
+MAX_BACKOFF_S = 2.0  # between tries while unavailable; also the channel's longest reconnect back-off
+NOTE_EVERY_S = 10.0  # how often "still unavailable" is logged
 
 
 @dataclass
@@ -84,44 +104,158 @@ class VerifierError(RuntimeError):
         self.message = message
 
 
+class TargetError(ValueError):
+    """A target string that names no usable address (bad syntax, unknown host, mixed address families)."""
+
+
+def _split_hostport(entry: str) -> tuple[str, int]:
+    host, sep, port = entry.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise TargetError(f"replica {entry!r} is not host:port (e.g. 10.0.0.5:50051 or [::1]:50051)")
+    return host.strip("[]"), int(port)
+
+
+def _addresses(host: str, port: int) -> list[str]:
+    """IP literals for one host (itself when it is one; otherwise a DNS lookup)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise TargetError(f"replica host {host!r} does not resolve ({e}): check the name or give its IP") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def resolve_target(target: str) -> tuple[str, int]:
+    """(gRPC target, number of replica addresses) for what the user wrote.
+
+    >>> resolve_target("127.0.0.1:5001, 127.0.0.1:5002")
+    ('ipv4:127.0.0.1:5001,127.0.0.1:5002', 2)
+    >>> resolve_target("[::1]:5001,[::1]:5002")
+    ('ipv6:[::1]:5001,[::1]:5002', 2)
+
+    A list of replicas becomes one ``ipv4:``/``ipv6:`` target (gRPC's own resolver for address lists;
+    host names in a list are looked up once, here). A single target is passed through unchanged, and
+    its address count is a best-effort DNS lookup (gRPC itself re-resolves a DNS name as replicas come
+    and go).
+    """
+    if target.startswith(("ipv4:", "ipv6:", "dns:", "unix:", "unix-abstract:", "xds:")):
+        return target, _count_addresses(target)
+    entries = [e.strip() for e in target.split(",") if e.strip()]
+    if not entries:
+        raise TargetError("empty verifier target: give host:port, a comma-separated list, or dns:///name:port")
+    if len(entries) == 1:
+        return entries[0], _count_addresses(entries[0])
+    v4, v6 = [], []
+    for entry in entries:
+        host, port = _split_hostport(entry)
+        ips = _addresses(host, port)
+        four = [ip for ip in ips if ":" not in ip]
+        (v4 if four else v6).extend(f"{ip}:{port}" if four else f"[{ip}]:{port}" for ip in (four or ips))
+    if v4 and v6:
+        raise TargetError(f"replicas {target!r} mix IPv4 and IPv6 addresses: list one family, or put them all "
+                          "under one DNS name (dns:///name:port)")  # fmt: skip
+    addrs = list(dict.fromkeys(v4 or v6))
+    return ("ipv4:" if v4 else "ipv6:") + ",".join(addrs), len(addrs)
+
+
+def _count_addresses(target: str) -> int:
+    if target.startswith(("ipv4:", "ipv6:")):
+        return len(target.split(":", 1)[1].split(","))
+    if target.startswith("unix"):
+        return 1
+    rest = target.split("///", 1)[1] if target.startswith("dns:") and "///" in target else target
+    try:
+        host, port = _split_hostport(rest)
+        return max(1, len(_addresses(host, port)))
+    except TargetError:
+        return 1
+
+
 def _as_item(x: VerifyItem | Mapping[str, Any]) -> VerifyItem:
     return x if isinstance(x, VerifyItem) else VerifyItem(**x)
 
 
 class VerifierClient:
-    """Talks to one service address (``host:port``, or any gRPC target such as ``dns:///svc:50051``)."""
+    """Talks to the service: one address, a list of replicas, or any gRPC target (see the module doc).
 
-    def __init__(self, target: str, *, timeout_s: float = 120.0, retries: int = 5, token: str | None = None):
+    ``timeout_s``: the deadline of one call. ``wait_s``: how long a call keeps trying while the service
+    answers UNAVAILABLE (None: ``DEFAULT_WAIT_S``; 0: only within the deadline). ``retries``: a cap on
+    the number of tries after the first (None: no cap, only the two time budgets). ``split``: how many
+    sub-batches a batch is cut into (None: one per replica address).
+    """
+
+    def __init__(self, target: str, *, timeout_s: float = 120.0, retries: int | None = None,
+                 token: str | None = None, wait_s: float | None = None, split: int | None = None):  # fmt: skip
         self.target = target
         self.timeout_s = timeout_s
         self.retries = retries
+        self.wait_s = DEFAULT_WAIT_S if wait_s is None else max(0.0, wait_s)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self.grpc_target, self.replicas = resolve_target(target)
+        self.split = max(1, split or self.replicas)
         opts = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.lb_policy_name", "round_robin"),
+            # a replica back from a restart is used within seconds, not after gRPC's default 120 s back-off
+            ("grpc.initial_reconnect_backoff_ms", 200),
+            ("grpc.min_reconnect_backoff_ms", 200),
+            ("grpc.max_reconnect_backoff_ms", int(MAX_BACKOFF_S * 1000)),
         ]
-        self._channel = grpc.insecure_channel(target, options=opts)
+        self._channel = grpc.insecure_channel(self.grpc_target, options=opts)
         self._stub = pb_grpc.VerifierServiceStub(self._channel)
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _call(self, method: str, request: Any, timeout_s: float | None) -> Any:
-        deadline = time.monotonic() + (timeout_s or self.timeout_s)
-        delay = 0.1
-        for attempt in range(self.retries + 1):
+        budget = timeout_s or self.timeout_s
+        t0 = time.monotonic()
+        deadline, wait_until = t0 + budget, t0 + self.wait_s
+        delay, tries, down_since, next_note, details = 0.1, 0, None, 0.0, ""
+        while True:
             left = deadline - time.monotonic()
+            if left <= 0 and down_since is not None:
+                raise self._unavailable(details, time.monotonic() - t0)
             if left <= 0:
                 raise VerifierError(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method}: no answer from {self.target}")
             try:
-                return getattr(self._stub, method)(request, timeout=left, metadata=self._metadata)
+                response = getattr(self._stub, method)(request, timeout=left, metadata=self._metadata)
             except grpc.RpcError as e:
-                code = e.code()
-                if code == grpc.StatusCode.UNAVAILABLE and attempt < self.retries:
-                    time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-                    delay *= 2
-                    continue
-                raise VerifierError(code, e.details() or "") from None
-        raise AssertionError("unreachable")
+                code, details = e.code(), e.details() or ""
+                if code != grpc.StatusCode.UNAVAILABLE:
+                    raise VerifierError(code, details) from None
+                now = time.monotonic()
+                end = max(deadline, wait_until)
+                if (self.retries is not None and tries >= self.retries) or now >= end:
+                    raise self._unavailable(details, now - t0) from None
+                if down_since is None or now >= next_note:
+                    if down_since is None:
+                        down_since = now
+                        log.warning("verifier service at %s unavailable (%s): retrying for up to %.0f s",
+                                    self.target, details, end - now)  # fmt: skip
+                    else:
+                        log.warning("verifier service at %s still unavailable after %.0f s: retrying for up to "
+                                    "%.0f s more", self.target, now - down_since, end - now)  # fmt: skip
+                    next_note = now + NOTE_EVERY_S
+                if now < wait_until:  # time spent waiting for the service is not grading time
+                    deadline = max(deadline, now + budget)
+                time.sleep(min(delay, max(0.0, end - now)))
+                delay, tries = min(delay * 2, MAX_BACKOFF_S), tries + 1
+                continue
+            if down_since is not None:
+                log.warning("verifier service at %s answered again after %.1f s (%s)", self.target,
+                            time.monotonic() - down_since, method)  # fmt: skip
+            return response
+
+    def _unavailable(self, details: str, waited_s: float) -> VerifierError:
+        return VerifierError(
+            grpc.StatusCode.UNAVAILABLE,
+            f"verifier service at {self.target} unavailable for {waited_s:.0f} s ({details}): is it running? "
+            "(`make serve`, or set the target to where it runs)",
+        )
 
     # -- grading ----------------------------------------------------------------------------------
     def verify(
@@ -143,11 +277,28 @@ class VerifierClient:
     def verify_batch(
         self, items: Iterable[VerifyItem | Mapping[str, Any]], *, deadline_s: float | None = None
     ) -> list[VerifyResult]:
-        """Grade many in one call; results in the order of ``items``."""
-        req = pb.VerifyBatchRequest(items=[_as_item(i).to_proto() for i in items])
-        if not req.items:
+        """Grade many; results in the order of ``items``, each exactly once.
+
+        With several replicas the batch is cut into ``split`` contiguous sub-batches sent at once
+        (round_robin spreads them); a sub-batch whose replica fails is sent again as a whole, and
+        only the one response that completed is used."""
+        protos = [_as_item(i).to_proto() for i in items]
+        if not protos:
             return []
-        resp = self._call("VerifyBatch", req, deadline_s)
+        n = min(self.split, len(protos))
+        if n == 1:
+            return self._batch(protos, deadline_s)
+        size = -(-len(protos) // n)
+        chunks = [protos[i : i + size] for i in range(0, len(protos), size)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.split, thread_name_prefix="verify-batch")
+        futures = [self._pool.submit(self._batch, c, deadline_s) for c in chunks]
+        return [r for f in futures for r in f.result()]
+
+    def _batch(self, protos: list[pb.VerifyRequest], deadline_s: float | None) -> list[VerifyResult]:
+        resp = self._call("VerifyBatch", pb.VerifyBatchRequest(items=protos), deadline_s)
+        if len(resp.results) != len(protos):
+            raise VerifierError(grpc.StatusCode.INTERNAL, f"{len(resp.results)} results for {len(protos)} items")
         return [VerifyResult.from_proto(r) for r in resp.results]
 
     # -- registry ---------------------------------------------------------------------------------
@@ -168,6 +319,8 @@ class VerifierClient:
         grpc.channel_ready_future(self._channel).result(timeout=timeout_s)
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self._channel.close()
 
     def __enter__(self) -> VerifierClient:
