@@ -11,6 +11,8 @@ HOST ?= 127.0.0.1
 PORT ?= 50051
 REGISTRY ?= var/registry.sqlite
 POOL ?= 0
+HTTP_PORT ?=
+REWARD_VERIFIER ?=
 PYTEST_ARGS ?=
 
 # make train / make eval knobs (empty = the embedded default); ARGS: raw extra arguments appended
@@ -38,7 +40,7 @@ help:
 	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
 	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
-	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051)"
+	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON)"
 	@echo "make image      build the sandbox image offline (debootstrap + docker import)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
@@ -75,7 +77,8 @@ proto: venv
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. proto/verifier/v1/verifier.proto
 
 serve: setup
-	$(PY) -m verifiers.server --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL)
+	$(PY) -m verifiers.server --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL) \
+	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -11,6 +11,10 @@ Registration: RegisterVerifier / UnregisterVerifier change the registry (persist
 given by ``--registry``). With an admin token (``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they
 need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise); verifying, listing and
 GetVerifier stay open. The token is compared in constant time and goes nowhere else.
+
+HTTP/JSON (``--http-port H``, 0 picks a free port, printed as ``HTTP SERVING on host:port`` before the
+gRPC line): the same servicer behind /v1/..., OpenRLHF's /get_reward (``--reward-verifier``),
+SandboxFusion's /run_code, /healthz and Prometheus /metrics, from this process (verifiers/http_api.py).
 """
 
 from __future__ import annotations
@@ -195,6 +199,19 @@ def _set_health(h: health.HealthServicer, serving: bool) -> None:
         h.set(name, status)
 
 
+def _start_http(args: argparse.Namespace, service: VerifierService, max_body_bytes: int):
+    """The HTTP/JSON API (verifiers/http_api.py) on ``--http-port``, beside gRPC; None without the flag."""
+    if args.http_port is None:
+        return None
+    from verifiers.http_api import HttpServer, create_app
+
+    servicer = Servicer(service, AdminToken(args.admin_token))  # the same servicer code the gRPC routes run
+    app = create_app(service, servicer, reward_verifier=args.reward_verifier, max_body_bytes=max_body_bytes)
+    http = HttpServer(app, args.host, args.http_port, grace_s=args.grace_s).start()
+    log.info("HTTP listening on %s:%d (/v1, /get_reward, /run_code, /metrics, /docs)", args.host, http.port)
+    return http
+
+
 def serve(args: argparse.Namespace) -> int:
     from sandbox.pool import SandboxConfig, SandboxPool
     from verifiers.math_verifier import WARMUP
@@ -210,6 +227,13 @@ def serve(args: argparse.Namespace) -> int:
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  max_message_bytes=args.max_message_mb << 20)  # fmt: skip
     _set_health(health_servicer, False)
+    try:
+        http = _start_http(args, service, max_body_bytes=args.max_message_mb << 20)
+    except OSError as e:
+        log.error("%s", e)
+        service.close()
+        registry.close()
+        return 2
     server.start()
     log.info("listening on %s:%d (health NOT_SERVING until the sandbox pool is ready)", args.host, port)
     stop = threading.Event()
@@ -219,6 +243,9 @@ def serve(args: argparse.Namespace) -> int:
         pool.start()
         log.info("sandbox pool ready: %d containers in %.1f s", pool.size, pool.startup_s)
         _set_health(health_servicer, True)
+        if http is not None:
+            http.set_serving(True)
+            print(f"HTTP SERVING on {args.host}:{http.port}", flush=True)  # before gRPC's line: launchers stop there
         print(f"SERVING on {args.host}:{port}", flush=True)
         stop.wait()
     except Exception as e:  # noqa: BLE001 - reported and turned into an exit status
@@ -228,7 +255,10 @@ def serve(args: argparse.Namespace) -> int:
         return_code = 0
     log.info("shutting down: refusing new requests, finishing in-flight ones")
     _set_health(health_servicer, False)
-    server.stop(grace=args.grace_s).wait()
+    grpc_stopped = server.stop(grace=args.grace_s)
+    if http is not None:
+        http.stop()
+    grpc_stopped.wait()
     service.close()
     pool.close()
     registry.close()
@@ -247,6 +277,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="require 'authorization: Bearer <token>' on mutating RPCs (env VERIFIER_ADMIN_TOKEN)")  # fmt: skip
     p.add_argument("--max-message-mb", type=int, default=MAX_MESSAGE_BYTES >> 20,
                    help="largest request accepted (bigger ones: RESOURCE_EXHAUSTED)")  # fmt: skip
+    p.add_argument("--http-port", type=int, default=None,
+                   help="also serve HTTP/JSON on this port (/v1, /get_reward, /run_code, /metrics); 0 picks a free one")
+    p.add_argument("--reward-verifier", default="",
+                   help="verifier for OpenRLHF's /get_reward when the URL names none (?verifier=NAME)")
     p.add_argument("--log-level", default="INFO")
     args = p.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -14,6 +14,7 @@ from verifiers import python_verifier, remote
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
 from verifiers.cache import VerdictCache
 from verifiers.composite import Composite
+from verifiers.metrics import ServiceMetrics
 from verifiers.registry import NAME_RE, Registry, build, check_name
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,8 @@ class VerifierService:
         self.registry = registry
         self.pool = pool
         self.cache = VerdictCache(cache_items)
+        self.metrics = ServiceMetrics()  # counted here, in the core, so every transport is covered
+        self.metrics.watch(pool, self.cache)
         self.instance_id = uuid.uuid4().hex  # lets a remote registration notice it points back here
         self.parallelism = pool.size if pool else 1  # Context.parallelism: sandbox jobs that can run at once
         # Math grading jobs are short and the pool's own queue (max_waiters) applies backpressure, so the
@@ -39,6 +42,12 @@ class VerifierService:
 
     # -- sandbox access for verifiers ---------------------------------------------------------------
     def run_job(self, job: Job) -> Result:
+        t0 = time.monotonic()
+        result = self._run_job(job)
+        self.metrics.observe_job(result, time.monotonic() - t0)
+        return result
+
+    def _run_job(self, job: Job) -> Result:
         if self.pool is None:
             return Result(sandbox_error="no sandbox pool configured", id=job.id)
         try:
@@ -62,6 +71,15 @@ class VerifierService:
 
     def verify(self, req: Request, deadline: float | None = None) -> Verdict:
         """Grade one request. Raises ServiceError for bad requests (unknown verifier, bad fields)."""
+        try:
+            verdict = self._verify(req, deadline)
+        except ServiceError as e:
+            self.metrics.observe_error(e.status)
+            raise
+        self.metrics.observe_verdict(req.verifier, verdict.outcome.value, verdict.elapsed_s)
+        return verdict
+
+    def _verify(self, req: Request, deadline: float | None) -> Verdict:
         self.validate(req)
         verifier = self.registry.get(req.verifier)
         t0 = time.monotonic()
@@ -94,13 +112,16 @@ class VerifierService:
 
     def verify_batch(self, reqs: list[Request], deadline: float | None = None) -> list[Verdict]:
         """Fan out across the pool; results in request order; one item's failure never fails the batch."""
+        self.metrics.observe_batch(len(reqs))
         if len(reqs) > MAX_BATCH:
+            self.metrics.observe_error(BadRequest.status)
             raise BadRequest(f"batch of {len(reqs)} items is over the limit of {MAX_BATCH}; split it")
         for i, r in enumerate(reqs):  # a malformed item fails the call up front, naming the item
             try:
                 self.validate(r)
                 self.registry.get(r.verifier)
             except ServiceError as e:
+                self.metrics.observe_error(e.status)
                 raise type(e)(f"items[{i}]: {e}") from None
 
         def one(r: Request) -> Verdict:

@@ -1,0 +1,239 @@
+"""HTTP/JSON beside gRPC, in the same process (FastAPI on uvicorn): a thin layer, no grading of its own.
+
+    POST   /v1/verify               VerifyRequest        → VerifyResponse
+    POST   /v1/verify_batch         VerifyBatchRequest   → VerifyBatchResponse
+    GET    /v1/verifiers                                 → ListVerifiersResponse
+    POST   /v1/verifiers            RegisterVerifierRequest → VerifierInfo      (admin token)
+    GET    /v1/verifiers/{name}                          → VerifierInfo
+    DELETE /v1/verifiers/{name}                          → UnregisterVerifierResponse (admin token)
+    POST   /get_reward              OpenRLHF's remote reward shape (http_openrlhf.py)
+    POST   /run_code                SandboxFusion's shape (http_sandboxfusion.py)
+    GET    /healthz                 200 SERVING once the sandbox pool is ready, 503 NOT_SERVING before/after
+    GET    /metrics                 Prometheus text format (verifiers/metrics.py)
+    GET    /openapi.json, /docs     the OpenAPI document and its browser
+
+The /v1 bodies are the proto messages in protobuf's canonical JSON mapping (``json_format``: lowerCamelCase
+names, proto names accepted too; every field printed, int64 as a string). Each /v1 route parses the JSON
+into the proto request and calls the *same* gRPC servicer method the gRPC server calls, through
+``HttpContext`` (the few ``ServicerContext`` calls the servicer makes), so statuses, messages, the admin
+token check (``Authorization: Bearer <token>``) and the conversions are the gRPC ones. A gRPC status
+becomes an HTTP status by ``HTTP_STATUS`` and the body ``{"error": {"code", "status", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from google.protobuf import json_format
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.http_openrlhf import openrlhf_router
+from verifiers.http_sandboxfusion import sandboxfusion_router
+from verifiers.http_common import HttpError, body_doc, error_response
+
+class HttpContext:
+    """What the servicer asks of a ``grpc.ServicerContext``, answered from an HTTP request."""
+
+    def __init__(self, headers: Any):
+        self._authorization = headers.get("authorization", "")
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", self._authorization),) if self._authorization else ()
+
+    def time_remaining(self) -> float | None:
+        return None  # no deadline, as for a gRPC call without one
+
+    def send_initial_metadata(self, metadata: Any) -> None:
+        pass
+
+    def abort(self, code: Any, details: str) -> None:
+        raise HttpError(code.name, details)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` gets 413 (gRPC's RESOURCE_EXHAUSTED) unread."""
+
+    def __init__(self, app: Any, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._refuse(scope, receive, send)
+        seen = 0
+
+        async def counted() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
+        msg = f"request body over the limit of {self.max_bytes} bytes (the server's --max-message-mb)"
+        await error_response("RESOURCE_EXHAUSTED", msg, 413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _to_json(message: Any) -> Response:
+    body = json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=None)
+    return Response(body, media_type="application/json")
+
+
+async def _call_servicer(request: Request, method: str, message: Any) -> Response:
+    """Run servicer.<method>(message, HttpContext) on the worker threads (it blocks on grading)."""
+    app = request.app
+    fn = functools.partial(getattr(app.state.servicer, method), message, HttpContext(request.headers))
+    try:
+        reply = await asyncio.get_running_loop().run_in_executor(app.state.executor, fn)
+    except HttpError as e:
+        return error_response(e.status, e.message, e.http_status)
+    return _to_json(reply)
+
+
+async def _parse(request: Request, cls: type) -> Any:
+    body = await request.body()
+    try:
+        return json_format.Parse(body or b"{}", cls())
+    except (json_format.ParseError, UnicodeDecodeError) as e:
+        name = cls.DESCRIPTOR.full_name
+        raise HttpError("INVALID_ARGUMENT", f"body is not a {name} in protobuf's JSON mapping: {e}") from None
+
+
+def _v1_routes(app: FastAPI) -> None:
+    @app.post("/v1/verify", tags=["v1"], openapi_extra=body_doc(pb.VerifyRequest, pb.VerifyResponse))
+    async def verify(request: Request) -> Response:
+        """Grade one completion (gRPC Verify)."""
+        return await _call_servicer(request, "Verify", await _parse(request, pb.VerifyRequest))
+
+    @app.post("/v1/verify_batch", tags=["v1"],
+              openapi_extra=body_doc(pb.VerifyBatchRequest, pb.VerifyBatchResponse))  # fmt: skip
+    async def verify_batch(request: Request) -> Response:
+        """Grade many completions; results in request order (gRPC VerifyBatch)."""
+        return await _call_servicer(request, "VerifyBatch", await _parse(request, pb.VerifyBatchRequest))
+
+    @app.get("/v1/verifiers", tags=["v1"], openapi_extra=body_doc(None, pb.ListVerifiersResponse))
+    async def list_verifiers(request: Request) -> Response:
+        """Every verifier: built-ins and registered ones with their specs (gRPC ListVerifiers)."""
+        return await _call_servicer(request, "ListVerifiers", pb.ListVerifiersRequest())
+
+    @app.post("/v1/verifiers", tags=["v1"], openapi_extra=body_doc(pb.RegisterVerifierRequest, pb.VerifierInfo))
+    async def register(request: Request) -> Response:
+        """Register a named verifier (admin token when the server has one: Authorization: Bearer …)."""
+        return await _call_servicer(request, "RegisterVerifier", await _parse(request, pb.RegisterVerifierRequest))
+
+    @app.get("/v1/verifiers/{name}", tags=["v1"], openapi_extra=body_doc(None, pb.VerifierInfo))
+    async def get_verifier(name: str, request: Request) -> Response:
+        """One verifier's description and spec (gRPC GetVerifier)."""
+        return await _call_servicer(request, "GetVerifier", pb.GetVerifierRequest(name=name))
+
+    @app.delete("/v1/verifiers/{name}", tags=["v1"], openapi_extra=body_doc(None, pb.UnregisterVerifierResponse))
+    async def unregister(name: str, request: Request) -> Response:
+        """Remove a registered verifier (admin token when the server has one)."""
+        return await _call_servicer(request, "UnregisterVerifier", pb.UnregisterVerifierRequest(name=name))
+
+
+def _ops_routes(app: FastAPI) -> None:
+    @app.get("/healthz", tags=["operations"])
+    async def healthz(request: Request) -> JSONResponse:
+        """200 {"status": "SERVING"} once the sandbox pool is ready; 503 NOT_SERVING before and on shutdown."""
+        serving = request.app.state.serving.is_set()
+        return JSONResponse({"status": "SERVING" if serving else "NOT_SERVING"}, 200 if serving else 503)
+
+    @app.get("/metrics", tags=["operations"])
+    async def metrics(request: Request) -> Response:
+        """Prometheus text exposition of the verifier core's counters (gRPC and HTTP traffic alike)."""
+        body, content_type = request.app.state.service.metrics.exposition()
+        return Response(body, media_type=content_type)
+
+
+def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_body_bytes: int = 64 << 20,
+               workers: int = 32) -> FastAPI:  # fmt: skip
+    """The ASGI app. ``servicer`` is a ``verifiers.server.Servicer`` over ``service``."""
+    app = FastAPI(title="rlvr verifier service", version="1",
+                  description="Reward verification over HTTP/JSON; the same core as the gRPC service.")  # fmt: skip
+    app.state.service = service
+    app.state.servicer = servicer
+    app.state.reward_verifier = reward_verifier
+    app.state.executor = ThreadPoolExecutor(workers, thread_name_prefix="http")
+    app.state.serving = threading.Event()
+
+    @app.exception_handler(HttpError)
+    async def _http_error(request: Request, e: HttpError) -> JSONResponse:
+        return error_response(e.status, e.message, e.http_status)
+
+    _v1_routes(app)
+    _ops_routes(app)
+    app.include_router(openrlhf_router)
+    app.include_router(sandboxfusion_router)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    return app
+
+
+class ListenError(OSError):
+    """The HTTP port could not be bound."""
+
+
+class HttpServer:
+    """uvicorn on its own thread, on a socket bound up front (so ``port`` is known before it starts)."""
+
+    def __init__(self, app: FastAPI, host: str, port: int, grace_s: float = 10.0):
+        self.app = app
+        self.host = host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((host, port))
+        except OSError as e:
+            self.sock.close()
+            raise ListenError(f"could not listen for HTTP on {host}:{port} ({e.strerror}): choose another --http-port")
+        self.sock.listen(1024)
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=grace_s)  # fmt: skip
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True,
+                                        name="http")  # fmt: skip
+
+    def start(self, timeout_s: float = 30.0) -> HttpServer:
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ListenError(f"the HTTP server on {self.host}:{self.port} did not start")
+            time.sleep(0.01)
+        return self
+
+    def set_serving(self, serving: bool) -> None:
+        (self.app.state.serving.set if serving else self.app.state.serving.clear)()
+
+    def stop(self) -> None:
+        """Stop accepting, let in-flight requests finish (up to grace_s), then close the socket."""
+        self.set_serving(False)
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join()
+        self.app.state.executor.shutdown(wait=False, cancel_futures=True)
+        self.sock.close()

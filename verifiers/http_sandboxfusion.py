@@ -1,0 +1,175 @@
+"""``POST /run_code``: SandboxFusion's code-execution shape, run in our sandbox pool.
+
+verl's SandboxFusion reward path (``sandbox_fusion_url: http://host:port/run_code``) and other
+SandboxFusion clients post ``{"code", "language", "stdin", "compile_timeout", "run_timeout",
+"memory_limit_MB", "files", "fetch_files"}`` and read::
+
+    {"status": "Success" | "Failed" | "SandboxError", "message": str,
+     "compile_result": CommandRunResult | null, "run_result": CommandRunResult | null,
+     "executor_pod_name": null, "files": {}}
+    CommandRunResult = {"status": "Finished" | "Error" | "TimeLimitExceeded", "execution_time": float | null,
+                        "return_code": int | null, "stdout": str | null, "stderr": str | null}
+
+Status rules as SandboxFusion's: a command with status ``Error`` (our sandbox failed) → ``SandboxError``
+with its stderr as the message; a time limit or a non-zero return code → ``Failed``; else ``Success``.
+A process killed by signal N returns ``-N``, as an asyncio subprocess reports it.
+
+Languages: ``RUNNERS`` maps a language to the function that runs it through ``VerifierService.run_job``
+(today ``python``: one job, a fresh process forked from the warm worker, code as ``main.py`` in
+``/tmp/job`` where ``files`` are written first). A language added to the sandbox plugs in with one
+entry (a compiled one returns its compile step as ``compile_result``). Any other language answers
+SandboxFusion's error shape: ``status: "SandboxError"`` and a message naming the languages served.
+``fetch_files`` is not supported (a non-empty list gets the same error shape); verl sends ``[]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import posixpath
+from collections.abc import Callable
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from sandbox.pool import Job, Limits, Result
+from verifiers.http_common import HttpError, run_blocking
+
+sandboxfusion_router = APIRouter(tags=["sandboxfusion"])
+MAX_RUN_TIMEOUT_S = 120.0  # the service's per-item ceiling (service.MAX_TIMEOUT_S)
+MAX_FILES_BYTES = 16 << 20
+
+
+class RunCodeRequest(BaseModel):
+    code: str = Field(..., description="the program")
+    language: str = Field(..., description="python (others: SandboxError naming what this server runs)")
+    stdin: str | None = Field(None, description="given to the program on stdin")
+    compile_timeout: float = Field(10, description="seconds, compiled languages")
+    run_timeout: float = Field(10, description="seconds of wall time for the run")
+    memory_limit_MB: int = Field(-1, description="address-space limit; -1: the sandbox default (1024)")
+    files: dict[str, str | None] = Field({}, description="path (relative) → base64 content, written before the run")
+    fetch_files: list[str] = Field([], description="not supported: must be empty")
+
+
+class CommandRunResult(BaseModel):
+    status: Literal["Finished", "Error", "TimeLimitExceeded"]
+    execution_time: float | None = None
+    return_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class RunCodeResponse(BaseModel):
+    status: Literal["Success", "Failed", "SandboxError"]
+    message: str = ""
+    compile_result: CommandRunResult | None = None
+    run_result: CommandRunResult | None = None
+    executor_pod_name: str | None = None
+    files: dict[str, str] = {}
+
+
+RunJob = Callable[[Job], Result]
+# language → runner(request, run_job) -> (compile_result, run_result)
+Runner = Callable[[RunCodeRequest, RunJob], tuple[CommandRunResult | None, CommandRunResult]]
+
+
+def command_result(res: Result) -> CommandRunResult:
+    """A sandbox Result as SandboxFusion's CommandRunResult."""
+    if res.sandbox_error:
+        return CommandRunResult(status="Error", stderr=res.sandbox_error)
+    if res.timed_out:
+        return CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stdout=res.stdout,
+                                stderr=res.stderr)  # fmt: skip
+    code = -res.signal if res.signal is not None else res.exit_code
+    return CommandRunResult(status="Finished", execution_time=res.wall_s, return_code=code, stdout=res.stdout,
+                            stderr=res.stderr)  # fmt: skip
+
+
+def decoded_files(files: dict[str, str | None]) -> dict[str, bytes]:
+    """Relative paths inside the job's directory → bytes. Raises HttpError (400) on a bad path or base64."""
+    out, total = {}, 0
+    for path, content in files.items():
+        if content is None:  # SandboxFusion skips these too
+            continue
+        norm = posixpath.normpath(path)
+        if not path or path.startswith("/") or norm == "." or norm.startswith("../") or norm == "..":
+            raise HttpError("INVALID_ARGUMENT", f"files: {path[:100]!r} must be a relative path inside the job's directory")
+        try:
+            out[norm] = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            raise HttpError("INVALID_ARGUMENT", f"files[{path[:100]!r}] is not base64") from None
+        total += len(out[norm])
+        if total > MAX_FILES_BYTES:
+            raise HttpError("RESOURCE_EXHAUSTED", f"files: more than {MAX_FILES_BYTES} bytes in all", 413)
+    return out
+
+
+def python_program(code: str, files: dict[str, bytes]) -> str:
+    """The job's code: ``code`` itself, or a prelude writing ``files`` that then runs ``code`` as main.py
+    (inside the sandbox: the untrusted code never runs in this process)."""
+    if not files:
+        return code
+    return (
+        "import os as _os\n"
+        f"for _p, _b in {sorted(files.items())!r}:\n"
+        "    _d = _os.path.dirname(_p)\n"
+        "    _d and _os.makedirs(_d, exist_ok=True)\n"
+        "    with open(_p, 'wb') as _f:\n"
+        "        _f.write(_b)\n"
+        "del _os, _p, _b, _d, _f\n"
+        f"exec(compile({code!r}, 'main.py', 'exec'), {{'__name__': '__main__', '__builtins__': __builtins__}})\n"
+    )
+
+
+def run_python(req: RunCodeRequest, run_job: RunJob) -> tuple[None, CommandRunResult]:
+    memory = req.memory_limit_MB if req.memory_limit_MB > 0 else Limits().memory_mb
+    job = Job(code=python_program(req.code, decoded_files(req.files)), stdin=req.stdin or "",
+              timeout_s=req.run_timeout, limits=Limits(memory_mb=memory))  # fmt: skip
+    return None, command_result(run_job(job))
+
+
+RUNNERS: dict[str, Runner] = {"python": run_python}
+
+
+def overall_status(compile_result: CommandRunResult | None, run_result: CommandRunResult | None) -> tuple[str, str]:
+    """SandboxFusion's (status, message) of a run: SandboxError / Failed / Success."""
+    steps = [r for r in (compile_result, run_result) if r is not None]
+    for r in steps:
+        if r.status == "Error":
+            return "SandboxError", r.stderr or ""
+    if any(r.status == "TimeLimitExceeded" for r in steps):
+        return "Failed", ""
+    if any(r.return_code not in (None, 0) for r in steps):
+        return "Failed", ""
+    return "Success", ""
+
+
+def check_request(req: RunCodeRequest) -> None:
+    for name in ("run_timeout", "compile_timeout"):
+        t = getattr(req, name)
+        if not 0 < t <= MAX_RUN_TIMEOUT_S:
+            raise HttpError("INVALID_ARGUMENT", f"{name} must be in (0, {MAX_RUN_TIMEOUT_S:g}] seconds, got {t:g}")
+
+
+def run_code(req: RunCodeRequest, run_job: RunJob) -> RunCodeResponse:
+    runner = RUNNERS.get(req.language)
+    if runner is None:
+        served = ", ".join(sorted(RUNNERS))
+        return RunCodeResponse(status="SandboxError", message=f"language {req.language[:60]!r} is not supported "
+                                                              f"by this server (it runs: {served})")  # fmt: skip
+    if req.fetch_files:
+        return RunCodeResponse(status="SandboxError", message="fetch_files is not supported by this server")
+    check_request(req)
+    compile_result, run_result = runner(req, run_job)
+    status, message = overall_status(compile_result, run_result)
+    return RunCodeResponse(status=status, message=message, compile_result=compile_result, run_result=run_result)
+
+
+@sandboxfusion_router.post("/run_code", response_model=RunCodeResponse)
+async def run_code_route(body: RunCodeRequest, request: Request) -> Any:
+    """Run a program in the sandbox and answer in SandboxFusion's shape (verl's sandbox_fusion_url)."""
+    service = request.app.state.service
+    resp = await run_blocking(request, run_code, body, service.run_job)
+    service.metrics.observe_run_code(body.language if body.language in RUNNERS else "other", resp.status)
+    return resp
