@@ -49,9 +49,17 @@ log = logging.getLogger(__name__)
 LABEL = "rlvr.sandbox"
 OWNER_LABEL = "rlvr.owner"  # "<hostname>:<pid>" of the process that owns the container
 STARTED_LABEL = "rlvr.owner_started"  # that process's start time (clock ticks), against pid reuse
+WATCH_S = 0.5  # how often the watchdog looks for sandboxes that died while idle
+MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the engine may be restarting)
 GRACE_S = 5.0  # how long past a job's timeout the worker may take to answer before it is declared dead
 MAX_REPLY = 64 * 1024 * 1024  # a worker reply larger than this means the worker is broken
 BACKENDS = ("docker", "bwrap")
+# The output policy: a job may write at most this many bytes to stdout and stderr *together*; the
+# worker kills it the moment it writes more and reports ``output_limit_exceeded`` (worker.run_job).
+# The pool sends its cap with every job (``job_limits``), so every program any verifier runs, in any
+# mode and on either backend, is held to the same number; a job may ask for less, never for more.
+OUTPUT_CAP = 1 << 20
+MAX_OUTPUT_CAP = 16 << 20  # replies above MAX_REPLY are refused as broken; stay well below it
 
 
 class SandboxError(RuntimeError):
@@ -69,7 +77,7 @@ class Limits:
     fsize_mb: int = 16
     nproc: int = 64
     nofile: int = 256
-    output_bytes: int = 65536  # kept of each of stdout and stderr
+    output_bytes: int = 0  # a lower output cap for this job; 0 (and anything above it): the pool's cap
 
 
 @dataclass
@@ -90,7 +98,8 @@ class Result:
     stderr: str = ""
     stdout_truncated: bool = False
     stderr_truncated: bool = False
-    output_limit_exceeded: bool = False
+    output_limit_exceeded: bool = False  # wrote more than output_cap bytes (stdout + stderr): killed at once
+    output_cap: int = 0  # the cap the job ran under
     wall_s: float = 0.0
     timed_out: bool = False
     finished: bool = False  # fork mode: the program ran to its last line (not sys.exit / os._exit)
@@ -121,6 +130,7 @@ class SandboxConfig:
     backend: str = "docker"  # "docker" or "bwrap" (weaker: see docs/sandbox.md)
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
     pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: this venv's)
+    output_bytes: int = OUTPUT_CAP  # the output cap, applied to every job this pool runs (see job_limits)
 
 
 # -- ownership and stale containers -----------------------------------------------------------
@@ -338,7 +348,7 @@ class Sandbox:
 
     def run(self, job: Job) -> Result:
         code, stdin = job.code.encode("utf-8", "surrogatepass"), job.stdin.encode("utf-8", "surrogatepass")
-        header = {"id": job.id, "timeout": job.timeout_s, "mode": job.mode, "limits": asdict(job.limits),
+        header = {"id": job.id, "timeout": job.timeout_s, "mode": job.mode, "limits": job_limits(job, self.cfg),
                   "sizes": [len(code), len(stdin)]}  # fmt: skip
         head = json.dumps(header).encode()
         self.jobs += 1
@@ -408,6 +418,14 @@ class Sandbox:
 Container = Sandbox  # the name verifiers/ and older code used
 
 
+def job_limits(job: Job, cfg: SandboxConfig) -> dict:
+    """The rlimits a job runs under, with the pool's output cap (lowered, never raised, by the job)."""
+    limits = asdict(job.limits)
+    asked = limits["output_bytes"]
+    limits["output_bytes"] = min(asked, cfg.output_bytes) if asked > 0 else cfg.output_bytes
+    return limits
+
+
 def _sandbox_class(cfg: SandboxConfig) -> type[Sandbox]:
     if cfg.backend == "docker":
         return Sandbox
@@ -434,6 +452,8 @@ class SandboxPool:
     def __init__(self, config: SandboxConfig | None = None):
         self.cfg = config or SandboxConfig()
         self._cls = _sandbox_class(self.cfg)
+        if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
+            raise SandboxError(f"output cap {self.cfg.output_bytes} bytes: choose 1 to {MAX_OUTPUT_CAP} bytes")
         if not self.cfg.image and self.cfg.backend == "docker":
             from sandbox.image import image_tag
 
@@ -447,6 +467,7 @@ class SandboxPool:
         self._closing = threading.Event()  # wakes replacement threads that are backing off
         self.startup_s = 0.0
         self.replaced = 0
+        self._watchdog: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> SandboxPool:
@@ -463,7 +484,25 @@ class SandboxPool:
             raise SandboxError(f"could not start the sandbox pool: {errors[0]}")
         _live_pools.add(self)
         self.startup_s = time.monotonic() - t0
+        self._watchdog = threading.Thread(target=self._watch, daemon=True, name="sandbox-watchdog")
+        self._watchdog.start()
         return self
+
+    def _watch(self) -> None:
+        """Replace idle sandboxes that died (killed, OOM, the engine restarted) without waiting for a job
+        to find them, so the pool heals, and ``healthy`` tells the truth, while no request comes."""
+        while not self._closing.wait(WATCH_S):
+            with self._lock:
+                sandboxes = list(self._all)
+            for c in sandboxes:
+                if c.alive():
+                    continue
+                with self._idle.mutex:  # only an idle one: a busy one's job sees the death and replaces it
+                    try:
+                        self._idle.queue.remove(c)
+                    except ValueError:
+                        continue
+                self._replace(c, "found dead while idle")
 
     def _docker_preflight(self) -> None:
         if not docker_available():
@@ -528,6 +567,12 @@ class SandboxPool:
     def ready(self) -> bool:
         with self._lock:
             return not self._closed and len(self._all) == self.cfg.size
+
+    @property
+    def healthy(self) -> bool:
+        """At least one sandbox is up: jobs can run (False while, e.g., the Docker engine is down)."""
+        with self._lock:
+            return not self._closed and any(c.alive() for c in self._all)
 
     def container_names(self) -> list[str]:
         with self._lock:
@@ -613,7 +658,7 @@ class SandboxPool:
             delay = 0.5
             while not self._closed and not self._add():
                 self._closing.wait(delay)
-                delay = min(delay * 2, 30.0)
+                delay = min(delay * 2, MAX_BACKOFF_S)
         finally:
             with self._lock:
                 self._helpers.discard(threading.current_thread())

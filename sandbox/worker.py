@@ -15,8 +15,9 @@ job finds them warm, copies few pages and costs the kernel few page-table entrie
 fresh child process:
 
 * ``setsid``, its own scratch directory (/tmp/job, also HOME and TMPDIR), stdin from a private
-  memfd, stdout/stderr on pipes read with a cap (the rest is drained and discarded up to a ceiling,
-  then the job is killed as runaway);
+  memfd, stdout/stderr on pipes; the **output cap** (``limits["output_bytes"]``) bounds the bytes
+  written to both together: the moment the sum passes it, the job is killed and its result says
+  ``output_limit_exceeded`` (this is the one place the cap is enforced, whatever the job runs);
 * rlimits: CPU time, address space, file size, process count, open files, no core files, no POSIX
   message queues; oom_score_adj 1000 so the kernel picks the job, not the worker, when the
   sandbox's memory runs out; nice 19 so a CPU-spinning fork loop cannot starve the worker;
@@ -62,9 +63,8 @@ DEFAULT_LIMITS = {
     "fsize_mb": 16,
     "nproc": 64,
     "nofile": 256,
-    "output_bytes": 65536,
+    "output_bytes": 1 << 20,  # the output cap: stdout + stderr together; past it the job is killed
 }
-OUTPUT_CEILING = 8 * 1024 * 1024  # bytes read per stream before the job is killed as runaway
 MAX_FRAME = 256 * 1024 * 1024  # a job (code + stdin) larger than this is refused
 JOB_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -372,7 +372,8 @@ def _unmap(buf):
 
 
 class _Stream:
-    """Reads one pipe into a buffer of ``cap`` bytes; the rest is counted and dropped into ``sink``."""
+    """Reads one pipe into a buffer of ``cap`` bytes; the rest is counted and dropped into ``sink``
+    (only what a killed job's pipe still held: the job is killed once both streams pass the cap)."""
 
     def __init__(self, fd, cap, sink):
         self.fd, self.buf, self.cap, self.len, self.total, self.open = fd, _private_buffer(cap), cap, 0, 0, True
@@ -435,11 +436,10 @@ def run_job(job, payload):
     for fd in (out_r, err_r, status_r):
         os.set_blocking(fd, False)
     cap = int(limits["output_bytes"])
-    sink = _private_buffer(65536)  # output past the caps, discarded
+    sink = _private_buffer(65536)  # output past the cap, discarded
     out, err = _Stream(out_r, cap, sink), _Stream(err_r, cap, sink)
-    finished, status, timed_out, runaway, status_open = False, None, False, False, True
+    finished, status, timed_out, status_open = False, None, False, True
     deadline = start + job["timeout"]
-    ceiling = max(OUTPUT_CEILING, 4 * cap)
     while status is None:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -458,8 +458,7 @@ def run_job(job, payload):
                 status_open = bool(byte)
             except BlockingIOError:
                 pass
-        if max(out.total, err.total) > ceiling:
-            runaway = True
+        if out.total + err.total > cap:  # the output cap: end the job now, whatever it does next
             break
         if pidfd is None or pidfd in ready:
             done, st = os.waitpid(pid, os.WNOHANG)
@@ -489,9 +488,10 @@ def run_job(job, payload):
         "id": job.get("id", ""),
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "stdout_truncated": out.total > cap,
-        "stderr_truncated": err.total > cap,
-        "output_limit_exceeded": runaway,
+        "stdout_truncated": out.total > out.len,
+        "stderr_truncated": err.total > err.len,
+        "output_limit_exceeded": out.total + err.total > cap,
+        "output_cap": cap,
         "wall_s": wall,
         "timed_out": timed_out,
         "finished": finished,
@@ -504,7 +504,7 @@ def run_job(job, payload):
         write_frame(result, out.data(), err.data())
     finally:
         out.wipe(), err.wipe()
-        _zero(sink, len(sink) if max(out.total, err.total) > cap else 0)
+        _zero(sink, len(sink) if out.total + err.total > cap else 0)
         _unmap(sink)
     return result.get("retire")
 

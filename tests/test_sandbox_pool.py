@@ -76,9 +76,16 @@ def test_a_job_killed_by_a_signal_reports_it(pool):
     assert r.exit_code is None and r.signal == signal.SIGSEGV and not r.ok
 
 
-def test_output_over_the_cap_is_truncated_and_flagged(pool):
-    r = pool.run(Job(code="print('y' * 5000)", limits=Limits(output_bytes=1000)))
-    assert len(r.stdout) == 1000 and r.stdout_truncated and not r.output_limit_exceeded and r.ok
+def test_output_over_the_cap_ends_the_job_and_is_flagged(pool):
+    """The cap counts stdout and stderr together; a job may lower it for itself (never raise it)."""
+    r = pool.run(
+        Job(code="import sys\nprint('y' * 600)\nsys.stderr.write('z' * 600)", limits=Limits(output_bytes=1000))
+    )
+    assert r.output_limit_exceeded and r.output_cap == 1000 and r.stdout == "y" * 600 + "\n"
+    r = pool.run(
+        Job(code="import sys\nprint('y' * 400)\nsys.stderr.write('z' * 400)", limits=Limits(output_bytes=1000))
+    )
+    assert r.ok and not r.output_limit_exceeded and (len(r.stdout), len(r.stderr)) == (401, 400)
 
 
 def test_spawn_mode_runs_a_fresh_isolated_interpreter(pool):

@@ -3,8 +3,9 @@
 ``math_verifier.WARMUP`` execs this source once per warm worker as the module ``rlvr_code``, so a job
 is two lines (``rlvr_code.main()``) instead of a harness compiled per job. ``main`` reads
 ``{"candidate", "tests", "entry_point", "nonce"}`` on stdin, replaces stdin with /dev/null (the tests and
-the nonce cannot be re-read) and stdout with /dev/null (the candidate's prints go nowhere), keeps a
-private copy of stdout, runs the candidate then the tests, and writes one verdict line carrying the
+the nonce cannot be re-read) and stdout with stderr (the candidate's prints land there, where they
+count against the sandbox's output cap like any program's output and show in an error's detail), keeps
+a private copy of stdout, runs the candidate then the tests, and writes one verdict line carrying the
 nonce to that copy. Reaching that line is the only way to pass.
 """
 
@@ -77,7 +78,7 @@ def main():
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
     mark = os.dup(1)
-    os.dup2(null, 1)
+    os.dup2(2, 1)  # never /dev/null: output the sandbox cannot see is output the cap cannot stop
     nonce = q.pop("nonce")
     _SAVED.update({m: dict(m.__dict__) for m in (builtins, math)})
 

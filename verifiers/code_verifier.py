@@ -18,8 +18,9 @@ worker's "finished" byte); returning objects whose ``__eq__`` lies (functions th
 return plain built-in values: exact types, checked recursively); patching ``builtins``/``math`` that
 the tests use (restored after every call, and the tests get their own builtins); trace hooks that skip
 asserts; re-reading the tests from stdin (it is replaced by /dev/null before the candidate runs);
-reading the expected output in stdio mode (it never enters the sandbox). What is not: see
-``docs/verifiers.md`` ("Not defended").
+reading the expected output in stdio mode (it never enters the sandbox); flooding stdout or stderr
+(the sandbox's output cap ends the program: RUNTIME_ERROR "output limit exceeded", reward 0, in both
+modes, even with partial credit). What is not: see ``docs/verifiers.md`` ("Not defended").
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from sandbox.pool import Job, Limits, Result
 from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import strip_think
+from verifiers.limits import output_limit_verdict
 
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
@@ -136,15 +138,22 @@ class CodeVerifier:
         partial = req.options.get("partial", "").lower() in ("true", "1", "yes")
         per_case = min(float(req.options.get("case_timeout_s", 0) or self.case_timeout_s), budget)
 
+        over: list[Verdict] = []  # cases that went over the output cap
+
         def run(case: tuple[str, str]) -> tuple[Outcome, str]:
-            if ctx.time_left() <= 0:
-                return Outcome.TIMEOUT, "no time left for this case"
+            if ctx.time_left() <= 0 or over:
+                return Outcome.TIMEOUT, "no time left for this case" if not over else "not run"
             t = min(per_case, max(ctx.time_left(), 0.1))
             res = ctx.run_job(Job(code=code, stdin=case[0], timeout_s=t, limits=Limits(memory_mb=1024), id=req.id))
+            limit = output_limit_verdict(res)
+            if limit is not None:
+                over.append(limit)
             return _case_outcome(res, case[1], t)
 
         with ThreadPoolExecutor(min(self.stdio_parallelism, len(pairs))) as ex:
             outcomes = list(ex.map(run, pairs))
+        if over:  # one policy for every mode: the whole answer is a RUNTIME_ERROR, no partial credit
+            return over[0]
         passed = sum(o is Outcome.CORRECT for o, _ in outcomes)
         failed = [(i, o, d) for i, (o, d) in enumerate(outcomes) if o is not Outcome.CORRECT]
         if not failed:
@@ -160,6 +169,8 @@ class CodeVerifier:
 def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if res.sandbox_error:
         return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
+    if res.output_limit_exceeded:
+        return output_limit_verdict(res)
     if res.timed_out:
         return Verdict.of(Outcome.TIMEOUT, f"tests did not finish in {timeout_s:g} s; stderr: {_tail(res.stderr)}")
     verdict = None
@@ -190,13 +201,13 @@ def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
 def _case_outcome(res: Result, expected: str, timeout_s: float) -> tuple[Outcome, str]:
     if res.sandbox_error:
         return Outcome.SANDBOX_ERROR, res.sandbox_error
+    if res.output_limit_exceeded:
+        return Outcome.RUNTIME_ERROR, output_limit_verdict(res).detail
     if res.timed_out:
         return Outcome.TIMEOUT, f"did not finish in {timeout_s:g} s; stderr: {_tail(res.stderr)}"
     if res.exit_code != 0:
         how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
         return Outcome.RUNTIME_ERROR, f"{how}; stderr: {_tail(res.stderr)}"
-    if res.stdout_truncated or res.output_limit_exceeded:
-        return Outcome.INCORRECT, "output over the limit"
     if normalise_output(res.stdout) != normalise_output(expected):
         return Outcome.INCORRECT, "wrong output"
     return Outcome.CORRECT, "ok"

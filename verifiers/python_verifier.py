@@ -7,7 +7,8 @@ calls the entrypoint and prints one result line.
 
 Return values: a number or a bool is the reward, clamped to [0, 1] (1 → CORRECT, less → INCORRECT);
 ``None`` means "cannot grade" (NO_ANSWER, reward 0); anything else, NaN, an exception or an exit
-without a result is RUNTIME_ERROR. The verifier's own prints go to stderr, and the result line
+without a result is RUNTIME_ERROR, and so is writing more than the sandbox's output cap (its one
+verdict: "output limit exceeded", reward 0, as for any program). The verifier's own prints go to stderr, and the result line
 carries a per-job random prefix, so text the verifier prints cannot pose as its result.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from sandbox.pool import Job, Limits, Result
 from verifiers.base import BadRequest, Context, Outcome, Request, Unavailable, Verdict
+from verifiers.limits import output_limit_verdict
 
 MAX_SOURCE_BYTES = 1 << 20
 DEFAULT_TIMEOUT_S = 10.0
@@ -111,6 +113,9 @@ def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_compl
     where = f"python verifier {name!r}"
     if res.sandbox_error:
         raise Unavailable(f"{where}: the sandbox could not run the dry run ({res.sandbox_error}); try again")
+    if res.output_limit_exceeded:
+        raise BadRequest(f"{where}: the dry run wrote more than the output cap ({res.output_cap} bytes of stdout "
+                         "and stderr together): print less")  # fmt: skip
     if res.timed_out:
         raise BadRequest(f"{where}: the dry run took longer than {DRY_RUN_TIMEOUT_S:g} s")
     if out is None:
@@ -152,6 +157,8 @@ class PythonVerifier:
         res, out = run(ctx, self.source, self.entrypoint, req.completion, req.reference, req.options, timeout, req.id)
         if res.sandbox_error:
             return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
+        if res.output_limit_exceeded:
+            return output_limit_verdict(res)
         if res.timed_out:
             return Verdict.of(Outcome.TIMEOUT, f"{self.name} took longer than {timeout:g} s")
         if out is None:
