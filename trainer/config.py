@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class LoraConfig(BaseModel):
@@ -92,6 +92,18 @@ class GRPOConfig(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="auto: bf16 on cuda")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default)")
     resume: str | None = Field(None, description="'auto' (latest in run_dir) or a checkpoint folder")
+    report_to: list[Literal["tensorboard", "wandb", "trackio"]] = Field(
+        ["tensorboard"],
+        description="where the scalars go besides metrics.jsonl: tensorboard, wandb, trackio (the last two are "
+        "optional packages); 'wandb' or 'tensorboard,wandb' on the command line, 'none' for none",
+    )
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _report_to_list(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [] if v.strip() in ("", "none") else [x.strip() for x in v.split(",")]
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> GRPOConfig:
