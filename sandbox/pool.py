@@ -131,6 +131,7 @@ class SandboxConfig:
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
     pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: this venv's)
     output_bytes: int = OUTPUT_CAP  # the output cap, applied to every job this pool runs (see job_limits)
+    tmpfs_exec: bool = False  # docker: /tmp without noexec (the toolchain pool runs compiled binaries there)
 
 
 # -- ownership and stale containers -----------------------------------------------------------
@@ -195,11 +196,12 @@ def _alive(pid: int) -> bool:
 
 def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
     """The ``docker run`` options every sandbox container gets (also used by bench/sandbox.py)."""
+    tmp_exec = "exec" if cfg.tmpfs_exec else "noexec"
     cmd = [
         "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={_owner()}",
         "--label", f"{STARTED_LABEL}={_start_time(os.getpid())}",
         "--network", "none", "--read-only",
-        "--tmpfs", f"/tmp:rw,nosuid,nodev,noexec,size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
+        "--tmpfs", f"/tmp:rw,nosuid,nodev,{tmp_exec},size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
         "--tmpfs", f"/dev/shm:rw,nosuid,nodev,noexec,size=16m,nr_inodes={cfg.tmpfs_inodes // 4},mode=1777",
         "--ipc", "private",
         "--pids-limit", str(cfg.pids),

@@ -1,0 +1,118 @@
+"""The toolchain image: the Python sandbox image's root filesystem plus compilers and runtimes.
+
+A separate tag (``rlvr-sandbox-langs:<hash>``) so the Python-only image stays small. Built offline
+like the Python image (sandbox/image.py): no image registry, only the Debian package mirror.
+
+  1. the cached minbase root filesystem of the Python image (``var/cache/rootfs-<hash>``) is copied
+     to ``var/cache/rootfs-langs-<hash>``;
+  2. ``apt-get install --no-install-recommends`` of the Debian toolchain packages inside it (chroot,
+     with /proc mounted for the JDK's post-install step), then apt caches and docs are dropped;
+  3. the same runtime layer (the worker) and ``docker import``, with the Python image's config.
+
+Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18, Go 1.19 (its standard
+library ships precompiled, so a job's build needs no warm cache), rustc 1.63. Both steps are cached by
+their inputs; ``python -m sandbox.image --langs`` builds it, ``make image LANGS=all`` from make.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sandbox import image as base
+
+REPO_NAME = "rlvr-sandbox-langs"
+TOOLCHAIN_PACKAGES = [
+    "gcc",
+    "g++",
+    "libc6-dev",
+    "default-jdk-headless",
+    "nodejs",
+    "golang-go",
+    "rustc",
+]
+DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
+
+
+def rootfs_hash() -> str:
+    return base._sha([base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"])
+
+
+def image_tag() -> str:
+    """The tag of the toolchain image that the current sources describe."""
+    recipe = "\n".join(base.IMAGE_CHANGES + base.TAR_FLAGS).encode()
+    return f"{REPO_NAME}:{base._sha([rootfs_hash().encode(), recipe, base.WORKER.read_bytes()])}"
+
+
+def _chroot(root: Path, *cmd: str) -> None:
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8"}
+    base._run(["chroot", str(root), *cmd], env=env, stdout=subprocess.DEVNULL)
+
+
+def build_rootfs() -> Path:
+    """The Python image's root filesystem plus the toolchain packages; cached by its inputs."""
+    dest = base.CACHE / f"rootfs-langs-{rootfs_hash()}"
+    if (dest / ".complete").exists():
+        return dest
+    src = base.build_rootfs()
+    tmp = Path(str(dest) + ".partial")
+    if tmp.exists():
+        subprocess.run(["umount", "-l", str(tmp / "proc")], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    base._run(["cp", "-a", str(src), str(tmp)])
+    (tmp / ".complete").unlink(missing_ok=True)
+    shutil.copy("/etc/resolv.conf", tmp / "etc" / "resolv.conf")
+    mirror = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    (tmp / "etc/apt/sources.list").write_text(f"deb {mirror} {base.SUITE} main\n")
+    subprocess.run(["mount", "-t", "proc", "proc", str(tmp / "proc")], check=True)
+    try:
+        _chroot(tmp, "apt-get", "update", "-q")
+        _chroot(tmp, "apt-get", "install", "-y", "-q", "--no-install-recommends", *TOOLCHAIN_PACKAGES)
+        _chroot(tmp, "apt-get", "clean")
+    finally:
+        subprocess.run(["umount", "-l", str(tmp / "proc")], check=False)
+    (tmp / "etc" / "resolv.conf").write_text("")
+    for sub in DROP:
+        shutil.rmtree(tmp / sub, ignore_errors=True)
+    (tmp / ".complete").touch()
+    tmp.rename(dest)
+    return dest
+
+
+def build(tag: str) -> None:
+    rootfs = build_rootfs()
+    with tempfile.TemporaryDirectory(prefix="rlvr-image-", dir=base.CACHE) as tmp:
+        layer = Path(tmp)
+        (layer / "opt" / "sandbox").mkdir(parents=True)
+        shutil.copy(base.WORKER, layer / "opt" / "sandbox" / "worker.py")
+        tar = subprocess.Popen(
+            ["tar", "--numeric-owner", *base.TAR_FLAGS, "--exclude=./.complete", "--exclude=./proc/*"]
+            + ["-C", str(rootfs), "-c", ".", "-C", str(layer), "opt/sandbox"],
+            stdout=subprocess.PIPE,
+        )
+        cmd = ["docker", "import"]
+        for c in base.IMAGE_CHANGES:
+            cmd += ["--change", c]
+        cmd += ["--message", "rlvr sandbox with toolchains (offline build)", "-", tag]
+        base._run(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        if tar.wait() != 0:
+            raise RuntimeError("tar of the toolchain root filesystem failed")
+
+
+def ensure(force: bool = False) -> str:
+    """Build the toolchain image unless its tag exists; returns the tag."""
+    tag = image_tag()
+    if base.image_exists(tag) and not force:
+        print(f"toolchain image {tag} is up to date", file=sys.stderr)
+        return tag
+    t0 = time.monotonic()
+    base.CACHE.mkdir(parents=True, exist_ok=True)
+    build(tag)
+    subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
+    print(f"built toolchain image {tag} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return tag

@@ -1,0 +1,149 @@
+"""The languages the ``code`` verifier runs, and how each is compiled and run in the toolchain sandbox.
+
+Python runs in the Python image's warm workers (see code_verifier.py). Every other language runs in
+the toolchain image (sandbox/image_langs.py) as **one sandbox job per submission**: the job is
+``lang_driver.py``, which writes the source into the job's scratch directory, compiles it under the
+compile budget, then runs the binary once per test case under the per-case budget (table below) and
+reports each case's output to the host, where it is judged (verifiers/judges.py). The expected
+outputs never enter the sandbox.
+
+Budgets (per submission):
+
+=========== ========================================= ============ ===============================
+language    compile (Debian bookworm)                 run          address space: compile / run
+=========== ========================================= ============ ===============================
+c           gcc 12 ``-O2 -std=gnu17 -lm``             ``./main``   4096 / 1024 MiB
+cpp         g++ 12 ``-O2 -std=c++17``                 ``./main``   4096 / 1024 MiB
+java        javac 17 (class from ``public class X``)  ``java X``   4096 / 2048 MiB (heap 512 MiB)
+javascript  — (syntax errors are runtime errors)      node 18      — / 2048 MiB
+go          go 1.19 ``go build`` (GOPATH mode)         ``./main``   4096 / 1024 MiB
+rust        rustc 1.63 ``-O --edition 2021``          ``./main``   4096 / 1024 MiB
+=========== ========================================= ============ ===============================
+
+The JVM and V8 reserve far more address space than they touch, hence their larger run limits; the
+memory they can really use is bounded by the sandbox's cgroup (``memory_mb`` of the pool) in every
+case. Compile: ``compile_timeout_s`` (default 30 s; option of the same name), 256 processes/threads.
+Run: the per-case timeout (``case_timeout_s``), 64 processes, 16 MiB files, no network, the
+unprivileged user: the same limits as a Python job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from verifiers.base import BadRequest
+
+LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust")
+ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "c++17": "cpp",
+    "js": "javascript",
+    "node": "javascript",
+    "golang": "go",
+    "rs": "rust",
+}
+COMPILE_TIMEOUT_S = 30.0
+COMPILE_AS_MB = 4096
+COMPILE_NPROC = 256
+RUN_NPROC = 64
+_JAVA_CLASS = re.compile(r"public\s+(?:final\s+)?class\s+([A-Za-z_$][A-Za-z0-9_$]*)")
+_JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str
+    tags: tuple[str, ...]  # fence tags that select this language's block
+    source: str  # file name of the source in the job's scratch directory
+    compile: list[str] | None  # argv, or None (interpreted)
+    run: list[str]
+    run_as_mb: int = 1024
+    env: dict[str, str] = field(default_factory=dict)
+
+
+_TABLE = {
+    "c": Language(
+        "c", ("c",), "main.c", ["gcc", "-O2", "-std=gnu17", "-pipe", "-o", "main", "main.c", "-lm"], ["./main"]
+    ),
+    "cpp": Language(
+        "cpp",
+        ("cpp", "c++", "cxx", "cc"),
+        "main.cpp",
+        ["g++", "-O2", "-std=c++17", "-pipe", "-o", "main", "main.cpp"],
+        ["./main"],
+    ),
+    "java": Language(
+        "java",
+        ("java",),
+        "Main.java",
+        [
+            "javac",
+            "-encoding",
+            "UTF-8",
+            "-J-Xmx512m",
+            "-J-XX:TieredStopAtLevel=1",
+            *(f"-J{f}" for f in _JVM),
+            "Main.java",
+        ],
+        ["java", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", ".", "Main"],
+        run_as_mb=2048,
+    ),
+    "javascript": Language(
+        "javascript", ("javascript", "js", "node"), "main.js", None, ["node", "main.js"], run_as_mb=2048
+    ),
+    "go": Language(
+        "go",
+        ("go", "golang"),
+        "main.go",
+        ["go", "build", "-o", "main", "main.go"],
+        ["./main"],
+        env={"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache", "GOPATH": "/tmp/job/go"},
+    ),
+    "rust": Language(
+        "rust", ("rust", "rs"), "main.rs", ["rustc", "-O", "--edition", "2021", "-o", "main", "main.rs"], ["./main"]
+    ),
+}
+
+
+def language_name(options: dict[str, str]) -> str:
+    """The canonical language of a request (``python`` by default); ``BadRequest`` if unknown."""
+    raw = (options.get("language") or "python").strip().lower()
+    name = ALIASES.get(raw, raw)
+    if name not in LANGUAGES:
+        raise BadRequest(f"code: options['language'] must be one of {', '.join(LANGUAGES)}, got {raw!r}")
+    return name
+
+
+def language(name: str) -> Language:
+    return _TABLE[name]
+
+
+def for_source(lang: Language, code: str) -> Language:
+    """Java: the file and class are named after the source's ``public class`` (``Main`` if none)."""
+    if lang.name != "java":
+        return lang
+    m = _JAVA_CLASS.search(code)
+    cls = m.group(1) if m else "Main"
+    if cls == "Main":
+        return lang
+    swap = {"Main.java": f"{cls}.java", "Main": cls}
+    return Language(
+        lang.name,
+        lang.tags,
+        f"{cls}.java",
+        [swap.get(a, a) for a in lang.compile or []],
+        [swap.get(a, a) for a in lang.run],
+        lang.run_as_mb,
+        lang.env,
+    )
+
+
+def tags(name: str) -> tuple[str, ...]:
+    """Fence tags that select ``name``'s code block."""
+    if name == "python":
+        return ("python", "py", "python3", "py3")
+    return _TABLE[name].tags
