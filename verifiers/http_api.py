@@ -36,9 +36,10 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.http_common import HttpError, body_doc, error_response
 from verifiers.http_openrlhf import openrlhf_router
 from verifiers.http_sandboxfusion import sandboxfusion_router
-from verifiers.http_common import HttpError, body_doc, error_response
+
 
 class HttpContext:
     """What the servicer asks of a ``grpc.ServicerContext``, answered from an HTTP request."""
@@ -158,7 +159,9 @@ def _ops_routes(app: FastAPI) -> None:
     @app.get("/healthz", tags=["operations"])
     async def healthz(request: Request) -> JSONResponse:
         """200 {"status": "SERVING"} once the sandbox pool is ready; 503 NOT_SERVING before and on shutdown."""
-        serving = request.app.state.serving.is_set()
+        state = request.app.state
+        # the pool's own health where it reports one (no live sandbox: NOT_SERVING, as gRPC health says)
+        serving = state.serving.is_set() and getattr(state.service.pool, "healthy", True) is not False
         return JSONResponse({"status": "SERVING" if serving else "NOT_SERVING"}, 200 if serving else 503)
 
     @app.get("/metrics", tags=["operations"])
@@ -208,7 +211,8 @@ class HttpServer:
             self.sock.bind((host, port))
         except OSError as e:
             self.sock.close()
-            raise ListenError(f"could not listen for HTTP on {host}:{port} ({e.strerror}): choose another --http-port")
+            msg = f"could not listen for HTTP on {host}:{port} ({e.strerror}): choose another --http-port"
+            raise ListenError(msg) from None
         self.sock.listen(1024)
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",

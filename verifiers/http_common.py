@@ -50,7 +50,6 @@ def error_response(status: str, message: str, http_status: int | None = None) ->
     return JSONResponse({"error": {"code": code, "status": status, "message": message}}, code, headers=headers)
 
 
-
 async def run_blocking(request: Request, fn: Any, *args: Any) -> Any:
     """Run ``fn(*args)`` on the app's worker threads (grading blocks)."""
     return await asyncio.get_running_loop().run_in_executor(request.app.state.executor, fn, *args)

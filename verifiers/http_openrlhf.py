@@ -18,7 +18,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from verifiers.base import Outcome, Request as VerifyRequest, ServiceError
+from verifiers.base import Outcome, ServiceError
+from verifiers.base import Request as VerifyRequest
 from verifiers.http_common import HttpError, run_blocking
 
 openrlhf_router = APIRouter(tags=["openrlhf"])

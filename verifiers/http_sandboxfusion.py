@@ -94,7 +94,9 @@ def decoded_files(files: dict[str, str | None]) -> dict[str, bytes]:
             continue
         norm = posixpath.normpath(path)
         if not path or path.startswith("/") or norm == "." or norm.startswith("../") or norm == "..":
-            raise HttpError("INVALID_ARGUMENT", f"files: {path[:100]!r} must be a relative path inside the job's directory")
+            raise HttpError(
+                "INVALID_ARGUMENT", f"files: {path[:100]!r} must be a relative path inside the job's directory"
+            )
         try:
             out[norm] = base64.b64decode(content, validate=True)
         except (binascii.Error, ValueError):

@@ -46,7 +46,9 @@ class _LiveCollector:
             yield GaugeMetricFamily("rlvr_sandbox_pool_live", "sandboxes up (idle or busy)", s["live"])
             yield GaugeMetricFamily("rlvr_sandbox_pool_busy", "sandboxes running a job", max(0, s["live"] - s["idle"]))
             yield GaugeMetricFamily("rlvr_sandbox_pool_waiters", "callers waiting for a free sandbox", s["waiters"])
-            yield CounterMetricFamily("rlvr_sandbox_restarts", "sandboxes replaced (died, hung, retired)", s["replaced"])
+            yield CounterMetricFamily(
+                "rlvr_sandbox_restarts", "sandboxes replaced (died, hung, retired)", s["replaced"]
+            )
         if self.cache is not None:
             yield CounterMetricFamily("rlvr_cache_hits", "verdicts answered from the cache", self.cache.hits)
             yield CounterMetricFamily("rlvr_cache_misses", "cache lookups that had to grade", self.cache.misses)
