@@ -1,14 +1,22 @@
-"""Metrics: one JSON line per step (``metrics.jsonl``), TensorBoard scalars, sampled completions
-(``completions.jsonl`` and a TensorBoard text table), and ``curves.png`` at the end.
+"""Metrics: one JSON line per step (``metrics.jsonl``), the same scalars to every ``report_to`` backend
+(TensorBoard by default; Weights & Biases and Trackio when installed), sampled completions
+(``completions.jsonl`` and a table in each backend), and ``curves.png`` at the end.
 
 Names are namespaced (``reward/mean``, ``loss/kl``, ``perf/tokens_per_s``). Everything under
 ``perf/`` depends on the machine; everything else is a function of the seed and the config.
+
+Backends: ``tensorboard`` writes ``run_dir/tb``; ``wandb`` starts a run in project ``$WANDB_PROJECT``
+(default ``rlvr``) named after the run folder, under ``$WANDB_DIR`` (default ``run_dir``), and honours
+``WANDB_MODE=offline``; ``trackio`` logs to project ``$TRACKIO_PROJECT`` (default ``rlvr``). Each gets
+exactly the finite scalars that go to metrics.jsonl, at the same step.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +33,102 @@ CURVES = [
 ]
 
 
-class MetricsLogger:
-    """Appends to run_dir/metrics.jsonl; ``truncate_after(step)`` drops lines past a resumed checkpoint."""
+class ReportToError(RuntimeError):
+    """A ``report_to`` backend that cannot start (its optional package is missing)."""
 
-    def __init__(self, run_dir: str | Path, *, tensorboard: bool = True):
+
+def _require(package: str, backend: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        raise ReportToError(
+            f"report_to: {backend} needs the {package!r} package, which is not installed: "
+            f"`pip install {package}` (or `pip install 'rlvr[{backend}]'`), or drop {backend} from report_to"
+        ) from None
+
+
+class TensorBoardBackend:
+    def __init__(self, run_dir: Path, config: dict[str, Any]):
+        _require("tensorboard", "tensorboard")
+        from torch.utils.tensorboard import SummaryWriter
+
+        self._w = SummaryWriter(str(run_dir / "tb"))
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        for k, v in values.items():
+            self._w.add_scalar(k, v, step)
+
+    def table(self, step: int, cols: list[str], rows: list[list[Any]]) -> None:
+        md = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+        for r in rows:
+            md += "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", "⏎") for c in r) + " |\n"
+        self._w.add_text("completions", md, step)
+
+    def close(self) -> None:
+        self._w.close()
+
+
+class WandbBackend:
+    def __init__(self, run_dir: Path, config: dict[str, Any]):
+        self._wandb = _require("wandb", "wandb")
+        self._run = self._wandb.init(
+            project=os.environ.get("WANDB_PROJECT") or "rlvr",
+            name=run_dir.name,
+            dir=os.environ.get("WANDB_DIR") or str(run_dir),
+            config=config,
+        )
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        self._run.log(values, step=step)
+
+    def table(self, step: int, cols: list[str], rows: list[list[Any]]) -> None:
+        self._run.log({"completions": self._wandb.Table(columns=cols, data=rows)}, step=step)
+
+    def close(self) -> None:
+        self._run.finish()
+
+
+class TrackioBackend:
+    def __init__(self, run_dir: Path, config: dict[str, Any]):
+        self._trackio = _require("trackio", "trackio")
+        self._trackio.init(project=os.environ.get("TRACKIO_PROJECT") or "rlvr", name=run_dir.name, config=config)
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        self._trackio.log(values, step=step)
+
+    def table(self, step: int, cols: list[str], rows: list[list[Any]]) -> None:
+        self._trackio.log({"completions": self._trackio.Table(columns=cols, data=rows)}, step=step)
+
+    def close(self) -> None:
+        self._trackio.finish()
+
+
+BACKENDS = {"tensorboard": TensorBoardBackend, "wandb": WandbBackend, "trackio": TrackioBackend}
+
+
+class MetricsLogger:
+    """Appends to run_dir/metrics.jsonl and sends the same scalars to each ``report_to`` backend;
+    ``truncate_after(step)`` drops lines past a resumed checkpoint."""
+
+    def __init__(self, run_dir: str | Path, *, report_to: Iterable[str] = ("tensorboard",),
+                 config: dict[str, Any] | None = None):  # fmt: skip
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"
         self.completions_path = self.dir / "completions.jsonl"
-        self._tb = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._tb = SummaryWriter(str(self.dir / "tb"))
-            except ImportError:  # tensorboard is a dependency, but a missing one should not stop training
-                self._tb = None
+        names = list(dict.fromkeys(report_to))
+        unknown = [n for n in names if n not in BACKENDS]
+        if unknown:
+            raise ReportToError(f"report_to: unknown backend(s) {unknown}; choose from {sorted(BACKENDS)}")
+        self.backends: dict[str, Any] = {}
+        try:
+            for n in names:
+                self.backends[n] = BACKENDS[n](self.dir, dict(config or {}))
+        except BaseException:
+            self._close_backends()
+            raise
 
     def truncate_after(self, step: int) -> None:
         """Keep only records with step <= ``step`` (a resumed run rewrites what came after)."""
@@ -53,25 +141,26 @@ class MetricsLogger:
         clean = {k: (float(v) if v is not None else None) for k, v in sorted(metrics.items())}
         with self.path.open("a") as f:
             f.write(json.dumps({"step": step, **clean}) + "\n")
-        if self._tb is not None:
-            for k, v in clean.items():
-                if v is not None and math.isfinite(v):
-                    self._tb.add_scalar(k, v, step)
+        finite = {k: v for k, v in clean.items() if v is not None and math.isfinite(v)}
+        for b in self.backends.values():
+            b.scalars(step, finite)
 
     def log_completions(self, step: int, rows: list[dict[str, Any]]) -> None:
         with self.completions_path.open("a") as f:
             for r in rows:
                 f.write(json.dumps({"step": step, **r}) + "\n")
-        if self._tb is not None and rows:
+        if rows:
             cols = list(rows[0])
-            table = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
-            for r in rows:
-                table += "| " + " | ".join(str(r[c]).replace("|", "\\|").replace("\n", "⏎") for c in cols) + " |\n"
-            self._tb.add_text("completions", table, step)
+            for b in self.backends.values():
+                b.table(step, cols, [[r[c] for c in cols] for r in rows])
+
+    def _close_backends(self) -> None:
+        for b in self.backends.values():
+            b.close()
+        self.backends = {}
 
     def close(self) -> None:
-        if self._tb is not None:
-            self._tb.close()
+        self._close_backends()
         plot_curves(self.path, self.dir / "curves.png")
 
 

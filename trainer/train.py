@@ -395,7 +395,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
         reward_fn.check()
-    logger = MetricsLogger(cfg.run_dir)
+    logger = MetricsLogger(cfg.run_dir, report_to=cfg.report_to, config=cfg.model_dump(mode="json"))
     start = _resume(cfg, model, optimizer, scheduler, stream, ref)
     logger.truncate_after(start)
     device = next(model.parameters()).device
