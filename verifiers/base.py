@@ -24,6 +24,24 @@ class Outcome(StrEnum):
     BAD_REFERENCE = "BAD_REFERENCE"  # the reference cannot be graded against: not the model's fault
 
 
+class CaseStatus(StrEnum):
+    """The verdict of one test case (code verifier); names match proto CaseVerdict.Status."""
+
+    PASSED = "PASSED"
+    WRONG_ANSWER = "WRONG_ANSWER"
+    TIME_LIMIT = "TIME_LIMIT"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    OUTPUT_LIMIT = "OUTPUT_LIMIT"
+    SKIPPED = "SKIPPED"  # not run (an earlier case failed and the reward is all-or-nothing)
+
+
+@dataclass
+class CaseVerdict:
+    status: CaseStatus
+    detail: str = ""  # for the first failing case: a truncated diff or message
+    elapsed_s: float = 0.0
+
+
 @dataclass
 class Request:
     verifier: str
@@ -43,6 +61,7 @@ class Verdict:
     components: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
     cached: bool = False
+    cases: list[CaseVerdict] = field(default_factory=list)  # code: one verdict per test case, in order
 
     @classmethod
     def correct(cls, detail: str = "", reward: float = 1.0) -> Verdict:

@@ -28,11 +28,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.pool import Job, Limits, Result
+from verifiers import code_stdio, judges, languages
 from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import strip_think
 from verifiers.limits import output_limit_verdict
@@ -53,8 +53,9 @@ m.main()
 """
 
 
-def candidate_code(completion: str) -> str:
-    """The last ```python block after the reasoning, else the last bare ``` block, else the whole text.
+def candidate_code(completion: str, tags: tuple[str, ...] = PY_TAGS) -> str:
+    """The last block fenced with one of ``tags`` (default: Python's) after the reasoning, else the last
+    bare ``` block, else the whole text.
 
     >>> candidate_code("try:\\n```python\\nx = 1\\n```\\nbetter:\\n```py\\nx = 2\\n```")
     'x = 2\\n'
@@ -67,7 +68,7 @@ def candidate_code(completion: str) -> str:
     for block in parts[1::2]:  # odd segments are inside fences (an unclosed last fence runs to the end)
         info, _, body = block.partition("\n")
         tag = info.strip().lower()
-        if tag in PY_TAGS:
+        if tag in tags:
             tagged = body
         elif not tag:
             bare = body
@@ -93,7 +94,8 @@ class CodeVerifier:
         "script (HumanEval check(candidate) with options entry_point) or mode=stdio JSON cases (partial=true)"
     )
     version: int = 1
-    default_timeout_s: float = 10.0
+    default_timeout_s: float = 60.0  # non-Python: compile + every case (the service's deadline for a request)
+    python_timeout_s: float = 10.0  # Python's default budget
     case_timeout_s: float = 5.0
     stdio_parallelism: int = max(2, os.cpu_count() or 2)
 
@@ -101,12 +103,16 @@ class CodeVerifier:
         mode = req.options.get("mode", "assert") or "assert"
         if mode not in ("assert", "stdio"):
             raise BadRequest(f"code: options['mode'] must be 'assert' or 'stdio', got {mode!r}")
-        code = candidate_code(req.completion)
+        lang = languages.language_name(req.options)
+        if lang != "python" and mode != "stdio":
+            raise BadRequest(f"code: language {lang!r} is graded with mode=stdio (assert mode is Python's)")
+        code = candidate_code(req.completion, languages.tags(lang))
         if not code.strip():
             return Verdict.of(Outcome.NO_ANSWER, "no code in the completion")
-        budget = min(req.timeout_s or self.default_timeout_s, max(ctx.time_left(), 0.1))
+        default = self.python_timeout_s if lang == "python" else self.default_timeout_s
+        budget = min(req.timeout_s or default, max(ctx.time_left(), 0.1))
         if mode == "stdio":
-            return self._stdio(req, code, budget, ctx)
+            return self._stdio(req, lang, code, budget, ctx)
         return self._assert(req, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------
@@ -125,45 +131,33 @@ class CodeVerifier:
         res = ctx.run_job(Job(code=HARNESS, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024), id=req.id))
         return _assert_verdict(res, nonce, timeout_s)
 
-    # -- stdin/stdout cases ---------------------------------------------------------------------------
-    def _stdio(self, req: Request, code: str, budget: float, ctx: Context) -> Verdict:
-        try:
-            cases = json.loads(req.reference)
-            assert isinstance(cases, list) and cases
-            pairs = [(str(c["input"]), str(c["output"])) for c in cases]
-        except (ValueError, AssertionError, KeyError, TypeError):
-            raise BadRequest(
-                'code: with mode=stdio, reference must be a JSON list of {"input": …, "output": …}'
-            ) from None
-        partial = req.options.get("partial", "").lower() in ("true", "1", "yes")
-        per_case = min(float(req.options.get("case_timeout_s", 0) or self.case_timeout_s), budget)
+    # -- stdin/stdout cases (verifiers/code_stdio.py) ------------------------------------------------
+    def _stdio(self, req: Request, lang: str, code: str, budget: float, ctx: Context) -> Verdict:
+        name, _ = judges.host_judge(req.options)  # validates judge, abs_tol, rel_tol
+        spec = judges.parse_reference(req.reference, name)
+        mode = code_stdio.reward_mode(req.options)
+        per_case = min(_seconds(req.options, "case_timeout_s", self.case_timeout_s), budget)
+        inputs = [i for i, _ in spec.cases]
+        if lang == "python":
+            runs = code_stdio.run_python(code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id)
+        else:
+            _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
+            options = dict(req.options, case_timeout_s=str(per_case))
+            error, runs, _ = code_stdio.run_compiled(lang, code, inputs, options, budget, mode == "all", req.id)
+            if error is not None:
+                return Verdict.of(Outcome.COMPILE_ERROR, error)
+        return code_stdio.grade(runs, spec, req.options, ctx, mode)
 
-        over: list[Verdict] = []  # cases that went over the output cap
 
-        def run(case: tuple[str, str]) -> tuple[Outcome, str]:
-            if ctx.time_left() <= 0 or over:
-                return Outcome.TIMEOUT, "no time left for this case" if not over else "not run"
-            t = min(per_case, max(ctx.time_left(), 0.1))
-            res = ctx.run_job(Job(code=code, stdin=case[0], timeout_s=t, limits=Limits(memory_mb=1024), id=req.id))
-            limit = output_limit_verdict(res)
-            if limit is not None:
-                over.append(limit)
-            return _case_outcome(res, case[1], t)
-
-        with ThreadPoolExecutor(min(self.stdio_parallelism, len(pairs))) as ex:
-            outcomes = list(ex.map(run, pairs))
-        if over:  # one policy for every mode: the whole answer is a RUNTIME_ERROR, no partial credit
-            return over[0]
-        passed = sum(o is Outcome.CORRECT for o, _ in outcomes)
-        failed = [(i, o, d) for i, (o, d) in enumerate(outcomes) if o is not Outcome.CORRECT]
-        if not failed:
-            return Verdict.correct(f"{passed}/{len(pairs)} cases passed")
-        i, outcome, why = failed[0]
-        if any(o is Outcome.SANDBOX_ERROR for _, o, _ in failed):
-            outcome, why = Outcome.SANDBOX_ERROR, next(d for _, o, d in failed if o is Outcome.SANDBOX_ERROR)
-        detail = f"{passed}/{len(pairs)} cases passed; case {i}: {why}"
-        reward = passed / len(pairs) if partial and outcome is not Outcome.SANDBOX_ERROR else 0.0
-        return Verdict(reward, outcome, detail)
+def _seconds(options: dict[str, str], key: str, default: float) -> float:
+    raw = options.get(key, "")
+    try:
+        v = float(raw) if raw not in ("", "0") else default
+    except ValueError:
+        v = -1.0
+    if not (0 < v < 3600):
+        raise BadRequest(f"code: options[{key!r}] must be a number of seconds in (0, 3600), got {raw!r}")
+    return v
 
 
 def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
@@ -196,18 +190,3 @@ def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if status == "assert":
         return Verdict.of(Outcome.INCORRECT, f"a test failed: {_tail(verdict.get('detail', ''))}")
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
-
-
-def _case_outcome(res: Result, expected: str, timeout_s: float) -> tuple[Outcome, str]:
-    if res.sandbox_error:
-        return Outcome.SANDBOX_ERROR, res.sandbox_error
-    if res.output_limit_exceeded:
-        return Outcome.RUNTIME_ERROR, output_limit_verdict(res).detail
-    if res.timed_out:
-        return Outcome.TIMEOUT, f"did not finish in {timeout_s:g} s; stderr: {_tail(res.stderr)}"
-    if res.exit_code != 0:
-        how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
-        return Outcome.RUNTIME_ERROR, f"{how}; stderr: {_tail(res.stderr)}"
-    if normalise_output(res.stdout) != normalise_output(expected):
-        return Outcome.INCORRECT, "wrong output"
-    return Outcome.CORRECT, "ok"

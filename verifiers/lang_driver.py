@@ -2,9 +2,9 @@
 
 Runs as one job in the toolchain sandbox (never in the service process). Reads on stdin
 ``{"nonce", "files", "compile", "compile_timeout", "compile_as_mb", "run", "env", "inputs",
-"case_timeout", "run_as_mb", "output_budget", "stop_on_error"}`` and writes one line on stdout:
-``{"nonce", "compile": {"ok", "message", "elapsed"}, "cases": [{"status", "exit", "signal",
-"elapsed", "stdout" (base64), "stderr"}]}``. Statuses: ``ok`` (ran and exited 0: judged on the host),
+"case_timeout", "run_as_mb", "output_budget", "stop_on_error"}`` and writes lines on stdout:
+``{"nonce", "compile": {"ok", "message", "elapsed"}}`` then, per case as it ends, ``{"nonce",
+"case", "status", "exit", "signal", "elapsed", "stdout" (base64), "stderr" (tail)}``. Statuses: ``ok`` (ran and exited 0: judged on the host),
 ``timeout``, ``runtime`` (non-zero exit or killed by a signal), ``output`` (stdout + stderr of the case
 passed what is left of the output budget), ``skipped``.
 
@@ -32,13 +32,14 @@ STDERR_TAIL = 2000
 COMPILER_TAIL = 4000
 
 
-def _limits(as_mb, cpu_s, nproc):
+def _limits(as_mb, cpu_s, nproc, fsize_mb):
     def apply():
         for res, val in (
             (resource.RLIMIT_AS, as_mb * 1024 * 1024),
             (resource.RLIMIT_CPU, cpu_s),
             (resource.RLIMIT_NPROC, nproc),
             (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_FSIZE, fsize_mb * 1024 * 1024),
         ):
             soft, hard = resource.getrlimit(res)
             val = val if hard == resource.RLIM_INFINITY else min(val, hard)
@@ -85,13 +86,13 @@ def _kill_others():
             return
 
 
-def run(argv, env, stdin_bytes, timeout, as_mb, nproc, budget):
+def run(argv, env, stdin_bytes, timeout, as_mb, nproc, budget, fsize_mb=16):
     """Run one program; returns (status, exit, signal, elapsed, stdout bytes, stderr bytes)."""
     fd = os.memfd_create("input", 0)
     os.write(fd, stdin_bytes)
     os.lseek(fd, 0, os.SEEK_SET)
     start = time.monotonic()
-    pid, out_r, err_r = _spawn(argv, env, fd, _limits(as_mb, int(timeout) + 1, nproc))
+    pid, out_r, err_r = _spawn(argv, env, fd, _limits(as_mb, int(timeout) + 1, nproc, fsize_mb))
     os.close(fd)
     bufs, total, status, over = {out_r: bytearray(), err_r: bytearray()}, 0, None, False
     open_fds, deadline = [out_r, err_r], start + timeout
@@ -149,38 +150,42 @@ def main():
     mark = os.dup(1)
     os.dup2(2, 1)
     nonce = q.pop("nonce")
+
+    def say(**d):
+        os.write(mark, ("\n" + json.dumps(dict(d, nonce=nonce)) + "\n").encode())
+
     env = dict(os.environ, **q["env"])
     for name, text in q["files"].items():
         with open(name, "w", encoding="utf-8") as f:
             f.write(text)
-    report = {"nonce": nonce, "compile": {"ok": True, "message": "", "elapsed": 0.0}, "cases": []}
+    ok = True
     if q["compile"]:
         kind, code, sig, elapsed, out, err = run(
-            q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20
+            q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20, 64
         )
         message = (out + err).decode("utf-8", "replace")[-COMPILER_TAIL:]
         if kind == "timeout":
             message = f"compilation did not finish in {q['compile_timeout']:g} s\n" + message
-        report["compile"] = {"ok": kind == "ok", "message": message, "elapsed": elapsed}
-    budget = int(q["output_budget"])
-    failed = not report["compile"]["ok"]
-    for text in q["inputs"] if report["compile"]["ok"] else []:
+        ok = kind == "ok"
+        say(compile={"ok": ok, "message": message, "elapsed": elapsed})
+    else:
+        say(compile={"ok": True, "message": "", "elapsed": 0.0})
+    budget, failed = int(q["output_budget"]), False
+    for i, text in enumerate(q["inputs"] if ok else []):
         if failed and q["stop_on_error"]:
-            report["cases"].append({"status": "skipped"})
+            say(case=i, status="skipped")
             continue
         kind, code, sig, elapsed, out, err = run(
             q["run"], env, text.encode(), q["case_timeout"], q["run_as_mb"], q["run_nproc"], budget
         )
         budget -= len(out) + len(err)
         failed = failed or kind != "ok"
-        report["cases"].append(
-            {
-                "status": kind,
-                "exit": code,
-                "signal": sig,
-                "elapsed": elapsed,
-                "stdout": base64.b64encode(out).decode(),
-                "stderr": err.decode("utf-8", "replace"),
-            }
+        say(
+            case=i,
+            status=kind,
+            exit=code,
+            signal=sig,
+            elapsed=elapsed,
+            stdout=base64.b64encode(out).decode(),
+            stderr=err.decode("utf-8", "replace"),
         )
-    os.write(mark, ("\n" + json.dumps(report) + "\n").encode())

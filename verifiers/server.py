@@ -58,6 +58,11 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
         id=req_id,
         components=v.components,
         cached=v.cached,
+        cases=[
+            pb.CaseVerdict(status=pb.CaseVerdict.Status.Value(f"STATUS_{c.status.value}"), detail=c.detail,
+                           elapsed_s=c.elapsed_s)
+            for c in v.cases
+        ],  # fmt: skip
     )
 
 

@@ -1,0 +1,249 @@
+"""The ``code`` verifier's stdio mode: run each case, judge it on the host, one verdict per case.
+
+Running: Python runs each case as its own job in the Python pool (own process, own timeout, cases in
+parallel). Other languages run as one job in the toolchain pool (verifiers/lang_pool.py): the driver
+(verifiers/lang_driver.py) compiles once and runs the cases one after another, each with its own
+timeout; it reports a line per case as it goes, so a submission that overruns its whole budget still
+has the verdicts of the cases it finished.
+
+Judging (verifiers/judges.py) happens here, on the host, or for ``judge=checker`` in a separate
+sandbox job that starts after the program's job ended: the expected output never shares a sandbox
+with the program. Reward: ``all`` (default) 1 if every case passed, else 0; ``fraction`` the share
+of cases passed. Two rules override both: a sandbox failure is ``SANDBOX_ERROR`` (not the model's
+fault) and a program over the output cap is ``RUNTIME_ERROR`` with reward 0 (one policy in every mode).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.pool import Job, Limits, Result
+from verifiers import judges, lang_pool, languages
+from verifiers.base import BadRequest, CaseStatus, CaseVerdict, Context, Outcome, Verdict
+from verifiers.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
+
+DETAIL_CHARS = 600
+CHECKER_TIMEOUT_S = 10.0
+DRIVER_JOB = (Path(__file__).resolve().parent / "lang_driver.py").read_text() + "\nmain()\n"
+_OUTCOME = {
+    CaseStatus.WRONG_ANSWER: Outcome.INCORRECT,
+    CaseStatus.TIME_LIMIT: Outcome.TIMEOUT,
+    CaseStatus.RUNTIME_ERROR: Outcome.RUNTIME_ERROR,
+    CaseStatus.OUTPUT_LIMIT: Outcome.RUNTIME_ERROR,
+    CaseStatus.SKIPPED: Outcome.INCORRECT,
+}
+
+
+@dataclass
+class CaseRun:
+    """What running one case produced, before judging."""
+
+    status: str  # ok | timeout | runtime | output | skipped | sandbox
+    stdout: str = ""
+    message: str = ""  # stderr tail, exit status, or the sandbox's error
+    elapsed_s: float = 0.0
+
+
+def reward_mode(options: dict[str, str]) -> str:
+    """``all`` or ``fraction`` (``partial=true``, the old spelling, means ``fraction``)."""
+    raw = (options.get("reward") or "").strip().lower()
+    if not raw:
+        return "fraction" if options.get("partial", "").lower() in ("true", "1", "yes") else "all"
+    if raw not in ("all", "fraction", "partial"):
+        raise BadRequest(f"code: options['reward'] must be 'all' or 'fraction', got {raw!r}")
+    return "all" if raw == "all" else "fraction"
+
+
+def _clip(s: str, n: int = DETAIL_CHARS) -> str:
+    s = s.strip()
+    return s if len(s) <= n else "…" + s[-n:]
+
+
+# -- running -------------------------------------------------------------------------------------------
+def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop: bool, width: int, rid: str):
+    """Each case its own job in the Python pool; with ``stop``, cases not yet started after a failure
+    are skipped."""
+    failed: list[bool] = []
+
+    def one(text: str) -> CaseRun:
+        if failed and stop:
+            return CaseRun("skipped")
+        if ctx.time_left() <= 0:
+            return CaseRun("timeout", message="no time left for this case")
+        t = min(per_case, max(ctx.time_left(), 0.1))
+        run = _from_result(
+            ctx.run_job(Job(code=code, stdin=text, timeout_s=t, limits=Limits(memory_mb=1024), id=rid)), t
+        )
+        if run.status != "ok":
+            failed.append(True)
+        return run
+
+    with ThreadPoolExecutor(max(1, min(width, len(inputs)))) as ex:
+        return list(ex.map(one, inputs))
+
+
+def _from_result(res: Result, timeout_s: float) -> CaseRun:
+    if res.sandbox_error:
+        return CaseRun("sandbox", message=res.sandbox_error)
+    if res.output_limit_exceeded:
+        return CaseRun("output", message=output_limit_verdict(res).detail, elapsed_s=res.wall_s)  # every mode's detail
+    if res.timed_out:
+        return CaseRun("timeout", message=f"did not finish in {timeout_s:g} s", elapsed_s=res.wall_s)
+    if res.exit_code != 0:
+        how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
+        return CaseRun("runtime", message=f"{how}; stderr: {_clip(res.stderr)}", elapsed_s=res.wall_s)
+    return CaseRun("ok", res.stdout, elapsed_s=res.wall_s)
+
+
+def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, budget: float, stop: bool, rid: str):
+    """One job in the toolchain pool: (compile error message or None, runs, compile seconds)."""
+    lang = languages.for_source(languages.language(lang_name), code)
+    per_case = float(options["case_timeout_s"])
+    compile_s = float(options.get("compile_timeout_s") or languages.COMPILE_TIMEOUT_S) if lang.compile else 0.0
+    cap = lang_pool.output_cap()
+    nonce = secrets.token_hex(16)
+    q = {
+        "nonce": nonce,
+        "files": {lang.source: code},
+        "compile": lang.compile,
+        "compile_timeout": compile_s,
+        "compile_as_mb": languages.COMPILE_AS_MB,
+        "compile_nproc": languages.COMPILE_NPROC,
+        "run": lang.run,
+        "env": lang.env,
+        "inputs": inputs,
+        "case_timeout": per_case,
+        "run_as_mb": lang.run_as_mb,
+        "run_nproc": languages.RUN_NPROC,
+        "output_budget": max(0, (cap - 8192 - 2600 * len(inputs)) * 3 // 4),
+        "stop_on_error": stop,
+    }
+    timeout = min(budget, compile_s + len(inputs) * (per_case + 0.5) + 3.0)
+    limits = Limits(memory_mb=languages.COMPILE_AS_MB, nproc=languages.COMPILE_NPROC, fsize_mb=64)
+    res = lang_pool.run_job(Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=timeout, limits=limits, id=rid))
+    if res.sandbox_error:
+        return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0
+    lines = [d for d in _nonce_lines(res.stdout, nonce)]
+    comp = next((d["compile"] for d in lines if "compile" in d), None)
+    if comp is None:  # the driver never reported: it ran out of time before the compiler finished
+        return f"no result from the compile step in {timeout:g} s; {_clip(res.stderr)}", [], 0.0
+    if not comp["ok"]:
+        return _clip(comp["message"], 2000) or "compilation failed", [], comp["elapsed"]
+    runs = {d["case"]: _case_run(d, per_case) for d in lines if "case" in d}
+    missing = "timeout" if res.timed_out or res.output_limit_exceeded else "runtime"
+    out = [runs.get(i) for i in range(len(inputs))]
+    first_gap = next((i for i, r in enumerate(out) if r is None), None)
+    for i in range(len(inputs)):
+        if out[i] is None:
+            why = f"the submission ran out of its {timeout:g} s budget" if missing == "timeout" else "the driver died"
+            out[i] = CaseRun(missing if i == first_gap else "skipped", message=why)
+    return None, out, comp["elapsed"]
+
+
+def _nonce_lines(stdout: str, nonce: str) -> list[dict]:
+    found = []
+    for line in stdout.splitlines():
+        if nonce not in line:
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and d.get("nonce") == nonce:
+            found.append(d)
+    return found
+
+
+def _case_run(d: dict, per_case: float) -> CaseRun:
+    st, el = d["status"], float(d.get("elapsed") or 0.0)
+    if st == "skipped":
+        return CaseRun("skipped")
+    if st == "ok":
+        return CaseRun("ok", base64.b64decode(d["stdout"]).decode("utf-8", "replace"), elapsed_s=el)
+    if st == "timeout":
+        return CaseRun("timeout", message=f"did not finish in {per_case:g} s", elapsed_s=el)
+    if st == "output":
+        return CaseRun("output", message=f"{OUTPUT_LIMIT_DETAIL}: the program's output passed the cap", elapsed_s=el)
+    how = f"signal {d['signal']}" if d.get("signal") is not None else f"exit code {d.get('exit')}"
+    return CaseRun("runtime", message=f"{how}; stderr: {_clip(d.get('stderr', ''))}", elapsed_s=el)
+
+
+# -- judging ------------------------------------------------------------------------------------------
+def judge_runs(runs: list[CaseRun], spec: judges.StdioSpec, options: dict, ctx: Context) -> list[CaseVerdict]:
+    name, fn = judges.host_judge(options)
+    check: Callable[[int, str], tuple[bool, str]] = (
+        (lambda i, out: fn(spec.cases[i][1], out)) if fn else (lambda i, out: _checker(spec, i, out, ctx))
+    )
+    status = {
+        "timeout": CaseStatus.TIME_LIMIT,
+        "runtime": CaseStatus.RUNTIME_ERROR,
+        "output": CaseStatus.OUTPUT_LIMIT,
+        "skipped": CaseStatus.SKIPPED,
+    }
+
+    def one(i: int) -> CaseVerdict:
+        r = runs[i]
+        if r.status == "ok":
+            ok, why = check(i, r.stdout)
+            return CaseVerdict(CaseStatus.PASSED if ok else CaseStatus.WRONG_ANSWER, _clip(why), r.elapsed_s)
+        if r.status == "sandbox":
+            raise _SandboxFailed(r.message)
+        return CaseVerdict(status[r.status], _clip(r.message), r.elapsed_s)
+
+    if name != "checker":
+        return [one(i) for i in range(len(runs))]
+    with ThreadPoolExecutor(max(1, min(ctx.parallelism, len(runs)))) as ex:
+        return list(ex.map(one, range(len(runs))))
+
+
+class _SandboxFailed(Exception):
+    pass
+
+
+class _BadChecker(Exception):
+    pass
+
+
+def _checker(spec: judges.StdioSpec, i: int, actual: str, ctx: Context) -> tuple[bool, str]:
+    case_input, expected = spec.cases[i]
+    stdin = judges.checker_stdin(spec.checker, case_input, expected, actual)
+    t = min(CHECKER_TIMEOUT_S, max(ctx.time_left(), 0.1))
+    res = ctx.run_job(Job(code=judges.CHECKER_RUNNER, stdin=stdin, timeout_s=t, limits=Limits(memory_mb=1024)))
+    if res.sandbox_error:
+        raise _SandboxFailed(res.sandbox_error)
+    said = _clip(res.stdout + res.stderr, 300)
+    if res.exit_code in (0, 1) and not res.timed_out:
+        return res.exit_code == 0, said or ("accepted" if res.exit_code == 0 else "rejected by the checker")
+    how = "timed out" if res.timed_out else f"exited {res.exit_code}"
+    raise _BadChecker(f"the checker failed on case {i} ({how}): {said}")
+
+
+def verdict(cases: list[CaseVerdict], mode: str) -> Verdict:
+    """The submission's verdict from its cases (first failing case decides the outcome)."""
+    n = len(cases)
+    passed = sum(c.status is CaseStatus.PASSED for c in cases)
+    fail = next((i for i, c in enumerate(cases) if c.status is not CaseStatus.PASSED), None)
+    if fail is None:
+        return Verdict(1.0, Outcome.CORRECT, f"{passed}/{n} cases passed", cases=cases)
+    first = cases[fail]
+    detail = f"{passed}/{n} cases passed; case {fail}: {first.status.value.lower().replace('_', ' ')}: {first.detail}"
+    over = next((c for c in cases if c.status is CaseStatus.OUTPUT_LIMIT), None)
+    if over is not None:  # one policy for every mode: the whole answer is a RUNTIME_ERROR, reward 0
+        return Verdict(0.0, Outcome.RUNTIME_ERROR, over.detail, cases=cases)
+    reward = passed / n if mode == "fraction" else 0.0
+    return Verdict(reward, _OUTCOME[first.status], detail, cases=cases)
+
+
+def grade(runs: list[CaseRun], spec: judges.StdioSpec, options: dict, ctx: Context, mode: str) -> Verdict:
+    try:
+        return verdict(judge_runs(runs, spec, options, ctx), mode)
+    except _SandboxFailed as e:
+        return Verdict.of(Outcome.SANDBOX_ERROR, str(e))
+    except _BadChecker as e:
+        return Verdict.of(Outcome.BAD_REFERENCE, str(e))
