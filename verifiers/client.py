@@ -81,6 +81,7 @@ class VerifyResult:
     id: str = ""
     components: dict[str, float] = field(default_factory=dict)
     cached: bool = False
+    cases: list[dict] = field(default_factory=list)  # code: per test case {"status", "detail", "elapsed_s"}
 
     @classmethod
     def from_proto(cls, r: pb.VerifyResponse) -> VerifyResult:
@@ -92,6 +93,11 @@ class VerifyResult:
             id=r.id,
             components=dict(r.components),
             cached=r.cached,
+            cases=[
+                {"status": pb.CaseVerdict.Status.Name(c.status).removeprefix("STATUS_"), "detail": c.detail,
+                 "elapsed_s": c.elapsed_s}
+                for c in r.cases
+            ],  # fmt: skip
         )
 
 
