@@ -13,6 +13,17 @@ REGISTRY ?= var/registry.sqlite
 POOL ?= 0
 HTTP_PORT ?=
 REWARD_VERIFIER ?=
+# make serve limits (empty = the server's default; `python -m verifiers.server --help` lists them all)
+BACKEND ?=
+MEMORY_MB ?=
+CPUS ?=
+PIDS ?=
+OUTPUT_CAP ?=
+MAX_TIMEOUT_S ?=
+MAX_MESSAGE_MB ?=
+MAX_BATCH ?=
+MAX_COMPLETION_CHARS ?=
+MAX_CONCURRENT ?=
 PYTEST_ARGS ?=
 
 # make train / make eval knobs (empty = the embedded default); ARGS: raw extra arguments appended
@@ -40,7 +51,8 @@ help:
 	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
 	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
-	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON)"
+	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON); limits: POOL= BACKEND= MEMORY_MB= CPUS= PIDS="
+	@echo "                OUTPUT_CAP= MAX_TIMEOUT_S= MAX_MESSAGE_MB= MAX_BATCH= MAX_COMPLETION_CHARS= MAX_CONCURRENT= (README: Limits)"
 	@echo "make image      build the sandbox image offline (debootstrap + docker import)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
@@ -78,6 +90,11 @@ proto: venv
 
 serve: setup
 	$(PY) -m verifiers.server --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL) \
+	  $(if $(BACKEND),--backend $(BACKEND)) $(if $(MEMORY_MB),--memory-mb $(MEMORY_MB)) $(if $(CPUS),--cpus $(CPUS)) \
+	  $(if $(PIDS),--pids $(PIDS)) $(if $(OUTPUT_CAP),--output-cap-bytes $(OUTPUT_CAP)) \
+	  $(if $(MAX_TIMEOUT_S),--max-timeout-s $(MAX_TIMEOUT_S)) $(if $(MAX_MESSAGE_MB),--max-message-mb $(MAX_MESSAGE_MB)) \
+	  $(if $(MAX_BATCH),--max-batch $(MAX_BATCH)) $(if $(MAX_COMPLETION_CHARS),--max-completion-chars $(MAX_COMPLETION_CHARS)) \
+	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) \
 	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
 test: setup

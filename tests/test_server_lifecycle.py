@@ -10,6 +10,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifierError
 from verifiers.launch import LocalServer
 
@@ -64,18 +65,31 @@ def test_sigterm_exits_zero_and_removes_its_containers(tmp_path):
     assert _containers_of(pid) == []
 
 
-def test_sigkill_then_restart_leaves_no_container(tmp_path):
-    srv = LocalServer(pool_size=1, log_path=str(tmp_path / "log")).start()
+SHOUTS = "def verify(completion, reference, options):\n    return float('LOUD' in completion)\n"
+
+
+def test_sigkill_then_restart_leaves_no_container_and_the_registry_intact(tmp_path):
+    registry = str(tmp_path / "registry.sqlite")
+    srv = LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "log")).start()
     pid = srv.proc.pid
     assert _containers_of(pid)
-    srv.stop(signal.SIGKILL)
-    with LocalServer(pool_size=1, log_path=str(tmp_path / "log2")) as srv2:
+    with VerifierClient(srv.target) as c:
+        c.register(pb.RegisterVerifierRequest(name="shouts", python=pb.PythonVerifier(source=SHOUTS)))
+        comps = [pb.Component(verifier="shouts", weight=0.5), pb.Component(verifier="think_format", weight=0.5)]
+        c.register(pb.RegisterVerifierRequest(name="loud_r1", composite=pb.CompositeVerifier(components=comps)))
+    srv.stop(signal.SIGKILL)  # no shutdown of any kind: straight after the acknowledged registrations
+    with LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "log2")) as srv2:
         # the new server's start removes whatever the killed one left behind
         deadline = time.monotonic() + 30
         while _containers_of(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _containers_of(pid) == []
         assert len(_containers_of(srv2.proc.pid)) == 1
+        with VerifierClient(srv2.target) as c:
+            listed = {v.name: v for v in c.list_verifiers()}
+            assert listed["shouts"].python.source == SHOUTS and listed["loud_r1"].kind == "composite"
+            assert c.verify("shouts", "LOUD").outcome == "CORRECT" and c.verify("shouts", "quiet").reward == 0.0
+            assert c.verify("loud_r1", "<think>a</think>LOUD").reward == 1.0
     assert _containers_of(srv2.proc.pid) == []
 
 

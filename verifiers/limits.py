@@ -34,7 +34,7 @@ class LimitsError(ValueError):
 
 
 class ServiceLimits(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # -- the sandbox --------------------------------------------------------------------------------
     backend: Literal["docker", "bwrap"] = Field(

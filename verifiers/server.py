@@ -35,6 +35,7 @@ from grpc_reflection.v1alpha import reflection
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
 from verifiers.registry import Registry
 from verifiers.remote import INSTANCE_HEADER
@@ -178,9 +179,10 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
 
 def build_server(service: VerifierService, host: str, port: int, workers: int = 32, admin_token: str = "",
-                 max_message_bytes: int = MAX_MESSAGE_BYTES):  # fmt: skip
+                 max_message_bytes: int = MAX_MESSAGE_BYTES, max_concurrent_rpcs: int | None = None):  # fmt: skip
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
+        maximum_concurrent_rpcs=max_concurrent_rpcs,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -204,6 +206,19 @@ def _set_health(h: health.HealthServicer, serving: bool) -> None:
         h.set(name, status)
 
 
+def _watch_health(h: health.HealthServicer, pool, stop: threading.Event, every_s: float = 0.5) -> None:
+    """Health follows the pool: NOT_SERVING while no sandbox is up (e.g. the Docker engine restarts),
+    SERVING again once the pool has replaced them, with nobody restarting the service."""
+    serving = True
+    while not stop.wait(every_s):
+        now = pool.healthy
+        if now != serving:
+            log.warning("sandbox pool %s: health %s", "recovered" if now else "has no live sandbox",
+                        "SERVING" if now else "NOT_SERVING")  # fmt: skip
+            _set_health(h, now)
+            serving = now
+
+
 def _start_http(args: argparse.Namespace, service: VerifierService, max_body_bytes: int):
     """The HTTP/JSON API (verifiers/http_api.py) on ``--http-port``, beside gRPC; None without the flag."""
     if args.http_port is None:
@@ -218,7 +233,7 @@ def _start_http(args: argparse.Namespace, service: VerifierService, max_body_byt
 
 
 def serve(args: argparse.Namespace) -> int:
-    from sandbox.pool import SandboxConfig, SandboxPool
+    from sandbox.pool import SandboxPool
     from verifiers.math_verifier import WARMUP
 
     os.environ.pop("VERIFIER_ADMIN_TOKEN", None)  # read by main(); no child process inherits it
@@ -227,13 +242,17 @@ def serve(args: argparse.Namespace) -> int:
     except ServiceError as e:
         log.error("%s", e)
         return 2
-    pool = SandboxPool(SandboxConfig(size=args.pool_size or (os.cpu_count() or 1), warmup=WARMUP))
-    service = VerifierService(registry, pool)
+    limits = args.limits
+    log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
+    pool = SandboxPool(limits.sandbox_config(warmup=WARMUP))
+    service = VerifierService(registry, pool, limits=limits)
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
-                                                 max_message_bytes=args.max_message_mb << 20)  # fmt: skip
+                                                 workers=min(32, limits.max_concurrent_rpcs),
+                                                 max_message_bytes=limits.max_message_mb << 20,
+                                                 max_concurrent_rpcs=limits.max_concurrent_rpcs)  # fmt: skip
     _set_health(health_servicer, False)
     try:
-        http = _start_http(args, service, max_body_bytes=args.max_message_mb << 20)
+        http = _start_http(args, service, max_body_bytes=limits.max_message_mb << 20)
     except OSError as e:
         log.error("%s", e)
         service.close()
@@ -251,6 +270,7 @@ def serve(args: argparse.Namespace) -> int:
         if http is not None:
             http.set_serving(True)
             print(f"HTTP SERVING on {args.host}:{http.port}", flush=True)  # before gRPC's line: launchers stop there
+        threading.Thread(target=_watch_health, args=(health_servicer, pool, stop), daemon=True).start()
         print(f"SERVING on {args.host}:{port}", flush=True)
         stop.wait()
     except Exception as e:  # noqa: BLE001 - reported and turned into an exit status
@@ -276,18 +296,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=50051, help="0 picks a free port (printed on start)")
     p.add_argument("--registry", default="var/registry.sqlite", help="SQLite file of registered verifiers")
-    p.add_argument("--pool-size", type=int, default=0, help="sandbox containers (default: one per CPU core)")
     p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
     p.add_argument("--admin-token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""),
                    help="require 'authorization: Bearer <token>' on mutating RPCs (env VERIFIER_ADMIN_TOKEN)")  # fmt: skip
-    p.add_argument("--max-message-mb", type=int, default=MAX_MESSAGE_BYTES >> 20,
-                   help="largest request accepted (bigger ones: RESOURCE_EXHAUSTED)")  # fmt: skip
     p.add_argument("--http-port", type=int, default=None,
                    help="also serve HTTP/JSON on this port (/v1, /get_reward, /run_code, /metrics); 0 picks a free one")
     p.add_argument("--reward-verifier", default="",
                    help="verifier for OpenRLHF's /get_reward when the URL names none (?verifier=NAME)")
     p.add_argument("--log-level", default="INFO")
+    service_limits.add_arguments(p)
     args = p.parse_args(argv)
+    try:
+        args.limits = service_limits.from_args(args)  # validated here, before anything starts
+    except service_limits.LimitsError as e:
+        p.error(str(e))
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sys.exit(serve(args))
 

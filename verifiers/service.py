@@ -14,17 +14,20 @@ from verifiers import python_verifier, remote
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
 from verifiers.cache import VerdictCache
 from verifiers.composite import Composite
+from verifiers.limits import ServiceLimits
 from verifiers.metrics import ServiceMetrics
 from verifiers.registry import NAME_RE, Registry, build, check_name
 
 log = logging.getLogger(__name__)
 
-MAX_TIMEOUT_S = 120.0
-MAX_BATCH = 8192
+MAX_TIMEOUT_S = ServiceLimits().max_timeout_s  # defaults; a server's own are in VerifierService.limits
+MAX_BATCH = ServiceLimits().max_batch
 
 
 class VerifierService:
-    def __init__(self, registry: Registry, pool: SandboxPool | None, *, cache_items: int = 50_000):
+    def __init__(self, registry: Registry, pool: SandboxPool | None, *, cache_items: int = 50_000,
+                 limits: ServiceLimits | None = None):  # fmt: skip
+        self.limits = limits or ServiceLimits()
         self.registry = registry
         self.pool = pool
         self.cache = VerdictCache(cache_items)
@@ -58,16 +61,19 @@ class VerifierService:
             return Result(sandbox_error=str(e), id=job.id)
 
     # -- grading --------------------------------------------------------------------------------------
-    @staticmethod
-    def validate(req: Request) -> None:
+    def validate(self, req: Request) -> None:
         if not req.verifier:
             raise BadRequest("field 'verifier' is empty: name a verifier (ListVerifiers shows them)")
         if not NAME_RE.fullmatch(req.verifier):
             raise BadRequest(f"field 'verifier' = {req.verifier[:80]!r} is not a verifier name ([a-z0-9][a-z0-9_.-]*)")
         if req.timeout_s < 0 or req.timeout_s != req.timeout_s:
             raise BadRequest(f"field 'timeout_s' must be >= 0, got {req.timeout_s}")
-        if req.timeout_s > MAX_TIMEOUT_S:
-            raise BadRequest(f"field 'timeout_s' must be <= {MAX_TIMEOUT_S:g}, got {req.timeout_s:g}")
+        if req.timeout_s > self.limits.max_timeout_s:
+            raise BadRequest(f"field 'timeout_s' must be <= {self.limits.max_timeout_s:g} (the server's "
+                             f"--max-timeout-s), got {req.timeout_s:g}")  # fmt: skip
+        if len(req.completion) > self.limits.max_completion_chars:
+            raise BadRequest(f"field 'completion' is {len(req.completion)} characters, over the server's limit of "
+                             f"{self.limits.max_completion_chars} (--max-completion-chars)")  # fmt: skip
 
     def verify(self, req: Request, deadline: float | None = None) -> Verdict:
         """Grade one request. Raises ServiceError for bad requests (unknown verifier, bad fields)."""
@@ -113,9 +119,10 @@ class VerifierService:
     def verify_batch(self, reqs: list[Request], deadline: float | None = None) -> list[Verdict]:
         """Fan out across the pool; results in request order; one item's failure never fails the batch."""
         self.metrics.observe_batch(len(reqs))
-        if len(reqs) > MAX_BATCH:
+        if len(reqs) > self.limits.max_batch:
             self.metrics.observe_error(BadRequest.status)
-            raise BadRequest(f"batch of {len(reqs)} items is over the limit of {MAX_BATCH}; split it")
+            raise BadRequest(f"batch of {len(reqs)} items is over the server's limit of {self.limits.max_batch} "
+                             "(--max-batch); split it")  # fmt: skip
         for i, r in enumerate(reqs):  # a malformed item fails the call up front, naming the item
             try:
                 self.validate(r)
