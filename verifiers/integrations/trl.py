@@ -114,7 +114,11 @@ class RewardFunction:
         per_row = {c: self._column(c, columns, n) for c in self.option_columns}
         out = []
         for i, c in enumerate(completions):
-            opts = {**self.options, **{k: str(v[i]) for k, v in per_row.items() if v[i] is not None}}
+            opts = (
+                {**self.options, **{k: str(v[i]) for k, v in per_row.items() if v[i] is not None}}
+                if per_row
+                else self.options
+            )
             prompt = prompt_text(prompts[i]) if prompts else ""
             out.append(
                 VerifyItem(self.verifier, completion_text(c), as_reference(refs[i]), prompt, opts, self.timeout_s)

@@ -194,8 +194,9 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
     n = len(solution_strs)
     if len(data_sources) != n or len(ground_truths) != n:
         raise ValueError(f"{len(data_sources)} data_sources, {n} solution_strs, {len(ground_truths)} ground_truths")
-    items = [
-        to_item(ds, sol, gt, route_for(ds, routes, verifier), options or {}, timeout_s)
-        for ds, sol, gt in zip(data_sources, solution_strs, ground_truths, strict=True)
-    ]
+    resolved: dict[str, Route] = {}  # one lookup per data source, not per item
+    items = []
+    for ds, sol, gt in zip(data_sources, solution_strs, ground_truths, strict=True):
+        route = resolved.get(ds) or resolved.setdefault(ds, route_for(ds, routes, verifier))
+        items.append(to_item(ds, sol, gt, route, options or {}, timeout_s))
     return [as_score(r) for r in client_for(target).verify_batch(items, deadline_s=deadline_s)]

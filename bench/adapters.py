@@ -1,0 +1,215 @@
+"""Benchmark: what the TRL and verl adapters add per call over the plain gRPC client, batch of 256.
+
+    flock /tmp/bench.lock .venv/bin/python bench/adapters.py [--rounds 5] [--calls 20] [--workloads think_format,math]
+
+One verifier service (LocalServer, 2 sandbox containers) on loopback; one client process. Variants, each
+grading the same kind of batch of 256 completions in one call:
+
+- ``client``       ``VerifierClient.verify_batch([VerifyItem(...) x256])``: the baseline (items built in the call);
+- ``trl``          ``reward_function(...)(prompts=..., completions=..., answer=..., completion_ids=...,
+                   trainer_state=..., log_extra=..., log_metric=...)``, called the way GRPOTrainer calls it;
+- ``trl_async``    the async variant, awaited on a long-lived event loop thread (TRL's daemon loop);
+- ``verl_batch``   ``compute_score_batch(data_sources=<numpy object array>, solution_strs=..., ground_truths=...,
+                   extra_infos=...)``, called the way verl's BatchRewardManager calls it, routed by data_source;
+- per-item pair: ``client_single`` (256 x ``client.verify``) vs ``verl_single`` (256 x ``compute_score``, verl's
+  naive manager), so the naive path's overhead is measured against the client used the same way.
+
+Same work: every call gets a fresh batch (a per-call nonce in every completion, so the service's verdict cache
+never answers), generated the same way for every variant; half the completions are correct. The TRL adapter
+also sends each row's prompt (a short R1-style prompt here; verifiers such as reward models use it) and the
+baseline does not: that cost is counted against the adapter. Rounds run the variants in alternating order (A B C D, then D C B A, ...); per round each variant's median per-call time;
+printed: per-variant medians, p50/p99 per-call latency and items/s, the median of per-round ratios
+variant/client with the spread, the 1-minute load average per round, agreement of every variant's rewards with
+the client's on a common batch, import start-up apart, and the client process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a script, bench/ comes first on sys.path and bench/math.py would shadow the stdlib: use the repo root.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from verifiers.client import VerifierClient, VerifyItem  # noqa: E402
+from verifiers.integrations.trl import async_reward_function, reward_function  # noqa: E402
+from verifiers.integrations.verl import compute_score, compute_score_batch  # noqa: E402
+from verifiers.launch import LocalServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+N = 256
+PROMPT = "A conversation between User and Assistant. The user asks a question. User: what is 12+34? Assistant:"
+SOURCE = {"think_format": "bench_format", "math": "bench_math"}  # verl data_source -> verifier (routes)
+
+
+def batch(workload: str, nonce: str) -> tuple[list[str], list[str]]:
+    """256 (completion, reference) pairs, half of them correct, unique to ``nonce``."""
+    comps, refs = [], []
+    for i in range(N):
+        if workload == "think_format":
+            think = f"step {i} of {nonce}: " + "reasoning " * (i % 40)
+            comps.append(f"<think>{think}</think>answer {i}" if i % 2 == 0 else f"{think} answer {i}")
+            refs.append("")
+        else:
+            comps.append(f"<think>{nonce} {i}</think>so \\boxed{{{i}}}")
+            refs.append(str(i if i % 2 == 0 else i + 1))
+    return comps, refs
+
+
+class Variants:
+    def __init__(self, target: str, workload: str):
+        self.client = VerifierClient(target, timeout_s=600)
+        self.workload, self.target = workload, target
+        answer_column = "answer" if workload == "math" else None
+        self.trl = reward_function(workload, target=target, answer_column=answer_column)
+        self.trl_async = async_reward_function(workload, target=target, answer_column=answer_column)
+        self.routes = {SOURCE[workload]: workload}
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.metrics: list = []
+
+    def trl_kwargs(self, comps: list[str], refs: list[str]) -> dict:
+        return dict(prompts=[PROMPT] * N, completions=comps, answer=refs, completion_ids=[[0]] * N,
+                    trainer_state=None, log_extra=lambda c, v: None, log_metric=lambda n, v: self.metrics.append(v))  # fmt: skip
+
+    def verl_kwargs(self, comps: list[str], refs: list[str]) -> dict:
+        return dict(data_sources=np.array([SOURCE[self.workload]] * N, dtype=object), solution_strs=comps,
+                    ground_truths=refs, extra_infos=np.array([{"rollout_reward_scores": {}} for _ in range(N)]),
+                    routes=self.routes, target=self.target)  # fmt: skip
+
+    # each returns the rewards, so agreement can be checked on a common batch
+    def client_batch(self, comps, refs):
+        items = [VerifyItem(self.workload, c, r) for c, r in zip(comps, refs, strict=True)]
+        return [r.reward for r in self.client.verify_batch(items)]
+
+    def trl_call(self, comps, refs):
+        return self.trl(**self.trl_kwargs(comps, refs))
+
+    def trl_async_call(self, comps, refs):
+        return asyncio.run_coroutine_threadsafe(self.trl_async(**self.trl_kwargs(comps, refs)), self.loop).result()
+
+    def verl_batch(self, comps, refs):
+        return [s["score"] for s in compute_score_batch(**self.verl_kwargs(comps, refs))]
+
+    def client_single(self, comps, refs):
+        return [self.client.verify(self.workload, c, r).reward for c, r in zip(comps, refs, strict=True)]
+
+    def verl_single(self, comps, refs):
+        src = SOURCE[self.workload]
+        return [compute_score(data_source=src, solution_str=c, ground_truth=r, extra_info={}, routes=self.routes,
+                              target=self.target)["score"] for c, r in zip(comps, refs, strict=True)]  # fmt: skip
+
+
+BATCH = ["client_batch", "trl_call", "trl_async_call", "verl_batch"]
+SINGLE = ["client_single", "verl_single"]
+
+
+def time_calls(fn: Callable, workload: str, tag: str, calls: int) -> list[float]:
+    out = []
+    for k in range(calls):
+        comps, refs = batch(workload, f"{tag}-{k}-{time.monotonic_ns()}")
+        t0 = time.perf_counter()
+        fn(comps, refs)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def run_workload(v: Variants, workload: str, rounds: int, calls: int, single_calls: int) -> None:
+    print(f"\n== {workload}: batch {N}, {rounds} rounds x {calls} calls per variant ({single_calls} for per-item)")
+    times: dict[str, list[list[float]]] = {name: [] for name in BATCH + SINGLE}
+    loads = []
+    for name in BATCH + SINGLE:  # warm-up: channel, imports, first-call paths
+        getattr(v, name)(*batch(workload, f"warm-{name}"))
+    for r in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for group, n_calls in ((BATCH, calls), (SINGLE, single_calls)):
+            for name in group if r % 2 == 0 else list(reversed(group)):
+                times[name].append(time_calls(getattr(v, name), workload, f"{r}-{name}", n_calls))
+        line = "  ".join(f"{n} {statistics.median(times[n][-1]) * 1e3:7.1f} ms" for n in BATCH + SINGLE)
+        print(f"round {r + 1}: load {loads[-1]:.2f}  {line}", flush=True)
+    report(times, loads)
+
+
+def report(times: dict[str, list[list[float]]], loads: list[float]) -> None:
+    print(f"1-min load average per round: {', '.join(f'{x:.2f}' for x in loads)}")
+    for name, per_round in times.items():
+        flat = [t for rnd in per_round for t in rnd]
+        med = statistics.median(statistics.median(rnd) for rnd in per_round)
+        print(f"  {name:>15}: median {med * 1e3:7.1f} ms/call, {N / med:8.0f} items/s, "
+              f"p50 {pct(flat, 0.5) * 1e3:7.1f} ms, p99 {pct(flat, 0.99) * 1e3:7.1f} ms")  # fmt: skip
+    for base, group in (("client_batch", BATCH[1:]), ("client_single", SINGLE[1:])):
+        for name in group:
+            ratios = [
+                statistics.median(a) / statistics.median(b) for a, b in zip(times[name], times[base], strict=True)
+            ]
+            med = statistics.median(ratios)
+            print(f"  {name} / {base}: median {med:.3f}x (overhead {100 * (med - 1):+.1f}%; "
+                  f"per round min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+
+
+def agreement(v: Variants, workload: str) -> None:
+    comps, refs = batch(workload, "agreement")
+    want = v.client_batch(comps, refs)
+    for name in BATCH[1:] + SINGLE:
+        got = getattr(v, name)(comps, refs)
+        same = sum(a == b for a, b in zip(got, want, strict=True))
+        print(f"  agreement {name} vs client_batch: {same}/{N} rewards equal")
+    print(f"  client rewards: {sum(want):.0f}/{N} correct (half by construction)")
+
+
+def startup() -> None:
+    def imp(mod: str) -> float:
+        code = f"import time; t = time.perf_counter(); import {mod}; print(time.perf_counter() - t)"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        runs = [float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                                     text=True, check=True).stdout) for _ in range(3)]  # fmt: skip
+        return statistics.median(runs)
+
+    base = imp("verifiers.client")
+    for mod in ("verifiers.integrations.trl", "verifiers.integrations.verl"):
+        print(f"start-up: import {mod} {imp(mod) * 1e3:.0f} ms (verifiers.client alone {base * 1e3:.0f} ms)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=20, help="batched calls per variant per round")
+    ap.add_argument("--single-calls", type=int, default=2, help="per-item passes (256 calls each) per round")
+    ap.add_argument("--workloads", default="think_format,math")
+    ap.add_argument("--pool-size", type=int, default=2)
+    a = ap.parse_args()
+    print(f"adapters bench: batch {N}, pool {a.pool_size}, {os.cpu_count()} CPUs, {a.rounds} rounds alternating")
+    startup()
+    t0 = time.perf_counter()
+    with LocalServer(pool_size=a.pool_size) as srv:
+        print(f"service start-up: {time.perf_counter() - t0:.1f} s")
+        for w in a.workloads.split(","):
+            scale = 1 if w == "think_format" else 4  # math goes through the sandbox: fewer calls per round
+            v = Variants(srv.target, w)
+            agreement(v, w)
+            run_workload(v, w, a.rounds, max(3, a.calls // scale), a.single_calls)
+            v.loop.call_soon_threadsafe(v.loop.stop)
+            v.client.close()
+    print(f"\nclient process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
