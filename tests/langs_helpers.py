@@ -1,0 +1,56 @@
+"""Shared by the code-language tests: a real VerifierService over a real Python pool and the real
+toolchain pool (both Docker; the toolchain image is built here if its tag is missing), and a
+``grade`` helper."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.security.conftest import make_pool
+from verifiers.base import Request, Verdict
+
+SUM_CASES = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7", "output": "12"}])
+
+
+def ensure_langs_image() -> None:
+    from sandbox import image_langs
+    from sandbox.image import image_exists
+
+    if not image_exists(image_langs.image_tag()):
+        r = subprocess.run([sys.executable, "-m", "sandbox.image", "--langs", "all"], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.fail(f"could not build the toolchain image (`make image LANGS=all`): {r.stderr[-2000:]}")
+
+
+def make_service(tmp_path_factory, langs_pool_size: int = 2):
+    """(service, close) with a 2-sandbox Python pool and a toolchain pool of ``langs_pool_size``."""
+    from verifiers import lang_pool
+    from verifiers.math_verifier import WARMUP
+    from verifiers.registry import Registry
+    from verifiers.service import VerifierService
+
+    ensure_langs_image()
+    os.environ["RLVR_LANGS_POOL_SIZE"] = str(langs_pool_size)
+    lang_pool.close()
+    pool = make_pool("docker", size=2, warmup=WARMUP).start()
+    reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
+    svc = VerifierService(reg, pool)
+    lang_pool.get()
+
+    def close() -> None:
+        svc.close()
+        pool.close()
+        reg.close()
+        lang_pool.close()
+
+    return svc, close
+
+
+def grade(svc, lang: str, source: str, reference: str = SUM_CASES, timeout_s: float = 60, **options) -> Verdict:
+    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "2", **options}
+    return svc.verify(Request("code", f"```{lang}\n{source}```\n", reference, options=opts, timeout_s=timeout_s))
