@@ -44,7 +44,7 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image bwrap proto serve test test-fast lint format train eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap proto serve test test-fast lint format train eval bench clean
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap if it can (idempotent; every target runs it)"
@@ -53,7 +53,7 @@ help:
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
 	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON); limits: POOL= BACKEND= MEMORY_MB= CPUS= PIDS="
 	@echo "                OUTPUT_CAP= MAX_TIMEOUT_S= MAX_MESSAGE_MB= MAX_BATCH= MAX_COMPLETION_CHARS= MAX_CONCURRENT= (README: Limits)"
-	@echo "make image      build the sandbox image offline (debootstrap + docker import)"
+	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image (C, C++, Java, Node, Go, Rust)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
@@ -75,8 +75,14 @@ $(STAMP): pyproject.toml
 docker:
 	@bash sandbox/docker_engine.sh
 
+# LANGS=all: also rlvr-sandbox-langs (sandbox/image_langs.py), the image non-Python code runs in
+LANGS ?= python
 image: venv docker
-	@$(PY) -m sandbox.image
+	@$(PY) -m sandbox.image --langs $(LANGS)
+
+# The tests grade every language, so `make test` builds (once; cached by its inputs) the toolchain image
+image-langs: venv docker
+	@$(PY) -m sandbox.image --langs all
 
 # Best effort: the Docker backend is the default, so a machine without bubblewrap (or without user
 # namespaces) still sets up; the note says why and where the log is.
@@ -97,7 +103,7 @@ serve: setup
 	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) \
 	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
-test: setup
+test: setup image-langs
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: venv
