@@ -8,7 +8,8 @@ grading the same kind of batch of 256 completions in one call:
 - ``client``       ``VerifierClient.verify_batch([VerifyItem(...) x256])``: the baseline (items built in the call);
 - ``trl``          ``reward_function(...)(prompts=..., completions=..., answer=..., completion_ids=...,
                    trainer_state=..., log_extra=..., log_metric=...)``, called the way GRPOTrainer calls it;
-- ``trl_async``    the async variant, awaited on a long-lived event loop thread (TRL's daemon loop);
+- ``trl_async``    the async variant, awaited on a long-lived event loop thread (TRL's daemon loop), compared
+                   with ``client_on_loop``: an ``async def`` calling the plain client, awaited the same way;
 - ``verl_batch``   ``compute_score_batch(data_sources=<numpy object array>, solution_strs=..., ground_truths=...,
                    extra_infos=...)``, called the way verl's BatchRewardManager calls it, routed by data_source;
 - per-item pair: ``client_single`` (256 x ``client.verify``) vs ``verl_single`` (256 x ``compute_score``, verl's
@@ -17,10 +18,13 @@ grading the same kind of batch of 256 completions in one call:
 Same work: every call gets a fresh batch (a per-call nonce in every completion, so the service's verdict cache
 never answers), generated the same way for every variant; half the completions are correct. The TRL adapter
 also sends each row's prompt (a short R1-style prompt here; verifiers such as reward models use it) and the
-baseline does not: that cost is counted against the adapter. Rounds run the variants in alternating order (A B C D, then D C B A, ...); per round each variant's median per-call time;
-printed: per-variant medians, p50/p99 per-call latency and items/s, the median of per-round ratios
+baseline does not: that cost is counted against the adapter. Within a round the variants' calls are
+interleaved one by one, the order rotated every call (A B C D E, B C D E A, ...), so load changes on a shared
+machine hit every variant alike; per round each variant's median per-call wall time and client-process CPU
+time. Printed: per-variant medians, p50/p99 per-call latency and items/s, the median of per-round ratios
 variant/client with the spread, the 1-minute load average per round, agreement of every variant's rewards with
-the client's on a common batch, import start-up apart, and the client process's peak RSS.
+the client's on a common batch, the adapters' translation time alone (no RPC), import start-up apart, and
+the client process's peak RSS.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import itertools  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -44,9 +49,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from verifiers.client import VerifierClient, VerifyItem  # noqa: E402
+from verifiers.client import VerifyItem  # noqa: E402
+from verifiers.integrations import client_for  # noqa: E402
 from verifiers.integrations.trl import async_reward_function, reward_function  # noqa: E402
-from verifiers.integrations.verl import compute_score, compute_score_batch  # noqa: E402
+from verifiers.integrations.verl import compute_score, compute_score_batch, route_for, to_item  # noqa: E402
 from verifiers.launch import LocalServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +77,7 @@ def batch(workload: str, nonce: str) -> tuple[list[str], list[str]]:
 
 class Variants:
     def __init__(self, target: str, workload: str):
-        self.client = VerifierClient(target, timeout_s=600)
+        self.client = client_for(target)  # the adapters' own channel: every variant uses the same transport
         self.workload, self.target = workload, target
         answer_column = "answer" if workload == "math" else None
         self.trl = reward_function(workload, target=target, answer_column=answer_column)
@@ -101,6 +107,12 @@ class Variants:
     def trl_async_call(self, comps, refs):
         return asyncio.run_coroutine_threadsafe(self.trl_async(**self.trl_kwargs(comps, refs)), self.loop).result()
 
+    def client_on_loop(self, comps, refs):
+        async def plain():  # an async reward function a user would write around the plain client
+            return self.client_batch(comps, refs)
+
+        return asyncio.run_coroutine_threadsafe(plain(), self.loop).result()
+
     def verl_batch(self, comps, refs):
         return [s["score"] for s in compute_score_batch(**self.verl_kwargs(comps, refs))]
 
@@ -113,18 +125,19 @@ class Variants:
                               target=self.target)["score"] for c, r in zip(comps, refs, strict=True)]  # fmt: skip
 
 
-BATCH = ["client_batch", "trl_call", "trl_async_call", "verl_batch"]
+BATCH = ["client_batch", "trl_call", "verl_batch", "client_on_loop", "trl_async_call"]
+# (variant, its baseline): the async one is compared with the plain client awaited on the same event loop
+PAIRS = [("trl_call", "client_batch"), ("verl_batch", "client_batch"), ("trl_async_call", "client_on_loop"),
+         ("trl_async_call", "client_batch"), ("verl_single", "client_single")]  # fmt: skip
 SINGLE = ["client_single", "verl_single"]
 
 
-def time_calls(fn: Callable, workload: str, tag: str, calls: int) -> list[float]:
-    out = []
-    for k in range(calls):
-        comps, refs = batch(workload, f"{tag}-{k}-{time.monotonic_ns()}")
-        t0 = time.perf_counter()
-        fn(comps, refs)
-        out.append(time.perf_counter() - t0)
-    return out
+def one_call(fn: Callable, workload: str, tag: str) -> tuple[float, float]:
+    """(wall s, client-process CPU s) of one call on a fresh batch (batch generation not timed)."""
+    comps, refs = batch(workload, f"{tag}-{time.monotonic_ns()}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn(comps, refs)
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -132,37 +145,68 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+Times = dict[str, list[list[tuple[float, float]]]]  # variant -> rounds -> calls -> (wall, cpu)
+
+
 def run_workload(v: Variants, workload: str, rounds: int, calls: int, single_calls: int) -> None:
+    """Calls interleaved one by one (order rotated every call), so load changes hit every variant alike."""
     print(f"\n== {workload}: batch {N}, {rounds} rounds x {calls} calls per variant ({single_calls} for per-item)")
-    times: dict[str, list[list[float]]] = {name: [] for name in BATCH + SINGLE}
+    times: Times = {name: [] for name in BATCH + SINGLE}
     loads = []
     for name in BATCH + SINGLE:  # warm-up: channel, imports, first-call paths
         getattr(v, name)(*batch(workload, f"warm-{name}"))
     for r in range(rounds):
         loads.append(os.getloadavg()[0])
+        for name in BATCH + SINGLE:
+            times[name].append([])
         for group, n_calls in ((BATCH, calls), (SINGLE, single_calls)):
-            for name in group if r % 2 == 0 else list(reversed(group)):
-                times[name].append(time_calls(getattr(v, name), workload, f"{r}-{name}", n_calls))
-        line = "  ".join(f"{n} {statistics.median(times[n][-1]) * 1e3:7.1f} ms" for n in BATCH + SINGLE)
+            for k in range(n_calls):
+                j = (r + k) % len(group)
+                for name in group[j:] + group[:j]:
+                    times[name][-1].append(one_call(getattr(v, name), workload, f"{r}-{k}-{name}"))
+        line = "  ".join(f"{n} {statistics.median(w for w, _ in times[n][-1]) * 1e3:6.1f} ms" for n in BATCH + SINGLE)
         print(f"round {r + 1}: load {loads[-1]:.2f}  {line}", flush=True)
     report(times, loads)
 
 
-def report(times: dict[str, list[list[float]]], loads: list[float]) -> None:
+def report(times: Times, loads: list[float]) -> None:
     print(f"1-min load average per round: {', '.join(f'{x:.2f}' for x in loads)}")
     for name, per_round in times.items():
-        flat = [t for rnd in per_round for t in rnd]
-        med = statistics.median(statistics.median(rnd) for rnd in per_round)
-        print(f"  {name:>15}: median {med * 1e3:7.1f} ms/call, {N / med:8.0f} items/s, "
-              f"p50 {pct(flat, 0.5) * 1e3:7.1f} ms, p99 {pct(flat, 0.99) * 1e3:7.1f} ms")  # fmt: skip
-    for base, group in (("client_batch", BATCH[1:]), ("client_single", SINGLE[1:])):
-        for name in group:
-            ratios = [
-                statistics.median(a) / statistics.median(b) for a, b in zip(times[name], times[base], strict=True)
-            ]
-            med = statistics.median(ratios)
-            print(f"  {name} / {base}: median {med:.3f}x (overhead {100 * (med - 1):+.1f}%; "
-                  f"per round min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+        wall = [w for rnd in per_round for w, _ in rnd]
+        med = statistics.median(statistics.median(w for w, _ in rnd) for rnd in per_round)
+        cpu = statistics.median(statistics.median(c for _, c in rnd) for rnd in per_round)
+        print(f"  {name:>15}: median {med * 1e3:6.1f} ms/call, {N / med:6.0f} items/s, p50 {pct(wall, 0.5) * 1e3:6.1f} ms, "
+              f"p99 {pct(wall, 0.99) * 1e3:6.1f} ms; client CPU {cpu * 1e3:5.1f} ms/call")  # fmt: skip
+    for (name, base), (label, i) in itertools.product(PAIRS, (("wall", 0), ("client CPU", 1))):
+        ratios = [statistics.median(x[i] for x in a) / statistics.median(x[i] for x in b)
+                  for a, b in zip(times[name], times[base], strict=True)]  # fmt: skip
+        med = statistics.median(ratios)
+        print(f"  {name} / {base} ({label}): median {med:.3f}x (overhead {100 * (med - 1):+.1f}%; "
+              f"per round min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+
+
+def translation(v: Variants, workload: str, reps: int = 50) -> None:
+    """The adapters' own work (no RPC): building the 256 items from each tool's call shape."""
+    comps, refs = batch(workload, "translate")
+    trl_kw = v.trl_kwargs(comps, refs)
+    src = SOURCE[workload]
+
+    def verl_items():
+        route = route_for(src, v.routes)
+        return [to_item(src, c, g, route, {}, 0.0) for c, g in zip(comps, refs, strict=True)]
+
+    jobs = {
+        "client VerifyItem x256": lambda: [VerifyItem(workload, c, r) for c, r in zip(comps, refs, strict=True)],
+        "trl items()": lambda: v.trl.items(trl_kw["prompts"], comps, trl_kw),
+        "verl to_item x256": verl_items,
+    }
+    for name, job in jobs.items():
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            job()
+            ts.append(time.perf_counter() - t0)
+        print(f"  translation only, {name}: median {statistics.median(ts) * 1e3:.2f} ms")
 
 
 def agreement(v: Variants, workload: str) -> None:
@@ -205,9 +249,9 @@ def main() -> None:
             scale = 1 if w == "think_format" else 4  # math goes through the sandbox: fewer calls per round
             v = Variants(srv.target, w)
             agreement(v, w)
+            translation(v, w)
             run_workload(v, w, a.rounds, max(3, a.calls // scale), a.single_calls)
             v.loop.call_soon_threadsafe(v.loop.stop)
-            v.client.close()
     print(f"\nclient process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
