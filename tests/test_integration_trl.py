@@ -18,6 +18,7 @@ import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifyItem, VerifyResult
+from verifiers.integrations import OUTCOMES
 from verifiers.integrations.trl import RewardFunction, async_reward_function, completion_text, reward_function
 from verifiers.launch import LocalServer
 
@@ -75,7 +76,8 @@ def test_infrastructure_failures_are_none_and_logged(verifier_server, broken_ver
     out = f(prompts=["p"] * 3, completions=["<think>"] * 3, log_metric=logged.__setitem__,
             log_extra=extra.__setitem__)  # fmt: skip
     assert out == [None, None, None]
-    assert logged == {f"{broken_verifier}/outcome/SANDBOX_ERROR": 1.0}
+    assert logged[f"{broken_verifier}/outcome/SANDBOX_ERROR"] == 1.0 and sum(logged.values()) == 1.0
+    assert len(logged) == len(OUTCOMES)  # every outcome every call, so TRL's per-name averages are not biased
     assert extra == {f"{broken_verifier}_outcome": ["SANDBOX_ERROR"] * 3}
     # BAD_REFERENCE (the reference cannot be graded) is not the model's fault either
     results = [VerifyResult(0.0, o) for o in ("BAD_REFERENCE", "INCORRECT", "TIMEOUT", "CORRECT")]

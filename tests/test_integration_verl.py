@@ -17,7 +17,13 @@ import pytest
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierError, VerifyItem
 from verifiers.integrations import verl
-from verifiers.integrations.verl import UnknownDataSource, compute_score, compute_score_batch, route_for
+from verifiers.integrations.verl import (
+    UnknownDataSource,
+    UnsupportedGroundTruth,
+    compute_score,
+    compute_score_batch,
+    route_for,
+)
 from verifiers.launch import LocalServer
 
 pytestmark = pytest.mark.docker
@@ -115,7 +121,7 @@ def test_unknown_source_and_untranslatable_ground_truth_are_clear_errors(verifie
         compute_score("my/dataset", "x", "1", target=verifier_server.target)
     assert "custom_reward_function.reward_kwargs" in str(e.value)
     call_based = json.dumps({"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]})
-    with pytest.raises(ValueError, match="fn_name"):
+    with pytest.raises(UnsupportedGroundTruth, match="fn_name"):
         compute_score("apps", ADD, call_based, target=verifier_server.target)
     assert route_for("aime25").verifier == "math" and route_for("livecodebench/v5").verifier == "code"
 

@@ -17,7 +17,7 @@ One invocation is one ``VerifyBatch`` call with all of TRL's completions (B*G of
 are plain strings, or, for conversational datasets, lists of message dicts: the text graded is the
 content of the last assistant message. The reward is logged by TRL under ``rewards/<__name__>/…``
 (``__name__`` defaults to ``verifier``); the fraction of each outcome goes to ``log_metric`` as
-``<__name__>/outcome/<OUTCOME>`` and each completion's outcome to the completions table.
+``<__name__>/outcome/<OUTCOME>`` (every outcome, zeros included) and each completion's outcome to the completions table.
 
 ``async_reward_function`` returns the same thing with an ``async __call__``: TRL (``is_async_callable``)
 then runs it on its event loop, concurrently with other async reward functions; the gRPC call itself
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from verifiers.client import VerifyItem, VerifyResult
-from verifiers.integrations import UNGRADED, client_for
+from verifiers.integrations import OUTCOMES, UNGRADED, client_for
 
 __all__ = ["RewardFunction", "AsyncRewardFunction", "reward_function", "async_reward_function", "completion_text"]
 
@@ -150,10 +150,11 @@ class RewardFunction:
         """Outcome fractions to TRL's ``log_metric``, outcomes to its completions table (when TRL passes them)."""
         log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
         if callable(log_metric) and results:
-            counts: dict[str, int] = {}
+            # every outcome every call, zeros included: TRL averages each name over the calls that logged it
+            counts = dict.fromkeys(OUTCOMES, 0)
             for r in results:
                 counts[r.outcome] = counts.get(r.outcome, 0) + 1
-            for outcome, k in sorted(counts.items()):
+            for outcome, k in counts.items():
                 log_metric(f"{self.__name__}/outcome/{outcome}", k / len(results))
         if callable(log_extra):
             log_extra(f"{self.__name__}_outcome", [r.outcome for r in results])

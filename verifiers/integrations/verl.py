@@ -30,7 +30,15 @@ from typing import Any
 from verifiers.client import VerifyItem, VerifyResult
 from verifiers.integrations import UNGRADED, client_for
 
-__all__ = ["Route", "DEFAULT_ROUTES", "UnknownDataSource", "compute_score", "compute_score_batch", "route_for"]
+__all__ = [
+    "Route",
+    "DEFAULT_ROUTES",
+    "UnknownDataSource",
+    "UnsupportedGroundTruth",
+    "compute_score",
+    "compute_score_batch",
+    "route_for",
+]
 
 
 class UnknownDataSource(KeyError):
@@ -38,6 +46,10 @@ class UnknownDataSource(KeyError):
 
     def __str__(self) -> str:  # KeyError would print the repr of the message
         return str(self.args[0])
+
+
+class UnsupportedGroundTruth(ValueError):
+    """A ground truth the adapter cannot translate into a reference (say what to give instead)."""
 
 
 @dataclass(frozen=True)
@@ -124,13 +136,13 @@ def io_cases(ground_truth: Any) -> str | None:
     if not isinstance(gt, Mapping) or "inputs" not in gt or "outputs" not in gt:
         return None
     if gt.get("fn_name"):
-        raise ValueError(
+        raise UnsupportedGroundTruth(
             "verl code ground truth with fn_name (call-based tests) is not translated: "
             "give the code verifier an assert-style reference instead (see docs/verifiers.md)"
         )
     ins, outs = list(gt["inputs"]), list(gt["outputs"])
     if len(ins) != len(outs):
-        raise ValueError(f"verl code ground truth has {len(ins)} inputs but {len(outs)} outputs")
+        raise UnsupportedGroundTruth(f"verl code ground truth has {len(ins)} inputs but {len(outs)} outputs")
     return json.dumps([{"input": _text(i), "output": _text(o)} for i, o in zip(ins, outs, strict=True)])
 
 
