@@ -44,7 +44,7 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image image-langs bwrap proto serve test test-fast lint format train eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap postgres proto serve test test-fast lint format train eval bench clean
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap if it can (idempotent; every target runs it)"
@@ -56,6 +56,7 @@ help:
 	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image (C, C++, Java, Node, Go, Rust)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
+	@echo "make postgres   install PostgreSQL if missing (the registry tests start a throwaway cluster); a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
 	@echo "make bench      run the benchmarks in bench/ (prints figures)"
 	@echo "make lint       ruff check + format check;  make clean: remove sandbox containers and var/tmp"
@@ -91,6 +92,18 @@ bwrap: venv
 	@sh sandbox/install_bwrap.sh >var/log/install_bwrap.log 2>&1 && grep -q '^bwrap backend: usable' var/log/install_bwrap.log \
 	  || echo "note: bubblewrap sandbox backend not available ($$(tail -n 1 var/log/install_bwrap.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_bwrap.log"
 
+# Best effort, like bwrap: PostgreSQL binaries for the registry tests on the shared (postgresql://) backend.
+# The tests start their own throwaway cluster (initdb in a temp dir, loopback port) and skip, saying why,
+# where there is none.
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" != 0 ] && ! sudo -n true 2>/dev/null; then \
+	  echo "note: PostgreSQL not installed and no root to install it: the registry's postgresql tests will skip (apt-get install postgresql)"; \
+	else mkdir -p var/log; S=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); export DEBIAN_FRONTEND=noninteractive; \
+	  { $$S apt-get install -y -q --no-install-recommends postgresql || { $$S apt-get update -q && $$S apt-get install -y -q --no-install-recommends postgresql; }; } \
+	    >var/log/install_postgres.log 2>&1 \
+	  || echo "note: could not install PostgreSQL (log: var/log/install_postgres.log): the registry's postgresql tests will skip"; fi
+
 proto: venv
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. proto/verifier/v1/verifier.proto
 
@@ -103,7 +116,7 @@ serve: setup
 	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) \
 	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
-test: setup image-langs
+test: setup image-langs postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: venv
