@@ -31,3 +31,86 @@ def verifier_server(tmp_path_factory):
 def client(verifier_server):
     with VerifierClient(verifier_server.target, timeout_s=120) as c:
         yield c
+
+
+# -- PostgreSQL: a throwaway cluster for the registry's shared (postgresql://) backend ------------------
+def _pg_bindir():
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which("initdb")
+    for d in [Path(found).parent] if found else []:
+        if (d / "pg_ctl").exists():
+            return d
+    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):  # Debian keeps them off PATH
+        if (d / "initdb").exists() and (d / "pg_ctl").exists():
+            return d
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL cluster of its own for the session: initdb in a temp dir, a free loopback port, trust
+    auth for the user ``rlvr``, fsync off (it is thrown away). Run as the ``postgres`` user when the tests
+    run as root. Skipped, saying why, where PostgreSQL is missing or cannot start (`make postgres`)."""
+    import os
+    import pwd
+    import shutil
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    bindir = _pg_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (no initdb/pg_ctl): `make postgres` installs it")
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("tests run as root and there is no 'postgres' user to run PostgreSQL as")
+        run_as = ["runuser", "-u", "postgres", "--"]
+    base = Path(tempfile.mkdtemp(prefix="rlvr-pg-"))
+    if run_as:
+        os.chown(base, user.pw_uid, user.pw_gid)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data, pg_ctl = base / "data", str(bindir / "pg_ctl")
+    opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    try:
+        subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "rlvr", "--auth=trust", "-E", "UTF8",
+                        "--no-sync"], check=True, capture_output=True, text=True, timeout=180)  # fmt: skip
+        subprocess.run([*run_as, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-t", "90", "-o", opts,
+                        "start"], check=True, capture_output=True, text=True, timeout=120)  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as e:
+        why = (getattr(e, "stderr", "") or str(e)).strip().splitlines()[-1:] or [type(e).__name__]
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"could not start a throwaway PostgreSQL with {bindir}: {why[0]}")
+    try:
+        yield f"postgresql://rlvr@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*run_as, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True,
+                       timeout=60)  # fmt: skip
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh, empty database on the session's PostgreSQL: ``postgresql://rlvr@127.0.0.1:PORT/tXXXX``."""
+    import uuid
+
+    import psycopg
+
+    name = f"t{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(f"{postgres_server}/postgres", autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    return f"{postgres_server}/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def registry_url(request, tmp_path):
+    """Where a registry lives, once per backend: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "registry.sqlite")
+    return request.getfixturevalue("postgres_url")

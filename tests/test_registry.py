@@ -1,6 +1,7 @@
-"""Registry rules and SQLite persistence, without Docker: names, built-ins, replace/version, composite
-components and cycles, cache versions, crash safety of the store, and remote forwarding against an
-in-process gRPC server that implements only Verify."""
+"""Registry rules and persistence, without Docker, on both stores (a SQLite file and a throwaway
+PostgreSQL, via the ``registry_url`` fixture): names, built-ins, replace/version, composite components
+and cycles, cache versions, crash safety of the store, two registries sharing one store (replicas),
+and remote forwarding against an in-process gRPC server that implements only Verify."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import threading
 import time
 from concurrent import futures
 
@@ -19,7 +21,7 @@ from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, Outcome, PermissionDenied, Request
 from verifiers.registry import InUse, Registry
 from verifiers.remote import RemoteVerifier, Unreachable, check_reachable
-from verifiers.store import Store, StoreError
+from verifiers.store import Store, StoreError, open_store
 
 PY = {"source": "def verify(c, r, o):\n    return 1.0\n", "entrypoint": "verify"}
 
@@ -29,8 +31,8 @@ def comp(*parts: tuple[str, float]) -> dict:
 
 
 @pytest.fixture
-def reg(tmp_path):
-    r = Registry(str(tmp_path / "reg.sqlite"))
+def reg(registry_url):
+    r = Registry(registry_url)
     yield r
     r.close()
 
@@ -67,7 +69,7 @@ def test_duplicate_needs_replace_which_bumps_the_version(reg):
     assert reg.get("v").description == "second"
 
 
-def test_version_never_goes_back_after_unregister(reg, tmp_path):
+def test_version_never_goes_back_after_unregister(reg):
     reg.add("v", "python", "", PY)
     reg.add("v", "python", "", PY, replace=True)
     reg.remove("v")
@@ -75,7 +77,7 @@ def test_version_never_goes_back_after_unregister(reg, tmp_path):
         reg.get("v")
     assert reg.add("v", "python", "", PY).version == 3
     reg.close()
-    assert Registry(str(tmp_path / "reg.sqlite")).get("v").version == 3
+    assert Registry(reg.path).get("v").version == 3
 
 
 def test_unregister_unknown_is_not_found(reg):
@@ -126,13 +128,13 @@ def test_cache_version_follows_components_and_skips_remotes(reg):
     before = reg.cache_version("b")
     reg.add("a", "python", "", PY, replace=True)
     assert reg.cache_version("b") != before  # a composite's cached verdicts go stale with its parts
-    reg._custom["rem"] = RemoteVerifier("rem", "127.0.0.1:1")
+    reg.add("rem", "remote", "", {"target": "127.0.0.1:1"})  # reachability is the service's check, not the registry's
     reg.add("c", "composite", "", comp(("rem", 1.0)))
     assert reg.cache_version("rem") is None and reg.cache_version("c") is None
 
 
-def test_registered_verifiers_survive_reopening(tmp_path):
-    path = str(tmp_path / "reg.sqlite")
+def test_registered_verifiers_survive_reopening(registry_url):
+    path = registry_url
     r = Registry(path)
     r.add("p", "python", "desc", {**PY, "example_completion": "e"})
     r.add("c", "composite", "", comp(("p", 0.7), ("math", 0.3)))
@@ -145,12 +147,23 @@ def test_registered_verifiers_survive_reopening(tmp_path):
     assert r2.get("rem").remote_name == "math"
 
 
-def test_a_row_that_no_longer_builds_is_skipped_not_fatal(tmp_path):
-    path = str(tmp_path / "reg.sqlite")
+def _insert_raw(path: str, rows: list[tuple]) -> None:
+    """Rows written behind the registry's back (an older version, a hand edit)."""
+    if path.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(path, autocommit=True) as db:
+            for row in rows:
+                db.execute("INSERT INTO verifiers VALUES (%s, %s, %s, %s, %s, %s, %s)", row)
+    else:
+        with sqlite3.connect(path) as db:
+            db.executemany("INSERT INTO verifiers VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def test_a_row_that_no_longer_builds_is_skipped_not_fatal(registry_url):
+    path = registry_url
     Registry(path).add("good", "python", "", PY)
-    with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO verifiers VALUES ('bad', 'lua', '', '{}', 1, 0, 0)")
-        db.execute("INSERT INTO verifiers VALUES ('bad2', 'python', '', 'not json', 1, 0, 0)")
+    _insert_raw(path, [("bad", "lua", "", "{}", 1, 0, 0), ("bad2", "python", "", "not json", 1, 0, 0)])
     r = Registry(path)
     assert r.get("good") and not {"bad", "bad2"} & {v.name for v in r.all()}
 
@@ -162,8 +175,22 @@ def test_a_file_that_is_not_sqlite_is_reported(tmp_path):
         Store(str(p))
 
 
+def test_store_is_chosen_by_the_url_scheme(tmp_path):
+    assert isinstance(open_store(str(tmp_path / "a.sqlite")), Store)
+    assert open_store(f"sqlite:///{tmp_path}/b.sqlite").path == f"{tmp_path}/b.sqlite"
+    assert open_store(None).path == ":memory:"
+    with pytest.raises(StoreError, match="unknown scheme"):
+        open_store("mysql://db/registry")
+
+
+def test_an_unreachable_postgresql_is_reported_without_its_password():
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as err:
+        Registry("postgresql://rlvr:s3cret@127.0.0.1:1/registry?connect_timeout=2")
+    assert "s3cret" not in str(err.value) and "rlvr:***@127.0.0.1:1" in str(err.value)
+
+
 def _write_forever(path: str, start: int, started) -> None:
-    s = Store(path)
+    s = open_store(path)
     i = start
     while True:
         s.put(f"v{i}", "python", "x" * 5000, {"source": "def verify(c, r, o):\n    return 1\n" * 50, "i": i},
@@ -172,8 +199,8 @@ def _write_forever(path: str, start: int, started) -> None:
         i += 1
 
 
-def test_sigkill_mid_write_leaves_the_store_consistent(tmp_path):
-    path = str(tmp_path / "reg.sqlite")
+def test_sigkill_mid_write_leaves_the_store_consistent(registry_url):
+    path = registry_url
     ctx = multiprocessing.get_context("spawn")
     for round_ in range(5):
         started = ctx.Event()
@@ -183,13 +210,71 @@ def test_sigkill_mid_write_leaves_the_store_consistent(tmp_path):
         time.sleep(0.05 + 0.07 * round_)
         os.kill(p.pid, signal.SIGKILL)
         p.join()
-        s = Store(path)
+        s = open_store(path)
         assert s.integrity() == "ok"
         rows = s.load()
         assert any(r.name == f"v{round_ * 100_000}" for r in rows)  # what was acknowledged is there
         for row in rows:  # every row is whole: its spec parses and names its own number
             assert row.spec["i"] == int(row.name[1:]) and row.description == "x" * 5000
         s.close()
+
+
+# -- replicas: two registries sharing one store -----------------------------------------------------------
+def test_a_verifier_registered_through_one_replica_is_served_by_the_other(registry_url):
+    a, b = Registry(registry_url, refresh_s=0.2), Registry(registry_url, refresh_s=0.2)
+    try:
+        a.add("p", "python", "first", PY)
+        assert b.get("p").description == "first"  # a new name: at once
+        a.add("p", "python", "second", PY, replace=True)
+        time.sleep(0.3)
+        assert (b.get("p").version, b.get("p").description) == (2, "second")  # a replacement: within refresh_s
+        with pytest.raises(AlreadyExists, match="version 2"):  # the store, not b's memory, decides
+            b.add("p", "python", "", PY)
+        assert b.add("p", "python", "third", PY, replace=True).version == 3
+        b.add("c", "composite", "", comp(("p", 1.0)))
+        with pytest.raises(InUse, match="c"):  # a's check sees b's composite
+            a.remove("p")
+        b.remove("c")
+        a.remove("p")
+        time.sleep(0.3)
+        with pytest.raises(NotFound):
+            b.get("p")
+        assert [v.name for v in b.all() if not b.is_builtin(v.name)] == []
+    finally:
+        a.close()
+        b.close()
+
+
+def test_replicas_racing_for_one_name_get_distinct_versions(registry_url):
+    regs = [Registry(registry_url) for _ in range(4)]
+    got: list[int] = []
+    refused: list[str] = []
+
+    def register(r: Registry) -> None:
+        for _ in range(5):
+            try:
+                got.append(r.add("race", "python", "", PY, replace=True).version)
+            except AlreadyExists as e:
+                refused.append(str(e))
+        try:
+            r.add(f"only-{id(r)}", "python", "", PY)
+            r.add("first", "python", "", PY)  # exactly one of the four wins this name
+            got.append(0)
+        except AlreadyExists as e:
+            refused.append(str(e))
+
+    threads = [threading.Thread(target=register, args=(r,)) for r in regs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert sorted(v for v in got if v) == list(range(1, 21))  # 20 writes, 20 versions, none handed out twice
+        assert got.count(0) == 1 and len(refused) == 3
+        assert Registry(registry_url).get("race").version == 20
+    finally:
+        for r in regs:
+            r.close()
 
 
 # -- remote forwarding against a Verify-only server ---------------------------------------------------
@@ -242,11 +327,11 @@ def test_remote_unreachable_is_sandbox_error_and_refused_at_registration():
     assert v.outcome is Outcome.SANDBOX_ERROR and v.reward == 0.0
 
 
-def test_python_registration_without_a_sandbox_is_unavailable(tmp_path):
+def test_python_registration_without_a_sandbox_is_unavailable(registry_url):
     from verifiers.base import Unavailable
     from verifiers.service import VerifierService
 
-    svc = VerifierService(Registry(str(tmp_path / "reg.sqlite")), pool=None)
+    svc = VerifierService(Registry(registry_url), pool=None)
     try:
         with pytest.raises(Unavailable, match="sandbox"):
             svc.register("p", "python", "", PY)

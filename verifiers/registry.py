@@ -1,5 +1,11 @@
 """Name → verifier. Built-ins are code and fixed; registered verifiers (python, remote, composite) are
-added over gRPC and persisted in SQLite (``verifiers/store.py``), so they survive a restart.
+added over gRPC and persisted in a store (``verifiers/store.py``: a SQLite file by default, or a
+``postgresql://`` URL shared by replicas), so they survive a restart.
+
+Replicas sharing one store: the store is the authority. Each registry compares the store's change
+marker with what it loaded at most every ``refresh_s`` (1 s) and at once on an unknown name or
+before a write, so a verifier registered through one replica is served by all of them (a new name
+at once, a replacement or removal within ``refresh_s``).
 
 Rules: names match ``NAME_RE``; a built-in name can be neither registered, replaced nor removed
 (PERMISSION_DENIED); a taken name needs ``replace`` (ALREADY_EXISTS otherwise), which bumps the
@@ -17,13 +23,14 @@ import logging
 import math
 import re
 import threading
+import time
 
 from verifiers.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
 from verifiers.composite import Composite, Part
 from verifiers.format import TagCount, ThinkFormat
 from verifiers.python_verifier import PythonVerifier, check_spec
 from verifiers.remote import RemoteVerifier, check_target
-from verifiers.store import Store
+from verifiers.store import open_store
 
 log = logging.getLogger(__name__)
 
@@ -106,28 +113,75 @@ def build(name: str, kind: str, description: str, spec: dict, version: int = 1) 
 
 
 class Registry:
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, *, refresh_s: float = 1.0):
+        """``path``: a SQLite file, ``sqlite:///path``, a ``postgresql://`` URL, or None (in memory)."""
         self.path = path
+        self.refresh_s = refresh_s
         self._builtins = builtin_verifiers()
         self._custom: dict[str, Verifier] = {}
         self._lock = threading.Lock()  # guards _custom
-        self._write = threading.Lock()  # serialises add/remove
-        self.store = Store(path)
-        for row in self.store.load():
-            try:
-                self._custom[row.name] = build(row.name, row.kind, row.description, row.spec, row.version)
-            except ServiceError as e:
-                log.error("registry %s: skipping verifier %r: %s", self.store.path, row.name, e)
+        self._write = threading.RLock()  # serialises add/remove/refresh (a writer may look names up)
+        self.store = open_store(path)
+        self._marker: tuple | None = None
+        self._checked = 0.0  # monotonic time of the last look at the store's marker
+        self.refresh(force=True)
         if self._custom:
             log.info("registry %s: %d registered verifiers loaded", self.store.path, len(self._custom))
 
     def close(self) -> None:
         self.store.close()
 
+    # -- following the store (other replicas' writes) -----------------------------------------------
+    def refresh(self, force: bool = False) -> None:
+        """Reload from the store when it changed. Never blocks a reader: when another thread is writing
+        or refreshing, return at once (unless ``force``, which the writers themselves use)."""
+        if not self._write.acquire(blocking=force):
+            return
+        try:
+            self._sync()
+        finally:
+            self._write.release()
+
+    def _sync(self) -> None:  # caller holds _write
+        self._checked = time.monotonic()
+        marker = self.store.marker()
+        if marker == self._marker:
+            return
+        custom: dict[str, Verifier] = {}
+        with self._lock:
+            old = dict(self._custom)
+        for row in self.store.load():
+            have = old.get(row.name)
+            if have is not None and getattr(have, "version", None) == row.version:
+                custom[row.name] = have  # unchanged: keep the object (and whatever it has warmed up)
+                continue
+            try:
+                custom[row.name] = build(row.name, row.kind, row.description, row.spec, row.version)
+            except ServiceError as e:
+                log.error("registry %s: skipping verifier %r: %s", self.store.path, row.name, e)
+        with self._lock:
+            self._custom = custom
+        self._marker = marker
+
+    def _maybe_refresh(self, now: bool = False) -> None:
+        """Refresh when ``refresh_s`` has passed (or ``now``: waiting for a refresh in progress)."""
+        if now or time.monotonic() - self._checked >= self.refresh_s:
+            try:
+                self.refresh(force=now)
+            except ServiceError as e:  # the store is unreachable: keep serving what is loaded
+                self._checked = time.monotonic()
+                log.warning("registry %s: could not check for changes: %s", self.store.path, e)
+
     # -- reading ------------------------------------------------------------------------------------
     def get(self, name: str) -> Verifier:
         v = self._builtins.get(name)
-        if v is None:
+        if v is not None:
+            return v
+        self._maybe_refresh()
+        with self._lock:
+            v = self._custom.get(name)
+        if v is None:  # maybe registered through another replica a moment ago
+            self._maybe_refresh(now=True)
             with self._lock:
                 v = self._custom.get(name)
         if v is None:
@@ -135,6 +189,7 @@ class Registry:
         return v
 
     def all(self) -> list[Verifier]:
+        self._maybe_refresh()
         with self._lock:
             return list(self._builtins.values()) + sorted(self._custom.values(), key=lambda v: v.name)
 
@@ -214,6 +269,7 @@ class Registry:
         """Persist and publish a verifier whose spec has been checked. Returns it with its new version."""
         build(name, kind, description, spec)  # shape errors before anything is written
         with self._write:  # one writer at a time: the checks and the write are atomic together
+            self._sync()  # another replica's writes count for the checks
             self.check_writable(name, replace)
             if kind == "composite":
                 self.check_components(name, _parts(spec))
@@ -229,6 +285,7 @@ class Registry:
         if name in self._builtins:
             raise PermissionDenied(f"{name!r} is a built-in verifier: it cannot be removed")
         with self._write:
+            self._sync()
             users = self.dependents(name)
             if users:
                 raise InUse(
@@ -239,5 +296,5 @@ class Registry:
                     raise NotFound(f"verifier {name!r} is not registered")
             self.store.delete(name)
             with self._lock:
-                del self._custom[name]
+                self._custom.pop(name, None)
         log.info("unregistered verifier %r", name)

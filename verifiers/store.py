@@ -1,4 +1,8 @@
-"""SQLite persistence for registered verifiers (built-ins are code, never stored).
+"""Persistence for registered verifiers (built-ins are code, never stored): one interface,
+``RegistryStore``, and a backend per URL scheme, picked by ``open_store``: a file path (or
+``sqlite:///path``) is SQLite (this module, the default); ``postgresql://…`` is PostgreSQL
+(``verifiers/store_postgres.py``), for replicas that share one registry. Both keep the same table
+and the same rules; what follows holds for both.
 
 One row per name. A registration or removal is one ``BEGIN IMMEDIATE … COMMIT`` transaction in WAL mode
 with ``synchronous=FULL``: a process killed at any instant (SIGKILL included) leaves either the old
@@ -8,8 +12,10 @@ Removal keeps the row as a tombstone (``deleted = 1``) so that ``version`` only 
 name: a verifier removed and registered again gets a version it never had, and a verdict cached
 under an older version cannot be served for it.
 
-What is not covered: several server processes sharing one file each keep their own in-memory view;
-a registration through one is seen by the others after their restart.
+Several servers may share one store (one SQLite file on one host, or one PostgreSQL anywhere): the
+store is the authority (a version is assigned inside the write transaction, so two replicas never
+hand out the same one), and each server's registry compares ``marker()`` with what it loaded, at
+most every second and at once on an unknown name, to pick up the others' changes.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import json
 import sqlite3
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,9 +58,66 @@ class Row:
     spec: dict
     version: int
 
+    @classmethod
+    def decode(cls, name: str, kind: str, description: str, spec: str, version: int) -> Row:
+        """A row as stored; a spec that is not JSON is kept as ``{"__corrupt__": text}`` (the registry skips it)."""
+        try:
+            return cls(name, kind, description, json.loads(spec), int(version))
+        except (ValueError, TypeError):
+            return cls(name, kind, description, {"__corrupt__": spec}, int(version))
 
-class Store:
-    """Thread-safe; ``path=None`` keeps everything in memory (unit tests)."""
+
+def already_exists(name: str, version: int) -> AlreadyExists:
+    return AlreadyExists(f"verifier {name!r} is already registered (version {version}): set replace to overwrite it")
+
+
+class RegistryStore(ABC):
+    """Where registered verifiers live. Thread-safe. ``path``: where it is, fit for logs (no password)."""
+
+    path: str
+
+    @abstractmethod
+    def load(self) -> list[Row]:
+        """Every live row, by name."""
+
+    @abstractmethod
+    def put(self, name: str, kind: str, description: str, spec: dict, *, replace: bool) -> int:
+        """Insert or (with ``replace``) overwrite ``name`` in one transaction; returns its new version.
+        Raises AlreadyExists when the name is live and ``replace`` is false."""
+
+    @abstractmethod
+    def delete(self, name: str) -> bool:
+        """Turn ``name`` into a tombstone; False when it was not registered."""
+
+    @abstractmethod
+    def marker(self) -> tuple:
+        """Changes whenever any write happened: (sum of versions, number of tombstones). Every put raises
+        the first, every delete the second, and nothing lowers the first."""
+
+    @abstractmethod
+    def integrity(self) -> str:
+        """'ok', or what is wrong."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+def open_store(location: str | None) -> RegistryStore:
+    """The store a ``--registry`` value names: ``postgresql://``/``postgres://`` URLs, ``sqlite:///path``,
+    a plain file path, or None (SQLite in memory)."""
+    if location and location.split("://", 1)[0].lower() in ("postgresql", "postgres"):
+        from verifiers.store_postgres import PostgresStore  # psycopg only where it is used
+
+        return PostgresStore(location)
+    if location and location.startswith("sqlite://"):  # SQLAlchemy's form: sqlite:///rel/path, sqlite:////abs/path
+        location = location.removeprefix("sqlite://").removeprefix("/") or None
+    if location and "://" in location:
+        raise StoreError(f"registry {location!r}: unknown scheme; use a file path, sqlite:///path or postgresql://…")
+    return Store(location)
+
+
+class Store(RegistryStore):
+    """SQLite. ``path=None`` keeps everything in memory (unit tests)."""
 
     def __init__(self, path: str | None):
         self.path = path or ":memory:"
@@ -84,13 +148,7 @@ class Store:
             rows = self._db.execute(
                 "SELECT name, kind, description, spec, version FROM verifiers WHERE deleted = 0 ORDER BY name"
             ).fetchall()
-        out = []
-        for name, kind, description, spec, version in rows:
-            try:
-                out.append(Row(name, kind, description, json.loads(spec), int(version)))
-            except (ValueError, TypeError):
-                out.append(Row(name, kind, description, {"__corrupt__": spec}, int(version)))
-        return out
+        return [Row.decode(*r) for r in rows]
 
     def put(self, name: str, kind: str, description: str, spec: dict, *, replace: bool) -> int:
         """Insert or (with ``replace``) overwrite ``name`` atomically; returns its new version."""
@@ -100,9 +158,7 @@ class Store:
                 self._db.execute("BEGIN IMMEDIATE")
                 row = self._db.execute("SELECT version, deleted FROM verifiers WHERE name = ?", (name,)).fetchone()
                 if row is not None and not row[1] and not replace:
-                    raise AlreadyExists(
-                        f"verifier {name!r} is already registered (version {row[0]}): set replace to overwrite it"
-                    )
+                    raise already_exists(name, row[0])
                 version = 1 if row is None else row[0] + 1
                 self._db.execute(
                     "INSERT INTO verifiers (name, kind, description, spec, version, deleted, updated_at) "
@@ -125,6 +181,10 @@ class Store:
                 "UPDATE verifiers SET deleted = 1, updated_at = ? WHERE name = ? AND deleted = 0", (time.time(), name)
             )
             return cur.rowcount > 0
+
+    def marker(self) -> tuple:
+        with self._lock:
+            return tuple(self._db.execute("SELECT total(version), total(deleted) FROM verifiers").fetchone())
 
     def integrity(self) -> str:
         with self._lock:
