@@ -8,8 +8,9 @@ SIGTERM/SIGINT: health goes NOT_SERVING, new RPCs are refused, in-flight ones ge
 every container of the pool is removed, exit 0.
 
 Registration: RegisterVerifier / UnregisterVerifier change the registry (persisted in the SQLite file
-given by ``--registry``). With an admin token (``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they
-need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise); verifying, listing and
+given by ``--registry``, or in PostgreSQL with ``--registry postgresql://…``, which replicas share: a
+verifier registered through one is served by all, see docs/scale.md). With an admin token
+(``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise); verifying, listing and
 GetVerifier stay open. The token is compared in constant time and goes nowhere else.
 
 HTTP/JSON (``--http-port H``, 0 picks a free port, printed as ``HTTP SERVING on host:port`` before the
@@ -295,7 +296,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m verifiers.server", description="reward-verifier gRPC service")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=50051, help="0 picks a free port (printed on start)")
-    p.add_argument("--registry", default="var/registry.sqlite", help="SQLite file of registered verifiers")
+    p.add_argument("--registry", default="var/registry.sqlite",
+                   help="where registered verifiers are kept: a SQLite file, or postgresql://user[:pass]@host[:port]/db "
+                   "shared by replicas (docs/scale.md)")  # fmt: skip
     p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
     p.add_argument("--admin-token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""),
                    help="require 'authorization: Bearer <token>' on mutating RPCs (env VERIFIER_ADMIN_TOKEN)")  # fmt: skip
