@@ -10,8 +10,8 @@ every container of the pool is removed, exit 0.
 Registration: RegisterVerifier / UnregisterVerifier change the registry (persisted in the SQLite file
 given by ``--registry``, or in PostgreSQL with ``--registry postgresql://…``, which replicas share: a
 verifier registered through one is served by all, see docs/scale.md). With an admin token
-(``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise); verifying, listing and
-GetVerifier stay open. The token is compared in constant time and goes nowhere else.
+(``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they need ``authorization: Bearer <token>`` metadata
+(UNAUTHENTICATED otherwise); verifying, listing and GetVerifier stay open. The token is compared in constant time and goes nowhere else.
 
 HTTP/JSON (``--http-port H``, 0 picks a free port, printed as ``HTTP SERVING on host:port`` before the
 gRPC line): the same servicer behind /v1/..., OpenRLHF's /get_reward (``--reward-verifier``),
