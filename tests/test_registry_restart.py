@@ -1,11 +1,11 @@
 """Registered verifiers survive the server: a clean restart, and a SIGKILL in the middle of a stream
-of registrations (the registry file stays readable and consistent; whatever was acknowledged is there)."""
+of registrations (the registry stays readable and consistent; whatever was acknowledged is there).
+Both stores: a SQLite file and a throwaway PostgreSQL (the ``registry_url`` fixture)."""
 
 from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import threading
 import time
 
@@ -14,6 +14,7 @@ import pytest
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
 from verifiers.launch import ROOT, LocalServer
+from verifiers.store import open_store
 
 pytestmark = pytest.mark.docker
 
@@ -21,8 +22,8 @@ COUNTDOWN = (ROOT / "examples" / "countdown.py").read_text()
 REF = json.dumps({"numbers": [2, 3, 7], "target": 13})
 
 
-def test_registered_verifiers_survive_a_restart(tmp_path):
-    registry = str(tmp_path / "registry.sqlite")
+def test_registered_verifiers_survive_a_restart(tmp_path, registry_url):
+    registry = registry_url
     with (
         LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "a.log")) as a,
         VerifierClient(a.target) as c,
@@ -50,8 +51,8 @@ def test_registered_verifiers_survive_a_restart(tmp_path):
         assert info.version == 2
 
 
-def test_sigkill_during_registration_leaves_a_consistent_registry(tmp_path):
-    registry = str(tmp_path / "registry.sqlite")
+def test_sigkill_during_registration_leaves_a_consistent_registry(tmp_path, registry_url):
+    registry = registry_url
     acked: list[str] = []
     srv = LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "a.log")).start()
     stop = threading.Event()
@@ -78,8 +79,9 @@ def test_sigkill_during_registration_leaves_a_consistent_registry(tmp_path):
     t.join(30)
     assert len(acked) >= 8
 
-    with sqlite3.connect(registry) as db:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    store = open_store(registry)
+    assert store.integrity() == "ok"
+    store.close()
     with (
         LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "b.log")) as b,
         VerifierClient(b.target) as c,
