@@ -12,8 +12,13 @@ grading the same kind of batch of 256 completions in one call:
                    with ``client_on_loop``: an ``async def`` calling the plain client, awaited the same way;
 - ``verl_batch``   ``compute_score_batch(data_sources=<numpy object array>, solution_strs=..., ground_truths=...,
                    extra_infos=...)``, called the way verl's BatchRewardManager calls it, routed by data_source;
-- per-item pair: ``client_single`` (256 x ``client.verify``) vs ``verl_single`` (256 x ``compute_score``, verl's
-  naive manager), so the naive path's overhead is measured against the client used the same way.
+- per-item pair (think_format only): ``client_single`` (256 x ``client.verify``) vs ``verl_single`` (256 x
+  ``compute_score``, verl's naive manager), so the naive path's overhead is measured against the client used
+  the same way.
+
+Workloads: ``think_format`` (graded in the service process, no sandbox: the service's fastest path, so the
+worst case for an adapter's relative overhead) and ``math`` (a fraction in \\boxed{} against a decimal: every
+item goes through the sandbox, the usual case).
 
 Same work: every call gets a fresh batch (a per-call nonce in every completion, so the service's verdict cache
 never answers), generated the same way for every variant; half the completions are correct. The TRL adapter
@@ -69,9 +74,9 @@ def batch(workload: str, nonce: str) -> tuple[list[str], list[str]]:
             think = f"step {i} of {nonce}: " + "reasoning " * (i % 40)
             comps.append(f"<think>{think}</think>answer {i}" if i % 2 == 0 else f"{think} answer {i}")
             refs.append("")
-        else:
-            comps.append(f"<think>{nonce} {i}</think>so \\boxed{{{i}}}")
-            refs.append(str(i if i % 2 == 0 else i + 1))
+        else:  # a fraction against a decimal: no integer fast path, so every item goes through the sandbox
+            comps.append(f"<think>{nonce} {i}</think>so \\boxed{{\\frac{{{i + 1}}}{{4}}}}")
+            refs.append(str((i + 1) / 4 if i % 2 == 0 else (i + 1) / 4 + 1))
     return comps, refs
 
 
@@ -151,20 +156,22 @@ Times = dict[str, list[list[tuple[float, float]]]]  # variant -> rounds -> calls
 def run_workload(v: Variants, workload: str, rounds: int, calls: int, single_calls: int) -> None:
     """Calls interleaved one by one (order rotated every call), so load changes hit every variant alike."""
     print(f"\n== {workload}: batch {N}, {rounds} rounds x {calls} calls per variant ({single_calls} for per-item)")
-    times: Times = {name: [] for name in BATCH + SINGLE}
+    groups = [(BATCH, calls)] + ([(SINGLE, single_calls)] if single_calls else [])
+    names = [n for group, _ in groups for n in group]
+    times: Times = {name: [] for name in names}
     loads = []
-    for name in BATCH + SINGLE:  # warm-up: channel, imports, first-call paths
+    for name in names:  # warm-up: channel, imports, first-call paths
         getattr(v, name)(*batch(workload, f"warm-{name}"))
     for r in range(rounds):
         loads.append(os.getloadavg()[0])
-        for name in BATCH + SINGLE:
+        for name in names:
             times[name].append([])
-        for group, n_calls in ((BATCH, calls), (SINGLE, single_calls)):
+        for group, n_calls in groups:
             for k in range(n_calls):
                 j = (r + k) % len(group)
                 for name in group[j:] + group[:j]:
                     times[name][-1].append(one_call(getattr(v, name), workload, f"{r}-{k}-{name}"))
-        line = "  ".join(f"{n} {statistics.median(w for w, _ in times[n][-1]) * 1e3:6.1f} ms" for n in BATCH + SINGLE)
+        line = "  ".join(f"{n} {statistics.median(w for w, _ in times[n][-1]) * 1e3:6.1f} ms" for n in names)
         print(f"round {r + 1}: load {loads[-1]:.2f}  {line}", flush=True)
     report(times, loads)
 
@@ -178,6 +185,8 @@ def report(times: Times, loads: list[float]) -> None:
         print(f"  {name:>15}: median {med * 1e3:6.1f} ms/call, {N / med:6.0f} items/s, p50 {pct(wall, 0.5) * 1e3:6.1f} ms, "
               f"p99 {pct(wall, 0.99) * 1e3:6.1f} ms; client CPU {cpu * 1e3:5.1f} ms/call")  # fmt: skip
     for (name, base), (label, i) in itertools.product(PAIRS, (("wall", 0), ("client CPU", 1))):
+        if name not in times:
+            continue
         ratios = [statistics.median(x[i] for x in a) / statistics.median(x[i] for x in b)
                   for a, b in zip(times[name], times[base], strict=True)]  # fmt: skip
         med = statistics.median(ratios)
@@ -212,7 +221,7 @@ def translation(v: Variants, workload: str, reps: int = 50) -> None:
 def agreement(v: Variants, workload: str) -> None:
     comps, refs = batch(workload, "agreement")
     want = v.client_batch(comps, refs)
-    for name in BATCH[1:] + SINGLE:
+    for name in BATCH[1:] + (SINGLE if workload == "think_format" else []):
         got = getattr(v, name)(comps, refs)
         same = sum(a == b for a, b in zip(got, want, strict=True))
         print(f"  agreement {name} vs client_batch: {same}/{N} rewards equal")
@@ -246,11 +255,12 @@ def main() -> None:
     with LocalServer(pool_size=a.pool_size) as srv:
         print(f"service start-up: {time.perf_counter() - t0:.1f} s")
         for w in a.workloads.split(","):
-            scale = 1 if w == "think_format" else 4  # math goes through the sandbox: fewer calls per round
+            # math goes through the sandbox (~100x slower per item): fewer calls, and no per-item passes
+            scale, singles = (1, a.single_calls) if w == "think_format" else (10, 0)
             v = Variants(srv.target, w)
             agreement(v, w)
             translation(v, w)
-            run_workload(v, w, a.rounds, max(3, a.calls // scale), a.single_calls)
+            run_workload(v, w, a.rounds, max(3, a.calls // scale), singles)
             v.loop.call_soon_threadsafe(v.loop.stop)
     print(f"\nclient process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
