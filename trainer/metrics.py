@@ -45,7 +45,7 @@ def _require(package: str, backend: str) -> Any:
     except ImportError:
         raise ReportToError(
             f"report_to: {backend} needs the {package!r} package, which is not installed: "
-            f"`pip install {package}` (or `pip install 'rlvr[{backend}]'`), or drop {backend} from report_to"
+            f"`pip install {package}`, or drop {backend} from report_to"
         ) from None
 
 
