@@ -66,6 +66,14 @@ def test_nothing_listening_fails_after_the_wait_budget_with_a_clear_message(capl
     assert f"verifier service at 127.0.0.1:{port} unavailable" in caplog.text and "retrying for up to" in caplog.text
 
 
+def test_a_deadline_given_to_the_call_is_never_passed_waiting():
+    with VerifierClient(f"127.0.0.1:{free_port()}", wait_s=300) as c:
+        t0 = time.monotonic()
+        with pytest.raises(VerifierError, match="UNAVAILABLE"):
+            c.verify("think_format", "x", deadline_s=1.0)
+        assert time.monotonic() - t0 < 2.0
+
+
 def test_retries_zero_fails_at_once():
     with VerifierClient(f"127.0.0.1:{free_port()}", retries=0) as c:
         t0 = time.monotonic()

@@ -15,8 +15,9 @@ Deadlines and retries: every call carries one deadline (``timeout_s``). A call a
 round_robin sends it to another replica when one is up, within the deadline. While no replica
 answers at all, a call keeps trying for up to ``wait_s`` (default 300 s, sized for training: a
 restarted service is back within a minute), logging a line that names the target; the grading
-deadline then starts again from the attempt that reaches a server. ``retries`` caps the number of
-tries instead (``retries=0``: fail at once). Every other status is raised at once as
+deadline then starts again from the attempt that reaches a server. A ``deadline_s`` given to one
+call is a hard limit instead: it is retried within it, never past it. ``retries`` caps the number of
+tries (``retries=0``: fail at once). Every other status is raised at once as
 ``VerifierError``. A sub-batch's results are taken from the one response that completed, so no
 item is ever graded twice into a result.
 """
@@ -94,8 +95,11 @@ class VerifyResult:
             components=dict(r.components),
             cached=r.cached,
             cases=[
-                {"status": pb.CaseVerdict.Status.Name(c.status).removeprefix("STATUS_"), "detail": c.detail,
-                 "elapsed_s": c.elapsed_s}
+                {
+                    "status": pb.CaseVerdict.Status.Name(c.status).removeprefix("STATUS_"),
+                    "detail": c.detail,
+                    "elapsed_s": c.elapsed_s,
+                }
                 for c in r.cases
             ],  # fmt: skip
         )
@@ -219,7 +223,9 @@ class VerifierClient:
     def _call(self, method: str, request: Any, timeout_s: float | None) -> Any:
         budget = timeout_s or self.timeout_s
         t0 = time.monotonic()
-        deadline, wait_until = t0 + budget, t0 + self.wait_s
+        # a deadline given for this call is the caller's hard limit; the client's own default deadline
+        # is grading time, and waiting for an unavailable service (up to wait_s) does not count against it
+        deadline, wait_until = t0 + budget, t0 + (0.0 if timeout_s else self.wait_s)
         delay, tries, down_since, next_note, details = 0.1, 0, None, 0.0, ""
         while True:
             left = deadline - time.monotonic()
