@@ -245,6 +245,23 @@ def test_a_verifier_registered_through_one_replica_is_served_by_the_other(regist
         b.close()
 
 
+def test_a_lost_postgresql_leaves_the_loaded_verifiers_served(postgres_url, caplog):
+    import psycopg
+
+    r = Registry(postgres_url, refresh_s=0.0)
+    r.add("p", "python", "", PY)
+    base, db = postgres_url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as c:
+        c.execute(f'DROP DATABASE "{db}" WITH (FORCE)')  # the registry's connection is cut and cannot come back
+    assert r.get("p").version == 1  # served from memory; the failed check is logged, not raised
+    assert "could not check for changes" in caplog.text
+    with pytest.raises(NotFound):
+        r.get("other")
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL"):
+        r.add("q", "python", "", PY)
+    r.close()
+
+
 def test_replicas_racing_for_one_name_get_distinct_versions(registry_url):
     regs = [Registry(registry_url) for _ in range(4)]
     got: list[int] = []

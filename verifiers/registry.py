@@ -38,6 +38,7 @@ NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 KINDS = ("python", "remote", "composite")
 MAX_COMPONENTS = 16
 MAX_DESCRIPTION = 1000
+STORE_RETRY_S = 15.0  # after the shared store failed to answer, serve what is loaded this long before asking again
 
 
 class InUse(ServiceError):
@@ -168,9 +169,10 @@ class Registry:
         if now or time.monotonic() - self._checked >= self.refresh_s:
             try:
                 self.refresh(force=now)
-            except ServiceError as e:  # the store is unreachable: keep serving what is loaded
-                self._checked = time.monotonic()
-                log.warning("registry %s: could not check for changes: %s", self.store.path, e)
+            except ServiceError as e:  # the store is unreachable: keep serving what is loaded, look again later
+                self._checked = time.monotonic() + STORE_RETRY_S
+                log.warning("registry %s: could not check for changes (next try in %.0f s): %s", self.store.path,
+                            STORE_RETRY_S, e)  # fmt: skip
 
     # -- reading ------------------------------------------------------------------------------------
     def get(self, name: str) -> Verifier:
@@ -180,7 +182,7 @@ class Registry:
         self._maybe_refresh()
         with self._lock:
             v = self._custom.get(name)
-        if v is None:  # maybe registered through another replica a moment ago
+        if v is None and self._checked <= time.monotonic():  # registered through another replica a moment ago?
             self._maybe_refresh(now=True)
             with self._lock:
                 v = self._custom.get(name)

@@ -43,7 +43,7 @@ def redact(url: str) -> str:
 
 
 class PostgresStore(RegistryStore):
-    def __init__(self, url: str, connect_timeout_s: float = 10.0):
+    def __init__(self, url: str, connect_timeout_s: float = 5.0):
         self.url = url
         self.path = redact(url)
         self._timeout = max(1, int(connect_timeout_s))
