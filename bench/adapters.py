@@ -202,7 +202,7 @@ def translation(v: Variants, workload: str, reps: int = 50) -> None:
 
     def verl_items():
         route = route_for(src, v.routes)
-        return [to_item(src, c, g, route, {}, 0.0) for c, g in zip(comps, refs, strict=True)]
+        return [to_item(c, g, route) for c, g in zip(comps, refs, strict=True)]
 
     jobs = {
         "client VerifyItem x256": lambda: [VerifyItem(workload, c, r) for c, r in zip(comps, refs, strict=True)],

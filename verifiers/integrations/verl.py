@@ -152,13 +152,19 @@ def _text(x: Any) -> str:
     return str(x)
 
 
-def to_item(data_source: Any, solution_str: str, ground_truth: Any, route: Route, options: Mapping[str, str],
-            timeout_s: float) -> VerifyItem:  # fmt: skip
+def with_options(route: Route, options: Mapping[str, Any] | None) -> Route:
+    """``route`` with the call's ``options`` on top of its own (done once per data source, not per item)."""
+    if not options:
+        return route
+    return Route(route.verifier, {**route.options, **{str(k): str(v) for k, v in options.items()}}, route.io_tests)
+
+
+def to_item(solution_str: str, ground_truth: Any, route: Route, timeout_s: float = 0.0) -> VerifyItem:
     """One verl sample as a ``VerifyItem`` (translation only)."""
-    opts = {**route.options, **{str(k): str(v) for k, v in options.items()}}
+    opts = route.options
     ref = io_cases(ground_truth) if route.io_tests else None
     if ref is not None:
-        opts.setdefault("mode", "stdio")
+        opts = {"mode": "stdio", **opts}
     elif ground_truth is None:
         ref = ""
     else:
@@ -190,8 +196,9 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
                   options: Mapping[str, str] | None = None, target: str | None = None, timeout_s: float = 0.0,
                   deadline_s: float = 300.0, **kwargs: Any) -> dict[str, Any]:  # fmt: skip
     """Grade one verl response (naive reward manager / reward loop). Other verl keywords are ignored."""
-    item = to_item(data_source, solution_str, ground_truth, route_for(data_source, routes, verifier), options or {},
-                   timeout_s)  # fmt: skip
+    item = to_item(
+        solution_str, ground_truth, with_options(route_for(data_source, routes, verifier), options), timeout_s
+    )
     r = client_for(target).verify(item.verifier, item.completion, item.reference, options=item.options,
                                   timeout_s=item.timeout_s, deadline_s=deadline_s)  # fmt: skip
     return as_score(r)
@@ -209,6 +216,6 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
     resolved: dict[str, Route] = {}  # one lookup per data source, not per item
     items = []
     for ds, sol, gt in zip(data_sources, solution_strs, ground_truths, strict=True):
-        route = resolved.get(ds) or resolved.setdefault(ds, route_for(ds, routes, verifier))
-        items.append(to_item(ds, sol, gt, route, options or {}, timeout_s))
+        route = resolved.get(ds) or resolved.setdefault(ds, with_options(route_for(ds, routes, verifier), options))
+        items.append(to_item(sol, gt, route, timeout_s))
     return [as_score(r) for r in client_for(target).verify_batch(items, deadline_s=deadline_s)]
