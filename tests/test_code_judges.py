@@ -231,3 +231,40 @@ def test_per_case_verdicts_reach_the_grpc_client(client):
     assert r.reward == pytest.approx(2 / 5)
     assert [c["status"] for c in r.cases] == ["PASSED", "WRONG_ANSWER", "TIME_LIMIT", "RUNTIME_ERROR", "PASSED"]
     assert "'nope'" in r.cases[1]["detail"]
+
+
+# -- assert mode, MBPP style: a JSON list of independent asserts ----------------------------------------
+MBPP = json.dumps(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"])
+ADD_MOSTLY = "def add(a, b):\n    return a + b if a >= 0 else 99\n"
+
+
+def _asserts(svc, source: str, reference: str = MBPP, **options):
+    return svc.verify(Request("code", f"```python\n{source}```", reference, options=options, timeout_s=5))
+
+
+@pytest.mark.docker
+def test_mbpp_asserts_are_graded_one_by_one(service):
+    v = _asserts(service, ADD_MOSTLY, reward="fraction")
+    assert v.reward == pytest.approx(2 / 3) and v.outcome == "INCORRECT", v.detail
+    assert [c.status for c in v.cases] == [CaseStatus.PASSED, CaseStatus.PASSED, CaseStatus.WRONG_ANSWER]
+    assert "case 2" in v.detail and "AssertionError" in v.cases[2].detail
+    allv = _asserts(service, ADD_MOSTLY)
+    assert (allv.outcome, allv.reward) == ("INCORRECT", 0.0)
+    ok = _asserts(service, "def add(a, b):\n    return a + b\n", reward="fraction")
+    assert (ok.outcome, ok.reward) == ("CORRECT", 1.0) and len(ok.cases) == 3
+
+
+@pytest.mark.docker
+def test_mbpp_a_hanging_test_is_its_time_limit_and_the_rest_skipped(service):
+    hang = "def add(a, b):\n    while a == 2:\n        pass\n    return a + b\n"
+    v = _asserts(service, hang, reward="fraction")
+    assert v.outcome == "TIMEOUT" and v.reward == pytest.approx(1 / 3), v.detail
+    assert [c.status for c in v.cases] == [CaseStatus.PASSED, CaseStatus.TIME_LIMIT, CaseStatus.SKIPPED]
+
+
+@pytest.mark.docker
+def test_mbpp_exiting_during_the_tests_is_not_a_pass(service):
+    sneaky = "import sys\ndef add(a, b):\n    if a == 2:\n        sys.exit(0)\n    return a + b\n"
+    v = _asserts(service, sneaky, reward="fraction")
+    assert v.outcome != "CORRECT" and v.reward == pytest.approx(1 / 3), v.detail
+    assert v.cases[0].status is CaseStatus.PASSED and v.cases[1].status is CaseStatus.RUNTIME_ERROR

@@ -2,7 +2,8 @@
 
 ``math_verifier.WARMUP`` execs this source once per warm worker as the module ``rlvr_code``, so a job
 is two lines (``rlvr_code.main()``) instead of a harness compiled per job. ``main`` reads
-``{"candidate", "tests", "entry_point", "nonce"}`` on stdin, replaces stdin with /dev/null (the tests and
+``{"candidate", "tests", "entry_point", "nonce"}`` on stdin (``tests``: a script, or a list of
+independent asserts, MBPP style, each reported on its own line ``{"nonce", "case", "status"}``), replaces stdin with /dev/null (the tests and
 the nonce cannot be re-read) and stdout with stderr (the candidate's prints land there, where they
 count against the sandbox's output cap like any program's output and show in an error's detail), keeps
 a private copy of stdout, runs the candidate then the tests, and writes one verdict line carrying the
@@ -112,6 +113,15 @@ def main():
             say("error", f"NameError: the entry point {entry!r} is not defined by the candidate")
             os._exit(1)
         tests_ns["candidate"] = guard(ns[entry], entry)
+    if isinstance(q["tests"], list):  # MBPP style: independent asserts, each graded on its own
+        for i, test in enumerate(q["tests"]):
+            status, detail = _one_test(test, i, tests_ns)
+            os.write(
+                mark,
+                ("\n" + json.dumps({"nonce": nonce, "case": i, "status": status, "detail": detail}) + "\n").encode(),
+            )
+        say("pass")  # every test ran (passed or not)
+        return
     calls_check = "check(" in q["tests"].replace("def check(", "")
     try:
         exec(compile(q["tests"], "tests.py", "exec", dont_inherit=True, optimize=0), tests_ns)
@@ -125,3 +135,18 @@ def main():
         fail("error")
     _restore()
     say("pass")
+
+
+def _one_test(test, i, tests_ns):
+    """Run one independent test; (pass | assert | error, traceback tail). Exiting is not caught."""
+    try:
+        exec(compile(test, f"test_{i}.py", "exec", dont_inherit=True, optimize=0), tests_ns)
+        result = ("pass", "")
+    except AssertionError:
+        result = ("assert", traceback.format_exc()[-600:])
+    except SystemExit:
+        raise
+    except BaseException:
+        result = ("error", traceback.format_exc()[-600:])
+    _restore()
+    return result

@@ -129,7 +129,7 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, bu
     res = lang_pool.run_job(Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=timeout, limits=limits, id=rid))
     if res.sandbox_error:
         return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0
-    lines = [d for d in _nonce_lines(res.stdout, nonce)]
+    lines = [d for d in nonce_lines(res.stdout, nonce)]
     comp = next((d["compile"] for d in lines if "compile" in d), None)
     if comp is None:  # the driver never reported: it ran out of time before the compiler finished
         return f"no result from the compile step in {timeout:g} s; {_clip(res.stderr)}", [], 0.0
@@ -146,7 +146,7 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, bu
     return None, out, comp["elapsed"]
 
 
-def _nonce_lines(stdout: str, nonce: str) -> list[dict]:
+def nonce_lines(stdout: str, nonce: str) -> list[dict]:
     found = []
     for line in stdout.splitlines():
         if nonce not in line:

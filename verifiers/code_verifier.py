@@ -33,7 +33,7 @@ from pathlib import Path
 
 from sandbox.pool import Job, Limits, Result
 from verifiers import code_stdio, judges, languages
-from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
+from verifiers.base import BadRequest, CaseStatus, CaseVerdict, Context, Outcome, Request, Verdict
 from verifiers.extract import strip_think
 from verifiers.limits import output_limit_verdict
 
@@ -120,16 +120,20 @@ class CodeVerifier:
         if not req.reference.strip():
             raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
         nonce = secrets.token_hex(16)
+        tests = _test_list(req.reference)
         stdin = json.dumps(
             {
                 "candidate": code,
-                "tests": req.reference,
+                "tests": req.reference if tests is None else tests,
                 "entry_point": req.options.get("entry_point", ""),
                 "nonce": nonce,
             }
         )
         res = ctx.run_job(Job(code=HARNESS, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024), id=req.id))
-        return _assert_verdict(res, nonce, timeout_s)
+        verdict = _assert_verdict(res, nonce, timeout_s)
+        if tests is None or verdict.outcome in (Outcome.SANDBOX_ERROR,) or res.output_limit_exceeded:
+            return verdict
+        return _list_verdict(res, nonce, len(tests), verdict, code_stdio.reward_mode(req.options))
 
     # -- stdin/stdout cases (verifiers/code_stdio.py) ------------------------------------------------
     def _stdio(self, req: Request, lang: str, code: str, budget: float, ctx: Context) -> Verdict:
@@ -157,6 +161,49 @@ def _seconds(options: dict[str, str], key: str, default: float) -> float:
         v = -1.0
     if not (0 < v < 3600):
         raise BadRequest(f"code: options[{key!r}] must be a number of seconds in (0, 3600), got {raw!r}")
+    return v
+
+
+def _test_list(reference: str) -> list[str] | None:
+    """The independent asserts of an MBPP-style reference (a JSON list of strings), else None."""
+    if not reference.lstrip().startswith("["):
+        return None
+    try:
+        tests = json.loads(reference)
+    except ValueError:
+        return None
+    if isinstance(tests, list) and tests and all(isinstance(t, str) for t in tests):
+        return tests
+    return None
+
+
+_TEST_STATUS = {"pass": CaseStatus.PASSED, "assert": CaseStatus.WRONG_ANSWER, "error": CaseStatus.RUNTIME_ERROR}
+
+
+def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) -> Verdict:
+    """One verdict per independent assert; a test the program never finished is its time-out or crash,
+    the rest are skipped. ``whole`` (the script's verdict) says whether the program ran to its end."""
+    lines = code_stdio.nonce_lines(res.stdout, nonce)
+    done = {d["case"]: d for d in lines if isinstance(d.get("case"), int) and 0 <= d["case"] < n}
+    if not done and whole.outcome is not Outcome.CORRECT:
+        return whole  # the candidate's own code failed before any test ran
+    cases, stopped = [], False
+    for i in range(n):
+        d = done.get(i)
+        if d is not None:
+            cases.append(
+                CaseVerdict(_TEST_STATUS.get(d.get("status"), CaseStatus.RUNTIME_ERROR), _tail(d.get("detail", "")))
+            )
+        elif not stopped:
+            stopped = True
+            cases.append(
+                CaseVerdict(CaseStatus.TIME_LIMIT if res.timed_out else CaseStatus.RUNTIME_ERROR, whole.detail)
+            )
+        else:
+            cases.append(CaseVerdict(CaseStatus.SKIPPED))
+    v = code_stdio.verdict(cases, mode)
+    if v.outcome is Outcome.CORRECT and whole.outcome is not Outcome.CORRECT:  # every test passed, then it exited
+        return Verdict(0.0, whole.outcome, whole.detail, cases=cases)
     return v
 
 
