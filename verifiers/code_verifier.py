@@ -1,16 +1,25 @@
 """``code``: does the completion's program pass the reference tests, run in the sandbox?
 
-The candidate is the last fenced ```` ```python ```` block after the reasoning (``py``/``python3`` too;
-else the last bare ```` ``` ```` block), else the whole visible text. ``reference`` holds the tests:
+``options["language"]``: ``python`` (default), ``c``, ``cpp``, ``java``, ``javascript``, ``go``, ``rust``
+(verifiers/languages.py). The candidate is the last block fenced with that language's tag after the
+reasoning (``py``/``python3`` for Python, ``c++``, ``js``, ``golang``, ``rs`` …), else the last bare
+```` ``` ```` block, else the whole visible text. ``reference`` holds the tests:
 
-* default, assert style: a script run after the candidate in the same sandbox process — HumanEval's
-  ``test`` (``def check(candidate)``; ``options["entry_point"]`` names the function passed to it), or
-  plain ``assert f(1) == 2`` lines. Passing means the harness reached its end and printed a marker
-  carrying a per-job random nonce on a private copy of stdout.
-* ``options["mode"] = "stdio"``: a JSON list of ``{"input", "output"}`` cases. Each case is its own
-  sandbox job (own process, own timeout); the program sees only the input, and its stdout is compared
-  with the expected output *on the host*, whitespace-normalised. ``options["partial"] = "true"``
-  rewards the fraction of cases passed instead of all-or-nothing.
+* default, assert style (Python only): a script run after the candidate in the same sandbox process —
+  HumanEval's ``test`` (``def check(candidate)``; ``options["entry_point"]`` names the function passed
+  to it), or plain ``assert f(1) == 2`` lines. Passing means the harness reached its end and printed a
+  marker carrying a per-job random nonce on a private copy of stdout. A JSON list of assert strings
+  (MBPP's ``test_list``) is graded one test at a time, with a verdict per test.
+* ``options["mode"] = "stdio"``: a JSON list of ``{"input", "output"}`` cases, or ``{"cases", "checker"}``
+  (verifiers/judges.py). Each case runs with its own timeout and the program sees only the input; its
+  output is judged *on the host* (``judge`` = ``tokens`` (default), ``exact``, ``float`` with
+  ``abs_tol``/``rel_tol``) or by the checker in a separate sandbox job (verifiers/code_stdio.py).
+  Non-Python languages are compiled and run in the toolchain pool (verifiers/lang_pool.py); a program
+  that does not compile is ``COMPILE_ERROR``.
+
+``options["reward"]``: ``all`` (default: 1 only if every test passes) or ``fraction`` (tests passed /
+tests; ``partial`` and ``partial=true`` are the old spellings). The verdict carries one ``CaseVerdict``
+per test and the first failing test's diff or message in ``detail``.
 
 What is defended (each has a test in ``tests/test_code_hostile.py``): exiting before the tests finish
 (``sys.exit(0)``, ``os._exit(0)``, ``raise SystemExit``, ``exit()``, killing itself, forging the
@@ -90,8 +99,9 @@ class CodeVerifier:
     name: str = "code"
     kind: str = "builtin"
     description: str = (
-        "the completion's last ```python block passes the reference tests in the sandbox: an assert "
-        "script (HumanEval check(candidate) with options entry_point) or mode=stdio JSON cases (partial=true)"
+        "the completion's last code block (options language: python, c, cpp, java, javascript, go, rust) passes the "
+        "reference tests in the sandbox: an assert script or MBPP list (Python), or mode=stdio cases with "
+        "judge=tokens|exact|float|checker; reward=all|fraction"
     )
     version: int = 1
     default_timeout_s: float = 60.0  # non-Python: compile + every case (the service's deadline for a request)
