@@ -120,7 +120,7 @@ def host_lang(lang: str, srcs: list[str], cs: list[tuple[str, str]], width: int)
     full_s = time.perf_counter() - t0
     out = {"full": len(srcs) / full_s, "ok": sum(ok for ok, _ in res)}
     out["run_ms"] = statistics.median([t for _, ts in res for t in ts])
-    if lang == "python":
+    if lang == "python" or not languages.language(lang).compile:
         out["compile"] = float("nan")
         return out
     t0 = time.perf_counter()
