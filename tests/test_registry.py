@@ -19,9 +19,9 @@ import pytest
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, Outcome, PermissionDenied, Request
-from verifiers.registry import InUse, Registry
+from verifiers.registry import InUse, Registry, open_store
 from verifiers.remote import RemoteVerifier, Unreachable, check_reachable
-from verifiers.store import Store, StoreError, open_store
+from verifiers.store import Store, StoreError
 
 PY = {"source": "def verify(c, r, o):\n    return 1.0\n", "entrypoint": "verify"}
 

@@ -30,7 +30,7 @@ from verifiers.composite import Composite, Part
 from verifiers.format import TagCount, ThinkFormat
 from verifiers.python_verifier import PythonVerifier, check_spec
 from verifiers.remote import RemoteVerifier, check_target
-from verifiers.store import open_store
+from verifiers.store import RegistryStore, Store, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,20 @@ STORE_RETRY_S = 15.0  # after the shared store failed to answer, serve what is l
 
 class InUse(ServiceError):
     status = "FAILED_PRECONDITION"
+
+
+def open_store(location: str | None) -> RegistryStore:
+    """The store a ``--registry`` value names: ``postgresql://``/``postgres://`` URLs, ``sqlite:///path``,
+    a plain file path, or None (SQLite in memory)."""
+    if location and location.split("://", 1)[0].lower() in ("postgresql", "postgres"):
+        from verifiers.store_postgres import PostgresStore  # psycopg only where it is used
+
+        return PostgresStore(location)
+    if location and location.startswith("sqlite://"):  # SQLAlchemy's form: sqlite:///rel/path, sqlite:////abs/path
+        location = location.removeprefix("sqlite://").removeprefix("/") or None
+    if location and "://" in location:
+        raise StoreError(f"registry {location!r}: unknown scheme; use a file path, sqlite:///path or postgresql://…")
+    return Store(location)
 
 
 def builtin_verifiers() -> dict[str, Verifier]:

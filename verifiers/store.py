@@ -1,5 +1,5 @@
 """Persistence for registered verifiers (built-ins are code, never stored): one interface,
-``RegistryStore``, and a backend per URL scheme, picked by ``open_store``: a file path (or
+``RegistryStore``, and a backend per URL scheme, picked by ``registry.open_store``: a file path (or
 ``sqlite:///path``) is SQLite (this module, the default); ``postgresql://…`` is PostgreSQL
 (``verifiers/store_postgres.py``), for replicas that share one registry. Both keep the same table
 and the same rules; what follows holds for both.
@@ -100,20 +100,6 @@ class RegistryStore(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
-
-
-def open_store(location: str | None) -> RegistryStore:
-    """The store a ``--registry`` value names: ``postgresql://``/``postgres://`` URLs, ``sqlite:///path``,
-    a plain file path, or None (SQLite in memory)."""
-    if location and location.split("://", 1)[0].lower() in ("postgresql", "postgres"):
-        from verifiers.store_postgres import PostgresStore  # psycopg only where it is used
-
-        return PostgresStore(location)
-    if location and location.startswith("sqlite://"):  # SQLAlchemy's form: sqlite:///rel/path, sqlite:////abs/path
-        location = location.removeprefix("sqlite://").removeprefix("/") or None
-    if location and "://" in location:
-        raise StoreError(f"registry {location!r}: unknown scheme; use a file path, sqlite:///path or postgresql://…")
-    return Store(location)
 
 
 class Store(RegistryStore):
