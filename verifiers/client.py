@@ -27,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -218,6 +219,7 @@ class VerifierClient:
         self._channel = grpc.insecure_channel(self.grpc_target, options=opts)
         self._stub = pb_grpc.VerifierServiceStub(self._channel)
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _call(self, method: str, request: Any, timeout_s: float | None) -> Any:
@@ -302,10 +304,12 @@ class VerifierClient:
             return self._batch(protos, deadline_s)
         size = -(-len(protos) // n)
         chunks = [protos[i : i + size] for i in range(0, len(protos), size)]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.split, thread_name_prefix="verify-batch")
-        futures = [self._pool.submit(self._batch, c, deadline_s) for c in chunks]
-        return [r for f in futures for r in f.result()]
+        with self._pool_lock:  # threads are started as needed; callers may batch from many threads at once
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max(32, 4 * self.split), thread_name_prefix="verify-batch")
+        futures = [self._pool.submit(self._batch, c, deadline_s) for c in chunks[1:]]
+        first = self._batch(chunks[0], deadline_s)  # the caller's own thread takes one sub-batch
+        return first + [r for f in futures for r in f.result()]
 
     def _batch(self, protos: list[pb.VerifyRequest], deadline_s: float | None) -> list[VerifyResult]:
         resp = self._call("VerifyBatch", pb.VerifyBatchRequest(items=protos), deadline_s)
