@@ -205,7 +205,7 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     from verifiers.registry import Registry
     from verifiers.service import VerifierService
 
-    subprocess.run([sys.executable, "-m", "sandbox.image", "--langs", "all"], check=True)
+    subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
     os.environ["RLVR_LANGS_POOL_SIZE"] = str(pool_size)
     pool = SandboxPool(SandboxConfig(size=pool_size, warmup=WARMUP)).start()
     with tf.TemporaryDirectory() as d:

@@ -184,21 +184,11 @@ def main() -> None:
     p.add_argument("--tag", action="store_true", help="print the tag the current sources describe and exit")
     p.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
     p.add_argument("--from-registry", action="store_true", help="build FROM python:3.11-slim (needs a registry)")
-    p.add_argument(
-        "--langs",
-        choices=["python", "all"],
-        default="python",
-        help="all: also the toolchain image rlvr-sandbox-langs (C, C++, Java, Node, Go, Rust; sandbox/image_langs.py)",
-    )
     args = p.parse_args()
     tag = image_tag()
     if args.tag:
         print(tag)
         return
-    if args.langs == "all":
-        from sandbox import image_langs
-
-        image_langs.ensure(force=args.force)
     CACHE.mkdir(parents=True, exist_ok=True)
     if image_exists(tag) and not args.force:
         print(f"sandbox image {tag} is up to date", file=sys.stderr)

@@ -11,7 +11,7 @@ like the Python image (sandbox/image.py): no image registry, only the Debian pac
 
 Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18, Go 1.19 (its standard
 library ships precompiled, so a job's build needs no warm cache), rustc 1.63. Both steps are cached by
-their inputs; ``python -m sandbox.image --langs`` builds it, ``make image LANGS=all`` from make.
+their inputs; ``python -m sandbox.image_langs`` builds it, ``make image LANGS=all`` from make.
 """
 
 from __future__ import annotations
@@ -116,3 +116,20 @@ def ensure(force: bool = False) -> str:
     subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
     print(f"built toolchain image {tag} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     return tag
+
+
+def main() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tag", action="store_true", help="print the tag the current sources describe and exit")
+    p.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
+    args = p.parse_args()
+    if args.tag:
+        print(image_tag())
+        return
+    ensure(force=args.force)
+
+
+if __name__ == "__main__":
+    main()

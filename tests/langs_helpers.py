@@ -22,7 +22,7 @@ def ensure_langs_image() -> None:
     from sandbox.image import image_exists
 
     if not image_exists(image_langs.image_tag()):
-        r = subprocess.run([sys.executable, "-m", "sandbox.image", "--langs", "all"], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "sandbox.image_langs"], capture_output=True, text=True)
         if r.returncode != 0:
             pytest.fail(f"could not build the toolchain image (`make image LANGS=all`): {r.stderr[-2000:]}")
 
