@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,17 +67,20 @@ def _clip(s: str, n: int = DETAIL_CHARS) -> str:
 
 
 # -- running -------------------------------------------------------------------------------------------
-def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop: bool, width: int, rid: str):
+def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop: bool, width: int, rid: str,
+               budget: float):  # fmt: skip
     """Each case its own job in the Python pool; with ``stop``, cases not yet started after a failure
-    are skipped."""
+    are skipped. No case starts after ``budget`` (+ the service's 5 s of grace) or the deadline."""
     failed: list[bool] = []
+    stop_at = min(ctx.deadline, time.monotonic() + budget + 5.0)
 
     def one(text: str) -> CaseRun:
         if failed and stop:
             return CaseRun("skipped")
-        if ctx.time_left() <= 0:
+        left = stop_at - time.monotonic()
+        if left <= 0:
             return CaseRun("timeout", message="no time left for this case")
-        t = min(per_case, max(ctx.time_left(), 0.1))
+        t = min(per_case, max(left, 0.1))
         run = _from_result(
             ctx.run_job(Job(code=code, stdin=text, timeout_s=t, limits=Limits(memory_mb=1024), id=rid)), t
         )

@@ -153,7 +153,9 @@ class CodeVerifier:
         per_case = min(_seconds(req.options, "case_timeout_s", self.case_timeout_s), budget)
         inputs = [i for i, _ in spec.cases]
         if lang == "python":
-            runs = code_stdio.run_python(code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id)
+            runs = code_stdio.run_python(
+                code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id, budget
+            )
         else:
             _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
             options = dict(req.options, case_timeout_s=str(per_case))
