@@ -137,3 +137,11 @@ def test_the_code_is_the_last_block_of_the_language():
     assert candidate_code("```cpp\nint x;\n```", tags("c")) == "```cpp\nint x;\n```"  # no c block: the whole text
     assert candidate_code("int main(){}", tags("rust")) == "int main(){}"
     assert language("cpp").compile and "-std=c++17" in language("cpp").compile
+
+
+@pytest.mark.docker
+def test_a_request_budget_that_ends_while_compiling_is_a_timeout(service):
+    slow = "#include <bits/stdc++.h>\nint main(){ std::cout << 3; }\n"
+    v = grade(service, "cpp", slow, timeout_s=0.3)
+    assert (v.outcome, v.reward) == ("TIMEOUT", 0.0), v.detail
+    assert "compiling" in v.detail and v.cases[0].status is CaseStatus.TIME_LIMIT

@@ -133,19 +133,26 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, bu
     res = lang_pool.run_job(Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=timeout, limits=limits, id=rid))
     if res.sandbox_error:
         return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0
-    lines = [d for d in nonce_lines(res.stdout, nonce)]
+    lines = nonce_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
-    if comp is None:  # the driver never reported: it ran out of time before the compiler finished
-        return f"no result from the compile step in {timeout:g} s; {_clip(res.stderr)}", [], 0.0
+    if comp is None and res.timed_out:  # the request's budget ended before the compiler did: a time-out
+        why = f"the submission's {timeout:g} s ran out while compiling"
+        return None, [CaseRun("timeout" if i == 0 else "skipped", message=why) for i in range(len(inputs))], timeout
+    if comp is None:  # the driver itself failed: not the program's fault
+        why = f"the toolchain driver reported nothing (exit {res.exit_code}): {_clip(res.stderr, 300)}"
+        return None, [CaseRun("sandbox", message=why) for _ in inputs], 0.0
     if not comp["ok"]:
         return _clip(comp["message"], 2000) or "compilation failed", [], comp["elapsed"]
     runs = {d["case"]: _case_run(d, per_case) for d in lines if "case" in d}
-    missing = "timeout" if res.timed_out or res.output_limit_exceeded else "runtime"
+    missing = "output" if res.output_limit_exceeded else "timeout" if res.timed_out else "runtime"
     out = [runs.get(i) for i in range(len(inputs))]
     first_gap = next((i for i, r in enumerate(out) if r is None), None)
     for i in range(len(inputs)):
         if out[i] is None:
-            why = f"the submission ran out of its {timeout:g} s budget" if missing == "timeout" else "the driver died"
+            why = {
+                "output": f"{OUTPUT_LIMIT_DETAIL}: the submission's output passed the cap",
+                "timeout": f"the submission ran out of its {timeout:g} s budget",
+            }.get(missing, "the driver died")
             out[i] = CaseRun(missing if i == first_gap else "skipped", message=why)
     return None, out, comp["elapsed"]
 
