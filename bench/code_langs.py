@@ -13,8 +13,8 @@ comment makes each unique, so no cache answers), each with ``--cases`` stdin cas
   and wait; host: around ``subprocess.run``).
 
 Both sides get the same parallelism (2 x the toolchain pool's size threads). Host toolchains are used
-where installed (apt: gcc g++ default-jdk-headless nodejs golang-go; rustc from rustup or apt); a
-missing one is skipped with a note. Versions can differ from the sandbox's (Debian bookworm): printed.
+where installed, /usr/bin first (apt: gcc g++ default-jdk-headless nodejs golang-go rustc: the sandbox's
+Debian versions); a missing one is skipped with a note. Versions can still differ: both are printed.
 """
 
 from __future__ import annotations
@@ -93,7 +93,14 @@ def _host_argv(lang: str, src: str) -> tuple[str, list[str] | None, list[str], d
         return "main.py", None, ["/usr/bin/python3", "main.py"], {}
     spec = languages.for_source(languages.language(lang), src)
     env = {k: v.replace("/tmp/job", "{dir}") for k, v in spec.env.items()}
-    return spec.source, spec.compile, spec.run, env
+    return spec.source, _debian(spec.compile), _debian(spec.run), env
+
+
+def _debian(argv: list[str] | None) -> list[str] | None:
+    """Prefer the host's Debian toolchain (/usr/bin, the sandbox's versions) over one earlier on PATH."""
+    if argv and not argv[0].startswith(".") and os.path.exists(f"/usr/bin/{argv[0]}"):
+        return [f"/usr/bin/{argv[0]}", *argv[1:]]
+    return argv
 
 
 def host_one(lang: str, src: str, cs: list[tuple[str, str]] | None) -> tuple[bool, list[float]]:
@@ -146,7 +153,7 @@ def version(lang: str, image: str | None) -> tuple[str, str]:
             return "missing"
 
     box = first(["docker", "run", "--rm", "--network", "none", image, *VERSION[lang]]) if image else "?"
-    return box, first(VERSION[lang])
+    return box, first(_debian(VERSION[lang]) or [])
 
 
 def run(svc, langs: list[str], n: int, k: int, width: int, image: str) -> list[str]:
