@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.langs_helpers import grade, make_service
+from tests.langs_helpers import SUM_CASES, grade, make_service
 from verifiers.base import CaseStatus
 from verifiers.code_verifier import candidate_code
 from verifiers.languages import language, tags
@@ -145,3 +145,15 @@ def test_a_request_budget_that_ends_while_compiling_is_a_timeout(service):
     v = grade(service, "cpp", slow, timeout_s=0.3)
     assert (v.outcome, v.reward) == ("TIMEOUT", 0.0), v.detail
     assert "compiling" in v.detail and v.cases[0].status is CaseStatus.TIME_LIMIT
+
+
+@pytest.mark.docker
+def test_a_compiled_language_over_grpc(client):
+    """The server process starts its toolchain pool on the first non-Python request."""
+    r = client.verify("code", f"```go\n{PROGRAMS['go'][0]}```", SUM_CASES, timeout_s=60,
+                      options={"mode": "stdio", "language": "go", "reward": "fraction"})  # fmt: skip
+    assert (r.outcome, r.reward) == ("CORRECT", 1.0), r.detail
+    assert [c["status"] for c in r.cases] == ["PASSED", "PASSED"]
+    bad = client.verify("code", "```go\npackage main\nfunc main(){ x := }\n```", SUM_CASES, timeout_s=60,
+                        options={"mode": "stdio", "language": "go"})  # fmt: skip
+    assert bad.outcome == "COMPILE_ERROR" and "syntax error" in bad.detail, bad.detail
