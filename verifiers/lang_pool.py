@@ -15,6 +15,7 @@ Knobs (environment, read when the pool starts): ``RLVR_LANGS_POOL_SIZE`` (defaul
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 
 from sandbox.pool import OUTPUT_CAP, Job, Result, SandboxConfig, SandboxError, SandboxPool
@@ -42,7 +43,12 @@ def get() -> SandboxPool:
     global _pool
     with _lock:
         if _pool is None:
-            pool = SandboxPool(config())
+            cfg = config()
+            if subprocess.run(["docker", "image", "inspect", cfg.image], capture_output=True).returncode != 0:
+                raise SandboxError(
+                    f"toolchain image {cfg.image} is missing: run `make image LANGS=all` (python -m sandbox.image_langs)"
+                )
+            pool = SandboxPool(cfg)
             pool.start()
             _pool = pool
         return _pool
