@@ -121,6 +121,8 @@ def test_javascript_syntax_error_is_a_runtime_error(service):
 def test_java_class_named_after_public_class(service):
     src = PROGRAMS["java"][0].replace("class Main", "class Solution")
     assert grade(service, "java", src).outcome == "CORRECT"
+    v = grade(service, "java", "package contest.a;\n" + src)
+    assert v.outcome == "CORRECT", v.detail
 
 
 @pytest.mark.docker

@@ -51,6 +51,7 @@ COMPILE_AS_MB = 4096
 COMPILE_NPROC = 256
 RUN_NPROC = 64
 _JAVA_CLASS = re.compile(r"public\s+(?:final\s+)?class\s+([A-Za-z_$][A-Za-z0-9_$]*)")
+_JAVA_PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_][\w.]*)\s*;", re.MULTILINE)
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
 
 
@@ -123,19 +124,25 @@ def language(name: str) -> Language:
 
 
 def for_source(lang: Language, code: str) -> Language:
-    """Java: the file and class are named after the source's ``public class`` (``Main`` if none)."""
+    """Java: the file and class are named after the source's ``public class`` (``Main`` if none); a
+    ``package`` declaration is compiled with ``-d .`` and run by its qualified name."""
     if lang.name != "java":
         return lang
     m = _JAVA_CLASS.search(code)
     cls = m.group(1) if m else "Main"
-    if cls == "Main":
+    pkg = _JAVA_PACKAGE.search(code)
+    if cls == "Main" and not pkg:
         return lang
-    swap = {"Main.java": f"{cls}.java", "Main": cls}
+    run_name = f"{pkg.group(1)}.{cls}" if pkg else cls
+    swap = {"Main.java": f"{cls}.java", "Main": run_name}
+    compile_argv = [swap.get(a, a) for a in lang.compile or []]
+    if pkg:
+        compile_argv[1:1] = ["-d", "."]
     return Language(
         lang.name,
         lang.tags,
         f"{cls}.java",
-        [swap.get(a, a) for a in lang.compile or []],
+        compile_argv,
         [swap.get(a, a) for a in lang.run],
         lang.run_as_mb,
         lang.env,
