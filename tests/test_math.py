@@ -93,6 +93,28 @@ CASES = [
     ("spraying", "2", "\\boxed{1} or \\boxed{2} or \\boxed{3}", {}, "INCORRECT"),
     ("spraying", "2", "".join(f"\\boxed{{{i}}}" for i in range(20)), {}, "INCORRECT"),
     ("spraying", "\\{2, 3\\}", "\\boxed{2}, \\boxed{3}", {}, "CORRECT"),
+    # whitespace: a reference or answer written over several lines is parsed whole, never reduced to a piece
+    ("multiline", "\\begin{pmatrix}\n1 & 2 \\\\\n4 & 19\n\\end{pmatrix}", boxed("19"), {}, "INCORRECT"),
+    ("multiline", "x^2 +\n 1", boxed("1"), {}, "INCORRECT"),
+    (
+        "multiline",
+        "\\begin{pmatrix}\n1 & 2 \\\\\n4 & 19\n\\end{pmatrix}",
+        boxed("\\begin{pmatrix}1&2\\\\4&19\\end{pmatrix}"),
+        {},
+        "CORRECT",
+    ),
+    ("multiline", "x^2 +\n 1", boxed("x^2+1"), {}, "CORRECT"),
+    ("multiline", "x^2+1", boxed("x^2\t+\r\n\u00a01"), {}, "CORRECT"),
+    ("multiline", "$\n\\frac{1}{2}\n$", boxed("0.5"), {}, "CORRECT"),
+    # a reference that does not parse as a whole is BAD_REFERENCE (reward 0, masked from training)
+    ("bad_reference", "x^2 + 1 ]", boxed("1"), {}, "BAD_REFERENCE"),
+    ("bad_reference", "2x +", boxed("2"), {}, "BAD_REFERENCE"),
+    ("bad_reference", "\\frac{1}{2", boxed("\\frac{1}{2"), {}, "BAD_REFERENCE"),
+    ("bad_reference", "12 hello 3", boxed("12"), {}, "BAD_REFERENCE"),
+    # a words-only reference is compared as words, not as a product of letters (yes = E*s*y = sey)
+    ("text", "yes", boxed("\\text{Yes}"), {}, "CORRECT"),
+    ("text", "yes", boxed("sey"), {}, "INCORRECT"),
+    ("text", "north east", "<answer>North  East.</answer>", {}, "CORRECT"),
     # fallbacks
     ("fallback", "42", "the answer is 42", {}, "NO_ANSWER"),
     ("fallback", "42", "the answer is 42", {"fallback": "last_number"}, "CORRECT"),

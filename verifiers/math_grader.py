@@ -24,6 +24,7 @@ Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction for s
 """
 
 import json
+import re
 import signal
 import sys
 
@@ -115,9 +116,15 @@ def _escape_dollars(s):
     return "".join("\\$" if c == "$" and (i == 0 or s[i - 1] != "\\") else c for i, c in enumerate(s))
 
 
+def squash_space(s):
+    """Every run of whitespace (newlines, tabs, no-break and other Unicode spaces) → one space, ends
+    trimmed: LaTeX reads them all alike, and Math-Verify's delimiters do not match across a newline."""
+    return " ".join(s.split())
+
+
 def parse_whole(answer):
     """Parse a complete final answer, or return [] — never a piece of it."""
-    s = fix_malformed(answer.strip())
+    s = fix_malformed(squash_space(answer))
     if not s:
         return []
     got = mv_parse("$" + _escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
@@ -127,15 +134,20 @@ def parse_whole(answer):
     return parse_plain_expr(s)
 
 
+# what may stand outside a plain expression's match: words (units, "apples") and punctuation, never an
+# operator, bracket, digit or command that would make the match a fragment (``2x +`` is not 2)
+_OUTSIDE_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"")
+
+
 def parse_plain_expr(s):
-    """Math-Verify's expression extractor, accepted only when the match leaves no digit or LaTeX
-    command outside it (``5 apples`` → 5; ``4\\sqrt(2`` → nothing)."""
+    """Math-Verify's expression extractor, accepted only when what the match leaves outside it is words
+    and punctuation (``5 apples`` → 5; ``4\\sqrt(2`` and ``2x +`` → nothing)."""
     regexes = get_extraction_regexes(EXPR)
     matches = sorted((m for pats, _ in regexes for p, _ in pats for m in p.finditer(s)),
                      key=lambda m: (m.end(), -m.start()), reverse=True)  # fmt: skip
     for m in matches:
         rest = s[: m.start()] + s[m.end() :]
-        if any(c.isdigit() or c == "\\" for c in rest):
+        if not set(rest) <= _OUTSIDE_OK:
             continue
         value, text = extract_expr(m)
         if value is not None:
@@ -143,13 +155,111 @@ def parse_plain_expr(s):
     return []
 
 
+_REGIONS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"), ("\\boxed{", "}"), ("\\fbox{", "}"))
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_TEXT_ARG = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
+_MATH_WORDS = {
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "log",
+    "exp",
+    "sqrt",
+    "min",
+    "max",
+    "gcd",
+    "lcm",
+    "det",
+    "mod",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "inf",
+    "infty",
+    "and",
+    "or",
+}
+
+
+def _balanced(s):
+    depth = 0
+    for c in s:
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def sole_region(g):
+    """The inside of a reference that is exactly one math region (``$…$``, ``\\(…\\)``, ``\\boxed{…}``…),
+    else None."""
+    for a, b in _REGIONS:
+        if len(g) > len(a) + len(b) and g.startswith(a) and g.endswith(b):
+            inner = g[len(a) : -len(b)]
+            if b == "}" and _balanced(inner) or b != "}" and a not in inner and b not in inner:
+                return inner.strip()
+    return None
+
+
+def words_of(text):
+    """Words (3+ letters, outside ``\\text{}`` and commands) that a LaTeX parse would read as letters."""
+    return [w for w in _WORD.findall(_TEXT_ARG.sub(" ", text)) if w.lower() not in _MATH_WORDS]
+
+
+def read_as_letters(text, value):
+    """True when the parse turned a word of ``text`` into a product of its letters (``yes`` → E*s*y)."""
+    words = words_of(text)
+    if not words or not isinstance(value, sympy.Basic):
+        return False
+    names = {str(x) for x in value.free_symbols} | ({"e", "E"} if value.has(sympy.E) else set())
+    return any(sum(c in names for c in set(w)) >= 2 for w in words)
+
+
+def text_key(s):
+    """A reference made only of words is compared as text: case, ``\\text{}`` wrappers, spacing and a
+    final period do not count."""
+    s = _TEXT_UNWRAP.sub(r"\1", squash_space(s))
+    return " ".join(s.replace("$", " ").replace("\\", " ").split()).strip(" .").lower()
+
+
+_TEXT_UNWRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+_ONLY_WORDS = re.compile(r"[A-Za-z][A-Za-z ,.'-]*")
+
+
+class BadReference(Exception):
+    """The reference cannot be graded against as written: its message says why."""
+
+
 def parse_gold(gold):
-    g = gold.strip()
-    if not any(d in g for d in DELIMITERS):
+    """The reference parsed as a whole: a list like ``parse_whole``'s, or ``["text", key]`` for a reference
+    made only of words. Raises BadReference rather than ever keeping a fragment of it."""
+    g = squash_space(gold)
+    inner = sole_region(g)
+    g = inner if inner is not None else g
+    plain = _TEXT_UNWRAP.sub(r"\1", g)
+    if _ONLY_WORDS.fullmatch(plain) and words_of(plain):
+        return ["text", text_key(plain)]
+    if any(d in g for d in DELIMITERS):  # text around math regions: Math-Verify's extraction, LaTeX only
+        got = mv_parse(g, LATEX, parsing_timeout=None)
+        got = got if got and not isinstance(got[0], str) else []
+    else:
         got = parse_whole(g)
-        if got:
-            return got
-    return mv_parse(g if any(d in g for d in DELIMITERS) else "$" + g + "$", BOTH, parsing_timeout=None)
+    if not got:
+        raise BadReference(f"reference {_clip(gold)} does not parse as math as a whole")
+    if read_as_letters(g, got[0]):
+        raise BadReference(f"reference {_clip(gold)} mixes words and math (its words would be read as "
+                           f"a product of letters: {_show(got)})")  # fmt: skip
+    return got
+
+
+def _clip(s):
+    return repr(s[:80] + ("…" if len(s) > 80 else ""))
 
 
 def parse_full(text):
@@ -251,10 +361,15 @@ def _show(parsed):
 def grade(item, gold_cache):
     gold = gold_cache.get(item["gold"])
     if gold is None:
-        gold = gold_cache[item["gold"]] = parse_gold(item["gold"])
-    if not gold:
-        return {"bad_reference": f"reference {item['gold'][:80]!r} did not parse as math"}
+        try:
+            gold = gold_cache[item["gold"]] = parse_gold(item["gold"])
+        except BadReference as e:
+            gold = gold_cache[item["gold"]] = e
+    if isinstance(gold, BadReference):
+        return {"bad_reference": str(gold)}
     _State.rel_tol = item.get("rel_tol")
+    if gold[0] == "text":
+        return _grade_text(gold[1], item)
     if item.get("mode") == "full":
         pred = parse_full(item["preds"][0])
         if not pred:
@@ -262,7 +377,7 @@ def grade(item, gold_cache):
         ok = equivalent(gold, pred)
         return {"ok": ok, "why": f"gold={_show(gold)} pred={_show(pred)}"}
     # an answer that does not parse is kept as its exact text: it can only equal a gold spelled the same
-    preds = [parse_whole(p) or [p.strip()] for p in item["preds"]]
+    preds = [parse_whole(p) or [squash_space(p)] for p in item["preds"]]
     if len(preds) == 1:
         return {"ok": equivalent(gold, preds[0]), "why": f"gold={_show(gold)} pred={_show(preds[0])}"}
     every = all(equivalent(gold, p) for p in preds)
@@ -270,6 +385,15 @@ def grade(item, gold_cache):
     why = f"{len(preds)} different boxed answers, " + ("all equal to the gold" if every else
           "equal to the gold together" if together else "not all equal to the gold (answer spraying)")  # fmt: skip
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
+
+
+def _grade_text(key, item):
+    """A words-only reference (``yes``, ``north-east``): the answer must say the same words."""
+    if item.get("mode") == "full":
+        return {"ok": False, "why": f"gold is text {key[:60]!r}: fallback full grades math only"}
+    keys = {text_key(p) for p in item["preds"]}
+    ok = keys == {key}
+    return {"ok": ok, "why": f"gold text {key[:60]!r} pred text {sorted(keys)[0][:60]!r}"}
 
 
 def _alarm(*_):
