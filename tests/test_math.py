@@ -109,7 +109,7 @@ CASES = [
     # a reference that does not parse as a whole is BAD_REFERENCE (reward 0, masked from training)
     ("bad_reference", "x^2 + 1 ]", boxed("1"), {}, "BAD_REFERENCE"),
     ("bad_reference", "2x +", boxed("2"), {}, "BAD_REFERENCE"),
-    ("bad_reference", "\\frac{1}{2", boxed("\\frac{1}{2"), {}, "BAD_REFERENCE"),
+    ("bad_reference", "\\frac{1}{2", boxed("1/2"), {}, "BAD_REFERENCE"),
     ("bad_reference", "12 hello 3", boxed("12"), {}, "BAD_REFERENCE"),
     # a words-only reference is compared as words, not as a product of letters (yes = E*s*y = sey)
     ("text", "yes", boxed("\\text{Yes}"), {}, "CORRECT"),
