@@ -13,6 +13,7 @@ def boxed(s: str) -> str:
     return f"<think>some reasoning</think>The answer is $\\boxed{{{s}}}$."
 
 
+UNPARSED = "x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}"  # latex2sympy cannot read it
 # (category, gold, completion, options, outcome)
 CASES = [
     # integers and the host fast path
@@ -111,6 +112,9 @@ CASES = [
     ("bad_reference", "2x +", boxed("2"), {}, "BAD_REFERENCE"),
     ("bad_reference", "\\frac{1}{2", boxed("1/2"), {}, "BAD_REFERENCE"),
     ("bad_reference", "12 hello 3", boxed("12"), {}, "BAD_REFERENCE"),
+    ("bad_reference", UNPARSED, boxed(UNPARSED.replace(", ", ",\n")), {}, "CORRECT"),  # the same text
+    ("bad_reference", UNPARSED, boxed("\\frac{1}{2}"), {}, "BAD_REFERENCE"),
+    ("upright_e", "1 - \\frac{1}{\\mathrm{e}}", boxed("1 + \\frac{1}{\\mathrm{e}}"), {}, "INCORRECT"),
     # a words-only reference is compared as words, not as a product of letters (yes = E*s*y = sey)
     ("text", "yes", boxed("\\text{Yes}"), {}, "CORRECT"),
     ("text", "yes", boxed("sey"), {}, "INCORRECT"),

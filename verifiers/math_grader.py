@@ -125,6 +125,7 @@ def squash_space(s):
 def parse_whole(answer):
     """Parse a complete final answer, or return [] — never a piece of it."""
     s = fix_malformed(squash_space(answer))
+    s = _upright_constants(s)
     if not s:
         return []
     got = mv_parse("$" + _escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
@@ -250,8 +251,8 @@ def parse_gold(gold):
         got = got if got and not isinstance(got[0], str) else []
     else:
         got = parse_whole(g)
-    if not got:
-        raise BadReference(f"reference {_clip(gold)} does not parse as math as a whole")
+    if not got:  # only the very same text can be graded against it
+        return ["unparsed", squash_space(inner if inner is not None else gold)]
     if read_as_letters(g, got[0]):
         raise BadReference(f"reference {_clip(gold)} mixes words and math (its words would be read as "
                            f"a product of letters: {_show(got)})")  # fmt: skip
@@ -262,8 +263,13 @@ def _clip(s):
     return repr(s[:80] + ("…" if len(s) > 80 else ""))
 
 
+def _upright_constants(s):
+    """``\\mathrm{e}`` → ``e`` (and ``i``): Math-Verify strips ``\\mathrm{…}`` as a unit and cuts the rest."""
+    return s.replace("\\mathrm{e}", "e").replace("\\mathrm{i}", "i")
+
+
 def parse_full(text):
-    return mv_parse(text[-FULL_TAIL:], BOTH, parsing_timeout=None)
+    return mv_parse(_upright_constants(text[-FULL_TAIL:]), BOTH, parsing_timeout=None)
 
 
 # -- comparison ----------------------------------------------------------------------------------------
@@ -370,6 +376,8 @@ def grade(item, gold_cache):
     _State.rel_tol = item.get("rel_tol")
     if gold[0] == "text":
         return _grade_text(gold[1], item)
+    if gold[0] == "unparsed":
+        return _grade_unparsed(gold[1], item)
     if item.get("mode") == "full":
         pred = parse_full(item["preds"][0])
         if not pred:
@@ -387,11 +395,26 @@ def grade(item, gold_cache):
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
 
 
+def _answer_texts(item):
+    """The answer(s) as written (in full mode, the text of the math Math-Verify extracts)."""
+    if item.get("mode") != "full":
+        return item["preds"]
+    got = parse_full(item["preds"][0])
+    return [got[-1]] if got and isinstance(got[-1], str) else [""]
+
+
+def _grade_unparsed(gold, item):
+    """A reference that does not parse as a whole: an answer spelled exactly the same (spacing aside) is
+    correct; anything else cannot be graded, and no piece of the reference is ever compared instead."""
+    if {squash_space(p) for p in _answer_texts(item)} == {gold}:
+        return {"ok": True, "why": f"gold {_clip(gold)} does not parse as math; the answer is the same text"}
+    return {"bad_reference": f"reference {_clip(gold)} does not parse as math as a whole (only the very "
+                             "same text could be graded against it)"}  # fmt: skip
+
+
 def _grade_text(key, item):
     """A words-only reference (``yes``, ``north-east``): the answer must say the same words."""
-    if item.get("mode") == "full":
-        return {"ok": False, "why": f"gold is text {key[:60]!r}: fallback full grades math only"}
-    keys = {text_key(p) for p in item["preds"]}
+    keys = {text_key(p) for p in _answer_texts(item)}
     ok = keys == {key}
     return {"ok": ok, "why": f"gold text {key[:60]!r} pred text {sorted(keys)[0][:60]!r}"}
 
