@@ -79,6 +79,11 @@ class GRPOConfig(BaseModel):
     grad_clip: float = Field(1.0, ge=0, description="max global grad norm (0: off)")
     lora: LoraConfig | None = Field(None, description="train LoRA adapters instead of all weights")
     gradient_checkpointing: bool = Field(False, description="recompute activations in backward")
+    parallel: Literal["ddp", "fsdp"] = Field(
+        "ddp",
+        description="under torchrun: 'ddp' (a full replica per rank, gradients all-reduced) or 'fsdp' (torch "
+        "FSDP2 fully_shard per decoder layer, for models that do not fit one device); see trainer/distributed.py",
+    )
 
     # -- run --------------------------------------------------------------------------------------
     run_dir: str = Field("runs/grpo", description="metrics, checkpoints, curves.png")

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 
 from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
+from trainer import distributed
 from trainer.config import GRPOConfig, load_config
 from trainer.loss import group_advantages, grpo_loss, minibatch_weight
 from trainer.metrics import MetricsLogger
@@ -224,9 +225,19 @@ def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
 
 
 def optimize(
-    cfg: GRPOConfig, model, optimizer, scheduler, batch: Batch, adv: Tensor, loss_mask: Tensor, old_lp, ref_lp
+    cfg: GRPOConfig,
+    model,
+    optimizer,
+    scheduler,
+    batch: Batch,
+    adv: Tensor,
+    loss_mask: Tensor,
+    old_lp,
+    ref_lp,
+    ctx: distributed.Dist = distributed.Dist(),
 ):
-    """mu epochs x minibatches optimizer steps; each minibatch accumulates over micro-batches."""
+    """mu epochs x minibatches optimizer steps; each minibatch accumulates over micro-batches. Under torchrun
+    ``model`` is the DDP/FSDP-wrapped policy (gradients all-reduced on each minibatch's last micro-batch)."""
     n = len(batch.rollout)
     mb = n // cfg.minibatches
     params = [p for p in model.parameters() if p.requires_grad]
@@ -237,7 +248,9 @@ def optimize(
         for m in range(cfg.minibatches):
             idx_mb = order[m * mb : (m + 1) * mb].to(adv.device)
             optimizer.zero_grad(set_to_none=True)
-            for s in _chunks(mb, cfg.micro_batch_size):
+            micro = _chunks(mb, cfg.micro_batch_size)
+            scale = distributed.global_token_scale(cfg.loss_type, loss_mask[idx_mb], ctx)  # 1.0 on one process
+            for j, s in enumerate(micro):
                 idx = idx_mb[s]
                 logp, ent = completion_logprobs(
                     model,
@@ -260,7 +273,8 @@ def optimize(
                     importance_level=cfg.importance_level,
                 )
                 w = minibatch_weight(cfg.loss_type, loss_mask[idx], loss_mask[idx_mb])
-                (loss * w).backward()
+                with distributed.no_sync(model, sync=j == len(micro) - 1):
+                    (loss * (w * scale)).backward()
                 m_tok = loss_mask[idx].float()
                 stats["entropy"] = (ent * m_tok).sum() / m_tok.sum().clamp(min=1)
                 for k, v in {"total": loss.detach(), **stats}.items():
@@ -383,6 +397,10 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     verifier client (benchmarks). Returns {"model", "tokenizer", "run_dir", "checkpoint", "metrics"}."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    ctx = distributed.setup(pick_device(cfg.device))  # torchrun: join the job (a no-op for one process)
+    if ctx.active:
+        per_rank = distributed.check_batch(cfg.prompts_per_step, ctx)
+        cfg = cfg.model_copy(update={"device": distributed.rank_device(cfg.device, ctx)})
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg, model, tokenizer)
     if cfg.data is None:
@@ -390,12 +408,22 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     stream = DataStream(load_examples(cfg.data), cfg.seed)
     eval_examples = load_examples(cfg.eval_data)[: cfg.eval_limit] if cfg.eval_data and cfg.eval_every else []
     ref = make_reference(cfg, model)
-    optimizer, scheduler = make_optimizer(cfg, model)
+    train_model = distributed.wrap(model, ctx, cfg.parallel)  # DDP/FSDP under torchrun, else model itself
+    optimizer, scheduler = make_optimizer(cfg, train_model)
+    rank_cfg, data = cfg, stream
+    if ctx.active:  # each rank samples its own share of the step's prompts, with its own sampling seed
+        rank_cfg = cfg.model_copy(update={"prompts_per_step": per_rank})
+        data = distributed.RankStream(stream, ctx)
+        torch.manual_seed(cfg.seed + ctx.rank)
     own_reward = reward_fn is None
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
         reward_fn.check()
-    logger = MetricsLogger(cfg.run_dir, report_to=cfg.report_to, config=cfg.model_dump(mode="json"))
+    logger = (
+        MetricsLogger(cfg.run_dir, report_to=cfg.report_to, config=cfg.model_dump(mode="json"))
+        if ctx.is_main
+        else distributed.NullLogger()
+    )
     start = _resume(cfg, model, optimizer, scheduler, stream, ref)
     logger.truncate_after(start)
     device = next(model.parameters()).device
@@ -404,8 +432,11 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     t_loop, cpu_loop = time.perf_counter(), time.process_time()
     try:
         for step in range(start + 1, cfg.steps + 1):
-            last = run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger)
-            if eval_examples and step % cfg.eval_every == 0:
+            last = run_step(
+                rank_cfg, step, model, tokenizer, ref, optimizer, scheduler, data, reward_fn, logger, train_model, ctx
+            )
+            last = distributed.reduce_metrics(last, ctx)
+            if eval_examples and step % cfg.eval_every == 0 and ctx.is_main:
                 ev = evaluate(model, tokenizer, eval_examples, reward_fn, max_new_tokens=cfg.max_new_tokens)
                 last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
             last["perf/peak_mem_mb"] = peak_memory_mb(device)
@@ -415,22 +446,30 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
                 ref.load_state_dict(model.state_dict())
             if cfg.save_every and step % cfg.save_every == 0:
-                _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref)
+                if ctx.is_main:  # only rank 0 writes
+                    _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref)
                 saved = step
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
-        if saved != cfg.steps or not final.exists():
+        if (saved != cfg.steps or not final.exists()) and ctx.is_main:
             final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref)
+        distributed.barrier(ctx)
     finally:
         logger.close()
         if own_reward:
             reward_fn.close()
+        distributed.teardown(ctx)
     return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
 
 
-def run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger) -> dict[str, float]:
-    """One GRPO step: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns metrics."""
+def run_step(
+    cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger, train_model=None, ctx=None
+) -> dict[str, float]:
+    """One GRPO step: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns metrics.
+    Under torchrun ``cfg.prompts_per_step`` is this rank's share and ``train_model`` the DDP/FSDP wrapper."""
+    ctx = ctx or distributed.Dist()
     t0, cpu0 = time.perf_counter(), time.process_time()
     batch = collect_batch(cfg, model, tokenizer, stream, reward_fn)
+    batch.rollout = distributed.pad_to_global_width(batch.rollout, tokenizer.pad_token_id, ctx)
     t1 = time.perf_counter()
     device = batch.rollout.completion_ids.device
     adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
@@ -440,7 +479,7 @@ def run_step(cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, rew
     if cfg.beta > 0:
         with _reference_mode(model, ref) as ref_model:
             ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
-    opt_stats = optimize(cfg, model, optimizer, scheduler, batch, adv, loss_mask, old_lp, ref_lp)
+    opt_stats = optimize(cfg, train_model or model, optimizer, scheduler, batch, adv, loss_mask, old_lp, ref_lp, ctx)
     t2 = time.perf_counter()
     m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
     tokens = int(batch.rollout.completion_mask.sum())
