@@ -131,11 +131,17 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# NPROC=N (N > 1): data-parallel GRPO, `torchrun --standalone --nproc_per_node N -m trainer.train` on CONFIG
+# (a GRPOConfig YAML with model: and data:) against a running service (TARGET=host:port[,host:port]); see docs/scale.md
+NPROC ?=
 train: setup
-	$(PY) -m trainer.pipeline $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
+	$(if $(filter-out 1,$(NPROC)),$(VENV)/bin/torchrun --standalone --nproc_per_node $(NPROC) -m trainer.train \
+	  $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
+	  $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--verifier_target $(TARGET)) $(if $(SEED),--seed $(SEED)) \
+	  $(ARGS),$(PY) -m trainer.pipeline $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
 	  $(if $(DATA),--data $(DATA)) $(if $(EVAL_DATA),--eval-data $(EVAL_DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) $(if $(RUN_NAME),--name $(RUN_NAME)) \
-	  $(if $(RUNS),--runs $(RUNS)) $(ARGS)
+	  $(if $(RUNS),--runs $(RUNS)) $(ARGS))
 
 eval: setup
 	$(PY) -m trainer.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \

@@ -14,6 +14,7 @@ so dr_grpo's width normaliser is exercised through ``pad_to_global_width``.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -140,3 +141,38 @@ def _metrics_main(rank: int, port: int, out: str) -> None:
             torch.save(got, Path(out) / "metrics.pt")
     finally:
         distributed.teardown(ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end: torchrun -m trainer.train, 2 ranks, a real verifier service
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server():
+    from verifiers.launch import LocalServer
+
+    with LocalServer(pool_size=1) as srv:
+        yield srv
+
+
+@pytest.mark.docker
+def test_torchrun_two_ranks_train_and_only_rank_0_writes(tmp_path, server):
+    init = tiny.build(tmp_path / "init", tiny.TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64))
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"prompt": "{i}+{i + 1}=", "answer": "{2 * i + 1}"}}\n' for i in range(16)))
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port())]
+    cmd += ["-m", "trainer.train", "--model", str(init), "--data", str(data), "--steps", "2", "--verifier"]
+    cmd += ["tag_count", "--verifier_target", server.target, "--run_dir", str(run), "--group_size", "4"]
+    cmd += ["--prompts_per_step", "4", "--max_new_tokens", "8", "--threads", "1", "--log_completions_every", "1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rows) == 2, "one metrics line per step: only rank 0 logs"
+    last = json.loads(rows[-1])
+    graded = sum(last[f"outcome/{o}"] for o in ("CORRECT", "INCORRECT", "NO_ANSWER", "SANDBOX_ERROR"))
+    assert graded == 4 * 4, "outcome counts are summed over both ranks' groups (the global batch)"
+    assert (run / "checkpoints" / "step-000002" / "model.safetensors").exists()
+    assert proc.stdout.count("done: 2 steps") == 2
