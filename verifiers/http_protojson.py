@@ -35,13 +35,20 @@ class _Unusual(Exception):
     """A form the fast path does not take: json_format decides."""
 
 
-def _repeated(f: FieldDescriptor) -> bool:
+@cache
+def _shape(f: FieldDescriptor) -> tuple[bool, bool]:
+    """(is a map, is repeated), looked up once per field (descriptor options are slow to read)."""
+    is_map = f.message_type is not None and f.message_type.GetOptions().map_entry
     flag = getattr(f, "is_repeated", None)
-    return flag if flag is not None else f.label == F.LABEL_REPEATED
+    return is_map, flag if flag is not None else f.label == F.LABEL_REPEATED
+
+
+def _repeated(f: FieldDescriptor) -> bool:
+    return _shape(f)[1]
 
 
 def _is_map(f: FieldDescriptor) -> bool:
-    return f.message_type is not None and f.message_type.GetOptions().map_entry
+    return _shape(f)[0]
 
 
 @cache
