@@ -166,17 +166,40 @@ def _defaults(d: Descriptor) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
+def _identity(v: Any) -> Any:
+    return v
+
+
+@cache
+def _out_fn(f: FieldDescriptor) -> Any:
+    """The converter of one field's value, built once per field."""
+    is_map, repeated = _shape(f)
+    if is_map:
+        vf = f.message_type.fields_by_name["value"]
+        one = _one_out(vf)
+        return lambda v: {str(k): one(x) for k, x in v.items()}
+    one = _one_out(f)
+    if repeated:
+        return lambda v: [one(x) for x in v]
+    return one
+
+
+def _one_out(f: FieldDescriptor) -> Any:
+    t = f.type
+    if t == F.TYPE_MESSAGE:
+        return to_dict
+    if t == F.TYPE_DOUBLE:
+        return _float_out
+    if t in (F.TYPE_STRING, F.TYPE_BOOL) or t in _INTS:
+        return _identity
+    return lambda v: _scalar_out(f, v)
+
+
 def to_dict(msg: Any) -> dict:
     """``json_format.MessageToDict(msg, always_print_fields_with_no_presence=True)``."""
     out = {k: (v.copy() if type(v) in (dict, list) else v) for k, v in _defaults(msg.DESCRIPTOR)}
     for f, v in msg.ListFields():
-        if _is_map(f):
-            vf = f.message_type.fields_by_name["value"]
-            out[f.json_name] = {str(k): _scalar_out(vf, x) for k, x in v.items()}
-        elif _repeated(f):
-            out[f.json_name] = [_scalar_out(f, x) for x in v]
-        else:
-            out[f.json_name] = _scalar_out(f, v)
+        out[f.json_name] = _out_fn(f)(v)
     return out
 
 
