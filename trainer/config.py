@@ -52,6 +52,10 @@ class GRPOConfig(BaseModel):
         description="sample with the trainer's own decode loop (one forward per token, temperature/top_p/EOS only); "
         "False, or a model/generation_config it does not cover (repetition penalty, beams, ...): model.generate",
     )
+    overlap_scoring: bool = Field(
+        True, description="send each group to the verifier as soon as its completions are decoded (trainer/overlap.py)"
+    )
+    scoring_workers: int = Field(4, ge=1, description="threads that send groups to the verifier (overlap_scoring)")
     mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
     dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
     max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")

@@ -30,9 +30,11 @@ from torch import Tensor
 
 from trainer.config import GRPOConfig
 from trainer.loss import token_entropy, token_logprobs
+from trainer.overlap import GroupScorer, finished_groups
 from verifiers.client import VerifierClient, VerifyItem
 
 SANDBOX_ERROR = "SANDBOX_ERROR"
+UNGRADED = (SANDBOX_ERROR, "BAD_REFERENCE")  # not the model's fault: masked out of the loss
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,6 +222,7 @@ def decode(
     top_p: float = 1.0,
     cache=None,
     logits_out: list[Tensor] | None = None,
+    on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
 ) -> Tensor:
     """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
 
@@ -229,6 +232,7 @@ def decode(
     position ids follow the attention mask (left padding does not shift them), an all-ones mask is
     dropped, and ``cache`` may already hold all but the last prompt token (then only that one is fed).
     ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
+    ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (overlap.py).
     """
     n = ids.shape[0]
     pos = _positions(attn)  # (N, P)
@@ -255,7 +259,10 @@ def decode(
         nxt = _next_tokens(logits, do_sample, temperature, top_p)  # (N,)
         nxt = torch.where(running, nxt, pad_id)
         new.append(nxt)
-        running &= ~torch.isin(nxt, eos)
+        stopped = torch.isin(nxt, eos) & running
+        running &= ~stopped
+        if on_finished is not None and bool(stopped.any()):
+            on_finished(running, new)
         if t == max_new_tokens - 1 or not bool(running.any()):
             break
         pos = pos + 1
@@ -282,6 +289,7 @@ def _sample_tokens(
     top_p: float,
     share_prefix: bool,
     fast_decode: bool,
+    on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
 ) -> Tensor:
     """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens."""
     cache = None
@@ -309,6 +317,7 @@ def _sample_tokens(
             temperature=temperature,
             top_p=top_p,
             cache=cache,
+            on_finished=on_finished,
         )
     sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
     out = model.generate(
@@ -337,13 +346,15 @@ def generate_rollout(
     use_chat_template: bool = True,
     share_prefix: bool = True,
     fast_decode: bool = True,
+    on_groups_done: Callable[[list[int], list[str]], None] | None = None,
 ) -> Rollout:
     """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
 
     With ``share_prefix`` each distinct prompt is encoded once: its KV cache is computed for one row and
     repeated G times before decoding continues from it, instead of encoding the prompt G times. With
     ``fast_decode`` (and a model ``fast_decode_supported`` accepts) the tokens come from ``decode``, else
-    from ``model.generate``; both sample from the same distribution.
+    from ``model.generate``; both sample from the same distribution. ``on_groups_done(groups, texts)`` gets
+    each group's final texts as soon as all its rows produced EOS, while decoding goes on (overlap.py).
     """
     device = next(model.parameters()).device
     texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
@@ -353,6 +364,7 @@ def generate_rollout(
     ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
     attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)  # (N, P)
     eos = _eos_ids(model, tokenizer)
+    hook = None if on_groups_done is None else _group_hook(on_groups_done, group_size, eos, tokenizer)
     was_training = model.training
     model.eval()
     try:
@@ -371,6 +383,7 @@ def generate_rollout(
                 top_p=top_p,
                 share_prefix=share_prefix,
                 fast_decode=fast_decode,
+                on_finished=hook,
             )
         completion_ids = completion_ids.clone()  # (N, C)
     finally:
@@ -388,6 +401,24 @@ def generate_rollout(
         [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
     )
+
+
+def _group_hook(on_groups_done, group_size: int, eos: list[int], tokenizer):
+    """A decode ``on_finished`` hook: decodes the texts of newly finished groups and hands them on."""
+    sent: set[int] = set()
+
+    def hook(running: Tensor, new: list[Tensor]) -> None:
+        fresh = [gi for gi in finished_groups(running, group_size) if gi not in sent]
+        if not fresh:
+            return
+        sent.update(fresh)
+        rows = torch.tensor([gi * group_size + j for gi in fresh for j in range(group_size)])
+        toks = torch.stack(new, dim=1)[rows.to(new[0].device)]  # (n, t): the same texts the rollout ends with
+        mask, _ = completion_mask_from_eos(toks, eos)
+        toks = toks.masked_fill(mask == 0, tokenizer.pad_token_id)
+        on_groups_done(fresh, tokenizer.batch_decode(toks, skip_special_tokens=True))
+
+    return hook
 
 
 def whole_groups(rows: Tensor, group_size: int) -> bool:
@@ -569,20 +600,27 @@ class Batch:
 
     rollout: Rollout
     rewards: Tensor  # (N,) float32, SANDBOX_ERROR entries hold 0
-    valid: Tensor  # (N,) bool: graded (not SANDBOX_ERROR)
+    valid: Tensor  # (N,) bool: graded (not SANDBOX_ERROR / BAD_REFERENCE)
     scores: list[Score]
     verify_s: float
     rollouts: int  # how many generate calls built this batch (dynamic sampling refills)
 
 
-def grade(reward_fn: RewardFn, rollout: Rollout) -> tuple[Tensor, Tensor, list[Score], float]:
+def grade(
+    reward_fn: RewardFn, rollout: Rollout, scorer: GroupScorer | None = None
+) -> tuple[Tensor, Tensor, list[Score], float]:
+    """Rewards of the rollout and the seconds the step waited for them (with ``scorer``: only what was
+    still outstanding after decoding; the groups it already sent were graded meanwhile)."""
     t0 = time.perf_counter()
-    scores = reward_fn(rollout.texts, rollout.references, rollout.prompts)
-    dt = time.perf_counter() - t0
+    if scorer is not None:
+        scores, dt = scorer.finish(rollout.texts)
+    else:
+        scores = reward_fn(rollout.texts, rollout.references, rollout.prompts)
+        dt = time.perf_counter() - t0
     if len(scores) != len(rollout):
         raise RuntimeError(f"reward function returned {len(scores)} scores for {len(rollout)} completions")
     rewards = torch.tensor([s.reward for s in scores], dtype=torch.float32)
-    valid = torch.tensor([s.outcome != SANDBOX_ERROR for s in scores])
+    valid = torch.tensor([s.outcome not in UNGRADED for s in scores])
     return rewards, valid, scores, dt
 
 
@@ -624,10 +662,16 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
     spare: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
     verify_s, rollouts, have = 0.0, 0, 0
     while have < want and rollouts <= (cfg.max_refills if cfg.dynamic_sampling else 0):
+        examples = stream.take(want - have if cfg.dynamic_sampling else want)
+        scorer = None
+        if cfg.overlap_scoring:  # each group is graded as soon as it is decoded (overlap.py)
+            refs = [e.reference for e in examples for _ in range(g)]
+            prompts = [e.prompt for e in examples for _ in range(g)]
+            scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)
         ro = generate_rollout(
             model,
             tokenizer,
-            stream.take(want - have if cfg.dynamic_sampling else want),
+            examples,
             g,
             max_new_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature,
@@ -635,8 +679,9 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             use_chat_template=cfg.use_chat_template,
             share_prefix=cfg.share_prefix,
             fast_decode=cfg.fast_decode,
+            on_groups_done=None if scorer is None else scorer.submit,
         )
-        rewards, valid, scores, dt = grade(reward_fn, ro)
+        rewards, valid, scores, dt = grade(reward_fn, ro, scorer)
         verify_s, rollouts = verify_s + dt, rollouts + 1
         good = informative_groups(rewards, valid, g) if cfg.dynamic_sampling else torch.ones(len(ro) // g, dtype=bool)
         for keep, bucket in ((True, kept), (False, spare)):
