@@ -87,19 +87,30 @@ def _value_in(f: FieldDescriptor, v: Any) -> Any:
     return _scalar_in(f, v)
 
 
+@cache
+def _plan(d: Descriptor) -> dict[str, tuple[str, str | None, bool, FieldDescriptor]]:
+    """JSON key → (field name, its oneof, whether it is a plain string field, field), once per message."""
+    return {
+        key: (f.name, f.containing_oneof.name if f.containing_oneof else None,
+              f.type == F.TYPE_STRING and not _repeated(f), f)
+        for key, f in _by_key(d).items()
+    }  # fmt: skip
+
+
 def _kwargs(obj: dict, d: Descriptor) -> dict:
-    fields = _by_key(d)
+    plan = _plan(d)
     out: dict[str, Any] = {}
     oneofs: set[str] = set()
     for key, v in obj.items():
-        f = fields.get(key)
-        if f is None or f.name in out:  # unknown or given twice: json_format says what is wrong
+        p = plan.get(key)
+        if p is None or p[0] in out:  # unknown or given twice: json_format says what is wrong
             raise _Unusual
-        if f.containing_oneof is not None:
-            if f.containing_oneof.name in oneofs:  # two members of one oneof
+        name, oneof, plain_string, f = p
+        if oneof is not None:
+            if oneof in oneofs:  # two members of one oneof
                 raise _Unusual
-            oneofs.add(f.containing_oneof.name)
-        out[f.name] = _value_in(f, v)
+            oneofs.add(oneof)
+        out[name] = v if plain_string and type(v) is str else _value_in(f, v)
     return out
 
 
