@@ -36,8 +36,8 @@ def ref_advantages(rewards, g, scale, std, eps):
     return out
 
 
-def ref_loss(logp, old, ref, adv, mask, beta, lo, hi, loss_type, level):
-    """logp: float64 (N, T) leaf tensor; everything else python lists."""
+def ref_loss(logp, old, ref, adv, mask, beta, lo, hi, loss_type, level, max_new_tokens=None):
+    """logp: float64 (N, T) leaf tensor; everything else python lists. dr_grpo divides by N * max_new_tokens."""
     n, t = logp.shape
     rows, tok_sum, tok_count, kls, ratios = [], 0.0, 0.0, [], []
     for i in range(n):
@@ -61,7 +61,7 @@ def ref_loss(logp, old, ref, adv, mask, beta, lo, hi, loss_type, level):
     elif loss_type == "token_mean":
         loss = tok_sum / max(tok_count, 1)
     else:
-        loss = tok_sum / (n * t)
+        loss = tok_sum / (n * max_new_tokens)
     return loss, sum(kls) / max(len(kls), 1), sum(ratios) / max(len(ratios), 1)
 
 
@@ -115,6 +115,8 @@ def _inputs(seed, n=6, t=7, full_row_masked=False):
     return logp, old, ref, adv, mask
 
 
+BUDGET = 11  # the generation budget (max_new_tokens) dr_grpo divides by; wider than any mask here
+
 CASES = list(
     itertools.product(
         ["grpo", "token_mean", "dr_grpo"], ["token", "sequence"], [0.0, 0.04, 0.5], [(0.2, 0.2), (0.2, 0.28)]
@@ -139,12 +141,13 @@ def test_loss_values_and_gradients_match_float64_reference(loss_type, level, bet
         clip_eps_high=hi,
         loss_type=loss_type,
         importance_level=level,
+        max_new_tokens=BUDGET,
     )
     loss.backward()
 
     b = logp.clone().requires_grad_(True)
     want, want_kl, want_ratio = ref_loss(
-        b, old.tolist(), ref.tolist(), adv.tolist(), mask.tolist(), beta, lo, hi, loss_type, level
+        b, old.tolist(), ref.tolist(), adv.tolist(), mask.tolist(), beta, lo, hi, loss_type, level, BUDGET
     )
     want.backward()
     assert loss.item() == pytest.approx(want.item(), abs=1e-6)
@@ -192,12 +195,58 @@ def test_clip_ratio_counts():
 def test_minibatch_weights_reassemble_the_full_batch_gradient(loss_type):
     logp, old, ref, adv, mask = _inputs(6, n=8)
     full = logp.clone().requires_grad_(True)
-    grpo_loss(full, old, ref, adv, mask, loss_type=loss_type)[0].backward()
+    grpo_loss(full, old, ref, adv, mask, loss_type=loss_type, max_new_tokens=BUDGET)[0].backward()
     acc = logp.clone().requires_grad_(True)
     for s in (slice(0, 3), slice(3, 8)):
-        loss, _ = grpo_loss(acc[s], old[s], ref[s], adv[s], mask[s], loss_type=loss_type)
+        loss, _ = grpo_loss(acc[s], old[s], ref[s], adv[s], mask[s], loss_type=loss_type, max_new_tokens=BUDGET)
         (loss * minibatch_weight(loss_type, mask[s], mask)).backward()
     assert torch.allclose(full.grad, acc.grad, atol=1e-12)
+
+
+def _pad(x, extra, value=0.0):
+    return torch.nn.functional.pad(x, (0, extra), value=value)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "token_mean", "dr_grpo"])
+def test_loss_does_not_change_with_longer_padding(loss_type):
+    """Padding is not data: a batch padded wider (a longer completion elsewhere) has the same loss.
+    dr_grpo used to divide by the padded width N*T, which changes with the batch's longest completion."""
+    logp, old, ref, adv, mask = _inputs(7)
+    narrow, _ = grpo_loss(logp, old, ref, adv, mask, loss_type=loss_type, max_new_tokens=BUDGET)
+    wide, _ = grpo_loss(
+        _pad(logp, 4), _pad(old, 4), _pad(ref, 4), adv, _pad(mask, 4), loss_type=loss_type, max_new_tokens=BUDGET
+    )
+    assert wide.item() == pytest.approx(narrow.item(), abs=1e-12)
+
+
+def test_dr_grpo_needs_the_generation_budget():
+    logp, old, ref, adv, mask = _inputs(8)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        grpo_loss(logp, old, ref, adv, mask, loss_type="dr_grpo")
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        grpo_loss(logp, old, ref, adv, mask, loss_type="dr_grpo", max_new_tokens=mask.shape[1] - 1)
+
+
+@pytest.mark.parametrize("scale,std", [("group", "population"), ("group", "unbiased"), ("batch", "population")])
+def test_invalid_members_leave_the_valid_members_their_own_group_statistics(scale, std):
+    """2 of 8 members failed in the sandbox: the other 6 get exactly the advantages of a 6-member group
+    (mean and std over the valid members only), the failed ones 0, whatever reward they carry."""
+    g = torch.Generator().manual_seed(0)
+    rewards = torch.rand(16, generator=g, dtype=torch.float64)
+    valid = torch.ones(16, dtype=torch.bool)
+    valid[[1, 6, 9, 10]] = False  # two invalid in each group of 8
+    rewards[~valid] = torch.tensor([0.0, 5.0, -3.0, 0.0], dtype=torch.float64)  # placeholders must not matter
+    got = group_advantages(rewards, 8, valid=valid, scale=scale, std=std)
+    valid_rewards = rewards[valid].tolist()
+    want = ref_advantages(valid_rewards, 6, scale, std, 1e-4)
+    assert got[valid].tolist() == pytest.approx(want, abs=1e-9)
+    assert got[~valid].tolist() == [0.0] * 4
+
+
+def test_a_group_with_at_most_one_valid_member_gets_zero():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0])
+    valid = torch.tensor([True, False, False, False, False, False])
+    assert group_advantages(rewards, 3, valid=valid, std="unbiased").tolist() == [0.0] * 6
 
 
 def test_token_logprobs_and_entropy():

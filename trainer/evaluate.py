@@ -212,7 +212,7 @@ class Grader:
             out.append({"key": s.key, "id": s.id, "sample": s.sample, "fp": fp, "verifier": s.verifier,
                         "reward": r.reward, "outcome": r.outcome, "detail": r.detail[:DETAIL_CHARS],
                         "elapsed_s": r.elapsed_s, "components": r.components, "cached": r.cached,
-                        "format": None if f is None or f.outcome == passk.INFRA else f.reward,
+                        "format": None if f is None or f.outcome in passk.UNGRADED else f.reward,
                         "completion": s.completion, "reference": s.reference, "prompt": s.prompt,
                         "options": s.options})  # fmt: skip
         return out

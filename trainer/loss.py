@@ -29,25 +29,49 @@ ImportanceLevel = Literal["token", "sequence"]
 
 
 def group_advantages(
-    rewards: Tensor, group_size: int, *, scale: Scale = "group", std: Std = "population", eps: float = 1e-4
+    rewards: Tensor,
+    group_size: int,
+    *,
+    valid: Tensor | None = None,
+    scale: Scale = "group",
+    std: Std = "population",
+    eps: float = 1e-4,
 ) -> Tensor:
     """A_i = (r_i - mean_g) / (std + eps) for the G contiguous completions of each prompt.
 
+    ``valid`` (N,) bool marks the members that were graded (not SANDBOX_ERROR / BAD_REFERENCE): mean and
+    std are taken over a group's valid members only, so the others' placeholder rewards change nothing,
+    and invalid members get 0. A group whose valid rewards are all equal (or with fewer than two valid
+    members) gets 0. ``scale="batch"`` takes the std over every valid reward of the batch.
+
     >>> group_advantages(torch.tensor([1.0, 0.0]), 2, std="unbiased")
     tensor([ 0.7070, -0.7070])
+    >>> group_advantages(torch.tensor([1.0, 0.0, 9.0]), 3, valid=torch.tensor([True, True, False]), std="unbiased")
+    tensor([ 0.7070, -0.7070,  0.0000])
     """
     if rewards.dim() != 1 or rewards.numel() % group_size != 0:
         raise ValueError(
             f"rewards must be (N,) with N divisible by group_size={group_size}, got {tuple(rewards.shape)}"
         )
+    if valid is None:
+        valid = torch.ones_like(rewards, dtype=torch.bool)
+    if valid.shape != rewards.shape:
+        raise ValueError(f"valid must have the shape of rewards {tuple(rewards.shape)}, got {tuple(valid.shape)}")
     correction = 1 if std == "unbiased" else 0
-    r = rewards.view(-1, group_size)  # (P, G)
-    centred = r - r.mean(dim=1, keepdim=True)  # (P, G)
-    constant = (r == r[:, :1]).all(dim=1, keepdim=True)  # (P, 1) zero-variance groups
+    ok = valid.view(-1, group_size)  # (P, G) bool
+    w = ok.to(rewards.dtype)  # (P, G)
+    r = torch.where(ok, rewards.view(-1, group_size), torch.zeros((), dtype=rewards.dtype))  # (P, G)
+    n = w.sum(dim=1, keepdim=True)  # (P, 1) valid members per group
+    mean = r.sum(dim=1, keepdim=True) / n.clamp(min=1)  # (P, 1)
+    centred = torch.where(ok, r - mean, torch.zeros_like(r))  # (P, G), exactly 0 for invalid members
+    hi = torch.where(ok, r, torch.full_like(r, -torch.inf)).amax(dim=1, keepdim=True)
+    lo = torch.where(ok, r, torch.full_like(r, torch.inf)).amin(dim=1, keepdim=True)
+    constant = (n < 2) | (hi == lo)  # (P, 1) zero-variance groups
     if scale == "group":
-        adv = centred / (r.std(dim=1, keepdim=True, correction=correction) + eps)
+        var = centred.pow(2).sum(dim=1, keepdim=True) / (n - correction).clamp(min=1)  # (P, 1)
+        adv = centred / (var.sqrt() + eps)
     elif scale == "batch":
-        adv = centred / (rewards.std(correction=correction) + eps)
+        adv = centred / (rewards[valid].std(correction=correction).nan_to_num(0.0) + eps)
     elif scale == "none":
         adv = centred
     else:
@@ -77,11 +101,19 @@ def grpo_loss(
     clip_eps_high: float = 0.2,
     loss_type: LossType = "grpo",
     importance_level: ImportanceLevel = "token",
+    max_new_tokens: int | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Clipped surrogate + beta * k3, reduced per ``loss_type``. Returns (loss, detached stats).
 
-    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,).
+    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,). ``max_new_tokens`` (the
+    generation budget) is required for ``dr_grpo``, whose normaliser is the constant N * max_new_tokens:
+    the padded width T would change with the batch's longest completion.
     """
+    if loss_type == "dr_grpo" and (max_new_tokens is None or max_new_tokens < mask.shape[1]):
+        raise ValueError(
+            f"loss_type='dr_grpo' divides by the generation budget: pass max_new_tokens >= the completion width "
+            f"{mask.shape[1]} (got {max_new_tokens})"
+        )
     mask = mask.to(logprobs.dtype)  # (N, T)
     if old_logprobs is None:  # one optimisation pass per rollout: rho == 1, gradient of rho*A is A*grad(logp)
         old_logprobs = logprobs.detach()
@@ -108,8 +140,8 @@ def grpo_loss(
         loss = ((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).mean()
     elif loss_type == "token_mean":  # DAPO: every token weighs the same
         loss = _masked_mean(per_token, mask)
-    elif loss_type == "dr_grpo":  # Dr. GRPO: constant normaliser N * T
-        loss = (per_token * mask).sum() / (mask.shape[0] * mask.shape[1])
+    elif loss_type == "dr_grpo":  # Dr. GRPO: constant normaliser N * max_new_tokens
+        loss = (per_token * mask).sum() / (mask.shape[0] * max_new_tokens)
     else:
         raise ValueError(f"loss_type must be 'grpo', 'token_mean' or 'dr_grpo', got {loss_type!r}")
 

@@ -24,11 +24,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-OUTCOMES = ("CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "SANDBOX_ERROR")
-INFRA = "SANDBOX_ERROR"
+OUTCOMES = (
+    "CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "COMPILE_ERROR", "SANDBOX_ERROR", "BAD_REFERENCE",
+)  # fmt: skip
+INFRA = "SANDBOX_ERROR"  # graded again on resume: the next try may work
+UNGRADED = (INFRA, "BAD_REFERENCE")  # not the model's fault: out of every denominator
 FORMAT_COMPONENTS = ("think_format", "tag_count")
 INFRA_NOTE = (
-    "SANDBOX_ERROR samples (infrastructure failures, not the model's fault) are counted under outcomes "
+    "SANDBOX_ERROR and BAD_REFERENCE samples (an infrastructure failure, a reference that cannot be graded: "
+    "not the model's fault) are counted under outcomes "
     "and infra_errors and excluded from the denominators of accuracy, pass@k and format_rate."
 )
 
@@ -83,7 +87,7 @@ def pass_at_k_table(records: Sequence[Mapping[str, Any]], extra_ks: Iterable[int
     per_problem: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # id -> [n, c]
     for r in records:
         nc = per_problem[str(r["id"])]
-        if r["outcome"] != INFRA:
+        if r["outcome"] not in UNGRADED:
             nc[0] += 1
             nc[1] += r["outcome"] == "CORRECT"
     most = max((n for n, _ in per_problem.values()), default=0)
@@ -106,7 +110,7 @@ def _format_value(r: Mapping[str, Any]) -> float | None:
 
 def summarize(records: Sequence[Mapping[str, Any]], extra_ks: Iterable[int] = ()) -> dict[str, Any]:
     """The headline numbers for one set of records (the whole run, or one verifier's share of it)."""
-    graded = [r for r in records if r["outcome"] != INFRA]
+    graded = [r for r in records if r["outcome"] not in UNGRADED]
     n_ok = len(graded)
     formats = [f for f in (_format_value(r) for r in graded) if f is not None]
     pk, used = pass_at_k_table(records, extra_ks)
@@ -132,7 +136,7 @@ def component_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[
     """For composites: each component's mean reward and share of samples where it scored 1."""
     by: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        if r["outcome"] == INFRA:
+        if r["outcome"] in UNGRADED:
             continue
         for name, v in (r.get("components") or {}).items():
             by[name].append(float(v))

@@ -8,8 +8,8 @@
     python -m trainer.train --config configs/x.yaml [--key value ...] [--resume auto]
 
 Where this departs from the paper (all switchable in the config):
-- Samples graded ``SANDBOX_ERROR`` are masked out of the loss; for the group statistics their reward
-  is replaced by the mean of the group's valid samples (so they move neither mean nor sign).
+- Samples graded ``SANDBOX_ERROR`` or ``BAD_REFERENCE`` (not the model's fault) are masked out of the
+  loss, and the group's mean and std are taken over its valid members only (they get advantage 0).
 - With ``mu == 1`` and one minibatch the old policy is the current one (rho == 1, no extra forward).
 - The G completions of a prompt share its encoding: the prompt runs once and its KV cache is repeated
   G times, when sampling and in every log-prob forward (gradients flow through the shared cache).
@@ -37,8 +37,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from trainer import distributed, passk
 from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
-from trainer import distributed
 from trainer.config import GRPOConfig, load_config
 from trainer.loss import group_advantages, grpo_loss, minibatch_weight
 from trainer.metrics import MetricsLogger
@@ -160,13 +160,8 @@ def make_optimizer(cfg: GRPOConfig, model) -> tuple[torch.optim.Optimizer, Any]:
 
 
 def masked_group_advantages(cfg: GRPOConfig, rewards: Tensor, valid: Tensor) -> Tensor:
-    """group_advantages over valid samples: invalid ones take their group's valid mean, then get A = 0."""
-    g = cfg.group_size
-    r, v = rewards.view(-1, g), valid.view(-1, g).float()
-    valid_mean = (r * v).sum(1, keepdim=True) / v.sum(1, keepdim=True).clamp(min=1)
-    filled = torch.where(v.bool(), r, valid_mean).view(-1)
-    adv = group_advantages(filled, g, scale=cfg.scale_rewards, std=cfg.std)
-    return adv * valid.float()
+    """The config's group_advantages with statistics over the valid (graded) members only; invalid get 0."""
+    return group_advantages(rewards, cfg.group_size, valid=valid.bool(), scale=cfg.scale_rewards, std=cfg.std)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,6 +266,7 @@ def optimize(
                     clip_eps_high=cfg.clip_eps_high,
                     loss_type=cfg.loss_type,
                     importance_level=cfg.importance_level,
+                    max_new_tokens=cfg.max_new_tokens,
                 )
                 w = minibatch_weight(cfg.loss_type, loss_mask[idx], loss_mask[idx_mb])
                 with distributed.no_sync(model, sync=j == len(micro) - 1):
@@ -321,7 +317,7 @@ def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, 
     for name in sorted({k for s in batch.scores for k in s.components}):
         vals = [s.components.get(name, 0.0) for s, ok in zip(batch.scores, v.tolist(), strict=True) if ok]
         m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
-    for o in ("CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "SANDBOX_ERROR"):
+    for o in passk.OUTCOMES:
         m[f"outcome/{o}"] = float(outcomes[o])
     for k, val in opt_stats.items():
         prefix = "policy/" if k in ("entropy", "grad_norm") else "loss/"
