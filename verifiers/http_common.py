@@ -55,11 +55,6 @@ async def run_blocking(request: Request, fn: Any, *args: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(request.app.state.executor, fn, *args)
 
 
-def status_of(e: Any) -> tuple[str, str]:
-    """(gRPC status name, message) of a verifiers.base.ServiceError."""
-    return getattr(e, "status", "INTERNAL"), str(e)
-
-
 # -- OpenAPI from the proto descriptors ----------------------------------------------------------------
 _SCALARS = {
     FieldDescriptor.TYPE_DOUBLE: {"type": "number"},
