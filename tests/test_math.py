@@ -165,6 +165,14 @@ def test_bad_options_are_the_callers_mistake(client):
             client.verify("math", boxed("1"), "1", options=opts)
     with pytest.raises(VerifierError, match="INVALID_ARGUMENT"):
         client.verify("math", boxed("1"), "")
+    # in a batch, the same mistakes fail the call up front naming the item (never a SANDBOX_ERROR verdict)
+    for bad in ({"reference": " \n"}, {"reference": "1", "options": {"fallback": "everything"}}):
+        items = [
+            {"verifier": "math", "completion": boxed("1"), "reference": "1"},
+            {"verifier": "math", "completion": boxed("1"), **bad},
+        ]
+        with pytest.raises(VerifierError, match=r"INVALID_ARGUMENT.*items\[1\]"):
+            client.verify_batch(items)
 
 
 @pytest.mark.parametrize(

@@ -246,10 +246,16 @@ class MathVerifier:
     _coalescers: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def verify(self, req: Request, ctx: Context) -> Verdict:
-        fallback, rel_tol = options(req)
+    def check(self, req: Request) -> tuple[str, float | None]:
+        """The request's own mistakes (bad options, no reference), found before grading: VerifyBatch calls
+        this for every item up front, so a malformed item fails the call naming it. Returns options()."""
+        opts = options(req)
         if not req.reference.strip():
             raise BadRequest("math: 'reference' must hold the gold answer, e.g. '\\frac{1}{2}' or '$x=3$'")
+        return opts
+
+    def verify(self, req: Request, ctx: Context) -> Verdict:
+        fallback, rel_tol = self.check(req)
         ext = extract(req.completion, fallback)
         if ext is None:
             where = "no \\boxed{} or <answer> found" + ("" if fallback == "none" else f" (fallback {fallback})")
