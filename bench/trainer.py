@@ -17,6 +17,13 @@ sequence:
 - ``r1``: the same questions inside the DeepSeek-R1-Zero template (~430 characters = tokens here),
   64 new tokens: the usual RLVR prompt, where the prompt dominates the sequence.
 
+Overlap (``--overlap-rounds``, on by default): ours alone, rewards from a real verifier service
+(``verifiers.launch.LocalServer``, a Python verifier with the same reward run in the Docker sandbox),
+``overlap_scoring`` off then on, alternated; printed: the verifier wait per step (seconds the step is
+blocked on grading after decoding), step time, tokens/s. The model there has a dozen extra EOS
+characters so that completions end at different lengths (with none, every group ends at the last
+token and there is nothing to overlap).
+
 Each trainer runs in its own fresh subprocess (so peak RSS is its own), TRL then ours, for
 ``--rounds`` rounds. Per run: start-up (imports + model load) apart, then the training loop's
 completion tokens per second of wall time and of process CPU time (less sensitive to other load on
@@ -55,6 +62,13 @@ R1_TEMPLATE = (
     "respectively, i.e., <think> reasoning process here </think> <answer> answer here </answer>. "
     "User: {q} Assistant:"
 )
+OVERLAP_STOPS, OVERLAP_MAX_NEW, OVERLAP_VERIFIER = "abcdefghijkl", 48, "bench_last_number"
+VERIFIER_SOURCE = """import re
+
+def verify(completion, reference, options):
+    nums = re.findall(r"\\d+", completion)
+    return 0.0 if not nums else (1.0 if nums[-1] == reference else 0.1)
+"""
 WORKLOADS = {
     "short": {"template": "{q}", "max_new": 32},  # bare "a+b=" prompts, ~6 tokens
     "r1": {"template": R1_TEMPLATE, "max_new": 64},  # R1-Zero template, ~430 tokens (character tokenizer)
@@ -115,6 +129,10 @@ def build_inputs(folder: Path) -> Path:
     model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
     model.save_pretrained(folder / "model")
     tok.save_pretrained(folder / "model")
+    # the overlap section's model: completions end at a dozen characters as well, at different lengths
+    model.generation_config.eos_token_id = [1, *tok.convert_tokens_to_ids(list(OVERLAP_STOPS))]
+    model.save_pretrained(folder / "model-stops")
+    tok.save_pretrained(folder / "model-stops")
     for w in WORKLOADS:
         with (folder / f"data-{w}.jsonl").open("w") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows(w))
@@ -130,23 +148,26 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_ours(folder: Path, workload: str, steps: int, threads: int) -> dict:
+def run_ours(folder: Path, workload: str, steps: int, threads: int, target: str = "", overlap: bool = True) -> dict:
+    """Ours on ``workload``; with ``target``: rewards from the verifier service there (overlap section)."""
     t0 = time.perf_counter()
     import torch
 
     from trainer.config import GRPOConfig
     from trainer.metrics import read_metrics
-    from trainer.rollout import PythonReward
+    from trainer.rollout import PythonReward, VerifierReward
     from trainer.train import train
 
     torch.set_num_threads(threads)
+    reward_fn = VerifierReward(OVERLAP_VERIFIER, target, retries=0) if target else PythonReward(reward)
     cfg = GRPOConfig(
-        model=str(folder / "model"),
+        model=str(folder / ("model-stops" if target else "model")),
+        overlap_scoring=overlap,
         data=str(folder / f"data-{workload}.jsonl"),
         use_chat_template=False,
         group_size=G,
         prompts_per_step=PROMPTS,
-        max_new_tokens=WORKLOADS[workload]["max_new"],
+        max_new_tokens=OVERLAP_MAX_NEW if target else WORKLOADS[workload]["max_new"],
         temperature=1.0,
         top_p=1.0,
         beta=BETA,
@@ -157,11 +178,14 @@ def run_ours(folder: Path, workload: str, steps: int, threads: int) -> dict:
         steps=steps,
         seed=SEED,
         device="cpu",
-        run_dir=str(folder / f"ours-run-{workload}"),
+        run_dir=str(folder / f"ours-run-{workload}{'-svc' if target else ''}"),
         log_completions_every=0,
         threads=threads,
     )
-    out = train(cfg, reward_fn=PythonReward(reward))
+    try:
+        out = train(cfg, reward_fn=reward_fn)
+    finally:
+        reward_fn.close() if target else None
     m = read_metrics(Path(cfg.run_dir) / "metrics.jsonl")
     tokens = sum(r["perf/tokens"] for r in m)
     loop_s = m[-1]["perf/elapsed_s"]  # first step's start to last step's metrics written, as TRL's clock
@@ -177,6 +201,9 @@ def run_ours(folder: Path, workload: str, steps: int, threads: int) -> dict:
         "reward_mean": sum(r["reward/mean"] for r in m) / len(m),
         "steps": len(m),
         "checkpoint": str(out["checkpoint"]),
+        "verify_wait_s": statistics.median(r["verifier/batch_s"] for r in m),
+        "step_s": statistics.median(r["perf/step_s"] for r in m),
+        "length_mean": statistics.median(r["completion/length_mean"] for r in m),
     }
 
 
@@ -261,9 +288,9 @@ def run_trl(folder: Path, workload: str, steps: int, threads: int) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def spawn(which: str, folder: Path, workload: str, steps: int, threads: int) -> dict:
+def spawn(which: str, folder: Path, workload: str, steps: int, threads: int, extra: list[str] | None = None) -> dict:
     cmd = [sys.executable, __file__, "--worker", which, "--dir", str(folder), "--workload", workload]
-    cmd += ["--steps", str(steps), "--threads", str(threads)]
+    cmd += ["--steps", str(steps), "--threads", str(threads), *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -312,13 +339,19 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
+    ap.add_argument("--overlap-rounds", type=int, default=2, help="rounds of the overlap section (0: skip it)")
     ap.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    ap.add_argument("--target", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--overlap", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--workload", choices=list(WORKLOADS), help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        fn = run_ours if a.worker == "ours" else run_trl
-        print("RESULT " + json.dumps(fn(Path(a.dir), a.workload, a.steps, a.threads)), flush=True)
+        if a.worker == "ours":
+            res = run_ours(Path(a.dir), a.workload, a.steps, a.threads, a.target, bool(a.overlap))
+        else:
+            res = run_trl(Path(a.dir), a.workload, a.steps, a.threads)
+        print("RESULT " + json.dumps(res), flush=True)
         return
     try:
         import trl  # noqa: F401
@@ -345,6 +378,46 @@ def main() -> None:
                     bucket.append(r)
                     print(f"{w} round {i + 1} {which:>4}: {fmt(r)}", flush=True)
             report(w, trl_runs, our_runs, loads)
+        if a.overlap_rounds:
+            overlap_section(folder, a.overlap_rounds, a.steps, a.threads)
+
+
+def overlap_section(folder: Path, rounds: int, steps: int, threads: int) -> None:
+    """Ours with rewards from a real verifier service, overlap_scoring off vs on, alternated."""
+    from proto.verifier.v1 import verifier_pb2 as pb
+    from verifiers.client import VerifierClient
+    from verifiers.launch import LocalServer
+
+    print(
+        f"\n== overlap: ours, short prompts, max_new_tokens={OVERLAP_MAX_NEW}, extra EOS characters "
+        f"{OVERLAP_STOPS!r}, rewards from a local verifier service (Python verifier {OVERLAP_VERIFIER!r} in the "
+        f"Docker sandbox, pool of 2), {steps} steps, {rounds} rounds off/on alternating"
+    )
+    with LocalServer(pool_size=2) as srv:
+        client = VerifierClient(srv.target, retries=0)
+        spec = pb.PythonVerifier(source=VERIFIER_SOURCE, example_completion="1", example_reference="1")
+        client.register(pb.RegisterVerifierRequest(name=OVERLAP_VERIFIER, python=spec, replace=True))
+        client.close()
+        runs: dict[bool, list[dict]] = {False: [], True: []}
+        for i in range(rounds):
+            load = os.getloadavg()[0]
+            for on in (False, True):
+                r = spawn("ours", folder, "short", steps, threads, ["--target", srv.target, "--overlap", str(int(on))])
+                if "error" in r:
+                    raise SystemExit(r["error"])
+                runs[on].append(r)
+                print(
+                    f"  round {i + 1} (load {load:.2f}) overlap {'on ' if on else 'off'}: verifier wait "
+                    f"{r['verify_wait_s'] * 1000:6.1f} ms/step, step {r['step_s'] * 1000:6.1f} ms, "
+                    f"{r['tokens_per_s']:7.1f} tok/s, completion length {r['length_mean']:.1f}",
+                    flush=True,
+                )
+    med = {on: statistics.median(r["verify_wait_s"] for r in runs[on]) for on in runs}
+    step = {on: statistics.median(r["step_s"] for r in runs[on]) for on in runs}
+    print(
+        f"  verifier wait per step (median): before (overlap off) {med[False] * 1000:.1f} ms, "
+        f"after (overlap on) {med[True] * 1000:.1f} ms; step time {step[False] * 1000:.1f} -> {step[True] * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":
