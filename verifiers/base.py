@@ -43,6 +43,16 @@ class CaseVerdict:
 
 
 @dataclass
+class Step:
+    """Process supervision: the reward of one reasoning step and the characters of the completion it
+    covers, ``completion[start:end]`` (proto StepReward)."""
+
+    reward: float
+    start: int
+    end: int
+
+
+@dataclass
 class Request:
     verifier: str
     completion: str
@@ -62,6 +72,7 @@ class Verdict:
     elapsed_s: float = 0.0
     cached: bool = False
     cases: list[CaseVerdict] = field(default_factory=list)  # code: one verdict per test case, in order
+    steps: list[Step] = field(default_factory=list)  # process supervision: per-step rewards, in order
 
     @classmethod
     def correct(cls, detail: str = "", reward: float = 1.0) -> Verdict:

@@ -84,6 +84,7 @@ class VerifyResult:
     components: dict[str, float] = field(default_factory=dict)
     cached: bool = False
     cases: list[dict] = field(default_factory=list)  # code: per test case {"status", "detail", "elapsed_s"}
+    steps: list[dict] = field(default_factory=list)  # process supervision: {"reward", "start", "end"} per step
 
     @classmethod
     def from_proto(cls, r: pb.VerifyResponse) -> VerifyResult:
@@ -103,6 +104,7 @@ class VerifyResult:
                 }
                 for c in r.cases
             ],  # fmt: skip
+            steps=[{"reward": s.reward, "start": s.start, "end": s.end} for s in r.steps],
         )
 
 

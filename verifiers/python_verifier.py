@@ -1,4 +1,5 @@
-"""``python`` verifiers: user source defining ``verify(completion, reference, options) -> float | bool``.
+"""``python`` verifiers: user source defining ``verify(completion, reference, options) -> float | bool``
+(or, with per-step rewards, ``{"reward": r, "steps": [{"reward", "start", "end"}, …]}`` or ``(r, steps)``).
 
 The source is untrusted code as far as the service is concerned: it is never compiled or run in the
 server process. Registration and every verification run it in the sandbox (a fresh forked process
@@ -10,6 +11,11 @@ Return values: a number or a bool is the reward, clamped to [0, 1] (1 → CORREC
 without a result is RUNTIME_ERROR, and so is writing more than the sandbox's output cap (its one
 verdict: "output limit exceeded", reward 0, as for any program). The verifier's own prints go to stderr, and the result line
 carries a per-job random prefix, so text the verifier prints cannot pose as its result.
+
+Steps (process supervision): each step is ``{"reward": float, "start": int, "end": int}`` or a
+``(reward, start, end)`` triple covering ``completion[start:end]``; spans inside the completion, in order,
+not overlapping, rewards finite (``verifiers/steps.check_steps``). Steps that break a rule make the
+verdict RUNTIME_ERROR saying which step and why (a BadRequest at registration's dry run).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from sandbox.pool import Job, Limits, Result
 from verifiers.base import BadRequest, Context, Outcome, Request, Unavailable, Verdict
 from verifiers.limits import output_limit_verdict
+from verifiers.steps import BadSteps, check_steps
 
 MAX_SOURCE_BYTES = 1 << 20
 DEFAULT_TIMEOUT_S = 10.0
@@ -66,11 +73,22 @@ def _main():
         r = fn(q["completion"], q["reference"], q["options"])
     except BaseException as e:
         return emit(error="raised", msg=tb(e))
+    steps = None
+    if isinstance(r, dict) and "reward" in r:
+        r, steps = r["reward"], r.get("steps", [])
+    elif isinstance(r, tuple) and len(r) == 2:
+        r, steps = r
     if r is None:
         return emit(reward=None)
     if not isinstance(r, numbers.Real) or not math.isfinite(float(r)):
         return emit(error="type", msg=f"returned {type(r).__name__} {str(r)[:80]!r}, not a float or bool")
-    emit(reward=float(r))
+    if steps is None:
+        return emit(reward=float(r))
+    try:
+        json.dumps(steps)
+    except (TypeError, ValueError) as e:
+        return emit(error="type", msg=f"returned steps that are not plain lists/dicts of numbers: {e}"[:300])
+    emit(reward=float(r), steps=steps)
 
 _main()
 """
@@ -134,6 +152,10 @@ def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_compl
                          "give example_completion / example_reference)")  # fmt: skip
     if err == "type":
         raise BadRequest(f"{where}: the dry run {call} {out['msg']}")
+    try:
+        check_steps(out.get("steps") or [], example_completion, "returned steps")
+    except BadSteps as e:
+        raise BadRequest(f"{where}: the dry run {call} {e}") from None
 
 
 @dataclass
@@ -169,6 +191,10 @@ class PythonVerifier:
             return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name}: {msg}".strip())
         if out["reward"] is None:
             return Verdict.of(Outcome.NO_ANSWER, f"{self.name} returned None (cannot grade)")
+        try:
+            steps = check_steps(out.get("steps") or [], req.completion, "returned steps")
+        except BadSteps as e:
+            return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name} {e}")
         reward = min(1.0, max(0.0, out["reward"]))
         outcome = Outcome.CORRECT if reward >= 1.0 else Outcome.INCORRECT
-        return Verdict(reward, outcome, f"{self.name} returned {out['reward']:g}")
+        return Verdict(reward, outcome, f"{self.name} returned {out['reward']:g}", steps=steps)

@@ -62,7 +62,11 @@ def open_store(location: str | None) -> RegistryStore:
 def builtin_verifiers() -> dict[str, Verifier]:
     from verifiers.math_verifier import MathVerifier
 
-    found: list[Verifier] = [ThinkFormat(), TagCount(), MathVerifier()]
+    from verifiers.consistency import AnswerConsistency, LanguageConsistency
+    from verifiers.steps import ArithSteps
+
+    found: list[Verifier] = [ThinkFormat(), TagCount(), MathVerifier(), ArithSteps(), LanguageConsistency(),
+                             AnswerConsistency()]  # fmt: skip
     try:
         from verifiers.code_verifier import CodeVerifier
 

@@ -15,7 +15,7 @@ import grpc
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict
+from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Step, Verdict
 
 DEFAULT_TIMEOUT_S = 30.0
 CHECK_TIMEOUT_S = 5.0
@@ -104,4 +104,5 @@ class RemoteVerifier:
             outcome = Outcome(pb.Outcome.Name(r.outcome).removeprefix("OUTCOME_"))
         except ValueError:
             return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} answered without an outcome")
-        return Verdict(r.reward, outcome, r.detail, dict(r.components))
+        return Verdict(r.reward, outcome, r.detail, dict(r.components),
+                       steps=[Step(s.reward, s.start, s.end) for s in r.steps])  # fmt: skip

@@ -65,6 +65,7 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
                            elapsed_s=c.elapsed_s)
             for c in v.cases
         ],  # fmt: skip
+        steps=[pb.StepReward(reward=s.reward, start=s.start, end=s.end) for s in v.steps],
     )
 
 
