@@ -24,7 +24,6 @@ Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction for s
 """
 
 import json
-import re
 import signal
 import sys
 
@@ -36,11 +35,29 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
+try:  # in the sandbox the host ships math_text.py as the module rlvr_math_text (math_verifier.WARMUP)
+    import rlvr_math_text as _text
+except ImportError:  # on the host
+    from verifiers import math_text as _text
+BadReference = _text.BadReference
+DELIMITERS = _text.DELIMITERS
+ONLY_WORDS = _text.ONLY_WORDS
+OUTSIDE_OK = _text.OUTSIDE_OK
+TEXT_UNWRAP = _text.TEXT_UNWRAP
+clip = _text.clip
+escape_dollars = _text.escape_dollars
+fix_malformed = _text.fix_malformed
+read_as_letters = _text.read_as_letters
+sole_region = _text.sole_region
+squash_space = _text.squash_space
+text_key = _text.text_key
+upright_constants = _text.upright_constants
+words_of = _text.words_of
+
 LATEX = (LatexExtractionConfig(boxed_match_priority=0),)
 EXPR = (ExprExtractionConfig(),)
 BOTH = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 FULL_TAIL = 10_000  # full mode reads the last this-many characters of the completion
-DELIMITERS = ("$", "\\(", "\\[", "\\boxed", "\\fbox")
 
 
 class SoftTimeout(BaseException):
@@ -83,61 +100,17 @@ _l2s.create_parser, _l2s.parse = _create_parser_sll, _parse_two_stage
 
 
 # -- parsing -----------------------------------------------------------------------------------------
-def fix_malformed(s):
-    """``\\sqrt(x)`` → ``\\sqrt{x}`` with balanced parentheses (Math-Verify's own fix for this pattern
-    doubles the backslash, and the parse then silently keeps only the leading number)."""
-    out, i = [], 0
-    while True:
-        j = s.find("\\sqrt", i)
-        if j < 0:
-            out.append(s[i:])
-            return "".join(out)
-        k = j + 5
-        while k < len(s) and s[k] == " ":
-            k += 1
-        if k >= len(s) or s[k] != "(":
-            out.append(s[i:k])
-            i = k
-            continue
-        depth, m = 0, k
-        while m < len(s):
-            depth += {"(": 1, ")": -1}.get(s[m], 0)
-            if depth == 0:
-                break
-            m += 1
-        if depth:
-            out.append(s[i:])
-            return "".join(out)
-        out.append(s[i:j] + "\\sqrt{" + s[k + 1 : m] + "}")
-        i = m + 1
-
-
-def _escape_dollars(s):
-    return "".join("\\$" if c == "$" and (i == 0 or s[i - 1] != "\\") else c for i, c in enumerate(s))
-
-
-def squash_space(s):
-    """Every run of whitespace (newlines, tabs, no-break and other Unicode spaces) → one space, ends
-    trimmed: LaTeX reads them all alike, and Math-Verify's delimiters do not match across a newline."""
-    return " ".join(s.split())
-
-
 def parse_whole(answer):
     """Parse a complete final answer, or return [] — never a piece of it."""
     s = fix_malformed(squash_space(answer))
-    s = _upright_constants(s)
+    s = upright_constants(s)
     if not s:
         return []
-    got = mv_parse("$" + _escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
+    got = mv_parse("$" + escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
                    extraction_mode="first_match", parsing_timeout=None)  # fmt: skip
     if got:
         return got + [s]
     return parse_plain_expr(s)
-
-
-# what may stand outside a plain expression's match: words (units, "apples") and punctuation, never an
-# operator, bracket, digit or command that would make the match a fragment (``2x +`` is not 2)
-_OUTSIDE_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"")
 
 
 def parse_plain_expr(s):
@@ -148,93 +121,12 @@ def parse_plain_expr(s):
                      key=lambda m: (m.end(), -m.start()), reverse=True)  # fmt: skip
     for m in matches:
         rest = s[: m.start()] + s[m.end() :]
-        if not set(rest) <= _OUTSIDE_OK:
+        if not set(rest) <= OUTSIDE_OK:
             continue
         value, text = extract_expr(m)
         if value is not None:
             return [value, text]
     return []
-
-
-_REGIONS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"), ("\\boxed{", "}"), ("\\fbox{", "}"))
-_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
-_TEXT_ARG = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
-_MATH_WORDS = {
-    "sin",
-    "cos",
-    "tan",
-    "cot",
-    "sec",
-    "csc",
-    "log",
-    "exp",
-    "sqrt",
-    "min",
-    "max",
-    "gcd",
-    "lcm",
-    "det",
-    "mod",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "inf",
-    "infty",
-    "and",
-    "or",
-}
-
-
-def _balanced(s):
-    depth = 0
-    for c in s:
-        depth += {"{": 1, "}": -1}.get(c, 0)
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-def sole_region(g):
-    """The inside of a reference that is exactly one math region (``$…$``, ``\\(…\\)``, ``\\boxed{…}``…),
-    else None."""
-    for a, b in _REGIONS:
-        if len(g) > len(a) + len(b) and g.startswith(a) and g.endswith(b):
-            inner = g[len(a) : -len(b)]
-            if b == "}" and _balanced(inner) or b != "}" and a not in inner and b not in inner:
-                return inner.strip()
-    return None
-
-
-def words_of(text):
-    """Words (3+ letters, outside ``\\text{}`` and commands) that a LaTeX parse would read as letters."""
-    return [w for w in _WORD.findall(_TEXT_ARG.sub(" ", text)) if w.lower() not in _MATH_WORDS]
-
-
-def read_as_letters(text, value):
-    """True when the parse turned a word of ``text`` into a product of its letters (``yes`` → E*s*y)."""
-    words = words_of(text)
-    if not words or not isinstance(value, sympy.Basic):
-        return False
-    names = {str(x) for x in value.free_symbols} | ({"e", "E"} if value.has(sympy.E) else set())
-    return any(sum(c in names for c in set(w)) >= 2 for w in words)
-
-
-def text_key(s):
-    """A reference made only of words is compared as text: case, ``\\text{}`` wrappers, spacing and a
-    final period do not count."""
-    s = _TEXT_UNWRAP.sub(r"\1", squash_space(s))
-    return " ".join(s.replace("$", " ").replace("\\", " ").split()).strip(" .").lower()
-
-
-_TEXT_UNWRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
-_ONLY_WORDS = re.compile(r"[A-Za-z][A-Za-z ,.'-]*")
-
-
-class BadReference(Exception):
-    """The reference cannot be graded against as written: its message says why."""
 
 
 def parse_gold(gold):
@@ -243,8 +135,8 @@ def parse_gold(gold):
     g = squash_space(gold)
     inner = sole_region(g)
     g = inner if inner is not None else g
-    plain = _TEXT_UNWRAP.sub(r"\1", g)
-    if _ONLY_WORDS.fullmatch(plain) and words_of(plain):
+    plain = TEXT_UNWRAP.sub(r"\1", g)
+    if ONLY_WORDS.fullmatch(plain) and words_of(plain):
         return ["text", text_key(plain)]
     if any(d in g for d in DELIMITERS):  # text around math regions: Math-Verify's extraction, LaTeX only
         got = mv_parse(g, LATEX, parsing_timeout=None)
@@ -254,22 +146,13 @@ def parse_gold(gold):
     if not got:  # only the very same text can be graded against it
         return ["unparsed", squash_space(inner if inner is not None else gold)]
     if read_as_letters(g, got[0]):
-        raise BadReference(f"reference {_clip(gold)} mixes words and math (its words would be read as "
+        raise BadReference(f"reference {clip(gold)} mixes words and math (its words would be read as "
                            f"a product of letters: {_show(got)})")  # fmt: skip
     return got
 
 
-def _clip(s):
-    return repr(s[:80] + ("…" if len(s) > 80 else ""))
-
-
-def _upright_constants(s):
-    """``\\mathrm{e}`` → ``e`` (and ``i``): Math-Verify strips ``\\mathrm{…}`` as a unit and cuts the rest."""
-    return s.replace("\\mathrm{e}", "e").replace("\\mathrm{i}", "i")
-
-
 def parse_full(text):
-    return mv_parse(_upright_constants(text[-FULL_TAIL:]), BOTH, parsing_timeout=None)
+    return mv_parse(upright_constants(text[-FULL_TAIL:]), BOTH, parsing_timeout=None)
 
 
 # -- comparison ----------------------------------------------------------------------------------------
@@ -407,8 +290,8 @@ def _grade_unparsed(gold, item):
     """A reference that does not parse as a whole: an answer spelled exactly the same (spacing aside) is
     correct; anything else cannot be graded, and no piece of the reference is ever compared instead."""
     if {squash_space(p) for p in _answer_texts(item)} == {gold}:
-        return {"ok": True, "why": f"gold {_clip(gold)} does not parse as math; the answer is the same text"}
-    return {"bad_reference": f"reference {_clip(gold)} does not parse as math as a whole (only the very "
+        return {"ok": True, "why": f"gold {clip(gold)} does not parse as math; the answer is the same text"}
+    return {"bad_reference": f"reference {clip(gold)} does not parse as math as a whole (only the very "
                              "same text could be graded against it)"}  # fmt: skip
 
 

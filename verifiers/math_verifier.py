@@ -33,6 +33,7 @@ from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import Extraction, extract
 
 GRADER_SOURCE = (Path(__file__).resolve().parent / "math_grader.py").read_text()
+TEXT_SOURCE = (Path(__file__).resolve().parent / "math_text.py").read_text()  # imported by the grader
 CODE_HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
 MAX_ITEMS = 32  # items per sandbox job
 FALLBACKS = ("none", "last_number", "full")
@@ -42,6 +43,8 @@ JOB_CODE = f"""import sys
 m = sys.modules.get("rlvr_math")
 if m is None:
     import types
+    t = sys.modules["rlvr_math_text"] = types.ModuleType("rlvr_math_text")
+    exec(compile({TEXT_SOURCE!r}, "math_text.py", "exec"), t.__dict__)
     m = types.ModuleType("rlvr_math")
     exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
 m.main()
@@ -91,6 +94,8 @@ _WARM_PAIRS = [
 ]
 WARMUP = f"""
 import gc, sys, types
+t = sys.modules["rlvr_math_text"] = types.ModuleType("rlvr_math_text")
+exec(compile({TEXT_SOURCE!r}, "math_text.py", "exec"), t.__dict__)
 m = types.ModuleType("rlvr_math")
 exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
 sys.modules["rlvr_math"] = m
