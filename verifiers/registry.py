@@ -1,5 +1,5 @@
-"""Name → verifier. Built-ins are code and fixed; registered verifiers (python, remote, composite) are
-added over gRPC and persisted in a store (``verifiers/store.py``: a SQLite file by default, or a
+"""Name → verifier. Built-ins are code and fixed; registered verifiers (python, remote, composite,
+reward_model) are added over gRPC and persisted in a store (``verifiers/store.py``: a SQLite file by default, or a
 ``postgresql://`` URL shared by replicas), so they survive a restart.
 
 Replicas sharing one store: the store is the authority. Each registry compares the store's change
@@ -35,7 +35,7 @@ from verifiers.store import RegistryStore, Store, StoreError
 log = logging.getLogger(__name__)
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
-KINDS = ("python", "remote", "composite")
+KINDS = ("python", "remote", "composite", "reward_model")
 MAX_COMPONENTS = 16
 MAX_DESCRIPTION = 1000
 STORE_RETRY_S = 15.0  # after the shared store failed to answer, serve what is loaded this long before asking again
@@ -60,9 +60,8 @@ def open_store(location: str | None) -> RegistryStore:
 
 
 def builtin_verifiers() -> dict[str, Verifier]:
-    from verifiers.math_verifier import MathVerifier
-
     from verifiers.consistency import AnswerConsistency, LanguageConsistency
+    from verifiers.math_verifier import MathVerifier
     from verifiers.steps import ArithSteps
 
     found: list[Verifier] = [ThinkFormat(), TagCount(), MathVerifier(), ArithSteps(), LanguageConsistency(),
@@ -128,6 +127,10 @@ def build(name: str, kind: str, description: str, spec: dict, version: int = 1) 
         return RemoteVerifier(name, target, spec.get("verifier", ""), description, version)
     if kind == "composite":
         return Composite(name, _parts(spec), description=description, version=version)
+    if kind == "reward_model":  # the model loads on first use (or at registration: service.register)
+        from verifiers.reward_model import RewardModelVerifier
+
+        return RewardModelVerifier.build(name, description, spec, version)
     raise BadRequest(f"unknown verifier kind {kind!r}: register one of {', '.join(KINDS)}")
 
 

@@ -80,6 +80,8 @@ def info_to_proto(v, builtin: bool) -> pb.VerifierInfo:
             info.remote.CopyFrom(pb.RemoteVerifier(**spec))
         elif v.kind == "composite":
             info.composite.CopyFrom(pb.CompositeVerifier(components=[pb.Component(**c) for c in spec["components"]]))
+        elif v.kind == "reward_model":
+            info.reward_model.CopyFrom(pb.RewardModelVerifier(**spec))
     return info
 
 
@@ -97,7 +99,11 @@ def spec_from_proto(r: pb.RegisterVerifierRequest) -> tuple[str, dict]:
             {"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)} for c in r.composite.components
         ]
         return "composite", {"components": comps}
-    raise BadRequest("no spec given: set one of python, remote or composite")
+    if which == "reward_model":
+        m = r.reward_model
+        return "reward_model", {"path": m.path, "mapping": m.mapping or "sigmoid", "low": m.low, "high": m.high,
+                                "max_length": m.max_length}  # fmt: skip
+    raise BadRequest("no spec given: set one of python, remote, composite or reward_model")
 
 
 class AdminToken:

@@ -158,6 +158,8 @@ class VerifierService:
             if remote.check_reachable(v.target, v.remote_name) == self.instance_id:
                 raise BadRequest(f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, "
                                  "or a composite of it")  # fmt: skip
+        elif hasattr(v, "warm_up"):  # a kind that loads something (reward_model: the model) proves it loads
+            v.warm_up()
         return self.registry.add(name, kind, description, spec, replace=replace)
 
     def get_verifier(self, name: str) -> Verifier:
