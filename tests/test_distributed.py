@@ -8,8 +8,8 @@ the completion text; both runs feed it to ``trainer.train.optimize``. Ranks are 
 
 SGD is the optimizer here so the parameter difference *is* the gradient difference (Adam's first
 step is ~lr*sign(g) and would turn float rounding in near-zero gradients into lr-sized differences).
-Each rank's completions are cut to its own longest completion, as a real rank's rollout would be,
-so dr_grpo's width normaliser is exercised through ``pad_to_global_width``.
+Each rank's completions are cut to its own longest completion, as a real rank's rollout would be
+(the ranks' widths differ): no loss may depend on the padded width.
 """
 
 from __future__ import annotations
@@ -78,7 +78,6 @@ def _shard(batch: Batch, rank: int, world: int) -> Batch:
 
 
 def _update(cfg, model, tok, ref, batch: Batch, ctx: distributed.Dist) -> list[torch.Tensor]:
-    batch.rollout = distributed.pad_to_global_width(batch.rollout, tok.pad_token_id, ctx)
     train_model = distributed.wrap(model, ctx, "ddp")
     adv = masked_group_advantages(cfg, batch.rewards, batch.valid)
     ref_lp = score_logprobs(ref, batch.rollout, cfg)

@@ -56,6 +56,12 @@ class GRPOConfig(BaseModel):
         True, description="send each group to the verifier as soon as its completions are decoded (trainer/overlap.py)"
     )
     scoring_workers: int = Field(4, ge=1, description="threads that send groups to the verifier (overlap_scoring)")
+    rollout_backend: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="who samples: 'hf' (the policy, in this process) or 'vllm' (a colocated vLLM engine, weights "
+        "pushed after each update; pip install .[vllm], CUDA); see trainer/rollout_backend.py",
+    )
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, lt=1, description="vllm: share of GPU memory")
     mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
     dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
     max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")
@@ -68,6 +74,14 @@ class GRPOConfig(BaseModel):
     importance_level: Literal["token", "sequence"] = Field("token", description="'sequence' is GSPO")
     scale_rewards: Literal["group", "batch", "none"] = Field("group", description="advantage std scaling")
     std: Literal["population", "unbiased"] = Field("population", description="std estimator for advantages")
+    advantage: Literal["outcome", "process"] = Field(
+        "outcome",
+        description="'outcome': one advantage per completion from its reward; 'process' (DeepSeekMath process "
+        "supervision): per-token advantages from the verifier's step rewards, see trainer/process.py",
+    )
+    process_outcome_step: bool = Field(
+        True, description="process: add the overall reward as a last step ending at the completion's last token"
+    )
     ref_reset_every: int = Field(0, ge=0, description="pi_ref <- pi_theta every K steps (0: never)")
 
     # -- optimisation -----------------------------------------------------------------------------

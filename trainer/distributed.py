@@ -11,8 +11,8 @@ What each rank does, and why the update equals one process's update on the same 
   Averaging equal-size shards' gradients gives the global mean for the ``grpo`` loss (mean per
   completion, then over completions). For ``token_mean`` the local minibatch weight is rescaled by
   ``world * local_tokens / global_tokens`` (``global_token_scale``) so each token weighs 1/global
-  tokens; for ``dr_grpo`` every rank's completions are padded to the global width first
-  (``pad_to_global_width``), so its constant normaliser N*T is the global one.
+  tokens; ``dr_grpo``'s normaliser is the constant N * max_new_tokens, so equal shards need nothing.
+  Ranks' completions may have different padded widths: no loss depends on the width.
 - Metrics are averaged across ranks (``*_max`` keys: max; counts: summed); only rank 0 writes metrics,
   completions and checkpoints.
 
@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from trainer.rollout import DataStream, Example, Rollout
+from trainer.rollout import DataStream, Example
 
 
 class DistributedError(RuntimeError):
@@ -181,21 +181,6 @@ def global_token_scale(loss_type: str, mask_mb: Tensor, ctx: Dist) -> float:
     total = local.clone()
     dist.all_reduce(total)
     return float(ctx.world * local / total.clamp(min=1.0))
-
-
-def pad_to_global_width(rollout: Rollout, pad_id: int, ctx: Dist) -> Rollout:
-    """Right-pad completions to the widest rank's width (dr_grpo's N*T normaliser is then the global one)."""
-    if not ctx.active:
-        return rollout
-    width = torch.tensor([rollout.completion_ids.shape[1]], dtype=torch.long)
-    dist.all_reduce(width, op=dist.ReduceOp.MAX)
-    extra = int(width) - rollout.completion_ids.shape[1]
-    if extra <= 0:
-        return rollout
-    pad = torch.nn.functional.pad
-    rollout.completion_ids = pad(rollout.completion_ids, (0, extra), value=pad_id)
-    rollout.completion_mask = pad(rollout.completion_mask, (0, extra), value=0)
-    return rollout
 
 
 _SUMMED = ("outcome/", "perf/tokens", "dynamic/rollouts")

@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -504,6 +505,7 @@ class Score:
     outcome: str
     components: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    steps: list[tuple[float, int, int]] = field(default_factory=list)  # (reward, start, end) per step (process.py)
 
 
 class RewardFn(Protocol):
@@ -527,7 +529,10 @@ class VerifierReward:
             for i, (c, r, p) in enumerate(zip(completions, references, prompts, strict=True))
         ]
         results = self.client.verify_batch(items)
-        return [Score(r.reward, r.outcome, dict(r.components), r.elapsed_s) for r in results]
+        steps = [[(x["reward"], x["start"], x["end"]) for x in r.steps] for r in results]
+        return [
+            Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st) for r, st in zip(results, steps, strict=True)
+        ]
 
     def check(self, timeout_s: float = 15.0) -> None:
         """Fail early, with what to do, when the service is unreachable or does not know the verifier."""
@@ -654,8 +659,8 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     )
 
 
-def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn) -> Batch:
-    """prompts x G -> rollout -> rewards. With dynamic sampling, keep only informative groups and
+def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn, backend=None) -> Batch:
+    """prompts x G -> rollout (the policy samples, or ``backend.generate``: rollout_backend.py) -> rewards. With dynamic sampling, keep only informative groups and
     sample more prompts (up to max_refills times); top up with uninformative groups if still short."""
     g, want = cfg.group_size, cfg.prompts_per_step
     kept: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
@@ -668,9 +673,8 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             refs = [e.reference for e in examples for _ in range(g)]
             prompts = [e.prompt for e in examples for _ in range(g)]
             scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)
-        ro = generate_rollout(
-            model,
-            tokenizer,
+        sample = partial(generate_rollout, model, tokenizer) if backend is None else backend.generate
+        ro = sample(
             examples,
             g,
             max_new_tokens=cfg.max_new_tokens,

@@ -42,6 +42,7 @@ from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resum
 from trainer.config import GRPOConfig, load_config
 from trainer.loss import group_advantages, grpo_loss, minibatch_weight
 from trainer.metrics import MetricsLogger
+from trainer.process import batch_process_advantages
 from trainer.rollout import (
     Batch,
     DataStream,
@@ -56,6 +57,7 @@ from trainer.rollout import (
     informative_groups,
     load_examples,
 )
+from trainer.rollout_backend import make_backend
 
 # ---------------------------------------------------------------------------------------------
 # setup
@@ -333,7 +335,7 @@ def _completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, An
             "reference": batch.rollout.references[i],
             "reward": round(batch.rewards[i].item(), 4),
             "outcome": batch.scores[i].outcome,
-            "advantage": round(adv[i].item(), 4),
+            "advantage": round(adv[i].item() if adv.dim() == 1 else adv[i, 0].item(), 4),  # process: token 0's
         }
         for i in range(min(k, len(batch.rollout)))
     ]
@@ -411,6 +413,16 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
         rank_cfg = cfg.model_copy(update={"prompts_per_step": per_rank})
         data = distributed.RankStream(stream, ctx)
         torch.manual_seed(cfg.seed + ctx.rank)
+    backend = None
+    if cfg.rollout_backend != "hf":  # hf: the policy samples its own rollouts (collect_batch's default)
+        backend = make_backend(
+            cfg.rollout_backend,
+            model,
+            tokenizer,
+            model_path=cfg.model,
+            gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            seed=cfg.seed + ctx.rank,
+        )
     own_reward = reward_fn is None
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
@@ -429,7 +441,19 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     try:
         for step in range(start + 1, cfg.steps + 1):
             last = run_step(
-                rank_cfg, step, model, tokenizer, ref, optimizer, scheduler, data, reward_fn, logger, train_model, ctx
+                rank_cfg,
+                step,
+                model,
+                tokenizer,
+                ref,
+                optimizer,
+                scheduler,
+                data,
+                reward_fn,
+                logger,
+                train_model,
+                ctx,
+                backend,
             )
             last = distributed.reduce_metrics(last, ctx)
             if eval_examples and step % cfg.eval_every == 0 and ctx.is_main:
@@ -453,22 +477,39 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
         logger.close()
         if own_reward:
             reward_fn.close()
+        if backend is not None:
+            backend.close()
         distributed.teardown(ctx)
     return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
 
 
 def run_step(
-    cfg, step, model, tokenizer, ref, optimizer, scheduler, stream, reward_fn, logger, train_model=None, ctx=None
+    cfg,
+    step,
+    model,
+    tokenizer,
+    ref,
+    optimizer,
+    scheduler,
+    stream,
+    reward_fn,
+    logger,
+    train_model=None,
+    ctx=None,
+    backend=None,
 ) -> dict[str, float]:
     """One GRPO step: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns metrics.
-    Under torchrun ``cfg.prompts_per_step`` is this rank's share and ``train_model`` the DDP/FSDP wrapper."""
+    Under torchrun ``cfg.prompts_per_step`` is this rank's share and ``train_model`` the DDP/FSDP wrapper.
+    ``backend``: where rollouts come from (rollout_backend.py; None: the policy samples), synced after the update."""
     ctx = ctx or distributed.Dist()
     t0, cpu0 = time.perf_counter(), time.process_time()
-    batch = collect_batch(cfg, model, tokenizer, stream, reward_fn)
-    batch.rollout = distributed.pad_to_global_width(batch.rollout, tokenizer.pad_token_id, ctx)
+    batch = collect_batch(cfg, model, tokenizer, stream, reward_fn, backend)
     t1 = time.perf_counter()
     device = batch.rollout.completion_ids.device
-    adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
+    if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
+        adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
+    else:
+        adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
     loss_mask = _loss_mask(cfg, batch)  # (N, C)
     old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
     ref_lp = None
@@ -476,6 +517,8 @@ def run_step(
         with _reference_mode(model, ref) as ref_model:
             ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
     opt_stats = optimize(cfg, train_model or model, optimizer, scheduler, batch, adv, loss_mask, old_lp, ref_lp, ctx)
+    if backend is not None:
+        backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
     t2 = time.perf_counter()
     m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
     tokens = int(batch.rollout.completion_mask.sum())

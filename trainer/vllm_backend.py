@@ -1,0 +1,128 @@
+"""Rollouts from a colocated vLLM engine (``rollout_backend: vllm``; ``pip install .[vllm]``, a CUDA GPU).
+
+The engine lives in the training process, on the same GPU as the policy, with a share of its memory
+(``vllm_gpu_memory_utilization``). It is built from the policy's folder (``model:``) and, from then
+on, its weights are the policy's: ``sync_weights`` pushes every parameter through vLLM's own
+``load_weights`` after each optimizer update (and once at start), then drops the prefix cache.
+
+Sampling matches the ``hf`` path exactly, so the ratio pi_theta / pi_old the loss computes stays exact
+up to kernel differences: the same rendered prompt token ids (``render_prompt`` + the tokenizer, no
+special tokens added), G samples per prompt, temperature, top_p, top_k off, min_p 0, no repetition/
+presence/frequency penalties, ``max_new_tokens``, stop at the model's EOS ids (kept in the completion,
+as the hf path keeps them), greedy when ``do_sample`` is False.
+
+Not covered: LoRA policies (the adapters would have to be merged before each push), tensor parallel
+engines, streaming groups to the verifier before the whole batch is sampled (``overlap_scoring``
+still grades the batch on worker threads; every group is submitted when generation returns).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from trainer.rollout import Example, Rollout, _eos_ids, render_prompt
+from trainer.rollout_backend import BackendError, rollout_from_ids
+
+
+def unavailable_reason() -> str | None:
+    """Why the vLLM backend cannot run here, or None when it can."""
+    if importlib.util.find_spec("vllm") is None:
+        return "the vllm backend needs the vllm package: pip install '.[vllm]'"
+    if not torch.cuda.is_available():
+        return "the vllm backend needs a CUDA GPU (none is visible to torch)"
+    return None
+
+
+def sampling_kwargs(
+    group_size: int, *, max_new_tokens: int, eos_ids: Sequence[int], temperature: float = 1.0,
+    top_p: float = 1.0, do_sample: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """vLLM ``SamplingParams`` keywords for the hf path's settings (a plain dict: testable without vLLM)."""
+    return {
+        "n": group_size,
+        "temperature": temperature if do_sample else 0.0,
+        "top_p": top_p if do_sample else 1.0,
+        "top_k": 0,  # off, as the hf path (top_k=0)
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "max_tokens": max_new_tokens,
+        "stop_token_ids": list(eos_ids),
+        "ignore_eos": False,
+        "skip_special_tokens": True,
+        "detokenize": False,  # the texts come from the trainer's tokenizer, as on the hf path
+    }
+
+
+class VLLMBackend:
+    """A colocated vLLM engine that samples with the hf path's settings and takes the policy's weights."""
+
+    name = "vllm"
+
+    def __init__(
+        self, model, tokenizer, *, model_path: str | None = None, gpu_memory_utilization: float = 0.3,
+        max_model_len: int | None = None, seed: int = 0, **_: Any,
+    ):  # fmt: skip
+        reason = unavailable_reason()
+        if reason:
+            raise BackendError(reason)
+        if hasattr(model, "peft_config"):
+            raise BackendError("the vllm backend does not push LoRA adapters yet: use rollout_backend: hf with lora")
+        if model_path is None:
+            raise BackendError("the vllm backend builds its engine from the policy's folder: set `model:`")
+        from vllm import LLM
+
+        self.tokenizer = tokenizer
+        self.eos = _eos_ids(model, tokenizer)
+        dtype = next(model.parameters()).dtype
+        self.llm = LLM(
+            model=model_path,
+            tokenizer=model_path,
+            dtype=str(dtype).removeprefix("torch."),
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            seed=seed,
+            enable_prefix_caching=True,  # the G samples of a prompt share its KV blocks, as share_prefix does
+        )
+        self.sync_weights(model)
+
+    def generate(
+        self, examples: Sequence[Example], group_size: int, *, max_new_tokens: int, temperature: float = 1.0,
+        top_p: float = 1.0, do_sample: bool = True, use_chat_template: bool = True, **_: Any,
+    ) -> Rollout:  # fmt: skip
+        from vllm import SamplingParams
+
+        texts = [render_prompt(self.tokenizer, e.prompt, use_chat_template) for e in examples]
+        prompt_ids = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        params = SamplingParams(
+            **sampling_kwargs(
+                group_size, max_new_tokens=max_new_tokens, eos_ids=self.eos, temperature=temperature,
+                top_p=top_p, do_sample=do_sample,
+            )
+        )  # fmt: skip
+        outs = self.llm.generate([{"prompt_token_ids": p} for p in prompt_ids], params, use_tqdm=False)
+        completions: list[list[int]] = []
+        for out in outs:
+            for c in out.outputs:
+                ids = list(c.token_ids)
+                if c.finish_reason == "stop" and (not ids or ids[-1] not in self.eos):
+                    ids.append(self.eos[0])  # stopped at EOS: keep it, as the hf path does
+                completions.append(ids)
+        return rollout_from_ids(self.tokenizer, examples, group_size, prompt_ids, completions, self.eos, "cuda")
+
+    @torch.no_grad()
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Push the policy's parameters into the engine (vLLM's own load_weights), then drop cached prefixes."""
+        module = getattr(model, "module", model)  # DDP
+        engine_model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
+        engine_model.load_weights((name, p.detach()) for name, p in module.state_dict().items())
+        self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        del self.llm
+        torch.cuda.empty_cache()
