@@ -105,7 +105,7 @@ def grpo_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Clipped surrogate + beta * k3, reduced per ``loss_type``. Returns (loss, detached stats).
 
-    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,). ``max_new_tokens`` (the
+    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,) or (N, T). ``max_new_tokens`` (the
     generation budget) is required for ``dr_grpo``, whose normaliser is the constant N * max_new_tokens:
     the padded width T would change with the batch's longest completion.
     """
@@ -125,7 +125,8 @@ def grpo_loss(
         ratio = torch.exp(seq).expand_as(log_ratio)  # (N, T)
     else:
         raise ValueError(f"importance_level must be 'token' or 'sequence', got {importance_level!r}")
-    adv = advantages.to(logprobs.dtype).unsqueeze(1)  # (N, 1)
+    adv = advantages.to(logprobs.dtype)  # (N,) one per completion, or (N, T) per token (process supervision)
+    adv = adv.unsqueeze(1) if adv.dim() == 1 else adv  # (N, 1) or (N, T)
     clipped = torch.clamp(ratio, 1 - clip_eps_low, 1 + clip_eps_high)  # (N, T)
     per_token = -torch.min(ratio * adv, clipped * adv)  # (N, T)
     if beta != 0.0:
