@@ -17,7 +17,7 @@ What each rank does, and why the update equals one process's update on the same 
   completions and checkpoints.
 
 Not covered: ``scale_rewards: batch`` uses each rank's own batch std; with ``dynamic_sampling`` each
-rank refills on its own. FSDP checkpoints gather a full state dict on every rank (rank 0 saves it).
+rank refills on its own. Under ``fsdp`` checkpoints are not gathered yet (rank 0 saves its own shards).
 """
 
 from __future__ import annotations
