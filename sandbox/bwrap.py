@@ -29,14 +29,26 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import select
 import shutil
 import subprocess
 import sys
 import sysconfig
 import threading
+import time
 from pathlib import Path
 
-from sandbox.pool import Sandbox, SandboxConfig, SandboxError
+from sandbox.backend import (
+    Job,
+    Result,
+    SandboxConfig,
+    SandboxError,
+    job_frame,
+    job_result,
+    next_uid,
+    pid_alive,
+)
+from sandbox.framing import FrameChannel
 
 log = logging.getLogger(__name__)
 
@@ -153,11 +165,34 @@ class _Cgroups:
         self.dirs = []
 
 
-class BwrapSandbox(Sandbox):
+class BwrapSandbox:
+    """The worker behind a pipe pair: its stdin/stdout are the frame channel (no proxy in between)."""
+
     backend = "bwrap"
 
-    @staticmethod
-    def preflight(cfg: SandboxConfig) -> None:
+    def __init__(self, cfg: SandboxConfig):
+        self.cfg = cfg
+        self.uid = next_uid()
+        self.name = f"rlvr-sbx-{os.getpid()}-{self.uid}"
+        self.retire, self.jobs, self.info = "", 0, {}
+        self._destroy_lock, self._destroyed = threading.Lock(), False
+        self.cgroups = _Cgroups(self.name, cfg.memory_mb, cfg.pids)
+        try:
+            kw = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            self.proc = _spawner.popen(self.command(), env=_env(), **kw)
+        except BaseException:
+            self.cgroups.remove()
+            raise
+        try:
+            stdout, stdin = self.proc.stdout.fileno(), self.proc.stdin.fileno()
+            self.chan = FrameChannel(self.name, stdout, stdin, exit_reason=self._exit_reason)
+            self.info, _ = self.chan.read_frame(time.monotonic() + cfg.start_timeout_s)
+        except BaseException:
+            self.destroy()
+            raise
+
+    @classmethod
+    def preflight(cls, cfg: SandboxConfig) -> None:
         ok, why = bwrap_usable()
         if not ok:
             raise SandboxError(why)
@@ -165,11 +200,12 @@ class BwrapSandbox(Sandbox):
             raise SandboxError("running as root, the bwrap backend needs setpriv (util-linux) to drop to a user")
         if not cfg.pylibs:
             cfg.pylibs = default_pylibs(cfg.python)
-        _remove_stale_cgroups()
+        cls.remove_stale()
 
-    def _open_channel(self) -> None:
-        """bwrap's stdin/stdout are our own pipes to the worker already: no proxy to avoid."""
-        self._chan = ""
+    @classmethod
+    def remove_stale(cls, mine: bool = False) -> int:
+        """Sandbox processes die with their owner (--die-with-parent); only empty cgroups can stay."""
+        return _remove_stale_cgroups()
 
     def command(self) -> list[str]:
         cfg = self.cfg
@@ -194,12 +230,29 @@ class BwrapSandbox(Sandbox):
         cmd = _as_user(cmd, self.uid)
         return ["sh", "-c", self.cgroups.enter_script() + 'exec "$@"', "sh", *cmd]
 
-    def _spawn(self) -> subprocess.Popen:
-        self.cgroups = _Cgroups(self.name, self.cfg.memory_mb, self.cfg.pids)
-        kw = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        return _spawner.popen(self.command(), env=_env(), **kw)
+    def run(self, job: Job) -> Result:
+        self.jobs += 1
+        reply, blobs = self.chan.call(job_frame(job, self.cfg), job.timeout_s + self.cfg.grace_s)
+        result, self.retire = job_result(reply, blobs)
+        return result
 
-    def destroy(self, remove: bool = True) -> None:
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _exit_reason(self) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "output closed"
+        ready, _, _ = select.select([self.proc.stderr], [], [], 0)
+        err = os.read(self.proc.stderr.fileno(), 4000).decode(errors="replace").strip() if ready else ""
+        return f"status {code}" + (f": {err[-1500:]}" if err else "")
+
+    def destroy(self) -> None:
+        with self._destroy_lock:
+            if self._destroyed:
+                return
+            self._destroyed = True
         try:
             self.proc.stdin.close()
         except OSError:
@@ -208,7 +261,9 @@ class BwrapSandbox(Sandbox):
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.proc.kill()  # bwrap --die-with-parent: the worker and its jobs die with it
-        self._reap()
+            self.proc.wait()
+        for f in (self.proc.stdout, self.proc.stderr):
+            f.close()
         self.cgroups.remove()
 
 
@@ -246,8 +301,9 @@ class _Spawner:
 _spawner = _Spawner()
 
 
-def _remove_stale_cgroups() -> None:
+def _remove_stale_cgroups() -> int:
     """Empty per-sandbox cgroups a crashed run left behind (a live one is not empty: rmdir fails)."""
+    removed = 0
     for parent in (
         CGROUP_ROOT / CGROUP_PARENT,
         CGROUP_ROOT / "memory" / CGROUP_PARENT,
@@ -257,18 +313,11 @@ def _remove_stale_cgroups() -> None:
             for d in parent.iterdir():
                 if d.is_dir() and d.name.startswith("rlvr-sbx-"):
                     pid = d.name.split("-")[2]
-                    if not pid.isdigit() or not _alive(int(pid)):
+                    if not pid.isdigit() or not pid_alive(int(pid)):
                         try:
                             d.rmdir()
+                            removed += 1
                         except OSError:
                             pass
+    return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True

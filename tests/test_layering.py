@@ -29,9 +29,7 @@ ALLOWED = {
     "verifiers": {"verifiers", "sandbox", "proto"},
     "trainer": {"trainer", "verifiers.client", "verifiers.launch", "verifiers.integrations"},
 }
-# The one cycle the tree still has: BwrapSandbox subclasses the Docker sandbox in sandbox/pool.py, which
-# picks the backend. It goes when the backends sit side by side behind sandbox/backend.py (issue 15).
-KNOWN_CYCLES = [["sandbox.bwrap", "sandbox.pool"]]
+KNOWN_CYCLES = []
 
 
 def module_name(path: Path, root: Path) -> str:

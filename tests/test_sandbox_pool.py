@@ -111,7 +111,7 @@ def _kill_sandbox(pool: SandboxPool, name: str) -> None:
     if pool.cfg.backend == "docker":
         subprocess.run(["docker", "kill", name], capture_output=True, check=True)
     else:
-        c = next(c for c in pool._all if c.name == name)
+        c = next(c for c in list(pool._all) if c.name == name)
         os.kill(c.proc.pid, signal.SIGKILL)
 
 
@@ -143,9 +143,11 @@ def test_a_sandbox_killed_mid_job_gives_sandbox_error_and_is_replaced(pool):
 
 
 def test_a_sandbox_that_died_while_idle_is_skipped_not_failed(pool):
-    victim = list(pool._idle.queue)[0].name
+    # Hold the victim itself: the watchdog may replace it (and drop it from pool._all) before we look.
+    victim_sbx = list(pool._idle.queue)[0]
+    victim = victim_sbx.name
     _kill_sandbox(pool, victim)
-    _wait_for(lambda: not next(c for c in pool._all if c.name == victim).alive(), 10)
+    assert _wait_for(lambda: not victim_sbx.alive(), 10)
     r = pool.run(Job(code="print(2)"))  # would have gone to the dead one first
     assert r.ok and r.stdout == "2\n"
     assert _wait_for(lambda: pool.ready and victim not in pool.container_names())

@@ -1,0 +1,269 @@
+"""The Docker backend: each sandbox is a hardened container, its lifecycle driven through the Docker SDK.
+
+Per container: no network, read-only root filesystem, a small tmpfs for scratch (size and inode count
+bounded), pids limit, memory limit with swap equal to it, CPU quota, every capability dropped (the
+worker needs none), no-new-privileges, Docker's default seccomp profile, a distinct unprivileged uid
+per container (so RLIMIT_NPROC, which the kernel counts per uid, is effectively per container), labels
+naming the owner process. No host path but the frame channel's directory, and never the Docker socket,
+is mounted. Per job: see worker.py.
+
+Lifecycle (SDK, one HTTP call each to dockerd): create, attach, start, kill/remove, list by label.
+The attach holds the container's stdin open (``StdinOnce``: when this process dies the connection
+drops, the worker reads end of file and exits, and ``AutoRemove`` deletes the container) and carries
+its stderr; dockerd closes it when the container ends, which is how a death is seen at once. Jobs
+never go through dockerd: frames travel over two FIFOs (sandbox/framing.py ``FifoPair``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import socket
+import struct
+import threading
+import time
+
+import docker
+import docker.errors
+from docker.types import LogConfig, Mount
+
+from sandbox.backend import (
+    Job,
+    Result,
+    SandboxConfig,
+    SandboxError,
+    job_frame,
+    job_result,
+    next_uid,
+    owner,
+    pid_alive,
+    start_time,
+)
+from sandbox.framing import FifoPair, FrameChannel
+
+log = logging.getLogger(__name__)
+
+LABEL = "rlvr.sandbox"
+OWNER_LABEL = "rlvr.owner"  # "<hostname>:<pid>" of the process that owns the container
+STARTED_LABEL = "rlvr.owner_started"  # that process's start time (clock ticks), against pid reuse
+WORKER_CMD = ["python3", "-s", "/opt/sandbox/worker.py"]
+_client: docker.DockerClient | None = None
+_client_lock = threading.Lock()
+
+
+def client() -> docker.DockerClient:
+    """One SDK client per process (DOCKER_HOST honoured); its connection pool serves every thread."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            try:
+                _client = docker.from_env(max_pool_size=64, timeout=60)
+            except docker.errors.DockerException as e:
+                raise SandboxError(f"Docker engine not reachable ({e}): run `make setup` or start dockerd") from None
+        return _client
+
+
+def docker_available() -> bool:
+    try:
+        return bool(client().ping())
+    except (SandboxError, docker.errors.DockerException, OSError):
+        return False
+
+
+# -- the hardening: one spec, rendered for the SDK and (bench/sandbox.py) for `docker run` ---------
+def _labels() -> dict[str, str]:
+    return {LABEL: "1", OWNER_LABEL: owner(), STARTED_LABEL: start_time(os.getpid())}
+
+
+def _tmpfs(cfg: SandboxConfig) -> dict[str, str]:
+    tmp_exec = "exec" if cfg.tmpfs_exec else "noexec"
+    return {
+        "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
+        "/dev/shm": f"rw,nosuid,nodev,noexec,size=16m,nr_inodes={cfg.tmpfs_inodes // 4},mode=1777",
+    }
+
+
+def container_spec(cfg: SandboxConfig, uid: int) -> dict:
+    """Keyword arguments of ``APIClient.create_container`` (host config included) for one sandbox."""
+    host = client().api.create_host_config(
+        network_mode="none", read_only=True, tmpfs=_tmpfs(cfg), ipc_mode="private", pids_limit=cfg.pids,
+        mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m", nano_cpus=int(cfg.cpus * 1e9),
+        cap_drop=["ALL"], security_opt=["no-new-privileges"], log_config=LogConfig(type="none"),
+        cgroup_parent=cfg.cgroup_parent or None, runtime=cfg.runtime or None, auto_remove=True,
+    )  # fmt: skip
+    return {"labels": _labels(), "user": f"{uid}:{uid}", "hostname": "sandbox", "working_dir": "/tmp",
+            "host_config": host}  # fmt: skip
+
+
+def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
+    """The same hardening as ``docker run`` options (bench/sandbox.py's per-program baseline)."""
+    cmd = [x for k, v in _labels().items() for x in ("--label", f"{k}={v}")]
+    cmd += [x for k, v in _tmpfs(cfg).items() for x in ("--tmpfs", f"{k}:{v}")]
+    cmd += [
+        "--network", "none", "--read-only", "--ipc", "private", "--pids-limit", str(cfg.pids),
+        "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m", "--cpus", str(cfg.cpus),
+        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", f"{uid}:{uid}",
+        "--hostname", "sandbox", "--workdir", "/tmp", "--log-driver", "none",
+    ]  # fmt: skip
+    cmd += ["--cgroup-parent", cfg.cgroup_parent] if cfg.cgroup_parent else []
+    return cmd + (["--runtime", cfg.runtime] if cfg.runtime else [])
+
+
+# -- stale containers, by label --------------------------------------------------------------------
+def list_containers(owner_: str | None = None) -> list[tuple[str, str, str]]:
+    """(short id, owner, owner start time) of every sandbox container, or of one owner's."""
+    labels = [LABEL] + ([f"{OWNER_LABEL}={owner_}"] if owner_ else [])
+    try:
+        rows = client().api.containers(all=True, filters={"label": labels})
+    except (SandboxError, docker.errors.DockerException, OSError):
+        return []
+    return [(r["Id"][:12], r["Labels"].get(OWNER_LABEL, ""), r["Labels"].get(STARTED_LABEL, "")) for r in rows]
+
+
+def remove_containers(ids: list[str]) -> None:
+    """Force-remove containers (concurrently: one API call each); gone already is fine."""
+
+    def rm(cid: str) -> None:
+        try:
+            client().api.remove_container(cid, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            if e.status_code != 409:  # 409: removal already in progress (AutoRemove)
+                log.warning("could not remove container %s: %s", cid, e)
+
+    threads = [threading.Thread(target=rm, args=(cid,)) for cid in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def remove_stale_containers(all_owners: bool = False, mine: bool = False) -> int:
+    """Remove sandbox containers whose owner process on this host is gone (or every one of them;
+    ``mine``: this process's own leftovers)."""
+    stale = []
+    host, me = socket.gethostname(), owner()
+    for cid, owner_, started in list_containers():
+        h, _, pid = owner_.rpartition(":")
+        gone = h != host or not pid.isdigit() or not pid_alive(int(pid))
+        reused = not gone and started and started != start_time(int(pid))
+        if all_owners or gone or reused or (mine and owner_ == me):
+            stale.append(cid)
+    remove_containers(stale)
+    return len(stale)
+
+
+# -- one sandbox -----------------------------------------------------------------------------------
+class DockerSandbox:
+    backend = "docker"
+
+    def __init__(self, cfg: SandboxConfig):
+        self.cfg = cfg
+        self.uid = next_uid()
+        self.name = f"rlvr-sbx-{os.getpid()}-{self.uid}"
+        self.retire, self.jobs, self.info = "", 0, {}
+        self._sock: socket.socket | None = None
+        self._stream = bytearray()  # the worker's stderr, multiplexed (first 64 KiB)
+        self._ended = False
+        self._drain_lock, self._destroyed = threading.Lock(), False
+        self._fifos = FifoPair(self.uid)
+        try:
+            self._start()
+            self.chan = FrameChannel(self.name, self._fifos.out_fd, None, self._sock, self._drain, self._exit_reason)
+            self.info, _ = self.chan.read_frame(time.monotonic() + cfg.start_timeout_s)
+            self.chan.write_fd = self._fifos.connect()
+        except docker.errors.DockerException as e:
+            self.destroy()
+            raise SandboxError(f"sandbox {self.name} did not start: {e}") from None
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _start(self) -> None:
+        api, cfg = client().api, self.cfg
+        env = {"RLVR_PRELOAD": ",".join(cfg.preload), "RLVR_CHANNEL": "/run/rlvr"}
+        env |= {"RLVR_WARMUP": cfg.warmup} if cfg.warmup else {}
+        spec = container_spec(cfg, self.uid)
+        spec["host_config"]["Mounts"] = [Mount("/run/rlvr", self._fifos.dir, type="bind", read_only=True)]
+        api.create_container(cfg.image, WORKER_CMD, name=self.name, stdin_open=True, environment=env, **spec)
+        sock = api.attach_socket(self.name, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        self._sock = getattr(sock, "_sock", sock)
+        self._sock.setblocking(False)
+        api.start(self.name)
+
+    def _drain(self) -> bool:
+        """Read what the attach stream holds (the worker's stderr); True once dockerd closed it."""
+        with self._drain_lock:
+            while not self._ended:
+                try:
+                    chunk = self._sock.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self._ended = True
+                elif len(self._stream) < 65536:
+                    self._stream += chunk
+            return self._ended
+
+    def _exit_reason(self) -> str:
+        code = "unknown status"
+        try:
+            code = f"status {client().api.wait(self.name, timeout=2)['StatusCode']}"
+        except (docker.errors.DockerException, OSError, KeyError, ValueError):
+            pass  # removed already (AutoRemove) or the engine is gone
+        self._drain()
+        err, buf = bytearray(), self._stream
+        while len(buf) >= 8:  # frames: stream byte, 3 zero bytes, 4-byte big-endian size, payload
+            size = struct.unpack(">I", buf[4:8])[0]
+            err += buf[8 : 8 + size]
+            buf = buf[8 + size :]
+        err = err.decode(errors="replace").strip()
+        return code + (f": {err[-1500:]}" if err else "")
+
+    def run(self, job: Job) -> Result:
+        self.jobs += 1
+        reply, blobs = self.chan.call(job_frame(job, self.cfg), job.timeout_s + self.cfg.grace_s)
+        result, self.retire = job_result(reply, blobs)
+        return result
+
+    def alive(self) -> bool:
+        if self._sock is None or self._destroyed:
+            return False
+        if self._ended:
+            return False
+        ready, _, _ = select.select([self._sock], [], [], 0)
+        return not (ready and self._drain())
+
+    def destroy(self) -> None:
+        with self._drain_lock:
+            first, self._destroyed = not self._destroyed, True
+        if first:
+            remove_containers([self.name])
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+        self._fifos.close()
+
+    @classmethod
+    def preflight(cls, cfg: SandboxConfig) -> None:
+        if not docker_available():
+            raise SandboxError("Docker engine not reachable (docker info failed): run `make setup` or start dockerd")
+        try:
+            client().api.inspect_image(cfg.image)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(f"sandbox image {cfg.image} is missing: run `make image`") from None
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"could not inspect sandbox image {cfg.image}: {e}") from None
+        removed = cls.remove_stale()
+        if removed:
+            log.warning("removed %d sandbox container(s) left behind by a crashed run", removed)
+
+    @classmethod
+    def remove_stale(cls, mine: bool = False) -> int:
+        return remove_stale_containers(mine=mine)
