@@ -320,4 +320,3 @@ def _remove_stale_cgroups() -> int:
                         except OSError:
                             pass
     return removed
-

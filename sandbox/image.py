@@ -54,6 +54,10 @@ IMAGE_CHANGES = [
 ]
 
 
+class ImageBuildError(RuntimeError):
+    """The sandbox image cannot be built here (the message says what to do instead)."""
+
+
 def _sha(parts: list[bytes]) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -89,7 +93,7 @@ def build_rootfs() -> Path:
     if (dest / ".complete").exists():
         return dest
     if os.geteuid() != 0:
-        sys.exit(
+        raise ImageBuildError(
             "building the sandbox root filesystem needs root (debootstrap); run `sudo make image`"
             " or `make image FROM_REGISTRY=1` where python:3.11-slim can be pulled"
         )
@@ -166,7 +170,7 @@ def build_offline(tag: str) -> None:
         cmd += ["--message", "rlvr sandbox (offline build)", "-", tag]
         _run(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
         if tar.wait() != 0:
-            raise SystemExit("tar of the sandbox root filesystem failed")
+            raise ImageBuildError("tar of the sandbox root filesystem failed")
 
 
 def build_from_registry(tag: str) -> None:
@@ -179,7 +183,7 @@ def build_from_registry(tag: str) -> None:
         _run(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
 
 
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tag", action="store_true", help="print the tag the current sources describe and exit")
     p.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
@@ -188,16 +192,24 @@ def main() -> None:
     tag = image_tag()
     if args.tag:
         print(tag)
-        return
+        return 0
     CACHE.mkdir(parents=True, exist_ok=True)
     if image_exists(tag) and not args.force:
         print(f"sandbox image {tag} is up to date", file=sys.stderr)
-        return
+        return 0
     t0 = time.monotonic()
-    (build_from_registry if args.from_registry else build_offline)(tag)
-    subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
+    try:
+        (build_from_registry if args.from_registry else build_offline)(tag)
+        subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
+    except ImageBuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        print(f"error: {' '.join(map(str, e.cmd))} failed with status {e.returncode}", file=sys.stderr)
+        return 1
     print(f"built sandbox image {tag} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

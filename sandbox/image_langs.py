@@ -101,7 +101,7 @@ def build(tag: str) -> None:
         cmd += ["--message", "rlvr sandbox with toolchains (offline build)", "-", tag]
         base._run(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
         if tar.wait() != 0:
-            raise RuntimeError("tar of the toolchain root filesystem failed")
+            raise base.ImageBuildError("tar of the toolchain root filesystem failed")
 
 
 def ensure(force: bool = False) -> str:
@@ -118,7 +118,7 @@ def ensure(force: bool = False) -> str:
     return tag
 
 
-def main() -> None:
+def main() -> int:
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,9 +127,17 @@ def main() -> None:
     args = p.parse_args()
     if args.tag:
         print(image_tag())
-        return
-    ensure(force=args.force)
+        return 0
+    try:
+        ensure(force=args.force)
+    except base.ImageBuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        print(f"error: {' '.join(map(str, e.cmd))} failed with status {e.returncode}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
