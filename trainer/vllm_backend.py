@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
+from trainer.backend_base import BackendError, rollout_from_ids
 from trainer.rollout import Example, Rollout, _eos_ids, render_prompt
-from trainer.rollout_backend import BackendError, rollout_from_ids
 
 
 def unavailable_reason() -> str | None:
