@@ -4,6 +4,7 @@ host): health follows set_serving, connections get TCP_NODELAY, grading without 
 from __future__ import annotations
 
 import socket
+import sys
 
 import httpx
 import pytest
@@ -49,3 +50,16 @@ def test_connections_get_tcp_nodelay(server):
 def test_port_in_use_is_a_clear_error(server):
     with pytest.raises(ListenError, match="choose another --http-port"):
         HttpServer(server.app, "127.0.0.1", server.port)
+
+
+def test_launcher_sees_serving_when_both_lines_arrive_at_once(tmp_path):
+    # the server prints "HTTP SERVING on …" then "SERVING on …"; when both reach the pipe together, a
+    # buffered readline() returned the first and select() then waited for ever (here: the start timeout)
+    from verifiers.launch import LocalServer
+
+    srv = LocalServer(registry=str(tmp_path / "r.sqlite"), start_timeout_s=20)
+    program = "import os, time; os.write(1, b'HTTP SERVING on 127.0.0.1:1\\nSERVING on 127.0.0.1:2\\n'); time.sleep(60)"
+    srv._args = [sys.executable, "-c", program]
+    with srv:
+        assert srv.target == "127.0.0.1:2"
+        assert srv.output[0] == "HTTP SERVING on 127.0.0.1:1\n"

@@ -57,23 +57,30 @@ class LocalServer:
         return self
 
     def _wait_serving(self) -> None:
+        # The raw pipe, not readline(): a buffered readline can pull two lines ("HTTP SERVING on …" and
+        # "SERVING on …") out of the pipe at once and return one, and select() then waits for the other.
+        fd = self.proc.stdout.fileno()
         sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        sel.register(fd, selectors.EVENT_READ)
         deadline = time.monotonic() + self._timeout
+        pending = b""
         try:
             while time.monotonic() < deadline:
                 if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
                     continue
-                line = self.proc.stdout.readline()
-                if not line:
+                chunk = os.read(fd, 65536)
+                if not chunk:
                     code = self.proc.wait()
                     raise RuntimeError(f"verifier server exited ({code}) before serving; "
                                        f"see {self._log_path or 'its log'}")  # fmt: skip
-                self.output.append(line)
-                if line.startswith("SERVING on "):
-                    self.target = line.split()[-1]
-                    self.port = int(self.target.rsplit(":", 1)[1])
-                    return
+                *lines, pending = (pending + chunk).split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace") + "\n"
+                    self.output.append(line)
+                    if line.startswith("SERVING on "):
+                        self.target = line.split()[-1]
+                        self.port = int(self.target.rsplit(":", 1)[1])
+                        return
         finally:
             sel.close()
         raise RuntimeError(f"verifier server not SERVING within {self._timeout:.0f} s")
