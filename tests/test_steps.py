@@ -140,3 +140,15 @@ def test_python_verifier_with_bad_steps_is_refused_then_a_runtime_error(client):
     r = client.verify("bad-stepper", "ab")
     assert (r.reward, r.outcome) == (0.0, "RUNTIME_ERROR")
     assert "returned steps[0] spans [0, 4)" in r.detail
+
+
+@pytest.mark.docker
+def test_remote_verifier_carries_the_steps(client, tmp_path):
+    from verifiers.launch import LocalServer
+
+    with LocalServer(pool_size=1, log_path=str(tmp_path / "remote.log")) as other:
+        client.register(pb.RegisterVerifierRequest(name="arith-remote", replace=True, remote=pb.RemoteVerifier(
+            target=other.target, verifier="arith_steps")))  # fmt: skip
+        r = client.verify("arith-remote", WORKED, "17", prompt="3-2+8+8=?")
+    assert (r.reward, r.outcome) == (1.0, "CORRECT")
+    assert spans(WORKED, r.steps) == [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]

@@ -16,6 +16,7 @@ import grpc
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Step, Verdict
+from verifiers.steps import BadSteps, check_steps
 
 DEFAULT_TIMEOUT_S = 30.0
 CHECK_TIMEOUT_S = 5.0
@@ -104,5 +105,8 @@ class RemoteVerifier:
             outcome = Outcome(pb.Outcome.Name(r.outcome).removeprefix("OUTCOME_"))
         except ValueError:
             return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} answered without an outcome")
-        return Verdict(r.reward, outcome, r.detail, dict(r.components),
-                       steps=[Step(s.reward, s.start, s.end) for s in r.steps])  # fmt: skip
+        try:  # the remote's steps obey the same rules as ours (verifiers/steps.py)
+            steps = check_steps([Step(s.reward, s.start, s.end) for s in r.steps], req.completion, "remote steps")
+        except BadSteps as e:
+            return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} ({self.remote_name}): {e}")
+        return Verdict(r.reward, outcome, r.detail, dict(r.components), steps=steps)
