@@ -52,7 +52,8 @@ from sandbox.framing import FrameChannel
 
 log = logging.getLogger(__name__)
 
-WORKER = Path(__file__).resolve().parent / "worker.py"
+WORKER_DIR = Path(__file__).resolve().parent
+WORKER_FILES = ("worker.py", "worker_io.py", "worker_clean.py")  # shown read-only in /opt/sandbox
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PARENT = "rlvr-sandbox"
 NAMESPACES = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -213,7 +214,9 @@ class BwrapSandbox:
                "--as-pid-1", "--cap-drop", "ALL", "--hostname", "sandbox", *_fs_args(),
                "--size", str(cfg.tmpfs_mb << 20), "--tmpfs", "/tmp",
                "--size", str(16 << 20), "--tmpfs", "/dev/shm",
-               "--ro-bind", str(WORKER), "/opt/sandbox/worker.py"]  # fmt: skip
+               ]  # fmt: skip
+        for name in WORKER_FILES:
+            cmd += ["--ro-bind", str(WORKER_DIR / name), f"/opt/sandbox/{name}"]
         if cfg.pylibs:
             cmd += ["--ro-bind", cfg.pylibs, "/opt/pylibs"]
         cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]

@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "var" / "cache"
 WORKER = Path(__file__).resolve().parent / "worker.py"
+# the in-sandbox program: the worker and its two stdlib-only modules, copied side by side to /opt/sandbox
+WORKER_FILES = [WORKER.parent / name for name in ("worker.py", "worker_io.py", "worker_clean.py")]
 REPO_NAME = "rlvr-sandbox"
 SUITE = "bookworm"
 DEBIAN_PACKAGES = ["python3"]
@@ -72,7 +74,18 @@ def rootfs_hash() -> str:
 def image_tag() -> str:
     """The tag of the image that the current sources describe."""
     recipe = "\n".join(RUNTIME_PACKAGES + IMAGE_CHANGES + TAR_FLAGS).encode()
-    return f"{REPO_NAME}:{_sha([rootfs_hash().encode(), recipe, WORKER.read_bytes()])}"
+    return f"{REPO_NAME}:{_sha([rootfs_hash().encode(), recipe, *worker_bytes()])}"
+
+
+def worker_bytes() -> list[bytes]:
+    return [f.read_bytes() for f in WORKER_FILES]
+
+
+def copy_worker(layer: Path) -> None:
+    """The worker files, as /opt/sandbox/* of the image (``layer`` is the image's root)."""
+    (layer / "opt" / "sandbox").mkdir(parents=True, exist_ok=True)
+    for f in WORKER_FILES:
+        shutil.copy(f, layer / "opt" / "sandbox" / f.name)
 
 
 def image_exists(tag: str) -> bool:
@@ -137,9 +150,8 @@ def build_runtime_layer(layer: Path) -> None:
         )
         _run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
         (pylibs / ".complete").touch()
-    (layer / "opt" / "sandbox").mkdir(parents=True)
     shutil.copytree(pylibs, layer / "opt" / "pylibs", ignore=shutil.ignore_patterns(".complete", "bin"))
-    shutil.copy(WORKER, layer / "opt" / "sandbox" / "worker.py")
+    copy_worker(layer)
 
 
 def build_offline(tag: str) -> None:

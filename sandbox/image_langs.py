@@ -46,7 +46,7 @@ def rootfs_hash() -> str:
 def image_tag() -> str:
     """The tag of the toolchain image that the current sources describe."""
     recipe = "\n".join(base.IMAGE_CHANGES + base.TAR_FLAGS).encode()
-    return f"{REPO_NAME}:{base._sha([rootfs_hash().encode(), recipe, base.WORKER.read_bytes()])}"
+    return f"{REPO_NAME}:{base._sha([rootfs_hash().encode(), recipe, *base.worker_bytes()])}"
 
 
 def _chroot(root: Path, *cmd: str) -> None:
@@ -88,8 +88,7 @@ def build(tag: str) -> None:
     rootfs = build_rootfs()
     with tempfile.TemporaryDirectory(prefix="rlvr-image-", dir=base.CACHE) as tmp:
         layer = Path(tmp)
-        (layer / "opt" / "sandbox").mkdir(parents=True)
-        shutil.copy(base.WORKER, layer / "opt" / "sandbox" / "worker.py")
+        base.copy_worker(layer)
         tar = subprocess.Popen(
             ["tar", "--numeric-owner", *base.TAR_FLAGS, "--exclude=./.complete", "--exclude=./proc/*"]
             + ["-C", str(rootfs), "-c", ".", "-C", str(layer), "opt/sandbox"],

@@ -1,13 +1,8 @@
 """The in-container worker: a fork server that runs one untrusted job at a time. Standard library only.
 
 It runs as PID 1 of its sandbox (a Docker container, or a bubblewrap PID namespace), as an
-unprivileged user, and talks to the host over its own stdin/stdout, or over two FIFOs the host
-unlinks once connected (``RLVR_CHANNEL``, the Docker backend: no proxy in the path), with frames:
-
-    frame   = 4-byte big-endian header length, header (UTF-8 JSON), then the blobs the header sizes
-    host → worker   header {"id", "timeout", "mode": "fork"|"spawn", "limits": {...}, "sizes": [code, stdin]}
-    worker → host   header {"ready": true, ...} once, then per job a result header with
-                    "sizes": [stdout, stderr] followed by the (capped) stdout and stderr bytes
+unprivileged user, and talks to the host over frames (format and channel: worker_io.py, next to this
+file; the cleaning after each job: worker_clean.py; both stdlib only, copied into the image with it).
 
 Heavy imports (``RLVR_PRELOAD``, e.g. sympy and math_verify) are imported once here, frozen out
 of the garbage collector and moved onto transparent huge pages where the kernel allows, so a forked
@@ -27,9 +22,9 @@ fresh child process:
   namespace's init from inside it unless init installed a handler, and this worker installs none
   (it waits on a pidfd, not on SIGCHLD; SIGINT's default Python handler is removed), so
   ``kill -1``, ``kill -9 1`` or ``kill -INT 1`` from a job cannot take the worker down;
-* afterwards every writable place (/tmp, /dev/shm, /dev/mqueue) is wiped without recursion (a
-  10 000-deep directory tree is flattened, not recursed into), and System V IPC objects are removed,
-  so nothing persists into the next job;
+* afterwards (worker_clean.py) every writable place (/tmp, /dev/shm, /dev/mqueue) is wiped without
+  recursion (a 10 000-deep directory tree is flattened, not recursed into), and System V IPC
+  objects are removed, so nothing persists into the next job;
 * the worker never turns a job's code, stdin or output into a Python object: they live in
   bytearrays that are zeroed after the job, so a later job (a fork of this process) cannot find an
   earlier job's data in the memory it inherits.
@@ -38,34 +33,21 @@ The worker marks itself non-dumpable, so a job (same uid) cannot ptrace it or op
 """
 
 import builtins
-import ctypes
 import gc
 import io
-import json
-import mmap
 import os
 import resource
 import select
 import signal
-import stat
-import struct
 import sys
 import time
 import traceback  # imported here, once: a job's child must not pay for importing it
 
-OUT_FD, IN_FD = 1, 0  # the frame channel: stdin/stdout, or the two FIFOs of RLVR_CHANNEL (see _connect)
-HOST_FD = None  # with FIFOs: stdin, whose end of file says the host is gone
-WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
+import worker_io  # sandbox/worker_io.py and worker_clean.py sit next to this file in the sandbox
+from worker_clean import kill_all_and_reap, wipe_writable
+from worker_io import libc, private_buffer, read_frame, unmap, write_frame, zero
+
 SCRATCH = "/tmp/job"
-DEFAULT_LIMITS = {
-    "cpu_s": 0,  # 0: derived from the timeout
-    "memory_mb": 1024,  # address space of the job
-    "fsize_mb": 16,
-    "nproc": 64,
-    "nofile": 256,
-    "output_bytes": 1 << 20,  # the output cap: stdout + stderr together; past it the job is killed
-}
-MAX_FRAME = 256 * 1024 * 1024  # a job (code + stdin) larger than this is refused
 JOB_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -74,98 +56,15 @@ JOB_ENV = {
     "TMPDIR": SCRATCH,
 }
 PR_SET_DUMPABLE = 4
-WIPE_BUDGET_S = 3.0
 MADV_COLLAPSE = 25  # Linux 6.1+
 HUGE_PAGE = 2 * 1024 * 1024
-
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-except OSError:  # pragma: no cover - static interpreters
-    _libc = None
 
 
 def _prctl_dumpable(flag):
     try:
-        _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+        libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
     except Exception:
         pass
-
-
-# -- framing -----------------------------------------------------------------------------------
-def _read_into(buf):
-    """Fill the bytearray from stdin without creating intermediate bytes objects."""
-    view, got = memoryview(buf), 0
-    while got < len(buf):
-        n = os.readv(IN_FD, [view[got:]])
-        if n == 0:
-            return False
-        got += n
-    return True
-
-
-def _connect(channel):
-    """Use the FIFOs ``channel``/out and ``channel``/in (created by the host, which unlinks them once
-    connected, before any job runs) instead of stdin/stdout: frames then go straight between the two
-    processes, not through the docker CLI, dockerd and the shim. ``in`` is opened read-write so the
-    open never blocks; the host's end of life is seen on stdin instead."""
-    global OUT_FD, IN_FD, HOST_FD
-    OUT_FD = os.open(os.path.join(channel, "out"), os.O_WRONLY | os.O_CLOEXEC)
-    IN_FD = os.open(os.path.join(channel, "in"), os.O_RDWR | os.O_CLOEXEC)
-    HOST_FD = 0
-
-
-def _host_gone():
-    """Wait for input; True when stdin (the host's lifeline) ended instead."""
-    while True:
-        ready, _, _ = select.select([IN_FD, HOST_FD], [], [])
-        if IN_FD in ready:
-            return False
-        if not os.read(HOST_FD, 4096):
-            return True
-
-
-def read_frame():
-    """(header, payload bytearray) or None at end of input."""
-    if HOST_FD is not None and _host_gone():
-        return None
-    head = bytearray(4)
-    if not _read_into(head):
-        return None
-    size = struct.unpack(">I", head)[0]
-    if size > 1 << 20:
-        raise ValueError(f"frame header of {size} bytes")
-    raw = bytearray(size)
-    if not _read_into(raw):
-        return None
-    header = json.loads(raw)
-    total = sum(int(n) for n in header.get("sizes", ()))
-    if total > MAX_FRAME:
-        raise ValueError(f"job of {total} bytes exceeds {MAX_FRAME}")
-    payload = bytearray(total)
-    if not _read_into(payload):
-        return None
-    return header, payload
-
-
-def write_frame(header, *blobs):
-    header = dict(header, sizes=[len(b) for b in blobs])
-    data = json.dumps(header).encode()
-    parts = [memoryview(struct.pack(">I", len(data)) + data)] + [memoryview(b) for b in blobs]
-    while parts:
-        n = os.writev(OUT_FD, parts)
-        while parts and n >= len(parts[0]):
-            n -= len(parts[0])
-            parts.pop(0)
-        if parts and n:
-            parts[0] = parts[0][n:]
-
-
-def _zero(buf, n=None):
-    """Overwrite the first ``n`` bytes (default: all) of a bytearray or mmap with zeros."""
-    n = len(buf) if n is None else n
-    if n:
-        ctypes.memset((ctypes.c_char * n).from_buffer(buf), 0, n)
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -213,7 +112,7 @@ def _child(job, payload, stdin_fd, out_w, err_w, status_w):
         os.chdir(SCRATCH)  # the environment (JOB_ENV) is the worker's own, set once in main()
         ncode = int(job["sizes"][0])
         code = payload[:ncode].decode("utf-8", errors="replace")
-        _zero(payload)
+        zero(payload)
         gc.enable()
         _set_limits(job["limits"], job["timeout"])
         if job.get("mode") == "spawn":
@@ -258,125 +157,12 @@ def _flush():
             pass
 
 
-# -- cleaning up after a job -------------------------------------------------------------------
-def _kill_all_and_reap():
-    """As PID 1: SIGKILL every other process of the sandbox until no child is left."""
-    while True:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            pid, _ = os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
-
-
-def _remove(path, deadline):
-    """Remove a file or a directory tree without recursion: subdirectories of a non-empty directory
-    are renamed up into its parent's level, so even a 10 000-deep tree costs no stack."""
-    top = os.path.dirname(path)
-    pending = [path]
-    n = 0
-    while pending and time.monotonic() < deadline:
-        p = pending.pop()
-        try:
-            st = os.lstat(p)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-            continue
-        try:
-            os.rmdir(p)
-            continue
-        except OSError:
-            pass
-        try:
-            os.chmod(p, 0o700)
-            names = os.listdir(p)
-        except OSError:
-            continue
-        pending.append(p)  # again, once emptied
-        for name in names:
-            child = os.path.join(p, name)
-            try:
-                if stat.S_ISDIR(os.lstat(child).st_mode):
-                    os.chmod(child, 0o700)  # moving a directory to a new parent needs write on it
-                    n += 1
-                    flat = os.path.join(top, f".wipe-{os.getpid()}-{n}")
-                    os.rename(child, flat)
-                    pending.append(flat)
-                else:
-                    os.unlink(child)
-            except OSError:
-                pass
-
-
-def _remove_sysv_ipc():
-    """Remove the System V shared memory segments, semaphores and message queues jobs left."""
-    if _libc is None:
-        return
-    for kind, rm in (("shm", _libc.shmctl), ("sem", None), ("msg", _libc.msgctl)):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                lines = f.read().split("\n")[1:]
-        except OSError:
-            continue
-        for line in filter(None, lines):
-            ident = int(line.split()[1])
-            if rm is None:
-                _libc.semctl(ident, 0, 0)  # IPC_RMID
-            else:
-                rm(ident, 0, None)  # IPC_RMID
-
-
-def _wipe_writable():
-    deadline = time.monotonic() + WIPE_BUDGET_S
-    for top in WRITABLE_DIRS:
-        try:
-            names = os.listdir(top)
-        except OSError:
-            continue
-        for name in names:
-            _remove(os.path.join(top, name), deadline)
-    _remove_sysv_ipc()
-    for top in WRITABLE_DIRS:  # anything left (the budget ran out): the sandbox is no longer clean
-        try:
-            if os.listdir(top):
-                raise RuntimeError(f"could not wipe {top}")
-        except OSError:
-            pass
-
-
-# -- running a job -----------------------------------------------------------------------------
-def _private_buffer(size):
-    """Zero-filled memory of this process alone: a private anonymous mapping that no fork inherits
-    (MADV_DONTFORK), so no later job ever has it in its address space. Pages come from the kernel
-    (already zero) only where written, so an unused buffer costs no memset and no copy-on-write."""
-    buf = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)
-    buf.madvise(mmap.MADV_DONTFORK)
-    return buf
-
-
-def _unmap(buf):
-    try:
-        buf.close()
-    except BufferError:  # a view is still alive (an exception is being handled): unmapped when it goes
-        pass
-
-
 class _Stream:
     """Reads one pipe into a buffer of ``cap`` bytes; the rest is counted and dropped into ``sink``
     (only what a killed job's pipe still held: the job is killed once both streams pass the cap)."""
 
     def __init__(self, fd, cap, sink):
-        self.fd, self.buf, self.cap, self.len, self.total, self.open = fd, _private_buffer(cap), cap, 0, 0, True
+        self.fd, self.buf, self.cap, self.len, self.total, self.open = fd, private_buffer(cap), cap, 0, 0, True
         self.view, self.sink = memoryview(self.buf)[:cap], memoryview(sink)
 
     def pump(self):
@@ -400,8 +186,8 @@ class _Stream:
         """Zero what was written, then unmap."""
         self.view.release()
         self.sink.release()
-        _zero(self.buf, self.len)
-        _unmap(self.buf)
+        zero(self.buf, self.len)
+        unmap(self.buf)
 
 
 def _waiter(pid):
@@ -411,9 +197,9 @@ def _waiter(pid):
         return None
 
 
-def run_job(job, payload):
-    limits = dict(DEFAULT_LIMITS, **(job.get("limits") or {}))
-    job = dict(job, limits=limits, timeout=float(job.get("timeout") or 10.0))
+def _start(job, payload):
+    """Fork the job's child (stdin from a memfd, stdout/stderr/status on pipes); (pid, pidfd, the
+    three read ends, start time)."""
     ncode, nstdin = (int(n) for n in job.get("sizes", (0, 0)))
     os.makedirs(SCRATCH, mode=0o700, exist_ok=True)
     stdin_fd = os.memfd_create("stdin", 0)
@@ -435,11 +221,13 @@ def run_job(job, payload):
     pidfd = _waiter(pid)
     for fd in (out_r, err_r, status_r):
         os.set_blocking(fd, False)
-    cap = int(limits["output_bytes"])
-    sink = _private_buffer(65536)  # output past the cap, discarded
-    out, err = _Stream(out_r, cap, sink), _Stream(err_r, cap, sink)
+    return pid, pidfd, (out_r, err_r, status_r), start
+
+
+def _watch(pid, pidfd, out, err, status_r, cap, deadline):
+    """Pump the job's output until it exits, times out or passes the output cap (stdout + stderr
+    together: the one place the cap is enforced); (wait status or None, timed_out, finished)."""
     finished, status, timed_out, status_open = False, None, False, True
-    deadline = start + job["timeout"]
     while status is None:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -464,14 +252,18 @@ def run_job(job, payload):
             done, st = os.waitpid(pid, os.WNOHANG)
             if done:
                 status = st
-    wall = time.monotonic() - start
+    return status, timed_out, finished
+
+
+def _end(pid, pidfd, status, out, err, status_r, finished):
+    """Kill whatever of the job is left, drain its pipes; (wait status, finished)."""
     if status is None:
         try:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             pass
         _, status = os.waitpid(pid, 0)
-    _kill_all_and_reap()
+    kill_all_and_reap()
     if pidfd is not None:
         os.close(pidfd)
     for s in (out, err):  # every writer is dead: whatever is left in the pipes is bounded
@@ -483,7 +275,22 @@ def run_job(job, payload):
     except (BlockingIOError, OSError):
         pass
     os.close(status_r)
-    _zero(payload)
+    return status, finished
+
+
+def run_job(job, payload):
+    """Run one job under the limits the host sent (every key of sandbox/backend.py ``Limits``, the
+    output cap filled in by the pool) and answer it; returns why this sandbox must be retired, or None."""
+    limits = job["limits"]
+    job = dict(job, timeout=float(job.get("timeout") or 10.0))
+    pid, pidfd, (out_r, err_r, status_r), start = _start(job, payload)
+    cap = int(limits["output_bytes"])
+    sink = private_buffer(65536)  # output past the cap, discarded
+    out, err = _Stream(out_r, cap, sink), _Stream(err_r, cap, sink)
+    status, timed_out, finished = _watch(pid, pidfd, out, err, status_r, cap, start + job["timeout"])
+    wall = time.monotonic() - start
+    status, finished = _end(pid, pidfd, status, out, err, status_r, finished)
+    zero(payload)
     result = {
         "id": job.get("id", ""),
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -497,15 +304,15 @@ def run_job(job, payload):
         "finished": finished,
     }
     try:
-        _wipe_writable()
+        wipe_writable()
     except Exception as e:  # the job's own result stands; this sandbox is retired and replaced
         result["retire"] = f"cleanup failed: {type(e).__name__}: {e}"
     try:
         write_frame(result, out.data(), err.data())
     finally:
         out.wipe(), err.wipe()
-        _zero(sink, len(sink) if out.total + err.total > cap else 0)
-        _unmap(sink)
+        zero(sink, len(sink) if out.total + err.total > cap else 0)
+        unmap(sink)
     return result.get("retire")
 
 
@@ -517,7 +324,7 @@ def _huge_pages():
     is in 2 MiB pages, both handle one entry per 2 MiB instead of 512; a page a job writes is still
     copied 4 KiB at a time. Best effort: where the kernel lacks MADV_COLLAPSE or THP is switched off,
     the calls fail and nothing changes."""
-    if _libc is None:
+    if libc is None:
         return
     try:
         with open("/proc/self/maps") as f:
@@ -532,7 +339,7 @@ def _huge_pages():
         start, end = (int(x, 16) for x in parts[0].split("-"))
         start = -(-start // HUGE_PAGE) * HUGE_PAGE
         for addr in range(start, end - HUGE_PAGE + 1, HUGE_PAGE):
-            _libc.madvise(addr, HUGE_PAGE, MADV_COLLAPSE)  # fails harmlessly where unsupported
+            libc.madvise(addr, HUGE_PAGE, MADV_COLLAPSE)  # fails harmlessly where unsupported
 
 
 def main():
@@ -565,9 +372,9 @@ def main():
     gc.freeze()
     gc.disable()
     _huge_pages()
-    _wipe_writable()
+    wipe_writable()
     if channel:
-        _connect(channel)
+        worker_io.connect(channel)
     write_frame({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "preloaded": preloaded})
     while True:
         frame = read_frame()
@@ -577,11 +384,11 @@ def main():
         try:
             retire = run_job(job, payload)
         except Exception as e:  # report, then exit: the host replaces this sandbox
-            _kill_all_and_reap()
+            kill_all_and_reap()
             write_frame({"id": job.get("id", ""), "error": f"worker: {type(e).__name__}: {e}"})
             return
         finally:
-            _zero(payload)
+            zero(payload)
         if retire:
             return
 
