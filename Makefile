@@ -44,11 +44,12 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image image-langs bwrap postgres proto serve test test-fast lint format train eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap postgres proto serve test test-fast lint format train r1 eval bench clean
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap if it can (idempotent; every target runs it)"
 	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
+	@echo "make r1         the R1 pipeline on the embedded default: cold-start SFT -> RL -> rejection sampling -> SFT -> RL (CONFIG=… SEED=… OUT=… ARGS=…; resumable per stage)"
 	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
 	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON); limits: POOL= BACKEND= MEMORY_MB= CPUS= PIDS="
@@ -142,6 +143,12 @@ train: setup
 	  $(if $(DATA),--data $(DATA)) $(if $(EVAL_DATA),--eval-data $(EVAL_DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) $(if $(RUN_NAME),--name $(RUN_NAME)) \
 	  $(if $(RUNS),--runs $(RUNS)) $(ARGS))
+
+# the DeepSeek-R1 pipeline (trainer/r1.py, configs/r1.yaml); OUT= its folder (default runs/r1-s<seed>); run it
+# again after an interruption and finished stages are skipped
+r1: setup
+	$(PY) -m trainer.r1 $(if $(CONFIG),--config $(CONFIG)) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) \
+	  $(if $(TARGET),--target $(TARGET)) $(ARGS)
 
 eval: setup
 	$(PY) -m trainer.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \

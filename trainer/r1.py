@@ -1,0 +1,288 @@
+"""``make r1``: the DeepSeek-R1 pipeline on the embedded default task, one command, resumable per stage.
+
+    python -m trainer.r1                                   # configs/r1.yaml, output in runs/r1-s0/
+    python -m trainer.r1 --seed 1 --out runs/r1-s1 --rl.steps 100 --rejection.samples 8
+
+Stages (R1 paper, sec. 2.3), each in its own folder under ``--out``:
+
+1. ``cold_start``  supervised fine-tuning of the base model on a small cold-start set (the task's
+   warm-start split: worked chains mixed with estimates, as in ``make train``);
+2. ``rl``          GRPO from the cold-start model on final-answer-only prompts (``r1`` reward:
+   0.9 * math + 0.1 * think_format, from the verifier service);
+3. ``rejection``   N samples per prompt from the RL model (temperature 1), graded by the service; a
+   sample is kept only if ``math`` says CORRECT and ``think_format`` says well formed, then
+   deduplicated (trainer/rejection.py); the counts are reported;
+4. ``sft``         supervised fine-tuning of the *base* model (not the RL one) on the kept samples;
+5. ``final_rl``    GRPO again, from the ``sft`` model.
+
+After every stage that produces a model, held-out accuracy (greedy, the service's ``math``
+verifier, the same 256 problems) goes in the stage's ``stage.json``; the end prints one table of all
+stages (also ``<out>/r1_table.md`` and ``<out>/summary.json``). A stage whose ``stage.json`` exists is
+skipped, so running the same command again after an interruption resumes at the first unfinished stage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainer import task, tiny
+from trainer.pipeline import EvalSection, TaskSection, _merge, _say, parse_args
+from trainer.warmstart import WarmStartConfig
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "r1.yaml"
+STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
+
+
+class RejectionSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prompts: int = Field(512, ge=1, description="training prompts sampled from (the first K of the RL split)")
+    samples: int = Field(4, ge=1, description="N: samples per prompt")
+    temperature: float = Field(1.0, gt=0)
+    max_new_tokens: int = Field(48, ge=1)
+    batch_prompts: int = Field(64, ge=1, description="prompts per generate call")
+    correct_verifier: str = Field("math", description="kept only if this verifier says CORRECT")
+    format_verifier: str = Field("think_format", description="... and this one says well formed")
+
+
+class R1Config(BaseModel):
+    """configs/r1.yaml. ``rl`` and ``final_rl`` are trainer.config.GRPOConfig mappings."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    seed: int = 0
+    threads: int | None = Field(2, ge=1)
+    task: TaskSection = TaskSection()
+    tiny: dict[str, Any] = Field(default_factory=dict)
+    cold_start: WarmStartConfig = WarmStartConfig()
+    rl: dict[str, Any] = Field(default_factory=dict)
+    rejection: RejectionSection = RejectionSection()
+    sft: WarmStartConfig = WarmStartConfig()
+    final_rl: dict[str, Any] = Field(default_factory=dict)
+    eval: EvalSection = EvalSection()
+
+
+class R1Error(Exception):
+    """A stage cannot run (e.g. rejection sampling kept nothing to fine-tune on)."""
+
+
+def load(path: str | Path | None, over: dict[str, Any]) -> R1Config:
+    raw = yaml.safe_load(Path(path).read_text()) or {} if path else {}
+    return R1Config(**_merge(raw, over))
+
+
+# ---------------------------------------------------------------------------------------------
+# stages
+# ---------------------------------------------------------------------------------------------
+
+
+def _load_model(path: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+
+
+def _save(model, tok, path: Path) -> Path:
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def sft_stage(cfg: R1Config, base: Path, rows: list[dict], wcfg: WarmStartConfig, out: Path) -> dict[str, Any]:
+    from trainer.warmstart import warm_start
+
+    model, tok = _load_model(base)
+    stats = warm_start(model, tok, rows, wcfg.model_copy(update={"seed": cfg.seed}))
+    _save(model, tok, out / "model")
+    return {"from": str(base), "examples": len(rows), "steps": wcfg.steps, "loss": round(stats["loss"], 4)}
+
+
+def rl_stage(cfg: R1Config, start: Path, grpo: dict, paths: dict[str, Path], target: str, out: Path) -> dict:
+    from trainer.config import load_config
+    from trainer.train import load_policy, train
+
+    raw = {**grpo, "model": str(start), "data": str(paths["train"]), "eval_data": str(paths["heldout"])}
+    raw.update(run_dir=str(out), seed=cfg.seed, verifier_target=target, report_to=[], save_every=0)
+    if cfg.threads:
+        raw.setdefault("threads", cfg.threads)
+    gcfg = load_config(None, raw)
+    model, tok = load_policy(gcfg)
+    result = train(gcfg, model, tok)
+    _save(result["model"], tok, out / "model")
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)  # the final weights are in model/
+    m = result["metrics"]
+    return {"from": str(start), "steps": gcfg.steps, "verifier": gcfg.verifier,
+            "sampled_reward_last": round(m.get("reward/mean", float("nan")), 4)}  # fmt: skip
+
+
+def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], target: str, out: Path) -> dict:
+    from trainer.rejection import Sample, filter_samples, grade_samples, sample_records
+    from trainer.rollout import generate_rollout, load_examples
+    from verifiers.client import VerifierClient
+
+    rc = cfg.rejection
+    model, tok = _load_model(model_dir)
+    examples = load_examples(paths["train"])[: rc.prompts]
+    raw: list[Sample] = []
+    for i in range(0, len(examples), rc.batch_prompts):
+        part = examples[i : i + rc.batch_prompts]
+        ro = generate_rollout(model, tok, part, rc.samples, max_new_tokens=rc.max_new_tokens,
+                              temperature=rc.temperature, do_sample=True)  # fmt: skip
+        raw += [Sample(p, r, c) for p, r, c in zip(ro.prompts, ro.references, ro.texts, strict=True)]
+    client = VerifierClient(target)
+    try:
+        graded = grade_samples(client, raw, correct_verifier=rc.correct_verifier, format_verifier=rc.format_verifier)
+    finally:
+        client.close()
+    kept, counts = filter_samples(graded)
+    task.write_jsonl(sample_records(graded), out / "samples.jsonl")
+    task.write_jsonl(kept, out / "sft.jsonl")
+    return {"from": str(model_dir), "samples_per_prompt": rc.samples, **counts}
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+
+
+def _eval_stage(cfg: R1Config, stage_dir: Path, heldout: Path, target: str) -> dict[str, Any]:
+    from trainer.pipeline import _eval
+
+    model, tok = _load_model(stage_dir / "model")
+    ev = _eval(model, tok, heldout, cfg, target, stage_dir / "eval.jsonl")
+    return {"accuracy": ev["accuracy"], "n": ev["n"], "reward_mean": round(ev["reward_mean"], 4)}
+
+
+def prepare(cfg: R1Config, out: Path) -> dict[str, Path]:
+    """Data splits and the base model (built once; reused when the run resumes)."""
+    t = cfg.task
+    if not (out / "data" / "heldout.jsonl").exists():
+        tc = task.TaskConfig(t.operands, t.min_value, t.max_value, t.worked_fraction, t.estimate_to)
+        sizes = {"warmstart": t.warmstart_size, "train": t.train_size, "heldout": t.heldout_size}
+        task.build(out / "data", cfg.seed, sizes, tc)
+    if not (out / "base" / "config.json").exists():
+        tiny.build(out / "base", tiny.TinyConfig(**cfg.tiny), seed=cfg.seed)
+    return {s: out / "data" / f"{s}.jsonl" for s in ("warmstart", "train", "heldout")} | {"base": out / "base"}
+
+
+def run_stage(name: str, cfg: R1Config, out: Path, paths: dict[str, Path], target: str) -> dict[str, Any]:
+    """Run one stage into out/<name>/ and return its record (held-out figures included)."""
+    d = out / name
+    d.mkdir(parents=True, exist_ok=True)
+    if name == "cold_start":
+        rec = sft_stage(cfg, paths["base"], task.read_jsonl(paths["warmstart"]), cfg.cold_start, d)
+    elif name == "rl":
+        rec = rl_stage(cfg, out / "cold_start" / "model", cfg.rl, paths, target, d)
+    elif name == "rejection":
+        rec = rejection_stage(cfg, out / "rl" / "model", paths, target, d)
+    elif name == "sft":
+        rows = task.read_jsonl(out / "rejection" / "sft.jsonl")
+        if not rows:
+            raise R1Error("rejection sampling kept no sample: nothing to fine-tune on (train the RL stage longer "
+                          "or raise rejection.samples / rejection.prompts)")  # fmt: skip
+        rec = sft_stage(cfg, paths["base"], rows, cfg.sft, d)
+    else:
+        rec = rl_stage(cfg, out / "sft" / "model", cfg.final_rl, paths, target, d)
+    if (d / "model").exists():
+        rec["heldout"] = _eval_stage(cfg, d, paths["heldout"], target)
+    return rec
+
+
+def table(records: dict[str, dict[str, Any]]) -> str:
+    """The per-stage Markdown table."""
+    lines = ["| stage | held-out greedy accuracy | what it did | wall |", "|---|---|---|---|"]
+    for name in STAGES:
+        r = records.get(name)
+        if r is None:
+            lines.append(f"| {name} | — | not run | — |")
+            continue
+        acc = f"{r['heldout']['accuracy']:.3f}" if "heldout" in r else "—"
+        if name == "rejection":
+            what = (f"{r['sampled']} samples ({r['prompts']} prompts x {r['samples_per_prompt']}): {r['correct']} "
+                    f"correct, {r['well_formed']} well formed, {r['correct_and_well_formed']} both, "
+                    f"{r['duplicates']} duplicates dropped -> {r['kept']} kept ({r['prompts_kept']} prompts)")  # fmt: skip
+        elif name in ("rl", "final_rl"):
+            what = f"GRPO {r['steps']} steps ({r['verifier']}) from {Path(r['from']).parent.name}"
+        else:
+            what = f"SFT {r['steps']} steps on {r['examples']} examples from {Path(r['from']).name}"
+        lines.append(f"| {name} | {acc} | {what} | {r['wall_s']:.0f} s |")
+    return "\n".join(lines)
+
+
+def run(argv: list[str] | None = None) -> dict[str, Any]:
+    t0 = time.time()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out_flag = None
+    if "--out" in argv:  # r1's own flag; the rest as make train's (trainer.pipeline.parse_args)
+        i = argv.index("--out")
+        out_flag = argv[i + 1] if i + 1 < len(argv) else None
+        if not out_flag:
+            raise SystemExit("--out needs a folder")
+        del argv[i : i + 2]
+    flags, over = parse_args(argv)
+    if "seed" in flags:
+        over["seed"] = int(flags["seed"])
+    path = flags.get("config") or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    cfg = load(path, over)
+    out = Path(out_flag or f"runs/r1-s{cfg.seed}")
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
+    paths = prepare(cfg, out)
+    target = flags.get("target") or os.environ.get("VERIFIER_TARGET")
+    server = None
+    if not target:
+        from verifiers.launch import LocalServer
+
+        _say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
+        server = LocalServer(pool_size=2, log_path=str(out / "verifier.log")).start()
+        target = server.target
+    records: dict[str, dict[str, Any]] = {}
+    try:
+        for name in STAGES:
+            done = out / name / "stage.json"
+            if done.exists():
+                records[name] = json.loads(done.read_text())
+                _say(f"[{name}] done before ({done}): skipped")
+                continue
+            _say(f"[{name}] running ...")
+            ts = time.time()
+            rec = run_stage(name, cfg, out, paths, target)
+            rec["wall_s"] = round(time.time() - ts, 1)
+            done.write_text(json.dumps(rec, indent=2) + "\n")
+            records[name] = rec
+            _say(f"[{name}] {json.dumps(rec)}")
+    finally:
+        if server is not None:
+            server.stop()
+    md = table(records)
+    (out / "r1_table.md").write_text(md + "\n")
+    summary = {"stages": records, "wall_s": round(time.time() - t0, 1), "out": str(out.resolve()), "seed": cfg.seed}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(md)
+    print(f"wall {summary['wall_s']:.0f} s this invocation; stages in {out}/<stage>/ (stage.json, model/, eval.jsonl)")
+    return summary
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
+    try:
+        run()
+    except R1Error as e:
+        raise SystemExit(f"make r1: {e}") from None
+
+
+if __name__ == "__main__":
+    main()
