@@ -187,7 +187,8 @@ def check_verdict(r: pb.VerifyRequest, got: pb.VerifyResponse) -> None:
     event(f"graded {pb.Outcome.Name(got.outcome)}")
     if got.outcome == pb.OUTCOME_SANDBOX_ERROR:
         event(f"sandbox error: {r.verifier}: {got.detail[:100]}")
-        assert r.verifier not in CHECKED_UP_FRONT, f"{r.verifier}: a request's mistake graded as SANDBOX_ERROR: {got}"
+        mistake = got.detail.startswith(("INVALID_ARGUMENT", "NOT_FOUND"))  # not "queued past its deadline"
+        assert not (mistake and r.verifier in CHECKED_UP_FRONT), f"a request's mistake graded SANDBOX_ERROR: {got}"
     assert got.outcome in OUTCOMES, got
     assert 0.0 <= got.reward <= 1.0, got
     assert got.id == r.id
@@ -224,7 +225,7 @@ def test_fuzzed_verify(server, stub, r):
 @SETTINGS
 @given(items=st.lists(request(), min_size=0, max_size=MAX_BATCH + 4))
 def test_fuzzed_batch(server, stub, items):
-    limit = max((budget(r) for r in items), default=SLACK_S) + SLACK_S
+    limit = max((budget(r) for r in items), default=SLACK_S) + 3 * SLACK_S  # items queue behind each other
     try:
         got = stub.VerifyBatch(pb.VerifyBatchRequest(items=items), timeout=limit)
     except grpc.RpcError as e:
