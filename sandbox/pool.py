@@ -28,6 +28,7 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 from sandbox.backend import (  # noqa: F401 - re-exported: callers import these from sandbox.pool
     GRACE_S,
@@ -48,11 +49,23 @@ log = logging.getLogger(__name__)
 
 WATCH_S = 0.5  # how often the watchdog looks for sandboxes that died while idle
 MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the engine may be restarting)
-# backend name -> the class ("module:Class", imported on first use, so a bwrap host never loads the SDK)
-BACKENDS: dict[str, str | type[Backend]] = {
-    "docker": "sandbox.docker:DockerSandbox",
-    "bwrap": "sandbox.bwrap:BwrapSandbox",
-}
+
+
+def _docker() -> type[Backend]:
+    from sandbox.docker import DockerSandbox
+
+    return DockerSandbox
+
+
+def _bwrap() -> type[Backend]:
+    from sandbox.bwrap import BwrapSandbox
+
+    return BwrapSandbox
+
+
+# backend name -> its class, or a function returning it (imported on first use: a bwrap host never
+# loads the Docker SDK), or "module:Class". Real import statements, so tests/test_layering.py sees them.
+BACKENDS: dict[str, str | type[Backend] | Callable[[], type[Backend]]] = {"docker": _docker, "bwrap": _bwrap}
 _DOCKER_NAMES = ("LABEL", "OWNER_LABEL", "STARTED_LABEL", "docker_available", "hardening_flags",
                  "list_containers", "remove_stale_containers")  # fmt: skip
 
@@ -65,8 +78,9 @@ def __getattr__(name: str):  # the Docker helpers, re-exported without importing
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def register_backend(name: str, target: str | type[Backend]) -> None:
-    """Make ``SandboxConfig(backend=name)`` use ``target`` (a class, or "module:Class")."""
+def register_backend(name: str, target: str | type[Backend] | Callable[[], type[Backend]]) -> None:
+    """Make ``SandboxConfig(backend=name)`` use ``target`` (a class, a function returning it, or
+    "module:Class")."""
     BACKENDS[name] = target
 
 
@@ -77,6 +91,8 @@ def backend_class(name: str) -> type[Backend]:
     if isinstance(target, str):
         module, _, attr = target.partition(":")
         target = BACKENDS[name] = getattr(importlib.import_module(module), attr)
+    elif not isinstance(target, type):
+        target = BACKENDS[name] = target()
     return target
 
 
