@@ -13,6 +13,7 @@ whose step ends at or after token t; character spans mapped to tokens by decode-
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from trainer import tiny
+from trainer import task, tiny
 from trainer.config import GRPOConfig
 from trainer.loss import grpo_loss
 from trainer.process import char_to_token_end, process_advantages, steps_to_tokens
@@ -94,9 +95,11 @@ def test_bad_shapes_are_clear_errors():
 def bpe_tokenizer() -> PreTrainedTokenizerFast:
     """A real byte-level BPE trained here, whose merges make multi-character tokens ('9+8', ', ' ...)."""
     tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tk.decoder = decoders.ByteLevel()
-    corpus = ["<think>1+8+8, 9+8, 17</think><answer>17</answer>", "3-2+8+8=?", "9+8, 17 and 12-4, 8"] * 50
+    rng = random.Random(0)
+    corpus = [task.make_problem(rng, task.TaskConfig())["completion"] for _ in range(300)]
+    # GPT-2 pre-splitting (words, numbers, punctuation), then 43 merges: tokens of a few characters
     tk.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"], show_progress=False))
     return PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<eos>", pad_token="<eos>")
 
@@ -106,7 +109,7 @@ def test_a_step_ending_inside_a_token_counts_for_that_token():
     text = "<think>1+8+8, 9+8, 17</think><answer>17</answer>"
     ids = tok(text, add_special_tokens=False)["input_ids"]
     assert tok.decode(ids) == text
-    assert len(ids) < len(text), "the BPE must merge characters for this test to mean anything"
+    assert len(text) / 4 < len(ids) < len(text), "the BPE must merge a few characters per token"
     bounds = [len(tok.decode(ids[:k])) for k in range(len(ids) + 1)]  # token k covers [bounds[k], bounds[k+1])
     inside = 0
     for end in range(1, len(text) + 1):
