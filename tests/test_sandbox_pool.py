@@ -223,7 +223,9 @@ def test_stale_containers_of_a_dead_owner_are_removed_by_label():
 
     stale, live = start(f"{host}:{dead.pid}"), start(_owner())
     try:
-        assert remove_stale_containers() >= 1
+        # Any pool starting on this host meanwhile (another test process) runs the same clean-up and
+        # may remove the stale one first: the count may be 0, the outcome may not differ.
+        remove_stale_containers()
         ids = [cid for cid, *_ in list_containers()]
         assert stale not in ids and live in ids
     finally:
