@@ -1,6 +1,8 @@
 """Name → verifier. Built-ins are code and fixed; registered verifiers (python, remote, composite,
 reward_model) are added over gRPC and persisted in a store (``verifiers/store.py``: a SQLite file by default, or a
 ``postgresql://`` URL shared by replicas), so they survive a restart.
+Each kind (how its spec is built, converted to and from proto, and checked) is declared once, in
+``verifiers/kinds.py``.
 
 Replicas sharing one store: the store is the authority. Each registry compares the store's change
 marker with what it loaded at most every ``refresh_s`` (1 s) and at once on an unknown name or
@@ -20,23 +22,19 @@ SQLite transaction.
 from __future__ import annotations
 
 import logging
-import math
-import re
 import threading
 import time
 
+from verifiers import kinds
 from verifiers.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
 from verifiers.composite import Composite, Part
 from verifiers.format import TagCount, ThinkFormat
-from verifiers.python_verifier import PythonVerifier, check_spec
-from verifiers.remote import RemoteVerifier, check_target
+from verifiers.kinds import MAX_COMPONENTS, NAME_RE, check_name  # noqa: F401 (names others import from here)
+from verifiers.kinds import parts as _parts
 from verifiers.store import RegistryStore, Store, StoreError
 
 log = logging.getLogger(__name__)
 
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
-KINDS = ("python", "remote", "composite", "reward_model")
-MAX_COMPONENTS = 16
 MAX_DESCRIPTION = 1000
 STORE_RETRY_S = 15.0  # after the shared store failed to answer, serve what is loaded this long before asking again
 
@@ -83,55 +81,11 @@ def builtin_verifiers() -> dict[str, Verifier]:
     return {v.name: v for v in found}
 
 
-def check_name(name: str, field: str = "name") -> None:
-    if not name:
-        raise BadRequest(f"field {field!r} is empty: give the verifier a name like 'countdown'")
-    if not NAME_RE.fullmatch(name):
-        raise BadRequest(f"field {field!r} = {name[:80]!r} is not a valid name: use [a-z0-9][a-z0-9_.-]{{0,63}}")
-
-
-def _parts(spec: dict) -> list[Part]:
-    comps = spec.get("components") or []
-    if not comps:
-        raise BadRequest("composite.components is empty: list the verifiers to combine with their weights")
-    if len(comps) > MAX_COMPONENTS:
-        raise BadRequest(f"composite has {len(comps)} components, over the limit of {MAX_COMPONENTS}")
-    parts, seen = [], set()
-    for i, c in enumerate(comps):
-        name, weight = c.get("verifier", ""), c.get("weight", 0.0)
-        check_name(name, f"composite.components[{i}].verifier")
-        if name in seen:
-            raise BadRequest(f"composite names {name!r} twice: give each component once")
-        seen.add(name)
-        if not isinstance(weight, int | float) or not math.isfinite(weight) or weight == 0:
-            raise BadRequest(f"composite.components[{i}] ({name}) needs a finite, non-zero weight, got {weight!r}")
-        opts = c.get("options") or {}
-        parts.append(Part(name, float(weight), {str(k): str(v) for k, v in opts.items()}))
-    return parts
-
-
 def build(name: str, kind: str, description: str, spec: dict, version: int = 1) -> Verifier:
     """A verifier object from its stored form. Raises BadRequest on a malformed spec."""
     if len(description) > MAX_DESCRIPTION:
         raise BadRequest(f"description is over {MAX_DESCRIPTION} characters")
-    if kind == "python":
-        source, entry = spec.get("source", ""), spec.get("entrypoint") or "verify"
-        check_spec(source, entry)
-        return PythonVerifier(name, source, entry, description, version, spec.get("example_completion", ""),
-                              spec.get("example_reference", ""))  # fmt: skip
-    if kind == "remote":
-        target = spec.get("target", "")
-        check_target(target)
-        if spec.get("verifier"):
-            check_name(spec["verifier"], "remote.verifier")
-        return RemoteVerifier(name, target, spec.get("verifier", ""), description, version)
-    if kind == "composite":
-        return Composite(name, _parts(spec), description=description, version=version)
-    if kind == "reward_model":  # the model loads on first use (or at registration: service.register)
-        from verifiers.reward_model import RewardModelVerifier
-
-        return RewardModelVerifier.build(name, description, spec, version)
-    raise BadRequest(f"unknown verifier kind {kind!r}: register one of {', '.join(KINDS)}")
+    return kinds.kind(kind).build(name, description, spec, version)  # verifiers/kinds.py: one table of kinds
 
 
 class Registry:

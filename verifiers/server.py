@@ -36,6 +36,7 @@ from grpc_reflection.v1alpha import reflection
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifiers import kinds
 from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
 from verifiers.registry import Registry
@@ -72,38 +73,17 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
 def info_to_proto(v, builtin: bool) -> pb.VerifierInfo:
     info = pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
                            version=getattr(v, "version", 1))  # fmt: skip
-    if not builtin:
-        spec = v.spec()
-        if v.kind == "python":
-            info.python.CopyFrom(pb.PythonVerifier(**spec))
-        elif v.kind == "remote":
-            info.remote.CopyFrom(pb.RemoteVerifier(**spec))
-        elif v.kind == "composite":
-            info.composite.CopyFrom(pb.CompositeVerifier(components=[pb.Component(**c) for c in spec["components"]]))
-        elif v.kind == "reward_model":
-            info.reward_model.CopyFrom(pb.RewardModelVerifier(**spec))
+    if not builtin:  # the spec oneof field has the kind's name (verifiers/kinds.py)
+        getattr(info, v.kind).CopyFrom(kinds.kind(v.kind).to_proto(v.spec()))
     return info
 
 
 def spec_from_proto(r: pb.RegisterVerifierRequest) -> tuple[str, dict]:
     """(kind, spec) of a registration request; the spec is what the store keeps."""
     which = r.WhichOneof("spec")
-    if which == "python":
-        p = r.python
-        return "python", {"source": p.source, "entrypoint": p.entrypoint or "verify",
-                          "example_completion": p.example_completion, "example_reference": p.example_reference}  # fmt: skip
-    if which == "remote":
-        return "remote", {"target": r.remote.target, "verifier": r.remote.verifier}
-    if which == "composite":
-        comps = [
-            {"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)} for c in r.composite.components
-        ]
-        return "composite", {"components": comps}
-    if which == "reward_model":
-        m = r.reward_model
-        return "reward_model", {"path": m.path, "mapping": m.mapping or "sigmoid", "low": m.low, "high": m.high,
-                                "max_length": m.max_length}  # fmt: skip
-    raise BadRequest("no spec given: set one of python, remote, composite or reward_model")
+    if which in kinds.KINDS:
+        return which, kinds.KINDS[which].from_proto(getattr(r, which))
+    raise BadRequest(f"no spec given: set one of {', '.join(kinds.KINDS)}")
 
 
 class AdminToken:

@@ -10,10 +10,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from sandbox.pool import Job, PoolSaturated, Result, SandboxError, SandboxPool
-from verifiers import python_verifier, remote
+from verifiers import kinds
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
 from verifiers.cache import VerdictCache
-from verifiers.composite import Composite
 from verifiers.limits import ServiceLimits
 from verifiers.metrics import ServiceMetrics
 from verifiers.registry import NAME_RE, Registry, build, check_name
@@ -147,19 +146,7 @@ class VerifierService:
         components exist, no cycle), then persist it. Raises ServiceError saying what to fix."""
         v = build(name, kind, description, spec)
         self.registry.check_writable(name, replace)  # fail fast, before the slow checks
-        if isinstance(v, Composite):
-            self.registry.check_components(name, v.parts)
-        elif isinstance(v, python_verifier.PythonVerifier):
-            ctx = Context(run_job=self.run_job, lookup=self.registry.get,
-                          deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0,
-                          parallelism=self.parallelism)  # fmt: skip
-            python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
-        elif isinstance(v, remote.RemoteVerifier):
-            if remote.check_reachable(v.target, v.remote_name) == self.instance_id:
-                raise BadRequest(f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, "
-                                 "or a composite of it")  # fmt: skip
-        elif hasattr(v, "warm_up"):  # a kind that loads something (reward_model: the model) proves it loads
-            v.warm_up()
+        kinds.kind(kind).check(self, name, v)  # the sandbox dry run, reachability, the model loads …
         return self.registry.add(name, kind, description, spec, replace=replace)
 
     def get_verifier(self, name: str) -> Verifier:

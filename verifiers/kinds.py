@@ -1,0 +1,138 @@
+"""The registrable verifier kinds, declared in one table. Each kind says how its stored spec (a plain
+dict, what the registry's store keeps) becomes a verifier, how the spec converts to and from its proto
+message (the ``spec`` oneof field of the same name in RegisterVerifierRequest and VerifierInfo), and
+which checks registration runs that need the sandbox, the network or a model.
+
+Adding a kind is a module with its verifier plus one ``Kind(...)`` line in ``KINDS``; the registry
+(``registry.build``), the service (``VerifierService.register``) and the servicer (``server.py``'s
+``info_to_proto`` / ``spec_from_proto``) only look kinds up here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.base import BadRequest, Context, Verifier
+from verifiers.composite import Composite, Part
+
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+MAX_COMPONENTS = 16
+VerifierService = Any  # verifiers.service.VerifierService (not imported: the service imports this module)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    build: Callable[[str, str, dict, int], Verifier]  # (name, description, spec, version) → verifier
+    to_proto: Callable[[dict], Any]  # stored spec → its proto message
+    from_proto: Callable[[Any], dict]  # proto message → stored spec
+    check: Callable[[VerifierService, str, Any], None]  # registration checks beyond the spec's shape
+
+
+def check_name(name: str, field: str = "name") -> None:
+    if not name:
+        raise BadRequest(f"field {field!r} is empty: give the verifier a name like 'countdown'")
+    if not NAME_RE.fullmatch(name):
+        raise BadRequest(f"field {field!r} = {name[:80]!r} is not a valid name: use [a-z0-9][a-z0-9_.-]{{0,63}}")
+
+
+def parts(spec: dict) -> list[Part]:
+    """A composite spec's components, checked (names, no duplicates, finite non-zero weights)."""
+    comps = spec.get("components") or []
+    if not comps:
+        raise BadRequest("composite.components is empty: list the verifiers to combine with their weights")
+    if len(comps) > MAX_COMPONENTS:
+        raise BadRequest(f"composite has {len(comps)} components, over the limit of {MAX_COMPONENTS}")
+    parts, seen = [], set()
+    for i, c in enumerate(comps):
+        name, weight = c.get("verifier", ""), c.get("weight", 0.0)
+        check_name(name, f"composite.components[{i}].verifier")
+        if name in seen:
+            raise BadRequest(f"composite names {name!r} twice: give each component once")
+        seen.add(name)
+        if not isinstance(weight, int | float) or not math.isfinite(weight) or weight == 0:
+            raise BadRequest(f"composite.components[{i}] ({name}) needs a finite, non-zero weight, got {weight!r}")
+        opts = c.get("options") or {}
+        parts.append(Part(name, float(weight), {str(k): str(v) for k, v in opts.items()}))
+    return parts
+
+
+def _build_python(name: str, description: str, spec: dict, version: int) -> Verifier:
+    from verifiers.python_verifier import PythonVerifier, check_spec
+
+    source, entry = spec.get("source", ""), spec.get("entrypoint") or "verify"
+    check_spec(source, entry)
+    return PythonVerifier(name, source, entry, description, version, spec.get("example_completion", ""),
+                          spec.get("example_reference", ""))  # fmt: skip
+
+
+def _check_python(service: VerifierService, name: str, v: Any) -> None:
+    from verifiers import python_verifier
+
+    ctx = Context(run_job=service.run_job, lookup=service.registry.get,
+                  deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0,
+                  parallelism=service.parallelism)  # fmt: skip
+    python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
+
+
+def _build_remote(name: str, description: str, spec: dict, version: int) -> Verifier:
+    from verifiers.remote import RemoteVerifier, check_target
+
+    target = spec.get("target", "")
+    check_target(target)
+    if spec.get("verifier"):
+        check_name(spec["verifier"], "remote.verifier")
+    return RemoteVerifier(name, target, spec.get("verifier", ""), description, version)
+
+
+def _check_remote(service: VerifierService, name: str, v: Any) -> None:
+    from verifiers import remote
+
+    if remote.check_reachable(v.target, v.remote_name) == service.instance_id:
+        raise BadRequest(f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, "
+                         "or a composite of it")  # fmt: skip
+
+
+def _build_composite(name: str, description: str, spec: dict, version: int) -> Verifier:
+    return Composite(name, parts(spec), description=description, version=version)
+
+
+def _build_reward_model(name: str, description: str, spec: dict, version: int) -> Verifier:
+    from verifiers.reward_model import RewardModelVerifier  # torch/transformers load only when a model does
+
+    return RewardModelVerifier.build(name, description, spec, version)
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in [
+        Kind("python", _build_python, lambda s: pb.PythonVerifier(**s),
+             lambda m: {"source": m.source, "entrypoint": m.entrypoint or "verify",
+                        "example_completion": m.example_completion, "example_reference": m.example_reference},
+             _check_python),
+        Kind("remote", _build_remote, lambda s: pb.RemoteVerifier(**s),
+             lambda m: {"target": m.target, "verifier": m.verifier}, _check_remote),
+        Kind("composite", _build_composite,
+             lambda s: pb.CompositeVerifier(components=[pb.Component(**c) for c in s["components"]]),
+             lambda m: {"components": [{"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)}
+                                       for c in m.components]},
+             lambda service, name, v: service.registry.check_components(name, v.parts)),
+        Kind("reward_model", _build_reward_model, lambda s: pb.RewardModelVerifier(**s),
+             lambda m: {"path": m.path, "mapping": m.mapping or "sigmoid", "low": m.low, "high": m.high,
+                        "max_length": m.max_length},
+             lambda service, name, v: v.warm_up()),  # the model loads (and stays loaded)
+    ]
+}  # fmt: skip
+
+
+def kind(name: str) -> Kind:
+    found = KINDS.get(name)
+    if found is None:
+        raise BadRequest(f"unknown verifier kind {name!r}: register one of {', '.join(KINDS)}")
+    return found
