@@ -1,0 +1,97 @@
+"""Outcome vs process supervision on the embedded default task (``make train``), seed by seed.
+
+    python bench/process_vs_outcome.py --seeds 0 1 2 [--runs runs/cmp] [-- extra pipeline args]
+
+For each seed:
+- ``outcome-s<seed>``: ``python -m trainer.pipeline --seed S`` as ``make train`` runs it (warm start,
+  then GRPO with the default outcome advantages and the ``r1`` reward);
+- ``process-s<seed>``: the same pipeline, the same steps and batch, started from *that run's* warm-start
+  checkpoint (``--model <outcome run>/warmstart --warmstart.steps 0``: the warm start is the same
+  computation, done once), with ``--grpo.advantage process --grpo.verifier arith_steps`` (step rewards of
+  every written step; the overall reward, the answer's correctness, is the last step);
+- held-out accuracy of both final models: greedy (the pipeline's own, 256 problems) and sampled
+  (``python -m trainer.evaluate --k 4``: the mean accuracy of 4 samples per problem at temperature 1).
+
+Runs whose ``summary.json`` / ``eval_sampled.json`` exist are reused, so the script resumes. It prints
+one Markdown table: per seed, then mean and spread (population std, min..max) per arm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+PROCESS = ["--grpo.advantage", "process", "--grpo.verifier", "arith_steps"]
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+    with log.open("w") as f:
+        rc = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        raise SystemExit(f"failed (rc {rc}): {' '.join(cmd)}; log: {log}")
+
+
+def train_arm(runs: Path, name: str, seed: int, extra: list[str]) -> dict:
+    run = runs / name
+    if not (run / "summary.json").exists():
+        if run.exists():
+            raise SystemExit(f"{run} exists without summary.json (an interrupted run): remove it and start again")
+        cmd = [PY, "-m", "trainer.pipeline", "--runs", str(runs), "--name", name, "--seed", str(seed), *extra]
+        runs.mkdir(parents=True, exist_ok=True)
+        _run(cmd, runs / f"{name}.log")
+    return json.loads((run / "summary.json").read_text())
+
+
+def sampled_accuracy(run: Path, summary: dict, k: int) -> float:
+    out = run / "eval_sampled.json"
+    if not out.exists():
+        cmd = [PY, "-m", "trainer.evaluate", "--model", summary["checkpoint"], "--k", str(k), "--seed", "0",
+               "--out", str(out), "--no-progress"]  # fmt: skip
+        _run(cmd, run / "eval_sampled.log")
+    return float(json.loads(out.read_text())["pass@k"]["1"])
+
+
+def _stats(xs: list[float]) -> str:
+    if not xs:
+        return "—"
+    return f"{statistics.mean(xs):.3f} ± {statistics.pstdev(xs):.3f} ({min(xs):.3f}..{max(xs):.3f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--runs", default="runs/cmp")
+    ap.add_argument("--k", type=int, default=4, help="samples per problem for the sampled accuracy")
+    ap.add_argument("extra", nargs="*", help="after --: more trainer.pipeline arguments, for both arms")
+    a = ap.parse_args()
+    runs = Path(a.runs)
+    rows: dict[str, list[tuple[int, float, float, float]]] = {"outcome": [], "process": []}
+    for seed in a.seeds:
+        base = f"outcome-s{seed}"
+        s = train_arm(runs, base, seed, a.extra)
+        rows["outcome"].append((seed, s["eval_before"]["accuracy"], s["eval_after"]["accuracy"],
+                                sampled_accuracy(runs / base, s, a.k)))  # fmt: skip
+        ws = ["--model", str(runs / base / "warmstart"), "--warmstart.steps", "0"]
+        p = train_arm(runs, f"process-s{seed}", seed, [*a.extra, *ws, *PROCESS])
+        rows["process"].append((seed, p["eval_before"]["accuracy"], p["eval_after"]["accuracy"],
+                                sampled_accuracy(runs / f"process-s{seed}", p, a.k)))  # fmt: skip
+        print(f"seed {seed}: outcome {rows['outcome'][-1]}, process {rows['process'][-1]}", file=sys.stderr)
+    print("| advantage | seed | after warm start (greedy) | after GRPO, greedy | after GRPO, sampled (k=4) |")
+    print("|---|---|---|---|---|")
+    for arm, rs in rows.items():
+        for seed, before, greedy, sampled in rs:
+            print(f"| {arm} | {seed} | {before:.3f} | {greedy:.3f} | {sampled:.3f} |")
+    for arm, rs in rows.items():
+        print(f"| **{arm}** | mean ± std (min..max) | {_stats([r[1] for r in rs])} | "
+              f"{_stats([r[2] for r in rs])} | {_stats([r[3] for r in rs])} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
