@@ -359,7 +359,7 @@ def main() -> None:
         raise SystemExit(
             "trl is not installed: `.venv/bin/pip install trl==1.16.0` (benchmark only, not a dependency)"
         ) from None
-    workloads = a.workloads.split(",")
+    workloads = [w for w in a.workloads.split(",") if w]  # --workloads "": the overlap section only
     print(
         f"GRPO on CPU: tiny Qwen2 (hidden 128, 4 layers, ~0.85M params), char tokenizer, G={G}, {PROMPTS} prompts/step "
         f"(batch {G * PROMPTS}), beta={BETA}, {a.steps} steps, {a.threads} thread(s), {a.rounds} rounds TRL/ours "
@@ -396,12 +396,13 @@ def overlap_section(folder: Path, rounds: int, steps: int, threads: int) -> None
     with LocalServer(pool_size=2) as srv:
         client = VerifierClient(srv.target, retries=0)
         spec = pb.PythonVerifier(source=VERIFIER_SOURCE, example_completion="1", example_reference="1")
-        client.register(pb.RegisterVerifierRequest(name=OVERLAP_VERIFIER, python=spec, replace=True))
-        client.close()
         runs: dict[bool, list[dict]] = {False: [], True: []}
         for i in range(rounds):
             load = os.getloadavg()[0]
             for on in (False, True):
+                # both runs sample the same completions (same seed): registering again gives the verifier a
+                # new version, so no run is answered from the service's verdict cache filled by the other
+                client.register(pb.RegisterVerifierRequest(name=OVERLAP_VERIFIER, python=spec, replace=True))
                 r = spawn("ours", folder, "short", steps, threads, ["--target", srv.target, "--overlap", str(int(on))])
                 if "error" in r:
                     raise SystemExit(r["error"])
@@ -412,6 +413,7 @@ def overlap_section(folder: Path, rounds: int, steps: int, threads: int) -> None
                     f"{r['tokens_per_s']:7.1f} tok/s, completion length {r['length_mean']:.1f}",
                     flush=True,
                 )
+        client.close()
     med = {on: statistics.median(r["verify_wait_s"] for r in runs[on]) for on in runs}
     step = {on: statistics.median(r["step_s"] for r in runs[on]) for on in runs}
     print(
