@@ -49,7 +49,7 @@ def parts(spec: dict) -> list[Part]:
         raise BadRequest("composite.components is empty: list the verifiers to combine with their weights")
     if len(comps) > MAX_COMPONENTS:
         raise BadRequest(f"composite has {len(comps)} components, over the limit of {MAX_COMPONENTS}")
-    parts, seen = [], set()
+    out, seen = [], set()
     for i, c in enumerate(comps):
         name, weight = c.get("verifier", ""), c.get("weight", 0.0)
         check_name(name, f"composite.components[{i}].verifier")
@@ -59,8 +59,8 @@ def parts(spec: dict) -> list[Part]:
         if not isinstance(weight, int | float) or not math.isfinite(weight) or weight == 0:
             raise BadRequest(f"composite.components[{i}] ({name}) needs a finite, non-zero weight, got {weight!r}")
         opts = c.get("options") or {}
-        parts.append(Part(name, float(weight), {str(k): str(v) for k, v in opts.items()}))
-    return parts
+        out.append(Part(name, float(weight), {str(k): str(v) for k, v in opts.items()}))
+    return out
 
 
 def _build_python(name: str, description: str, spec: dict, version: int) -> Verifier:
