@@ -11,7 +11,8 @@ comes from the cache; each has a known expected outcome, and a verdict that diff
 About 1% of the calls are deliberate mistakes (an unknown verifier: NOT_FOUND; a negative timeout:
 INVALID_ARGUMENT), counted apart.
 
-Phases: warm-up (``--warmup`` calls, 64 callers), then the server's RSS; a baseline of ``--baseline``
+Phases: warm-up (``--warmup`` calls, 64 callers, then ``--fill-cache`` unique cheap items so that the
+bounded verdict cache is at its steady size), then the server's RSS; a baseline of ``--baseline``
 calls from one caller (the same mix: the in-run reference point BENCHMARKS.md asks for); the 10,000
 calls from 64 callers, with the server's RSS sampled every second; the RSS at the end. Printed:
 throughput (calls/s, items/s, and the ratio to the one-caller baseline), p50/p99/max latency per kind,
@@ -170,6 +171,19 @@ def drive(target: str, calls: list[Call], callers: int) -> tuple[float, list[Out
     return wall, outs
 
 
+def fill_cache(target: str, n: int, say) -> None:
+    """Grade ``n`` unique cheap items so the bounded verdict cache reaches its steady size: RSS growth
+    after that is the service's own, not the cache filling up."""
+    t0 = time.perf_counter()
+    with grpc.insecure_channel(target) as ch:
+        stub = pb_grpc.VerifierServiceStub(ch)
+        for start in range(0, n, 4096):
+            items = [pb.VerifyRequest(verifier="think_format", completion=f"<think>fill {i}</think>{i}")
+                     for i in range(start, min(n, start + 4096))]  # fmt: skip
+            stub.VerifyBatch(pb.VerifyBatchRequest(items=items), timeout=DEADLINE_S)
+    say(f"verdict cache filled with {n} think_format items in {time.perf_counter() - t0:.1f} s")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -209,6 +223,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1_000)
     ap.add_argument("--baseline", type=int, default=300)
     ap.add_argument("--pool-size", type=int, default=2)
+    ap.add_argument("--fill-cache", type=int, default=50_000,
+                    help="warm-up also grades this many unique think_format items (VerifyBatch, no sandbox), so the "
+                    "server's verdict cache (50,000 entries, bounded) is full before RSS is read; 0: skip")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     from verifiers.launch import LocalServer
@@ -228,6 +245,8 @@ def main() -> None:
         say(f"server pid {pid} on {srv.target}: up in {time.perf_counter() - t0:.1f} s, RSS {rss_mb(pid):.0f} MB")
         wall, outs = drive(srv.target, build_calls(args.warmup, seed=1), args.callers)
         report("warm-up", wall, outs, say)
+        if args.fill_cache:
+            fill_cache(srv.target, args.fill_cache, say)
         rss_warm = rss_mb(pid)
         say(f"server RSS after warm-up: {rss_warm:.0f} MB")
         wall, outs = drive(srv.target, build_calls(args.baseline, seed=2), 1)
