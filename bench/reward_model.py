@@ -10,17 +10,21 @@ the two (batching must not change a score).
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
+import sys
 
-import torch
-from transformers import Qwen2Config, Qwen2ForSequenceClassification
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root, not bench/ (bench/math.py shadows stdlib math)
 
-from trainer.tiny import build_tokenizer
-from verifiers import reward_model
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+import torch  # noqa: E402
+from transformers import Qwen2Config, Qwen2ForSequenceClassification  # noqa: E402
+
+from trainer.tiny import build_tokenizer  # noqa: E402
+from verifiers import reward_model  # noqa: E402
 
 
 def build(path: str, hidden: int, layers: int) -> None:
