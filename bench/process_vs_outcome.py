@@ -18,12 +18,15 @@ one Markdown table: per seed, then mean and spread (population std, min..max) pe
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import subprocess
 import sys
-from pathlib import Path
+
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root, not bench/ (whose math.py shadows the stdlib's)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
