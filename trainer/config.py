@@ -112,7 +112,14 @@ class GRPOConfig(BaseModel):
     log_completions_every: int = Field(10, ge=0, description="write sampled completions every K steps")
     seed: int = Field(0, description="seeds data order, sampling and init of adapters")
     device: str = Field("auto", description="'auto' (cuda if available, else cpu), or a torch device")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="auto: bf16 on cuda")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="parameter and AdamW-state dtype; auto: float32 (mixed precision: see autocast). bfloat16/"
+        "float16: pure half precision, for memory-bound cases only (updates at small lr fall below its resolution)",
+    )
+    autocast: Literal["auto", "bf16", "none"] = Field(
+        "auto", description="bf16 autocast of forward/backward over fp32 weights; auto: bf16 on cuda (if supported)"
+    )
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default)")
     resume: str | None = Field(None, description="'auto' (latest in run_dir) or a checkpoint folder")
     report_to: list[Literal["tensorboard", "wandb", "trackio"]] = Field(

@@ -29,6 +29,7 @@ import random
 import resource
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -71,9 +72,35 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 def pick_dtype(name: str, device: torch.device) -> torch.dtype:
+    """Parameter (and AdamW state) dtype: auto is float32; bf16 compute comes from autocast (forward_context)."""
     if name == "auto":
-        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+        return torch.float32
     return getattr(torch, name)
+
+
+def autocast_dtype(cfg: GRPOConfig, device: torch.device) -> torch.dtype | None:
+    """bfloat16 when forward/backward run under autocast, else None."""
+    if cfg.autocast == "none" or pick_dtype(cfg.dtype, device) != torch.float32:
+        return None
+    if cfg.autocast == "auto" and not (device.type == "cuda" and torch.cuda.is_bf16_supported()):
+        return None
+    return torch.bfloat16
+
+
+def forward_context(cfg: GRPOConfig, device: torch.device):
+    """torch.autocast(bf16) over fp32 weights when cfg asks for it (auto: on CUDA); a no-op context otherwise."""
+    dt = autocast_dtype(cfg, device)
+    return torch.autocast(device.type, dtype=dt, enabled=dt is not None)
+
+
+def _warn_half_precision(cfg: GRPOConfig) -> None:
+    if cfg.dtype in ("bfloat16", "float16") and cfg.lr < 1e-4:
+        warnings.warn(
+            f"dtype={cfg.dtype}: pure half-precision weights and AdamW state; at lr={cfg.lr:g} most updates are "
+            "below the format's resolution and are lost (the model barely trains). Use dtype: auto (fp32 weights, "
+            "bf16 autocast) unless memory forces this.",
+            stacklevel=2,
+        )
 
 
 def seed_everything(seed: int) -> None:
@@ -94,6 +121,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
 
     device = pick_device(cfg.device)
     dtype = pick_dtype(cfg.dtype, device)
+    _warn_half_precision(cfg)
     if model is None:
         if cfg.model is None:
             raise SystemExit("no model: set `model:` in the config (a folder or hub id) or pass one to train()")
@@ -207,7 +235,7 @@ def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
     was = model.training
     model.eval()
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), forward_context(cfg, next(model.parameters()).device):
             out = torch.cat(
                 [
                     completion_logprobs(
@@ -249,14 +277,15 @@ def optimize(
             scale = distributed.global_token_scale(cfg.loss_type, loss_mask[idx_mb], ctx)  # 1.0 on one process
             for j, s in enumerate(micro):
                 idx = idx_mb[s]
-                logp, ent = completion_logprobs(
-                    model,
-                    batch.rollout,
-                    temperature=cfg.temperature,
-                    with_entropy=True,
-                    rows=idx,
-                    group_size=_shared_group(cfg),
-                )
+                with forward_context(cfg, adv.device):
+                    logp, ent = completion_logprobs(
+                        model,
+                        batch.rollout,
+                        temperature=cfg.temperature,
+                        with_entropy=True,
+                        rows=idx,
+                        group_size=_shared_group(cfg),
+                    )
                 loss, stats = grpo_loss(
                     logp,
                     None if old_lp is None else old_lp[idx],
