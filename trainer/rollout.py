@@ -4,7 +4,8 @@
   EOS); group g is rows g*G .. g*G+G-1. Each prompt is encoded once and its KV cache repeated G times.
   The tokens come from ``decode``, a lean loop of one forward per token (``generate``'s per-token
   bookkeeping costs more than a tiny model's forward on a CPU), or from ``model.generate`` for models
-  and generation configs the loop does not cover (``fast_decode_supported``); same distribution.
+  the loop does not cover (``fast_decode_supported``); same distribution. Both sample from the trainer's
+  settings only: the checkpoint's generation_config (repetition_penalty, top_k, ...) is ignored, as TRL does.
 - ``completion_logprobs`` scores the sampled tokens under any model (policy, old policy, reference)
   with one forward pass over prompt + completion, logits only for the completion positions.
 - Rewards come through one small interface, ``RewardFn``. ``VerifierReward`` is the real one: one
@@ -137,40 +138,10 @@ def _positions(mask: Tensor) -> Tensor:
     return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
-# Generation settings the lean decode loop does not implement; a model whose generation_config sets one
-# of them to a non-neutral value is sampled with ``generate`` (which applies it) instead.
-_NEUTRAL_GENERATION = {
-    "repetition_penalty": (1.0,),
-    "encoder_repetition_penalty": (1.0,),
-    "no_repeat_ngram_size": (0,),
-    "bad_words_ids": (),
-    "sequence_bias": (),
-    "min_length": (0,),
-    "min_new_tokens": (0,),
-    "suppress_tokens": (),
-    "begin_suppress_tokens": (),
-    "forced_bos_token_id": (),
-    "forced_eos_token_id": (),
-    "exponential_decay_length_penalty": (),
-    "epsilon_cutoff": (0.0,),
-    "eta_cutoff": (0.0,),
-    "typical_p": (1.0,),
-    "min_p": (0.0,),
-    "top_h": (),
-    "renormalize_logits": (False,),
-    "watermarking_config": (),
-    "stop_strings": (),
-    "num_beams": (1,),
-    "num_return_sequences": (1,),
-    "cache_implementation": (),
-    "prompt_lookup_num_tokens": (),
-}
-
-
 def fast_decode_supported(model) -> bool:
     """True when ``decode`` samples exactly what ``generate`` would: a decoder-only model whose forward takes
-    ``attention_mask``, ``position_ids`` and ``past_key_values`` (a ``DynamicCache``), and whose
-    generation_config adds no logits processor or stopping rule beyond temperature, top-p and EOS."""
+    ``attention_mask``, ``position_ids`` and ``past_key_values`` (a ``DynamicCache``); the rollout's
+    settings are temperature, top-p and EOS (``rollout_generation_config``)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrappers
     config = getattr(base, "config", None)
     if config is None or getattr(config, "is_encoder_decoder", False):
@@ -181,12 +152,28 @@ def fast_decode_supported(model) -> bool:
         return False
     if not {"input_ids", "attention_mask", "position_ids", "past_key_values", "logits_to_keep"} <= params.keys():
         return False
-    gen = getattr(model, "generation_config", None)
-    for key, neutral in _NEUTRAL_GENERATION.items():
-        value = getattr(gen, key, None)
-        if value is not None and value not in neutral:
-            return False
+    # the checkpoint's generation_config (penalties, top_k, ...) is not consulted: rollouts sample from the
+    # trainer's own settings only (rollout_generation_config), as TRL does, so both paths sample alike
     return True
+
+
+def rollout_generation_config(
+    model, *, max_new_tokens: int, eos_ids: list[int], pad_id: int, do_sample: bool, temperature: float, top_p: float
+):
+    """The generation config rollouts use, built from the trainer's settings alone: temperature, top_p,
+    max_new_tokens, EOS; every processor of the checkpoint's generation_config (repetition_penalty, top_k,
+    min_p, ...) is left out, so the samples come from the distribution the loss scores."""
+    from transformers import GenerationConfig
+
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if do_sample else {}
+    return GenerationConfig(
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos_ids,
+        pad_token_id=pad_id,
+        bos_token_id=getattr(model.generation_config, "bos_token_id", None),
+        use_cache=True,
+        **(sampling or {"do_sample": False}),
+    )
 
 
 def _top_p_filter(scores: Tensor, top_p: float) -> Tensor:
@@ -320,16 +307,20 @@ def _sample_tokens(
             cache=cache,
             on_finished=on_finished,
         )
-    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+    gen = rollout_generation_config(
+        model,
+        max_new_tokens=max_new_tokens,
+        eos_ids=eos_ids,
+        pad_id=pad_id,
+        do_sample=do_sample,
+        temperature=temperature,
+        top_p=top_p,
+    )
     out = model.generate(
         input_ids=ids,
         attention_mask=attn,
-        max_new_tokens=max_new_tokens,
-        eos_token_id=eos_ids,
-        pad_token_id=pad_id,
-        use_cache=True,
+        generation_config=gen,
         **({} if cache is None else {"past_key_values": cache}),
-        **(sampling if do_sample else {"do_sample": False}),
     )
     return out[:, ids.shape[1] :]
 
@@ -531,7 +522,8 @@ class VerifierReward:
         results = self.client.verify_batch(items)
         steps = [[(x["reward"], x["start"], x["end"]) for x in r.steps] for r in results]
         return [
-            Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st) for r, st in zip(results, steps, strict=True)
+            Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st)
+            for r, st in zip(results, steps, strict=True)
         ]
 
     def check(self, timeout_s: float = 15.0) -> None:
