@@ -137,7 +137,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False  # training forwards; generate() still asks for its cache
-    if cfg.lora is not None:
+    if cfg.lora is not None and not hasattr(model, "peft_config"):  # wrapped once (the pipeline loads first)
         try:
             import peft
         except ImportError:
@@ -153,6 +153,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
         model = peft.get_peft_model(model, pc)
         if cfg.gradient_checkpointing:
             model.enable_input_require_grads()
+    _disable_dropout(model)  # LoRA dropout too (TRL's disable_dropout): rollouts and scoring see one policy
     model.train()
     return model, tokenizer
 
