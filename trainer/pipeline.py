@@ -227,12 +227,14 @@ class MetricsBar:
 # ---------------------------------------------------------------------------------------------
 
 
-def _eval(model, tok, heldout: Path, cfg: PipelineConfig, target: str, out: Path) -> dict[str, Any]:
+def _eval(
+    model, tok, heldout: Path, cfg: PipelineConfig, target: str, out: Path, *, use_chat_template: bool = True
+) -> dict[str, Any]:
     from trainer.train import evaluate_accuracy
 
     ev = evaluate_accuracy(
         model, tok, heldout, verifier=cfg.eval.verifier, target=target,
-        max_new_tokens=cfg.eval.max_new_tokens, batch_size=cfg.eval.batch_size,
+        max_new_tokens=cfg.eval.max_new_tokens, batch_size=cfg.eval.batch_size, use_chat_template=use_chat_template,
     )  # fmt: skip
     rows = task.read_jsonl(heldout)
     task.write_jsonl(
@@ -306,7 +308,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             bar.update(1)
             bar.set_postfix(loss=f"{m['loss']:.3f}", step_s=f"{m['step_s']:.2f}", refresh=False)
 
-        ws_stats = warm_start(model, tok, rows, cfg.warmstart.model_copy(update={"seed": cfg.seed}), on_step=on_step)
+        ws_stats = warm_start(model, tok, rows, cfg.warmstart.model_copy(update={"seed": cfg.seed}), on_step=on_step,
+                              use_chat_template=gcfg.use_chat_template)  # fmt: skip
         bar.close()
         model.save_pretrained(run_dir / "warmstart")
         tok.save_pretrained(run_dir / "warmstart")
@@ -328,7 +331,15 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         phases["service_s"] = time.time() - t0 - sum(phases.values())
         _say(f"verifier service: {target}; GRPO reward: {gcfg.verifier}; held-out grading: {cfg.eval.verifier}")
-        before = _eval(model, tok, paths["heldout"], cfg, target, run_dir / "eval_before.jsonl")
+        before = _eval(
+            model,
+            tok,
+            paths["heldout"],
+            cfg,
+            target,
+            run_dir / "eval_before.jsonl",
+            use_chat_template=gcfg.use_chat_template,
+        )
         _say(f"held-out accuracy after the warm start: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
         with (run_dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
             f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
@@ -341,7 +352,15 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         with MetricsBar(run_dir / "metrics.jsonl", gcfg.steps):
             result = train(gcfg, model, tok)
         phases["grpo_s"] = time.time() - t0 - sum(phases.values())
-        after = _eval(result["model"], tok, paths["heldout"], cfg, target, run_dir / "eval_after.jsonl")
+        after = _eval(
+            result["model"],
+            tok,
+            paths["heldout"],
+            cfg,
+            target,
+            run_dir / "eval_after.jsonl",
+            use_chat_template=gcfg.use_chat_template,
+        )
         phases["eval_after_s"] = time.time() - t0 - sum(phases.values())
     finally:
         if server is not None:

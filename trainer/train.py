@@ -487,7 +487,14 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             )
             last = distributed.reduce_metrics(last, ctx)
             if eval_examples and step % cfg.eval_every == 0 and ctx.is_main:
-                ev = evaluate(model, tokenizer, eval_examples, reward_fn, max_new_tokens=cfg.max_new_tokens)
+                ev = evaluate(
+                    model,
+                    tokenizer,
+                    eval_examples,
+                    reward_fn,
+                    max_new_tokens=cfg.max_new_tokens,
+                    use_chat_template=cfg.use_chat_template,
+                )
                 last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
             last["perf/peak_mem_mb"] = peak_memory_mb(device)
             last["perf/elapsed_s"] = time.perf_counter() - t_loop  # since this process's first step

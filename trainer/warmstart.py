@@ -38,7 +38,9 @@ class WarmStartConfig(BaseModel):
     seed: int = Field(0, description="order of the examples")
 
 
-def encode(tokenizer, rows: Sequence[dict], device: torch.device | str = "cpu") -> tuple[Tensor, Tensor, Tensor]:
+def encode(
+    tokenizer, rows: Sequence[dict], device: torch.device | str = "cpu", use_chat_template: bool = True
+) -> tuple[Tensor, Tensor, Tensor]:
     """Right-padded (input_ids, attention_mask, loss_mask), each (B, T); loss_mask marks completion tokens.
 
     The completion is followed by EOS, so the model learns to stop.
@@ -46,7 +48,7 @@ def encode(tokenizer, rows: Sequence[dict], device: torch.device | str = "cpu") 
     seqs: list[list[int]] = []
     n_prompt: list[int] = []
     for r in rows:
-        p = tokenizer(render_prompt(tokenizer, r["prompt"]), add_special_tokens=False)["input_ids"]
+        p = tokenizer(render_prompt(tokenizer, r["prompt"], use_chat_template), add_special_tokens=False)["input_ids"]
         c = tokenizer(r["completion"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         seqs.append(p + c)
         n_prompt.append(len(p))
@@ -86,6 +88,7 @@ def warm_start(
     cfg: WarmStartConfig,
     *,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    use_chat_template: bool = True,
 ) -> dict[str, float]:
     """Train ``model`` in place on ``rows`` (``{"prompt", "completion"}``). Returns the last loss, steps,
     examples seen and wall seconds. ``on_step(step, {"loss", "lr", "step_s"})`` is called after each step."""
@@ -109,7 +112,7 @@ def warm_start(
             rng.shuffle(nxt)
             order += nxt
         idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
-        loss = sft_loss(model, *encode(tokenizer, [rows[i] for i in idx], device))
+        loss = sft_loss(model, *encode(tokenizer, [rows[i] for i in idx], device, use_chat_template))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
