@@ -178,9 +178,9 @@ def stub(server):
         yield pb_grpc.VerifierServiceStub(ch)
 
 
-# verifiers whose request mistakes VerifyBatch finds up front (``check``); for the others (code, composites)
-# a mistake found while grading a batch item is still reported as that item's SANDBOX_ERROR
-CHECKED_UP_FRONT = {"math", "think_format", "tag_count"}
+# verifiers whose request mistakes VerifyBatch finds up front (``check``); for composites (r1) a mistake
+# found while grading a batch item is still reported as that item's SANDBOX_ERROR
+CHECKED_UP_FRONT = {"math", "code", "think_format", "tag_count"}
 
 
 def check_verdict(r: pb.VerifyRequest, got: pb.VerifyResponse) -> None:

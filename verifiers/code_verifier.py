@@ -109,13 +109,28 @@ class CodeVerifier:
     case_timeout_s: float = 5.0
     stdio_parallelism: int = max(2, os.cpu_count() or 2)
 
-    def verify(self, req: Request, ctx: Context) -> Verdict:
+    def check(self, req: Request) -> tuple[str, str]:
+        """The request's own mistakes (bad options, no tests), found before grading: VerifyBatch calls this
+        for every item up front, so a malformed item fails the call naming it. Returns (mode, language)."""
         mode = req.options.get("mode", "assert") or "assert"
         if mode not in ("assert", "stdio"):
             raise BadRequest(f"code: options['mode'] must be 'assert' or 'stdio', got {mode!r}")
         lang = languages.language_name(req.options)
         if lang != "python" and mode != "stdio":
             raise BadRequest(f"code: language {lang!r} is graded with mode=stdio (assert mode is Python's)")
+        code_stdio.reward_mode(req.options)
+        _seconds(req.options, "case_timeout_s", self.case_timeout_s)
+        if mode == "assert" and not req.reference.strip():
+            raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
+        if mode == "stdio":
+            name, _ = judges.host_judge(req.options)  # validates judge, abs_tol, rel_tol
+            judges.parse_reference(req.reference, name)
+            if lang != "python":
+                _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
+        return mode, lang
+
+    def verify(self, req: Request, ctx: Context) -> Verdict:
+        mode, lang = self.check(req)
         code = candidate_code(req.completion, languages.tags(lang))
         if not code.strip():
             return Verdict.of(Outcome.NO_ANSWER, "no code in the completion")
