@@ -66,7 +66,7 @@ def test_warm_start_masks_the_prompt_and_lowers_the_loss():
 
 
 @pytest.mark.docker
-def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path):
+def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path, capsys):
     """`make train MODEL=<folder> DATA=<jsonl>`: the same pipeline, a local model, 2 GRPO steps."""
     from trainer import pipeline
 
@@ -90,6 +90,15 @@ def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path):
     assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
     assert json.loads((run / "summary.json").read_text())["steps"] == 2 == summary["steps"]
     assert summary["eval_before"]["n"] == summary["eval_after"]["n"] == 8
+    # greedy, sampled (T=1) accuracy and pass@8 before and after: in summary.json and printed, the same numbers
+    printed = capsys.readouterr().out
+    for ev in (summary["eval_before"], summary["eval_after"]):
+        assert ev["k"] == 8 and ev["n_samples"] == 64 and ev["temperature"] == 1.0
+        assert 0.0 <= ev["sampled_accuracy"] <= ev["pass@8"] <= 1.0
+    b, a = summary["eval_before"], summary["eval_after"]
+    assert f"{b['accuracy']:.3f} after warm start -> {a['accuracy']:.3f} after GRPO" in printed
+    assert f"(sampled, T=1, 8 per problem): {b['sampled_accuracy']:.3f} -> {a['sampled_accuracy']:.3f}" in printed
+    assert f"pass@8 (T=1): {b['pass@8']:.3f} -> {a['pass@8']:.3f}" in printed
     trained = AutoModelForCausalLM.from_pretrained(summary["checkpoint"])
     start = AutoModelForCausalLM.from_pretrained(model_dir)
     changed = [

@@ -58,6 +58,7 @@ class EvalSection(BaseModel):
     max_new_tokens: int = Field(48, ge=1)
     batch_size: int = Field(128, ge=1)
     heldout_from_data: int = Field(200, ge=1, description="with --data and no --eval-data: rows held out")
+    k: int = Field(8, ge=0, description="samples per problem (T=1) for sampled accuracy and pass@k; 0: greedy only")
 
 
 class PipelineConfig(BaseModel):
@@ -230,12 +231,34 @@ class MetricsBar:
 def _eval(
     model, tok, heldout: Path, cfg: PipelineConfig, target: str, out: Path, *, use_chat_template: bool = True
 ) -> dict[str, Any]:
-    from trainer.train import evaluate_accuracy
+    from trainer.heldout import sampled_figures
+    from trainer.rollout import VerifierReward, load_examples
+    from trainer.train import evaluate
 
-    ev = evaluate_accuracy(
-        model, tok, heldout, verifier=cfg.eval.verifier, target=target,
-        max_new_tokens=cfg.eval.max_new_tokens, batch_size=cfg.eval.batch_size, use_chat_template=use_chat_template,
-    )  # fmt: skip
+    examples = load_examples(heldout)
+    reward = VerifierReward(cfg.eval.verifier, target)
+    try:
+        ev = evaluate(
+            model, tok, examples, reward, max_new_tokens=cfg.eval.max_new_tokens,
+            batch_size=cfg.eval.batch_size, use_chat_template=use_chat_template,
+        )  # fmt: skip
+        sampled = (
+            sampled_figures(
+                model,
+                tok,
+                examples,
+                reward,
+                k=cfg.eval.k,
+                max_new_tokens=cfg.eval.max_new_tokens,
+                batch_size=cfg.eval.batch_size,
+                use_chat_template=use_chat_template,
+                seed=cfg.seed,
+            )  # fmt: skip
+            if cfg.eval.k
+            else {}
+        )
+    finally:
+        reward.close()
     rows = task.read_jsonl(heldout)
     task.write_jsonl(
         (
@@ -244,7 +267,28 @@ def _eval(
         ),
         out,
     )
-    return {"accuracy": ev["accuracy"], "n": ev["n"], "reward_mean": ev["reward_mean"], "outcomes": ev["outcomes"]}
+    return {
+        "accuracy": ev["accuracy"],
+        "n": ev["n"],
+        "reward_mean": ev["reward_mean"],
+        "outcomes": ev["outcomes"],
+    } | sampled
+
+
+def figure_lines(before: dict[str, Any], after: dict[str, Any], verifier: str) -> list[str]:
+    """The end-of-run figures, greedy first: the same numbers summary.json holds."""
+    gain = 100 * (after["accuracy"] - before["accuracy"])
+    lines = [f"held-out accuracy (greedy, {after['n']} problems, verifier {verifier}): "
+             f"{before['accuracy']:.3f} after warm start -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)"]  # fmt: skip
+    k = after.get("k")
+    if k and before.get("sampled_accuracy") is not None and after.get("sampled_accuracy") is not None:
+        lines.append(f"held-out accuracy (sampled, T={after['temperature']:g}, {k} per problem): "
+                     f"{before['sampled_accuracy']:.3f} -> {after['sampled_accuracy']:.3f}")  # fmt: skip
+    if k and before.get(f"pass@{k}") is not None and after.get(f"pass@{k}") is not None:
+        lines.append(
+            f"held-out pass@{k} (T={after['temperature']:g}): {before[f'pass@{k}']:.3f} -> {after[f'pass@{k}']:.3f}"
+        )
+    return lines
 
 
 def _say(msg: str) -> None:
@@ -382,9 +426,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         "run_dir": str(run_dir.resolve()),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    gain = 100 * (after["accuracy"] - before["accuracy"])
-    print(f"held-out accuracy (greedy, {after['n']} problems, verifier {cfg.eval.verifier}): "
-          f"{before['accuracy']:.3f} after warm start -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)")  # fmt: skip
+    for line in figure_lines(before, after, cfg.eval.verifier):
+        print(line)
     print(f"wall {summary['wall_s']:.0f} s; run: {run_dir} ({run_dir.parent / 'latest'}); curves: {run_dir / 'curves.png'}; "
           f"checkpoint: {result['checkpoint']}")  # fmt: skip
     return summary
