@@ -352,3 +352,26 @@ def test_fast_decode_on_the_project_tiny_model(tmp_path):
     a = generate_rollout(model, tk, MIXED, 4, max_new_tokens=16, fast_decode=True)
     torch.manual_seed(3)
     _same(a, generate_rollout(model, tk, MIXED, 4, max_new_tokens=16, fast_decode=False))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("temperature", [1.0, 0.8])
+def test_recorded_sampling_logprobs_are_the_old_policy_logprobs_the_loss_uses(tok, model, fast, temperature):
+    """Issue 14 (b): with a checkpoint whose generation_config sets repetition_penalty 1.3 and top_k 5, the
+    rollout records the log-prob of every sampled token under the distribution it was drawn from, and these
+    equal the pi_old log-probs the loss scores (train.score_logprobs) to 1e-4, on both sampling paths.
+    Before, model.generate applied the checkpoint's penalty and top_k, so they differed."""
+    from trainer.config import GRPOConfig
+    from trainer.train import score_logprobs
+
+    m = _with_eos(model, [])
+    m.generation_config.repetition_penalty = 1.3
+    m.generation_config.top_k = 5
+    torch.manual_seed(0)
+    ro = generate_rollout(m, tok, MIXED, 4, max_new_tokens=12, temperature=temperature, fast_decode=fast)
+    assert ro.sample_logprobs is not None and ro.sample_logprobs.shape == ro.completion_ids.shape
+    cfg = GRPOConfig(temperature=temperature, group_size=4, prompts_per_step=len(MIXED), max_new_tokens=12)
+    old = score_logprobs(m, ro, cfg)
+    mask = ro.completion_mask.bool()
+    assert mask.sum() > 0
+    assert torch.allclose(ro.sample_logprobs[mask], old[mask].float(), atol=1e-4, rtol=0)

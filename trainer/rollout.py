@@ -94,6 +94,9 @@ class Rollout:
     texts: list[str]  # (N,) decoded completions without special tokens
     prompts: list[str] = field(default_factory=list)  # (N,) raw prompts
     references: list[str] = field(default_factory=list)  # (N,)
+    # (N, C) log-prob of each sampled token under the distribution it was drawn from (temperature, top_p
+    # applied), recorded while sampling; None where the backend does not record it
+    sample_logprobs: Tensor | None = None
 
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
@@ -109,6 +112,7 @@ class Rollout:
             [self.texts[i] for i in rows],
             [self.prompts[i] for i in rows],
             [self.references[i] for i in rows],
+            None if self.sample_logprobs is None else self.sample_logprobs[idx],
         )
 
 
@@ -187,14 +191,20 @@ def _top_p_filter(scores: Tensor, top_p: float) -> Tensor:
     return scores.masked_fill(drop, -torch.inf)
 
 
-def _next_tokens(logits: Tensor, do_sample: bool, temperature: float, top_p: float) -> Tensor:
-    """(n, V) float32 logits of the last position -> (n,) the next token: sampled or greedy."""
+def _next_tokens(logits: Tensor, do_sample: bool, temperature: float, top_p: float) -> tuple[Tensor, Tensor]:
+    """(n, V) float32 logits of the last position -> (n,) the next token (sampled or greedy) and (n, V)
+    the scores it was drawn from (logits / temperature, top_p applied; the raw logits when greedy)."""
     if not do_sample:
-        return logits.argmax(dim=-1)
+        return logits.argmax(dim=-1), logits
     scores = logits / temperature if temperature != 1.0 else logits
     if top_p < 1.0:
         scores = _top_p_filter(scores, top_p)
-    return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+    return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1), scores
+
+
+def _picked_logprob(scores: Tensor, tokens: Tensor) -> Tensor:
+    """(n, V) scores, (n,) tokens -> (n,) log-prob of each token under softmax(scores)."""
+    return torch.log_softmax(scores, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
 
 
 def decode(
@@ -211,6 +221,7 @@ def decode(
     cache=None,
     logits_out: list[Tensor] | None = None,
     on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
+    logprobs_out: list[Tensor] | None = None,
 ) -> Tensor:
     """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
 
@@ -221,6 +232,8 @@ def decode(
     dropped, and ``cache`` may already hold all but the last prompt token (then only that one is fed).
     ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
     ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (overlap.py).
+    ``logprobs_out`` collects, (N,) per step, the log-prob of each drawn token under the distribution it
+    was drawn from.
     """
     n = ids.shape[0]
     pos = _positions(attn)  # (N, P)
@@ -244,7 +257,9 @@ def decode(
     for t in range(max_new_tokens):
         if logits_out is not None:
             logits_out.append(logits)
-        nxt = _next_tokens(logits, do_sample, temperature, top_p)  # (N,)
+        nxt, scores = _next_tokens(logits, do_sample, temperature, top_p)  # (N,), (N, V)
+        if logprobs_out is not None:
+            logprobs_out.append(_picked_logprob(scores, nxt))
         nxt = torch.where(running, nxt, pad_id)
         new.append(nxt)
         stopped = torch.isin(nxt, eos) & running
@@ -278,8 +293,9 @@ def _sample_tokens(
     share_prefix: bool,
     fast_decode: bool,
     on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
-) -> Tensor:
-    """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens."""
+) -> tuple[Tensor, Tensor]:
+    """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens and (N, C) the
+    log-prob of each under the distribution it was drawn from."""
     cache = None
     if share_prefix and group_size > 1 and ids.shape[1] > 1:
         cache = _new_cache(model)
@@ -294,7 +310,8 @@ def _sample_tokens(
         )
         cache.batch_repeat_interleave(group_size)
     if fast_decode and fast_decode_supported(model):
-        return decode(
+        logps: list[Tensor] = []
+        tokens = decode(
             model,
             ids,
             attn,
@@ -306,7 +323,9 @@ def _sample_tokens(
             top_p=top_p,
             cache=cache,
             on_finished=on_finished,
+            logprobs_out=logps,
         )
+        return tokens, torch.stack(logps[: tokens.shape[1]], dim=1)
     gen = rollout_generation_config(
         model,
         max_new_tokens=max_new_tokens,
@@ -316,13 +335,24 @@ def _sample_tokens(
         temperature=temperature,
         top_p=top_p,
     )
-    out = model.generate(
-        input_ids=ids,
-        attention_mask=attn,
-        generation_config=gen,
-        **({} if cache is None else {"past_key_values": cache}),
-    )
-    return out[:, ids.shape[1] :]
+    # generate() fills every setting left at its default from model.generation_config (a checkpoint's
+    # repetition_penalty 1.3 beats our 1.0): while it runs, the model's own config is ours
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    saved, base.generation_config = base.generation_config, gen
+    try:
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=attn,
+            generation_config=gen,
+            output_scores=True,  # the processed scores each token was drawn from
+            return_dict_in_generate=True,
+            **({} if cache is None else {"past_key_values": cache}),
+        )
+    finally:
+        base.generation_config = saved
+    tokens = out.sequences[:, ids.shape[1] :]
+    logps = [_picked_logprob(sc.float(), tokens[:, t]) for t, sc in enumerate(out.scores)]
+    return tokens, torch.stack(logps, dim=1)
 
 
 def generate_rollout(
@@ -362,7 +392,7 @@ def generate_rollout(
     try:
         # inference_mode, cheaper per op than no_grad; the clone makes a normal tensor for the training forwards
         with torch.inference_mode():
-            completion_ids = _sample_tokens(
+            completion_ids, sample_logprobs = _sample_tokens(
                 model,
                 ids,
                 attn,
@@ -378,6 +408,7 @@ def generate_rollout(
                 on_finished=hook,
             )
         completion_ids = completion_ids.clone()  # (N, C)
+        sample_logprobs = sample_logprobs.clone()  # (N, C)
     finally:
         model.train(was_training)
     mask, truncated = completion_mask_from_eos(completion_ids, eos)
@@ -392,6 +423,7 @@ def generate_rollout(
         texts,
         [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
+        sample_logprobs.masked_fill(mask == 0, 0.0),
     )
 
 
