@@ -156,7 +156,8 @@ def _eval_stage(cfg: R1Config, stage_dir: Path, heldout: Path, target: str) -> d
     from trainer.pipeline import _eval
 
     model, tok = _load_model(stage_dir / "model")
-    ev = _eval(model, tok, heldout, cfg, target, stage_dir / "eval.jsonl")
+    greedy_only = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"k": 0})})  # the table is greedy
+    ev = _eval(model, tok, heldout, greedy_only, target, stage_dir / "eval.jsonl")
     return {"accuracy": ev["accuracy"], "n": ev["n"], "reward_mean": round(ev["reward_mean"], 4)}
 
 
