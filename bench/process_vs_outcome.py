@@ -9,8 +9,11 @@ For each seed:
   checkpoint (``--model <outcome run>/warmstart --warmstart.steps 0``: the warm start is the same
   computation, done once), with ``--grpo.advantage process --grpo.verifier arith_steps`` (step rewards of
   every written step; the overall reward, the answer's correctness, is the last step);
-- held-out accuracy of both final models: greedy (the pipeline's own, 256 problems) and sampled
-  (``python -m trainer.evaluate --k 4``: the mean accuracy of 4 samples per problem at temperature 1).
+- held-out figures of both final models, as the pipeline measures them (256 problems): greedy accuracy,
+  sampled accuracy (``eval.k`` = 8 samples per problem at temperature 1) and pass@8; for a run without
+  sampled figures in its summary, ``python -m trainer.evaluate --k 4`` measures the sampled accuracy.
+- ``--reuse 'runs/mytrain-s{seed}'``: take ``outcome-s<seed>`` from an existing ``make train SEED=<seed>``
+  run folder (the same command and config), linked in instead of trained again.
 
 Runs whose ``summary.json`` / ``eval_sampled.json`` exist are reused, so the script resumes. It prints
 one Markdown table: per seed, then mean and spread (population std, min..max) per arm.
@@ -53,12 +56,21 @@ def train_arm(runs: Path, name: str, seed: int, extra: list[str]) -> dict:
 
 
 def sampled_accuracy(run: Path, summary: dict, k: int) -> float:
+    after = summary["eval_after"]
+    if after.get("sampled_accuracy") is not None:  # the pipeline measured it (eval.k samples per problem, T=1)
+        return float(after["sampled_accuracy"])
     out = run / "eval_sampled.json"
     if not out.exists():
         cmd = [PY, "-m", "trainer.evaluate", "--model", summary["checkpoint"], "--k", str(k), "--seed", "0",
                "--out", str(out), "--no-progress"]  # fmt: skip
         _run(cmd, run / "eval_sampled.log")
     return float(json.loads(out.read_text())["pass@k"]["1"])
+
+
+def pass_k(summary: dict) -> float | None:
+    after = summary["eval_after"]
+    k = after.get("k")
+    return after.get(f"pass@{k}") if k else None
 
 
 def _stats(xs: list[float]) -> str:
@@ -72,28 +84,35 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--runs", default="runs/cmp")
     ap.add_argument("--k", type=int, default=4, help="samples per problem for the sampled accuracy")
+    ap.add_argument("--reuse", help="existing make-train run folders for the outcome arm, e.g. 'runs/t-s{seed}'")
     ap.add_argument("extra", nargs="*", help="after --: more trainer.pipeline arguments, for both arms")
     a = ap.parse_args()
     runs = Path(a.runs)
-    rows: dict[str, list[tuple[int, float, float, float]]] = {"outcome": [], "process": []}
+    rows: dict[str, list[tuple]] = {"outcome": [], "process": []}
     for seed in a.seeds:
         base = f"outcome-s{seed}"
+        if a.reuse and not (runs / base).exists():
+            runs.mkdir(parents=True, exist_ok=True)
+            (runs / base).symlink_to(Path(a.reuse.format(seed=seed)).resolve())
         s = train_arm(runs, base, seed, a.extra)
         rows["outcome"].append((seed, s["eval_before"]["accuracy"], s["eval_after"]["accuracy"],
-                                sampled_accuracy(runs / base, s, a.k)))  # fmt: skip
+                                sampled_accuracy(runs / base, s, a.k), pass_k(s)))  # fmt: skip
         ws = ["--model", str(runs / base / "warmstart"), "--warmstart.steps", "0"]
         p = train_arm(runs, f"process-s{seed}", seed, [*a.extra, *ws, *PROCESS])
         rows["process"].append((seed, p["eval_before"]["accuracy"], p["eval_after"]["accuracy"],
-                                sampled_accuracy(runs / f"process-s{seed}", p, a.k)))  # fmt: skip
+                                sampled_accuracy(runs / f"process-s{seed}", p, a.k), pass_k(p)))  # fmt: skip
         print(f"seed {seed}: outcome {rows['outcome'][-1]}, process {rows['process'][-1]}", file=sys.stderr)
-    print("| advantage | seed | after warm start (greedy) | after GRPO, greedy | after GRPO, sampled (k=4) |")
-    print("|---|---|---|---|---|")
+    print("| advantage | seed | after warm start (greedy) | after GRPO, greedy | after GRPO, sampled (T=1) "
+          "| after GRPO, pass@k |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
     for arm, rs in rows.items():
-        for seed, before, greedy, sampled in rs:
-            print(f"| {arm} | {seed} | {before:.3f} | {greedy:.3f} | {sampled:.3f} |")
+        for seed, before, greedy, sampled, pk in rs:
+            pks = "—" if pk is None else f"{pk:.3f}"
+            print(f"| {arm} | {seed} | {before:.3f} | {greedy:.3f} | {sampled:.3f} | {pks} |")
     for arm, rs in rows.items():
+        pks = [r[4] for r in rs if r[4] is not None]
         print(f"| **{arm}** | mean ± std (min..max) | {_stats([r[1] for r in rs])} | "
-              f"{_stats([r[2] for r in rs])} | {_stats([r[3] for r in rs])} |")  # fmt: skip
+              f"{_stats([r[2] for r in rs])} | {_stats([r[3] for r in rs])} | {_stats(pks)} |")  # fmt: skip
 
 
 if __name__ == "__main__":
