@@ -48,8 +48,11 @@ def save_checkpoint(
     *,
     extra: dict[str, Any] | None = None,
     keep: int = 2,
+    state_dict: dict[str, Any] | None = None,
+    optimizer_state: dict[str, Any] | None = None,
 ) -> Path:
-    """Write step's checkpoint atomically (tmp folder, then rename) and keep the newest ``keep``."""
+    """Write step's checkpoint atomically (tmp folder, then rename) and keep the newest ``keep``.
+    ``state_dict`` / ``optimizer_state``: what to write instead of the live ones (FSDP: gathered)."""
     final = checkpoint_dir(run_dir, step)
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -59,14 +62,14 @@ def save_checkpoint(
     quiet = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no "Writing model shards" bar every checkpoint
     try:
-        model.save_pretrained(tmp)
+        model.save_pretrained(tmp, **({} if state_dict is None else {"state_dict": state_dict}))
         tokenizer.save_pretrained(tmp)
     finally:
         if quiet:
             hf_logging.enable_progress_bar()
     state = {
         "step": step,
-        "optimizer": optimizer.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer_state is None else optimizer_state,
         "scheduler": scheduler.state_dict(),
         "rng": rng_state(),
         **(extra or {}),

@@ -17,7 +17,16 @@ What each rank does, and why the update equals one process's update on the same 
   completions and checkpoints.
 
 Not covered: ``scale_rewards: batch`` uses each rank's own batch std; with ``dynamic_sampling`` each
-rank refills on its own. Under ``fsdp`` checkpoints are not gathered yet (rank 0 saves its own shards).
+rank refills on its own.
+
+Under ``fsdp`` the policy's parameters are sharded in place. Rollouts, scoring without gradients and
+evaluation run inside ``gathered(model)``: every rank all-gathers the full weights once and keeps them
+until the block ends (FSDP's reshard-after-forward off), so ranks may decode different numbers of
+tokens without a collective per forward (a rank whose rows all ended early would otherwise stop
+calling the all-gathers its peers wait on). The price is the full model on each rank while sampling,
+as in other FSDP + HF-generate RL trainers. Checkpoints are gathered (``full_state``: every rank takes
+part, rank 0 gets the unsharded model and optimizer state) and load with ``from_pretrained``.
+Resuming an ``fsdp`` run is not supported yet (a clear error).
 """
 
 from __future__ import annotations
@@ -153,6 +162,54 @@ def wrap(model: torch.nn.Module, ctx: Dist, parallel: str = "ddp") -> torch.nn.M
     raise DistributedError(f"parallel must be 'ddp' or 'fsdp', got {parallel!r}")
 
 
+def is_sharded(model: torch.nn.Module) -> bool:
+    """Whether ``model`` was sharded by FSDP2 (``wrap(..., "fsdp")``)."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+@contextlib.contextmanager
+def gathered(model: torch.nn.Module):
+    """Full weights on every rank for the block (a no-op unless ``model`` is FSDP-sharded). Every rank
+    must enter it (the all-gather is a collective); inside, forwards issue no collectives."""
+    if not is_sharded(model):
+        yield model
+        return
+    from torch.distributed.fsdp import FSDPModule
+
+    units = [m for m in model.modules() if isinstance(m, FSDPModule)]
+    for m in units:
+        m.set_reshard_after_forward(False)
+        m.unshard()
+    try:
+        yield model
+    finally:
+        for m in units:
+            m.set_reshard_after_forward(True)
+            m.reshard()
+
+
+def full_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+    """(model state dict, optimizer state dict) unsharded on CPU: on rank 0 the whole thing, on the
+    other ranks empty dicts. A collective under FSDP (every rank calls it); otherwise the live dicts."""
+    if not is_sharded(model):
+        return model.state_dict(), optimizer.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_state_dict(model, optimizer, options=opts)
+
+
+def full_model_state(model: torch.nn.Module) -> dict[str, Tensor]:
+    """The unsharded weights on EVERY rank (e.g. to copy into the reference). A collective under FSDP."""
+    if not is_sharded(model):
+        return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+
+
 def _decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The transformer blocks (each sharded on its own, FSDP's usual unit): the largest ModuleList."""
     lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]
@@ -204,6 +261,14 @@ def reduce_metrics(m: dict[str, float], ctx: Dist) -> dict[str, float]:
         else:
             out[k] = float(summed[i]) / ctx.world
     return out
+
+
+def exists_on_main(path, ctx: Dist) -> bool:
+    """Rank 0's answer to ``path.exists()``, on every rank (other hosts may not share rank 0's disk)."""
+    flag = torch.tensor([1.0 if ctx.is_main and path.exists() else 0.0])
+    if ctx.active:
+        dist.broadcast(flag, src=0)
+    return bool(flag.item())
 
 
 def barrier(ctx: Dist) -> None:

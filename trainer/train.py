@@ -376,12 +376,19 @@ def _completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, An
 # ---------------------------------------------------------------------------------------------
 
 
-def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref) -> Path:
+def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
+    """Rank 0 writes. Under FSDP every rank must call it: the weights and optimizer state are gathered
+    (a collective) and written unsharded, so the checkpoint loads with from_pretrained."""
+    full: dict[str, Any] = {}
+    if distributed.is_sharded(model):
+        full["state_dict"], full["optimizer_state"] = distributed.full_state(model, optimizer)
+        if ctx is not None and not ctx.is_main:
+            return checkpoint_dir(cfg.run_dir, step)
     extra = {"data": stream.state(), "config": cfg.model_dump()}
     if ref is not None:
         extra["reference"] = {k: t.detach().cpu() for k, t in ref.state_dict().items()}
     return save_checkpoint(
-        cfg.run_dir, step, model, tokenizer, optimizer, scheduler, extra=extra, keep=cfg.keep_checkpoints
+        cfg.run_dir, step, model, tokenizer, optimizer, scheduler, extra=extra, keep=cfg.keep_checkpoints, **full
     )
 
 
@@ -390,6 +397,8 @@ def _resume(cfg, model, optimizer, scheduler, stream, ref) -> int:
     path = resolve_resume(cfg.resume, cfg.run_dir) if cfg.resume else None
     if path is None:
         return 0
+    if distributed.is_sharded(model):
+        raise distributed.DistributedError(f"--resume {path}: resuming a `parallel: fsdp` run is not supported yet")
     from safetensors.torch import load_file
 
     state = load_trainer_state(path)
@@ -486,28 +495,33 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
                 backend,
             )
             last = distributed.reduce_metrics(last, ctx)
-            if eval_examples and step % cfg.eval_every == 0 and ctx.is_main:
-                ev = evaluate(
-                    model,
-                    tokenizer,
-                    eval_examples,
-                    reward_fn,
-                    max_new_tokens=cfg.max_new_tokens,
-                    use_chat_template=cfg.use_chat_template,
-                )
-                last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
+            if eval_examples and step % cfg.eval_every == 0:
+                with distributed.gathered(model):  # every rank (FSDP: a collective); rank 0 evaluates
+                    if ctx.is_main:
+                        ev = evaluate(
+                            model,
+                            tokenizer,
+                            eval_examples,
+                            reward_fn,
+                            max_new_tokens=cfg.max_new_tokens,
+                            use_chat_template=cfg.use_chat_template,
+                        )
+                        last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
             last["perf/peak_mem_mb"] = peak_memory_mb(device)
             last["perf/elapsed_s"] = time.perf_counter() - t_loop  # since this process's first step
             last["perf/elapsed_cpu_s"] = time.process_time() - cpu_loop
             logger.log(step, last)
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
-                ref.load_state_dict(model.state_dict())
+                ref.load_state_dict(distributed.full_model_state(model))
             if cfg.save_every and step % cfg.save_every == 0:
-                if ctx.is_main:  # only rank 0 writes
-                    _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref)
+                if ctx.is_main or distributed.is_sharded(model):  # only rank 0 writes (FSDP: all gather)
+                    _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx)
                 saved = step
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
-        if (saved != cfg.steps or not final.exists()) and ctx.is_main:
+        if distributed.is_sharded(model):  # every rank takes part in the gather
+            if saved != cfg.steps or not distributed.exists_on_main(final, ctx):
+                final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref, ctx)
+        elif (saved != cfg.steps or not final.exists()) and ctx.is_main:
             final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref)
         distributed.barrier(ctx)
     finally:
@@ -540,22 +554,24 @@ def run_step(
     ``backend``: where rollouts come from (rollout_backend.py; None: the policy samples), synced after the update."""
     ctx = ctx or distributed.Dist()
     t0, cpu0 = time.perf_counter(), time.process_time()
-    batch = collect_batch(cfg, model, tokenizer, stream, reward_fn, backend)
-    t1 = time.perf_counter()
-    device = batch.rollout.completion_ids.device
-    if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
-        adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
-    else:
-        adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
-    loss_mask = _loss_mask(cfg, batch)  # (N, C)
-    old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
-    ref_lp = None
-    if cfg.beta > 0:
-        with _reference_mode(model, ref) as ref_model:
-            ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
+    with distributed.gathered(model):  # FSDP: full weights while sampling and scoring (no-op otherwise)
+        batch = collect_batch(cfg, model, tokenizer, stream, reward_fn, backend)
+        t1 = time.perf_counter()
+        device = batch.rollout.completion_ids.device
+        if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
+            adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
+        else:
+            adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
+        loss_mask = _loss_mask(cfg, batch)  # (N, C)
+        old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
+        ref_lp = None
+        if cfg.beta > 0:
+            with _reference_mode(model, ref) as ref_model:
+                ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
     opt_stats = optimize(cfg, train_model or model, optimizer, scheduler, batch, adv, loss_mask, old_lp, ref_lp, ctx)
     if backend is not None:
-        backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
+        with distributed.gathered(model):
+            backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
     t2 = time.perf_counter()
     m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
     tokens = int(batch.rollout.completion_mask.sum())
