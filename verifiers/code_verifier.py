@@ -21,7 +21,7 @@ reasoning (``py``/``python3`` for Python, ``c++``, ``js``, ``golang``, ``rs`` â€
 tests; ``partial`` and ``partial=true`` are the old spellings). The verdict carries one ``CaseVerdict``
 per test and the first failing test's diff or message in ``detail``.
 
-What is defended (each has a test in ``tests/test_code_hostile.py``): exiting before the tests finish
+What is defended (each has a case in ``tests/test_code.py``'s table): exiting before the tests finish
 (``sys.exit(0)``, ``os._exit(0)``, ``raise SystemExit``, ``exit()``, killing itself, forging the
 worker's "finished" byte); returning objects whose ``__eq__`` lies (functions the tests call must
 return plain built-in values: exact types, checked recursively); patching ``builtins``/``math`` that
