@@ -26,6 +26,7 @@ from google.protobuf.json_format import MessageToDict
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifierError
+from verifiers.errors import UsageError
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 
@@ -36,7 +37,7 @@ def _read(path: str) -> str:
     try:
         return Path(path).read_text()
     except OSError as e:
-        raise SystemExit(f"cannot read {path}: {e.strerror}") from None
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -44,7 +45,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     for it in items:
         k, sep, v = it.partition("=")
         if not sep or not k:
-            raise SystemExit(f"{what} {it!r} is not KEY=VALUE")
+            raise UsageError(f"{what} {it!r} is not KEY=VALUE")
         out[k] = v
     return out
 
@@ -54,7 +55,7 @@ def _component(item: str) -> pb.Component:
     try:
         return pb.Component(verifier=name, weight=float(weight) if sep else 1.0)
     except ValueError:
-        raise SystemExit(f"--composite {item!r}: the weight must be a number, e.g. math=0.9") from None
+        raise UsageError(f"--composite {item!r}: the weight must be a number, e.g. math=0.9") from None
 
 
 def register_request(a: argparse.Namespace) -> pb.RegisterVerifierRequest:
@@ -147,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     try:
         out = run(a)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 1
     except VerifierError as e:
         hint = (
             f" (is the service running at {a.target}? `make serve` starts one)" if e.code.name == "UNAVAILABLE" else ""

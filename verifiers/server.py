@@ -39,6 +39,7 @@ from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifiers import kinds
 from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
+from verifiers.errors import ListenError
 from verifiers.registry import Registry
 from verifiers.remote import INSTANCE_HEADER
 from verifiers.service import VerifierService
@@ -182,9 +183,12 @@ def build_server(service: VerifierService, host: str, port: int, workers: int = 
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:  # grpcio 1.85 (pinned here) raises where older versions returned 0
+        bound = 0
     if bound == 0:
-        raise SystemExit(f"could not listen on {host}:{port} (in use?): choose another --port")
+        raise ListenError(f"could not listen on {host}:{port} (in use?): choose another --port")
     return server, health_servicer, bound
 
 
@@ -301,7 +305,11 @@ def main(argv: list[str] | None = None) -> None:
     except service_limits.LimitsError as e:
         p.error(str(e))
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    sys.exit(serve(args))
+    try:
+        sys.exit(serve(args))
+    except ListenError as e:
+        print(e, file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
