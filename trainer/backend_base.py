@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import torch
 
-from trainer.rollout import Example, Rollout, completion_mask_from_eos
+from trainer.data import Example
+from trainer.decode import Rollout, completion_mask_from_eos
 
 
 class BackendError(RuntimeError):

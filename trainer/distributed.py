@@ -41,7 +41,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from trainer.rollout import DataStream, Example
+from trainer.data import DataStream, Example
 
 
 class DistributedError(RuntimeError):

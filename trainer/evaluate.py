@@ -284,7 +284,8 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
     to the grader (grading of one batch overlaps generation of the next)."""
     import torch
 
-    from trainer.rollout import Example, generate_rollout
+    from trainer.data import Example
+    from trainer.decode import generate_rollout
 
     torch.manual_seed(a.seed)
     chat, max_new = _generation_settings(a, source)

@@ -13,7 +13,9 @@ from typing import Any
 import torch
 
 from trainer import passk
-from trainer.rollout import Example, RewardFn, generate_rollout
+from trainer.data import Example
+from trainer.decode import generate_rollout
+from trainer.rewards import RewardFn
 
 
 def sampled_figures(

@@ -2,7 +2,7 @@
 
     python -m trainer.pipeline                                  # the embedded default (tiny model, CPU)
     python -m trainer.pipeline --model Qwen/Qwen2.5-0.5B-Instruct --data gsm8k.jsonl --verifier math \\
-        --config configs/gsm8k.yaml                             # a real model: the same code path
+        --config configs/qwen05b.yaml                           # a real model: the same code path
 
 The embedded default builds everything itself: the arithmetic task (``trainer.task``), a character
 tokenizer and a tiny Qwen2 (``trainer.tiny``). The warm start is supervised on completions that show
@@ -231,8 +231,9 @@ class MetricsBar:
 def _eval(
     model, tok, heldout: Path, cfg: PipelineConfig, target: str, out: Path, *, use_chat_template: bool = True
 ) -> dict[str, Any]:
+    from trainer.data import load_examples
     from trainer.heldout import sampled_figures
-    from trainer.rollout import VerifierReward, load_examples
+    from trainer.rewards import VerifierReward
     from trainer.train import evaluate
 
     examples = load_examples(heldout)

@@ -123,8 +123,9 @@ def rl_stage(cfg: R1Config, start: Path, grpo: dict, paths: dict[str, Path], tar
 
 
 def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], target: str, out: Path) -> dict:
+    from trainer.data import load_examples
+    from trainer.decode import generate_rollout
     from trainer.rejection import Sample, filter_samples, grade_samples, sample_records
-    from trainer.rollout import generate_rollout, load_examples
     from verifiers.client import VerifierClient
 
     rc = cfg.rejection

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 import torch
 
 from trainer.backend_base import BackendError, rollout_from_ids
-from trainer.rollout import Example, Rollout, generate_rollout
+from trainer.data import Example
+from trainer.decode import Rollout, generate_rollout
 
 __all__ = ["BACKENDS", "BackendError", "HFBackend", "RolloutBackend", "make_backend", "rollout_from_ids"]
 

@@ -39,25 +39,16 @@ import torch
 from torch import Tensor
 
 from trainer import distributed, passk
+from trainer.batch import Batch, collect_batch, informative_groups
 from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
 from trainer.config import GRPOConfig, load_config
+from trainer.data import DataStream, Example, load_examples
+from trainer.decode import Rollout, generate_rollout
+from trainer.logprobs import completion_logprobs
 from trainer.loss import group_advantages, grpo_loss, minibatch_weight
 from trainer.metrics import MetricsLogger
 from trainer.process import batch_process_advantages
-from trainer.rollout import (
-    Batch,
-    DataStream,
-    Example,
-    RewardFn,
-    Rollout,
-    Score,
-    VerifierReward,
-    collect_batch,
-    completion_logprobs,
-    generate_rollout,
-    informative_groups,
-    load_examples,
-)
+from trainer.rewards import RewardFn, Score, VerifierReward
 from trainer.rollout_backend import make_backend
 
 # ---------------------------------------------------------------------------------------------

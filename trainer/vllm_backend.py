@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from trainer.backend_base import BackendError, rollout_from_ids
-from trainer.rollout import Example, Rollout, _eos_ids, render_prompt
+from trainer.data import Example, render_prompt
+from trainer.decode import Rollout, _eos_ids
 
 
 def unavailable_reason() -> str | None:

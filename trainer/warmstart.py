@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
-from trainer.rollout import render_prompt
+from trainer.data import render_prompt
 
 
 class WarmStartConfig(BaseModel):

@@ -1,0 +1,392 @@
+"""Sampling: G completions per prompt, from the trainer's settings only.
+
+``generate_rollout`` samples G completions per prompt (temperature, top_p, max_new_tokens, stop at EOS);
+group g is rows g*G .. g*G+G-1. Each prompt is encoded once and its KV cache repeated G times. The tokens
+come from ``decode``, a lean loop of one forward per token (``generate``'s per-token bookkeeping costs
+more than a tiny model's forward on a CPU), or from ``model.generate`` for models the loop does not
+cover (``fast_decode_supported``); same distribution. The checkpoint's generation_config
+(repetition_penalty, top_k, ...) is ignored, as TRL does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from trainer.data import Example, render_prompt
+from trainer.overlap import finished_groups
+
+
+@dataclass
+class Rollout:
+    """A batch of N = prompts * G completions; tensors live on the model's device."""
+
+    prompt_ids: Tensor  # (N, P) left-padded
+    prompt_mask: Tensor  # (N, P)
+    completion_ids: Tensor  # (N, C) right-padded
+    completion_mask: Tensor  # (N, C) 1 up to and including the first EOS
+    truncated: Tensor  # (N,) bool: no EOS within max_new_tokens
+    texts: list[str]  # (N,) decoded completions without special tokens
+    prompts: list[str] = field(default_factory=list)  # (N,) raw prompts
+    references: list[str] = field(default_factory=list)  # (N,)
+    # (N, C) log-prob of each sampled token under the distribution it was drawn from (temperature, top_p
+    # applied), recorded while sampling; None where the backend does not record it
+    sample_logprobs: Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.completion_ids.shape[0]
+
+    def select(self, rows: Sequence[int]) -> Rollout:
+        idx = torch.as_tensor(list(rows), dtype=torch.long, device=self.completion_ids.device)
+        return Rollout(
+            self.prompt_ids[idx],
+            self.prompt_mask[idx],
+            self.completion_ids[idx],
+            self.completion_mask[idx],
+            self.truncated[idx],
+            [self.texts[i] for i in rows],
+            [self.prompts[i] for i in rows],
+            [self.references[i] for i in rows],
+            None if self.sample_logprobs is None else self.sample_logprobs[idx],
+        )
+
+
+def completion_mask_from_eos(completion_ids: Tensor, eos_ids: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """(N, C) ids -> mask (N, C) that keeps tokens up to and including the first EOS, truncated (N,)."""
+    is_eos = torch.isin(completion_ids, torch.tensor(list(eos_ids), device=completion_ids.device))  # (N, C)
+    has_eos = is_eos.any(dim=1)  # (N,)
+    first = torch.where(has_eos, is_eos.int().argmax(dim=1), completion_ids.shape[1])  # (N,)
+    pos = torch.arange(completion_ids.shape[1], device=completion_ids.device)
+    return (pos[None, :] <= first[:, None]).long(), ~has_eos
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    eos = model.generation_config.eos_token_id
+    eos = tokenizer.eos_token_id if eos is None else eos
+    return [eos] if isinstance(eos, int) else list(eos)
+
+
+def _new_cache(model):
+    from transformers import DynamicCache
+
+    return DynamicCache(config=model.config)
+
+
+def _positions(mask: Tensor) -> Tensor:
+    """Position ids that skip left padding, as ``generate`` computes them. (n, L) -> (n, L)."""
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
+
+
+def fast_decode_supported(model) -> bool:
+    """True when ``decode`` samples exactly what ``generate`` would: a decoder-only model whose forward takes
+    ``attention_mask``, ``position_ids`` and ``past_key_values`` (a ``DynamicCache``); the rollout's
+    settings are temperature, top-p and EOS (``rollout_generation_config``)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrappers
+    config = getattr(base, "config", None)
+    if config is None or getattr(config, "is_encoder_decoder", False):
+        return False
+    try:
+        params = inspect.signature(base.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    if not {"input_ids", "attention_mask", "position_ids", "past_key_values", "logits_to_keep"} <= params.keys():
+        return False
+    # the checkpoint's generation_config (penalties, top_k, ...) is not consulted: rollouts sample from the
+    # trainer's own settings only (rollout_generation_config), as TRL does, so both paths sample alike
+    return True
+
+
+def rollout_generation_config(
+    model, *, max_new_tokens: int, eos_ids: list[int], pad_id: int, do_sample: bool, temperature: float, top_p: float
+):
+    """The generation config rollouts use, built from the trainer's settings alone: temperature, top_p,
+    max_new_tokens, EOS; every processor of the checkpoint's generation_config (repetition_penalty, top_k,
+    min_p, ...) is left out, so the samples come from the distribution the loss scores."""
+    from transformers import GenerationConfig
+
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if do_sample else {}
+    return GenerationConfig(
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos_ids,
+        pad_token_id=pad_id,
+        bos_token_id=getattr(model.generation_config, "bos_token_id", None),
+        use_cache=True,
+        **(sampling or {"do_sample": False}),
+    )
+
+
+def _top_p_filter(scores: Tensor, top_p: float) -> Tensor:
+    """Keep the smallest set of most likely tokens whose probability reaches ``top_p`` (at least one);
+    the rest get -inf. (n, V) -> (n, V)."""
+    probs, order = torch.softmax(scores, dim=-1).sort(dim=-1, descending=True)  # (n, V)
+    mass_before = probs.cumsum(dim=-1) - probs  # (n, V): probability of the more likely tokens
+    drop_sorted = mass_before >= top_p
+    drop_sorted[:, 0] = False
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return scores.masked_fill(drop, -torch.inf)
+
+
+def _next_tokens(logits: Tensor, do_sample: bool, temperature: float, top_p: float) -> tuple[Tensor, Tensor]:
+    """(n, V) float32 logits of the last position -> (n,) the next token (sampled or greedy) and (n, V)
+    the scores it was drawn from (logits / temperature, top_p applied; the raw logits when greedy)."""
+    if not do_sample:
+        return logits.argmax(dim=-1), logits
+    scores = logits / temperature if temperature != 1.0 else logits
+    if top_p < 1.0:
+        scores = _top_p_filter(scores, top_p)
+    return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1), scores
+
+
+def _picked_logprob(scores: Tensor, tokens: Tensor) -> Tensor:
+    """(n, V) scores, (n,) tokens -> (n,) log-prob of each token under softmax(scores)."""
+    return torch.log_softmax(scores, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
+
+
+def decode(
+    model,
+    ids: Tensor,
+    attn: Tensor,
+    *,
+    max_new_tokens: int,
+    eos_ids: Sequence[int],
+    pad_id: int,
+    do_sample: bool = True,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    cache=None,
+    logits_out: list[Tensor] | None = None,
+    on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
+    logprobs_out: list[Tensor] | None = None,
+) -> Tensor:
+    """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
+
+    One forward per new token with a ``DynamicCache``; the next token is sampled from
+    softmax(top_p(logits / temperature)) (greedy when ``do_sample`` is False); rows that produced EOS
+    get ``pad_id`` afterwards, and the loop stops when every row has finished. As in ``generate``:
+    position ids follow the attention mask (left padding does not shift them), an all-ones mask is
+    dropped, and ``cache`` may already hold all but the last prompt token (then only that one is fed).
+    ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
+    ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (overlap.py).
+    ``logprobs_out`` collects, (N,) per step, the log-prob of each drawn token under the distribution it
+    was drawn from.
+    """
+    n = ids.shape[0]
+    pos = _positions(attn)  # (N, P)
+    mask = None if bool(attn.all()) else attn
+    if cache is None:
+        cache = _new_cache(model)
+    fed = cache.get_seq_length()  # prompt tokens already in the cache
+    step = model(
+        input_ids=ids[:, fed:],
+        attention_mask=mask,
+        position_ids=pos[:, fed:],
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    logits = step.logits[:, -1].float()  # (N, V)
+    pos = pos[:, -1:]  # (N, 1)
+    eos = torch.tensor(list(eos_ids), device=ids.device)
+    running = torch.ones(n, dtype=torch.bool, device=ids.device)  # (N,) no EOS yet
+    new: list[Tensor] = []
+    for t in range(max_new_tokens):
+        if logits_out is not None:
+            logits_out.append(logits)
+        nxt, scores = _next_tokens(logits, do_sample, temperature, top_p)  # (N,), (N, V)
+        if logprobs_out is not None:
+            logprobs_out.append(_picked_logprob(scores, nxt))
+        nxt = torch.where(running, nxt, pad_id)
+        new.append(nxt)
+        stopped = torch.isin(nxt, eos) & running
+        running &= ~stopped
+        if on_finished is not None and bool(stopped.any()):
+            on_finished(running, new)
+        if t == max_new_tokens - 1 or not bool(running.any()):
+            break
+        pos = pos + 1
+        if mask is not None:
+            mask = torch.cat([mask, mask.new_ones(n, 1)], dim=1)
+        step = model(
+            input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True
+        )
+        logits = step.logits[:, -1].float()
+    return torch.stack(new, dim=1)  # (N, C)
+
+
+def _sample_tokens(
+    model,
+    ids: Tensor,
+    attn: Tensor,
+    group_size: int,
+    *,
+    max_new_tokens: int,
+    eos_ids: list[int],
+    pad_id: int,
+    do_sample: bool,
+    temperature: float,
+    top_p: float,
+    share_prefix: bool,
+    fast_decode: bool,
+    on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens and (N, C) the
+    log-prob of each under the distribution it was drawn from."""
+    cache = None
+    if share_prefix and group_size > 1 and ids.shape[1] > 1:
+        cache = _new_cache(model)
+        # one row per distinct prompt (rows g*G), all but the last token: (P_u, P-1)
+        u_ids, u_mask = ids[::group_size, :-1], attn[::group_size, :-1]
+        model(
+            input_ids=u_ids,
+            attention_mask=u_mask,
+            position_ids=_positions(u_mask),
+            past_key_values=cache,
+            logits_to_keep=1,
+        )
+        cache.batch_repeat_interleave(group_size)
+    if fast_decode and fast_decode_supported(model):
+        logps: list[Tensor] = []
+        tokens = decode(
+            model,
+            ids,
+            attn,
+            max_new_tokens=max_new_tokens,
+            eos_ids=eos_ids,
+            pad_id=pad_id,
+            do_sample=do_sample,
+            temperature=temperature,
+            top_p=top_p,
+            cache=cache,
+            on_finished=on_finished,
+            logprobs_out=logps,
+        )
+        return tokens, torch.stack(logps[: tokens.shape[1]], dim=1)
+    gen = rollout_generation_config(
+        model,
+        max_new_tokens=max_new_tokens,
+        eos_ids=eos_ids,
+        pad_id=pad_id,
+        do_sample=do_sample,
+        temperature=temperature,
+        top_p=top_p,
+    )
+    # generate() fills every setting left at its default from model.generation_config (a checkpoint's
+    # repetition_penalty 1.3 beats our 1.0): while it runs, the model's own config is ours
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    saved, base.generation_config = base.generation_config, gen
+    try:
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=attn,
+            generation_config=gen,
+            output_scores=True,  # the processed scores each token was drawn from
+            return_dict_in_generate=True,
+            **({} if cache is None else {"past_key_values": cache}),
+        )
+    finally:
+        base.generation_config = saved
+    tokens = out.sequences[:, ids.shape[1] :]
+    logps = [_picked_logprob(sc.float(), tokens[:, t]) for t, sc in enumerate(out.scores)]
+    return tokens, torch.stack(logps, dim=1)
+
+
+def generate_rollout(
+    model,
+    tokenizer,
+    examples: Sequence[Example],
+    group_size: int,
+    *,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    do_sample: bool = True,
+    use_chat_template: bool = True,
+    share_prefix: bool = True,
+    fast_decode: bool = True,
+    on_groups_done: Callable[[list[int], list[str]], None] | None = None,
+) -> Rollout:
+    """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
+
+    With ``share_prefix`` each distinct prompt is encoded once: its KV cache is computed for one row and
+    repeated G times before decoding continues from it, instead of encoding the prompt G times. With
+    ``fast_decode`` (and a model ``fast_decode_supported`` accepts) the tokens come from ``decode``, else
+    from ``model.generate``; both sample from the same distribution. ``on_groups_done(groups, texts)`` gets
+    each group's final texts as soon as all its rows produced EOS, while decoding goes on (overlap.py).
+    """
+    device = next(model.parameters()).device
+    texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    tokenizer.padding_side = side
+    ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
+    attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)  # (N, P)
+    eos = _eos_ids(model, tokenizer)
+    hook = None if on_groups_done is None else _group_hook(on_groups_done, group_size, eos, tokenizer)
+    was_training = model.training
+    model.eval()
+    try:
+        # inference_mode, cheaper per op than no_grad; the clone makes a normal tensor for the training forwards
+        with torch.inference_mode():
+            completion_ids, sample_logprobs = _sample_tokens(
+                model,
+                ids,
+                attn,
+                group_size,
+                max_new_tokens=max_new_tokens,
+                eos_ids=eos,
+                pad_id=tokenizer.pad_token_id,
+                do_sample=do_sample,
+                temperature=temperature,
+                top_p=top_p,
+                share_prefix=share_prefix,
+                fast_decode=fast_decode,
+                on_finished=hook,
+            )
+        completion_ids = completion_ids.clone()  # (N, C)
+        sample_logprobs = sample_logprobs.clone()  # (N, C)
+    finally:
+        model.train(was_training)
+    mask, truncated = completion_mask_from_eos(completion_ids, eos)
+    completion_ids = completion_ids.masked_fill(mask == 0, tokenizer.pad_token_id)
+    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    return Rollout(
+        ids,
+        attn,
+        completion_ids,
+        mask,
+        truncated,
+        texts,
+        [e.prompt for e in examples for _ in range(group_size)],
+        [e.reference for e in examples for _ in range(group_size)],
+        sample_logprobs.masked_fill(mask == 0, 0.0),
+    )
+
+
+def _group_hook(on_groups_done, group_size: int, eos: list[int], tokenizer):
+    """A decode ``on_finished`` hook: decodes the texts of newly finished groups and hands them on."""
+    sent: set[int] = set()
+
+    def hook(running: Tensor, new: list[Tensor]) -> None:
+        fresh = [gi for gi in finished_groups(running, group_size) if gi not in sent]
+        if not fresh:
+            return
+        sent.update(fresh)
+        rows = torch.tensor([gi * group_size + j for gi in fresh for j in range(group_size)])
+        toks = torch.stack(new, dim=1)[rows.to(new[0].device)]  # (n, t): the same texts the rollout ends with
+        mask, _ = completion_mask_from_eos(toks, eos)
+        toks = toks.masked_fill(mask == 0, tokenizer.pad_token_id)
+        on_groups_done(fresh, tokenizer.batch_decode(toks, skip_special_tokens=True))
+
+    return hook
+
+
+def whole_groups(rows: Tensor, group_size: int) -> bool:
+    """True when ``rows`` lists whole groups, each as g*G, g*G+1, ..., g*G+G-1."""
+    if rows.numel() % group_size:
+        return False
+    r = rows.view(-1, group_size)
+    return bool((r[:, 0] % group_size == 0).all() and (r - r[:, :1] == torch.arange(group_size, device=r.device)).all())

@@ -1,0 +1,108 @@
+"""Rewards through one small interface, ``RewardFn``. ``VerifierReward`` is the real one: one
+``VerifyBatch`` call to the verifier service per step. ``PythonReward`` wraps a plain function for
+benchmarks and tests of the loss (never for the service's own tests). ``grade`` turns scores into tensors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from trainer.decode import Rollout
+from trainer.overlap import GroupScorer
+from verifiers.client import VerifierClient, VerifyItem
+
+SANDBOX_ERROR = "SANDBOX_ERROR"
+UNGRADED = (SANDBOX_ERROR, "BAD_REFERENCE")  # not the model's fault: masked out of the loss
+
+
+@dataclass
+class Score:
+    """One graded completion. ``components`` holds the per-verifier rewards of a composite."""
+
+    reward: float
+    outcome: str
+    components: dict[str, float] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    steps: list[tuple[float, int, int]] = field(default_factory=list)  # (reward, start, end) per step (process.py)
+
+
+class RewardFn(Protocol):
+    """Grades a batch: completions[i] against references[i] (prompts[i] for context)."""
+
+    def __call__(self, completions: list[str], references: list[str], prompts: list[str]) -> list[Score]: ...
+
+
+class VerifierReward:
+    """Rewards from the verifier service: one ``VerifyBatch`` call per step, through the client only."""
+
+    def __init__(self, verifier: str, target: str | None = None, *, client: VerifierClient | None = None, **kw):
+        if client is None and target is None:
+            raise ValueError("VerifierReward needs a target ('host:port') or a client")
+        self.verifier = verifier
+        self.client = client or VerifierClient(target, **kw)
+
+    def __call__(self, completions: list[str], references: list[str], prompts: list[str]) -> list[Score]:
+        items = [
+            VerifyItem(verifier=self.verifier, completion=c, reference=r, prompt=p, id=str(i))
+            for i, (c, r, p) in enumerate(zip(completions, references, prompts, strict=True))
+        ]
+        results = self.client.verify_batch(items)
+        steps = [[(x["reward"], x["start"], x["end"]) for x in r.steps] for r in results]
+        return [
+            Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st)
+            for r, st in zip(results, steps, strict=True)
+        ]
+
+    def check(self, timeout_s: float = 15.0) -> None:
+        """Fail early, with what to do, when the service is unreachable or does not know the verifier."""
+        try:
+            self.client.wait_ready(timeout_s)
+        except Exception:  # grpc.FutureTimeoutError
+            raise SystemExit(
+                f"verifier service not reachable at {self.client.target}: start it (`python -m verifiers.server`, "
+                "or `make train`, which starts one) or set verifier_target to where it runs"
+            ) from None
+        names = [v.name for v in self.client.list_verifiers()]
+        if self.verifier not in names:
+            raise SystemExit(f"verifier {self.verifier!r} is not registered at {self.client.target}; known: {names}")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class PythonReward:
+    """A plain ``fn(completion, reference) -> float | None`` (None: nothing gradable). Benchmarks only."""
+
+    def __init__(self, fn: Callable[[str, str], float | None], name: str = "python"):
+        self.fn, self.name = fn, name
+
+    def __call__(self, completions: list[str], references: list[str], prompts: list[str]) -> list[Score]:
+        out = []
+        for c, r in zip(completions, references, strict=True):
+            v = self.fn(c, r)
+            outcome = "NO_ANSWER" if v is None else ("CORRECT" if v >= 1.0 else "INCORRECT")
+            out.append(Score(float(v or 0.0), outcome, {self.name: float(v or 0.0)}))
+        return out
+
+
+def grade(
+    reward_fn: RewardFn, rollout: Rollout, scorer: GroupScorer | None = None
+) -> tuple[Tensor, Tensor, list[Score], float]:
+    """Rewards of the rollout and the seconds the step waited for them (with ``scorer``: only what was
+    still outstanding after decoding; the groups it already sent were graded meanwhile)."""
+    t0 = time.perf_counter()
+    if scorer is not None:
+        scores, dt = scorer.finish(rollout.texts)
+    else:
+        scores = reward_fn(rollout.texts, rollout.references, rollout.prompts)
+        dt = time.perf_counter() - t0
+    if len(scores) != len(rollout):
+        raise RuntimeError(f"reward function returned {len(scores)} scores for {len(rollout)} completions")
+    rewards = torch.tensor([s.reward for s in scores], dtype=torch.float32)
+    valid = torch.tensor([s.outcome not in UNGRADED for s in scores])
+    return rewards, valid, scores, dt
