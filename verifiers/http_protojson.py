@@ -162,19 +162,21 @@ def _float32_out(v: float) -> Any:
 
 
 @cache
-def _defaults(d: Descriptor) -> tuple[tuple[str, Any], ...]:
-    """(json name, default) of the fields printed even when unset: those without presence."""
-    out = []
+def _defaults(d: Descriptor) -> tuple[dict[str, Any], tuple[tuple[str, type], ...]]:
+    """The fields printed even when unset (those without presence): immutable defaults as one dict, and
+    (json name, dict or list) of the maps and repeated fields, which get a fresh empty value per message."""
+    scalars: dict[str, Any] = {}
+    empties: list[tuple[str, type]] = []
     for f in d.fields:
         if _is_map(f):
-            out.append((f.json_name, {}))
+            empties.append((f.json_name, dict))
         elif _repeated(f):
-            out.append((f.json_name, []))
+            empties.append((f.json_name, list))
         elif getattr(f, "has_presence", f.type == F.TYPE_MESSAGE or f.containing_oneof is not None):
             continue
         else:
-            out.append((f.json_name, _scalar_out(f, f.default_value)))
-    return tuple(out)
+            scalars[f.json_name] = _scalar_out(f, f.default_value)
+    return scalars, tuple(empties)
 
 
 def _identity(v: Any) -> Any:
@@ -208,7 +210,10 @@ def _one_out(f: FieldDescriptor) -> Any:
 
 def to_dict(msg: Any) -> dict:
     """``json_format.MessageToDict(msg, always_print_fields_with_no_presence=True)``."""
-    out = {k: (v.copy() if type(v) in (dict, list) else v) for k, v in _defaults(msg.DESCRIPTOR)}
+    scalars, empties = _defaults(msg.DESCRIPTOR)
+    out = scalars.copy()
+    for k, empty in empties:
+        out[k] = empty()
     for f, v in msg.ListFields():
         out[f.json_name] = _out_fn(f)(v)
     return out
