@@ -1,0 +1,139 @@
+"""The policy side of a run: device and precision (fp32 weights + AdamW state, bf16 autocast on CUDA;
+pure bf16/fp16 only when asked), seeding, loading the policy (LoRA wrapped once, dropout off), the
+reference model and the optimizer with its schedule."""
+
+from __future__ import annotations
+
+import copy
+import random
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.config import GRPOConfig
+
+# ---------------------------------------------------------------------------------------------
+# setup
+# ---------------------------------------------------------------------------------------------
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def pick_dtype(name: str, device: torch.device) -> torch.dtype:
+    """Parameter (and AdamW state) dtype: auto is float32; bf16 compute comes from autocast (forward_context)."""
+    if name == "auto":
+        return torch.float32
+    return getattr(torch, name)
+
+
+def autocast_dtype(cfg: GRPOConfig, device: torch.device) -> torch.dtype | None:
+    """bfloat16 when forward/backward run under autocast, else None."""
+    if cfg.autocast == "none" or pick_dtype(cfg.dtype, device) != torch.float32:
+        return None
+    if cfg.autocast == "auto" and not (device.type == "cuda" and torch.cuda.is_bf16_supported()):
+        return None
+    return torch.bfloat16
+
+
+def forward_context(cfg: GRPOConfig, device: torch.device):
+    """torch.autocast(bf16) over fp32 weights when cfg asks for it (auto: on CUDA); a no-op context otherwise."""
+    dt = autocast_dtype(cfg, device)
+    return torch.autocast(device.type, dtype=dt, enabled=dt is not None)
+
+
+def _warn_half_precision(cfg: GRPOConfig) -> None:
+    if cfg.dtype in ("bfloat16", "float16") and cfg.lr < 1e-4:
+        warnings.warn(
+            f"dtype={cfg.dtype}: pure half-precision weights and AdamW state; at lr={cfg.lr:g} most updates are "
+            "below the format's resolution and are lost (the model barely trains). Use dtype: auto (fp32 weights, "
+            "bf16 autocast) unless memory forces this.",
+            stacklevel=2,
+        )
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _disable_dropout(model: torch.nn.Module) -> None:
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+
+
+def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
+    """The model to train (loaded from cfg.model unless given), on cfg's device, LoRA-wrapped if asked."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = pick_device(cfg.device)
+    dtype = pick_dtype(cfg.dtype, device)
+    _warn_half_precision(cfg)
+    if model is None:
+        if cfg.model is None:
+            raise SystemExit("no model: set `model:` in the config (a folder or hub id) or pass one to train()")
+        model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype)
+    if tokenizer is None:
+        if (cfg.tokenizer or cfg.model) is None:
+            raise SystemExit("no tokenizer: set `tokenizer:` (or `model:`) in the config, or pass one to train()")
+        tokenizer = AutoTokenizer.from_pretrained(cfg.tokenizer or cfg.model)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = model.to(device=device, dtype=dtype)
+    _disable_dropout(model)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.config.use_cache = False  # training forwards; generate() still asks for its cache
+    if cfg.lora is not None and not hasattr(model, "peft_config"):  # wrapped once (the pipeline loads first)
+        try:
+            import peft
+        except ImportError:
+            raise SystemExit("lora: needs peft; install it with `pip install .[lora]`") from None
+        lc = cfg.lora
+        pc = peft.LoraConfig(
+            r=lc.r,
+            lora_alpha=lc.alpha,
+            lora_dropout=lc.dropout,
+            target_modules=lc.target_modules,
+            task_type="CAUSAL_LM",
+        )
+        model = peft.get_peft_model(model, pc)
+        if cfg.gradient_checkpointing:
+            model.enable_input_require_grads()
+    _disable_dropout(model)  # LoRA dropout too (TRL's disable_dropout): rollouts and scoring see one policy
+    model.train()
+    return model, tokenizer
+
+
+def make_reference(cfg: GRPOConfig, model):
+    """Frozen copy of the policy; None when beta == 0 (no KL) or with LoRA (adapters off = reference)."""
+    if cfg.beta == 0 or cfg.lora is not None:
+        return None
+    ref = copy.deepcopy(model).eval()
+    ref.requires_grad_(False)
+    return ref
+
+
+def make_optimizer(cfg: GRPOConfig, model) -> tuple[torch.optim.Optimizer, Any]:
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay)
+    total = cfg.steps * cfg.mu * cfg.minibatches
+
+    def factor(i: int) -> float:
+        if i < cfg.warmup_steps:
+            return (i + 1) / cfg.warmup_steps
+        frac = (i - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
+        if cfg.lr_schedule == "linear":
+            return max(0.0, 1.0 - frac)
+        if cfg.lr_schedule == "cosine":
+            return 0.5 * (1.0 + np.cos(np.pi * min(frac, 1.0)))
+        return 1.0
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)

@@ -1,0 +1,57 @@
+"""Saving and resuming a run's state: the checkpoint folder (trainer/checkpoint.py) plus the data
+cursor, config and reference weights; under FSDP the weights are gathered first (every rank calls)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainer import distributed
+from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
+
+
+def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
+    """Rank 0 writes. Under FSDP every rank must call it: the weights and optimizer state are gathered
+    (a collective) and written unsharded, so the checkpoint loads with from_pretrained."""
+    full: dict[str, Any] = {}
+    if distributed.is_sharded(model):
+        full["state_dict"], full["optimizer_state"] = distributed.full_state(model, optimizer)
+        if ctx is not None and not ctx.is_main:
+            return checkpoint_dir(cfg.run_dir, step)
+    extra = {"data": stream.state(), "config": cfg.model_dump()}
+    if ref is not None:
+        extra["reference"] = {k: t.detach().cpu() for k, t in ref.state_dict().items()}
+    return save_checkpoint(
+        cfg.run_dir, step, model, tokenizer, optimizer, scheduler, extra=extra, keep=cfg.keep_checkpoints, **full
+    )
+
+
+def _resume(cfg, model, optimizer, scheduler, stream, ref) -> int:
+    """Load the checkpoint named by cfg.resume into the live objects; returns its step (0: fresh start)."""
+    path = resolve_resume(cfg.resume, cfg.run_dir) if cfg.resume else None
+    if path is None:
+        return 0
+    if distributed.is_sharded(model):
+        raise distributed.DistributedError(f"--resume {path}: resuming a `parallel: fsdp` run is not supported yet")
+    from safetensors.torch import load_file
+
+    state = load_trainer_state(path)
+    if cfg.lora is not None:
+        import peft
+
+        peft.set_peft_model_state_dict(model, load_file(str(path / "adapter_model.safetensors")))
+    else:
+        weights = load_file(str(path / "model.safetensors"))
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        tied = set(getattr(model, "_tied_weights_keys", None) or [])
+        if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
+            raise SystemExit(f"--resume {path}: weights do not match the model ({missing[:3]} {unexpected[:3]})")
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    stream.load(state["data"])
+    if ref is not None and "reference" in state:
+        ref.load_state_dict(state["reference"])
+    set_rng_state(state["rng"])
+    print(f"resumed from {path} (step {state['step']})", file=sys.stderr)
+    return int(state["step"])

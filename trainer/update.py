@@ -1,0 +1,214 @@
+"""One GRPO update: group advantages (valid members only), old/reference log-probs, mu epochs over
+minibatches of whole groups with gradient accumulation over micro-batches, the clipped surrogate + k3 KL
+(trainer/loss.py), clipping and the optimizer step; then the step's metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from trainer import distributed, passk
+from trainer.batch import Batch, informative_groups
+from trainer.config import GRPOConfig
+from trainer.decode import Rollout
+from trainer.logprobs import completion_logprobs
+from trainer.loss import group_advantages, grpo_loss, minibatch_weight
+from trainer.policy import forward_context
+
+# ---------------------------------------------------------------------------------------------
+# advantages (SANDBOX_ERROR samples do not count)
+# ---------------------------------------------------------------------------------------------
+
+
+def masked_group_advantages(cfg: GRPOConfig, rewards: Tensor, valid: Tensor) -> Tensor:
+    """The config's group_advantages with statistics over the valid (graded) members only; invalid get 0."""
+    return group_advantages(rewards, cfg.group_size, valid=valid.bool(), scale=cfg.scale_rewards, std=cfg.std)
+
+
+# ---------------------------------------------------------------------------------------------
+# one step: the update
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _reference_mode(model, ref):
+    """The reference policy: the frozen copy, or the LoRA model with its adapters switched off."""
+    if ref is not None:
+        yield ref
+    elif hasattr(model, "disable_adapter"):
+        with model.disable_adapter():
+            yield model
+    else:
+        raise RuntimeError("no reference model (beta > 0 needs one)")
+
+
+def _chunks(n: int, size: int | None) -> list[slice]:
+    size = size or n
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def _shared_group(cfg: GRPOConfig) -> int:
+    """G when a group's prompt can be encoded once for its G completions (not with gradient checkpointing,
+    which turns the KV cache off in training)."""
+    return cfg.group_size if cfg.share_prefix and not cfg.gradient_checkpointing else 0
+
+
+def _shuffled_rows(cfg: GRPOConfig, n: int) -> Tensor:
+    """A random order of the rows; whole groups stay together when prompts are shared."""
+    g = cfg.group_size if _shared_group(cfg) else 1
+    groups = torch.randperm(n // g)
+    return (groups[:, None] * g + torch.arange(g)).view(-1)
+
+
+def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
+    """(N, C) log-probs of the batch under ``model`` without gradients, in micro-batches (under
+    inference_mode, cheaper per op than no_grad; the clone makes a normal tensor for the loss)."""
+    was = model.training
+    model.eval()
+    try:
+        with torch.inference_mode(), forward_context(cfg, next(model.parameters()).device):
+            out = torch.cat(
+                [
+                    completion_logprobs(
+                        model, rollout, temperature=cfg.temperature, rows=s, group_size=_shared_group(cfg)
+                    )[0]
+                    for s in _chunks(len(rollout), cfg.micro_batch_size)
+                ]
+            )
+    finally:
+        model.train(was)
+    return out.clone()
+
+
+def optimize(
+    cfg: GRPOConfig,
+    model,
+    optimizer,
+    scheduler,
+    batch: Batch,
+    adv: Tensor,
+    loss_mask: Tensor,
+    old_lp,
+    ref_lp,
+    ctx: distributed.Dist = distributed.Dist(),
+):
+    """mu epochs x minibatches optimizer steps; each minibatch accumulates over micro-batches. Under torchrun
+    ``model`` is the DDP/FSDP-wrapped policy (gradients all-reduced on each minibatch's last micro-batch)."""
+    n = len(batch.rollout)
+    mb = n // cfg.minibatches
+    params = [p for p in model.parameters() if p.requires_grad]
+    sums: Counter = Counter()
+    count = 0
+    for _ in range(cfg.mu):
+        order = _shuffled_rows(cfg, n) if cfg.minibatches > 1 else torch.arange(n)
+        for m in range(cfg.minibatches):
+            idx_mb = order[m * mb : (m + 1) * mb].to(adv.device)
+            optimizer.zero_grad(set_to_none=True)
+            micro = _chunks(mb, cfg.micro_batch_size)
+            scale = distributed.global_token_scale(cfg.loss_type, loss_mask[idx_mb], ctx)  # 1.0 on one process
+            for j, s in enumerate(micro):
+                idx = idx_mb[s]
+                with forward_context(cfg, adv.device):
+                    logp, ent = completion_logprobs(
+                        model,
+                        batch.rollout,
+                        temperature=cfg.temperature,
+                        with_entropy=True,
+                        rows=idx,
+                        group_size=_shared_group(cfg),
+                    )
+                loss, stats = grpo_loss(
+                    logp,
+                    None if old_lp is None else old_lp[idx],
+                    None if ref_lp is None else ref_lp[idx],
+                    adv[idx],
+                    loss_mask[idx],
+                    beta=cfg.beta,
+                    clip_eps_low=cfg.clip_eps_low,
+                    clip_eps_high=cfg.clip_eps_high,
+                    loss_type=cfg.loss_type,
+                    importance_level=cfg.importance_level,
+                    max_new_tokens=cfg.max_new_tokens,
+                )
+                w = minibatch_weight(cfg.loss_type, loss_mask[idx], loss_mask[idx_mb])
+                with distributed.no_sync(model, sync=j == len(micro) - 1):
+                    (loss * (w * scale)).backward()
+                m_tok = loss_mask[idx].float()
+                stats["entropy"] = (ent * m_tok).sum() / m_tok.sum().clamp(min=1)
+                for k, v in {"total": loss.detach(), **stats}.items():
+                    sums[k] += float(v) * w
+            norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else float("inf"))
+            sums["grad_norm"] += float(norm)
+            optimizer.step()
+            scheduler.step()
+            count += 1
+    return {k: v / count for k, v in sums.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics of one step
+# ---------------------------------------------------------------------------------------------
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, opt_stats: dict) -> dict[str, float]:
+    ro, r, v = batch.rollout, batch.rewards, batch.valid
+    g = cfg.group_size
+    lengths = ro.completion_mask.sum(1).float().cpu()
+    rv = r[v] if v.any() else torch.zeros(1)
+    outcomes = Counter(s.outcome for s in batch.scores)
+    m: dict[str, float] = {
+        "reward/mean": rv.mean().item(),
+        "reward/std": rv.std(correction=0).item(),
+        "reward/accuracy": outcomes["CORRECT"] / max(1, int(v.sum())),
+        "group/frac_zero_std": 1.0 - informative_groups(r, v, g).float().mean().item(),
+        "group/advantage_abs_mean": adv.abs().mean().item(),
+        "completion/length_mean": lengths.mean().item(),
+        "completion/length_max": lengths.max().item(),
+        "completion/truncated_frac": ro.truncated.float().mean().item(),
+        "completion/masked_frac": 1.0 - (loss_mask.sum(1) > 0).float().mean().item(),
+        "verifier/batch_s": batch.verify_s,
+        "verifier/item_s_mean": float(np.mean([s.elapsed_s for s in batch.scores])),
+        "dynamic/rollouts": float(batch.rollouts),
+    }
+    for name in sorted({k for s in batch.scores for k in s.components}):
+        vals = [s.components.get(name, 0.0) for s, ok in zip(batch.scores, v.tolist(), strict=True) if ok]
+        m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
+    for o in passk.OUTCOMES:
+        m[f"outcome/{o}"] = float(outcomes[o])
+    for k, val in opt_stats.items():
+        prefix = "policy/" if k in ("entropy", "grad_norm") else "loss/"
+        m[prefix + k] = val
+    return m
+
+
+def _completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
+    return [
+        {
+            "prompt": batch.rollout.prompts[i],
+            "completion": batch.rollout.texts[i],
+            "reference": batch.rollout.references[i],
+            "reward": round(batch.rewards[i].item(), 4),
+            "outcome": batch.scores[i].outcome,
+            "advantage": round(adv[i].item() if adv.dim() == 1 else adv[i, 0].item(), 4),  # process: token 0's
+        }
+        for i in range(min(k, len(batch.rollout)))
+    ]
+
+
+def _loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
+    keep = batch.valid.to(batch.rollout.completion_mask.device)
+    if cfg.mask_truncated:
+        keep = keep & ~batch.rollout.truncated
+    return batch.rollout.completion_mask * keep[:, None]  # (N, C)
