@@ -155,19 +155,26 @@ def server():
         yield srv
 
 
-@pytest.mark.docker
-def test_torchrun_two_ranks_train_and_only_rank_0_writes(tmp_path, server):
+def torchrun_train(tmp_path: Path, target: str, extra: list[str]) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """``torchrun --nproc_per_node 2 -m trainer.train`` for 2 steps on a tiny model: (process, run dir, init)."""
     init = tiny.build(tmp_path / "init", tiny.TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64))
     data = tmp_path / "d.jsonl"
     data.write_text("".join(f'{{"prompt": "{i}+{i + 1}=", "answer": "{2 * i + 1}"}}\n' for i in range(16)))
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port())]
     cmd += ["-m", "trainer.train", "--model", str(init), "--data", str(data), "--steps", "2", "--verifier"]
-    cmd += ["tag_count", "--verifier_target", server.target, "--run_dir", str(run), "--group_size", "4"]
-    cmd += ["--prompts_per_step", "4", "--max_new_tokens", "8", "--threads", "1", "--log_completions_every", "1"]
+    cmd += ["tag_count", "--verifier_target", target, "--run_dir", str(run), "--group_size", "4"]
+    cmd += ["--prompts_per_step", "4", "--max_new_tokens", "8", "--threads", "1", *extra]
+    cmd = [c.replace("{data}", str(data)) for c in cmd]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, run, init
+
+
+@pytest.mark.docker
+def test_torchrun_two_ranks_train_and_only_rank_0_writes(tmp_path, server):
+    proc, run, _ = torchrun_train(tmp_path, server.target, ["--log_completions_every", "1"])
     rows = [line for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     assert len(rows) == 2, "one metrics line per step: only rank 0 logs"
     last = json.loads(rows[-1])
