@@ -12,13 +12,13 @@ from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resum
 
 
 def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
-    """Rank 0 writes. Under FSDP every rank must call it: the weights and optimizer state are gathered
+    """Every rank calls it; rank 0 writes. Under FSDP the weights and optimizer state are gathered first
     (a collective) and written unsharded, so the checkpoint loads with from_pretrained."""
     full: dict[str, Any] = {}
     if distributed.is_sharded(model):
         full["state_dict"], full["optimizer_state"] = distributed.full_state(model, optimizer)
-        if ctx is not None and not ctx.is_main:
-            return checkpoint_dir(cfg.run_dir, step)
+    if ctx is not None and not ctx.is_main:
+        return checkpoint_dir(cfg.run_dir, step)
     extra = {"data": stream.state(), "config": cfg.model_dump()}
     if ref is not None:
         extra["reference"] = {k: t.detach().cpu() for k, t in ref.state_dict().items()}

@@ -178,15 +178,11 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
                 ref.load_state_dict(distributed.full_model_state(model))
             if cfg.save_every and step % cfg.save_every == 0:
-                if ctx.is_main or distributed.is_sharded(model):  # only rank 0 writes (FSDP: all gather)
-                    _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx)
+                _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx)  # rank 0 writes
                 saved = step
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
-        if distributed.is_sharded(model):  # every rank takes part in the gather
-            if saved != cfg.steps or not distributed.exists_on_main(final, ctx):
-                final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref, ctx)
-        elif (saved != cfg.steps or not final.exists()) and ctx.is_main:
-            final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref)
+        if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
+            final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref, ctx)
         distributed.barrier(ctx)
     finally:
         logger.close()
