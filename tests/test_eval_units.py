@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainer import evaluate, passk, suites
+from trainer.errors import ConfigError
 from trainer.suites import DataError
 
 
@@ -221,8 +222,16 @@ def test_command_line_of_make_eval_parses():
     assert (a.model, a.data, a.verifier, a.k, a.out, a.target, a.progress) == ("m", "d.jsonl", "math", 8, "o.json",
                                                                                  "h:1", False)  # fmt: skip
     assert evaluate.parse_args(["--completions", "c.jsonl", "--suite", "humaneval"]).suite == "humaneval"
-    for bad in (["--k", "0"], ["--completions", "c", "--model", "m"], ["--data", "d", "--suite", "humaneval"]):
-        with pytest.raises(SystemExit):
+    a = evaluate.parse_args(["--format-verifier", "none", "--fresh", "--max-new-tokens=9", "--chat-template", "on"])
+    assert (a.format_verifier, a.fresh, a.max_new_tokens, a.chat_template) == ("none", True, 9, "on")
+    for bad, says in (
+        (["--k", "0"], "k"),
+        (["--completions", "c", "--model", "m"], "drop --model"),
+        (["--data", "d", "--suite", "humaneval"], "not both"),
+        (["--chat-template", "maybe"], "chat_template"),
+        (["--no-such-flag", "1"], "no_such_flag"),
+    ):
+        with pytest.raises(ConfigError, match=says):
             evaluate.parse_args(bad)
 
 

@@ -22,6 +22,7 @@ import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig, load_config
+from trainer.errors import ConfigError
 from trainer.metrics import MetricsLogger, ReportToError, read_metrics
 from trainer.rollout import PythonReward
 from trainer.train import train
@@ -140,7 +141,7 @@ def test_report_to_in_the_config():
     assert load_config(overrides=["--report_to", "wandb"]).report_to == ["wandb"]
     assert load_config(overrides=["--report_to", "tensorboard,trackio"]).report_to == ["tensorboard", "trackio"]
     assert load_config(overrides=["--report_to", "none"]).report_to == []
-    with pytest.raises(SystemExit, match="report_to"):
+    with pytest.raises(ConfigError, match="report_to"):
         load_config(overrides=["--report_to", "mlflow"])
 
 

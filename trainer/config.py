@@ -1,7 +1,8 @@
 """The trainer's configuration: one pydantic model, validated once where it is parsed.
 
 A YAML file gives the values; ``--key value`` pairs on the command line override them (nested
-fields with a dot: ``--lora.r 16``; values are parsed as YAML, so ``--beta 0`` is a number).
+fields with a dot: ``--lora.r 16``; values are parsed as YAML, so ``--beta 0`` is a number). The
+parsing is trainer/cli.py's, the same for every trainer entry point.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from trainer import cli
 
 
 class LoraConfig(BaseModel):
@@ -159,46 +161,13 @@ class GRPOConfig(BaseModel):
         return self.mu > 1 or self.minibatches > 1
 
 
-def _parse_overrides(pairs: list[str]) -> dict:
-    """['--beta', '0', '--lora.r', '8'] -> {'beta': 0, 'lora': {'r': 8}}."""
-    out: dict = {}
-    it = iter(pairs)
-    for key in it:
-        if not key.startswith("--"):
-            raise SystemExit(f"expected --key value, got {key!r}")
-        try:
-            value = yaml.safe_load(next(it))
-        except StopIteration:
-            raise SystemExit(f"{key} needs a value") from None
-        node = out
-        *parents, leaf = key[2:].replace("-", "_").split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return out
-
-
-def _merge(base: dict, over: dict) -> dict:
-    for k, v in over.items():
-        base[k] = _merge(dict(base.get(k) or {}), v) if isinstance(v, dict) else v
-    return base
-
-
 def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> GRPOConfig:
-    """Read YAML (optional), apply overrides, validate once. Errors name the field and the file."""
+    """Read YAML (optional; a pipeline config's ``grpo:`` section is used when present), apply the
+    overrides (``["--beta", "0"]`` or a nested mapping), validate once. Errors (ConfigError) name the
+    field and the file. The parsing is trainer.cli's, shared by every trainer entry point."""
     raw: dict = {}
     if path is not None:
-        try:
-            raw = yaml.safe_load(Path(path).read_text()) or {}
-        except FileNotFoundError:
-            raise SystemExit(f"config file not found: {path}") from None
-        if not isinstance(raw, dict):
-            raise SystemExit(f"{path}: expected a mapping of field: value")
-        raw = raw.get("grpo", raw) if isinstance(raw.get("grpo"), dict) else raw
-    over = overrides if isinstance(overrides, dict) else _parse_overrides(list(overrides or []))
-    raw = _merge(raw, over)
-    try:
-        return GRPOConfig(**raw)
-    except ValidationError as e:
-        where = f" in {path}" if path else ""
-        raise SystemExit(f"invalid trainer config{where}:\n{e}") from None
+        raw = cli.read_yaml(path)
+        raw = raw["grpo"] if isinstance(raw.get("grpo"), dict) else raw
+    over = overrides if isinstance(overrides, dict) else cli.parse_argv(GRPOConfig, list(overrides or []))[1]
+    return cli.build(GRPOConfig, cli.merge(raw, over), f" in {path}" if path else "")

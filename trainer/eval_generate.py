@@ -1,0 +1,61 @@
+"""Generation for ``make eval``: the model loaded for sampling, and K samples per problem made with the
+trainer's own ``generate_rollout``, a batch of prompts at a time, each batch handed to the grader
+(grading of one batch overlaps generation of the next)."""
+
+from __future__ import annotations
+
+from trainer.errors import ModelError
+from trainer.eval_args import EvalArgs
+from trainer.eval_grade import Grader
+from trainer.eval_plan import generation_settings
+from trainer.suites import Problem, Sample
+
+
+def load_model(path: str, device: str):
+    """Model + tokenizer for generation, in eval mode on ``device`` (bf16 on a GPU that has it)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer.train import pick_device, pick_dtype
+
+    dev = pick_device(device)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=pick_dtype("auto", dev))
+        tok = AutoTokenizer.from_pretrained(path)
+    except OSError as e:
+        raise ModelError(
+            f"cannot load model {path!r}: {e}\nGive --model a folder written by save_pretrained."
+        ) from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return model.to(dev).eval(), tok
+
+
+def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int]]], fps: dict, a: EvalArgs,
+                  source: str) -> None:  # fmt: skip
+    """Generate the missing samples of each problem, a batch of prompts at a time, and hand each batch
+    to the grader (grading of one batch overlaps generation of the next)."""
+    import torch
+
+    from trainer.data import Example
+    from trainer.decode import generate_rollout
+
+    torch.manual_seed(a.seed)
+    chat, max_new = generation_settings(a, source)
+    per_call = max(1, (a.gen_batch or 64) // a.k)
+    total, made = sum(len(missing) for _, missing in todo), 0
+    for i in range(0, len(todo), per_call):
+        grader.bar.set_postfix_str(f"generated {made}/{total}")
+        part = todo[i : i + per_call]
+        g = max(len(missing) for _, missing in part)
+        ro = generate_rollout(model, tok, [Example(p.prompt, p.reference) for p, _ in part], g,
+                              max_new_tokens=max_new, temperature=a.temperature, top_p=a.top_p, do_sample=a.k > 1,
+                              use_chat_template=chat)  # fmt: skip
+        batch = []
+        for j, (p, missing) in enumerate(part):
+            for n, idx in enumerate(missing):
+                s = Sample(p.id, idx, p.compose(ro.texts[j * g + n]), p.reference, p.verifier, p.prompt, p.options)
+                batch.append((s, fps[s.key]))
+        made += len(batch)
+        grader.submit(batch)
+        grader.drain()
+    grader.bar.set_postfix_str(f"generated {made}/{total}")
