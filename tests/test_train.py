@@ -24,6 +24,7 @@ from transformers import AutoModelForCausalLM
 
 from tests.test_rollout import R1_TAGS, tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig, load_config
+from trainer.errors import ConfigError, VerifierSetupError
 from trainer.metrics import read_metrics
 from trainer.rollout import Batch, Example, Score, VerifierReward, generate_rollout
 from trainer.train import (
@@ -170,12 +171,12 @@ def test_greedy_accuracy_through_the_service(tmp_path, server):
 
 @pytest.mark.docker
 def test_unknown_verifier_fails_early_with_a_message(server):
-    with pytest.raises(SystemExit, match="not registered"):
+    with pytest.raises(VerifierSetupError, match="not registered"):
         VerifierReward("no_such_verifier", server.target).check()
 
 
 def test_unreachable_service_fails_early_with_a_message():
-    with pytest.raises(SystemExit, match="not reachable"):
+    with pytest.raises(VerifierSetupError, match="not reachable"):
         VerifierReward("math", "127.0.0.1:9").check(timeout_s=1.0)
 
 
@@ -229,11 +230,11 @@ def test_masked_rows_and_padding_do_not_change_the_update(mask_truncated):
 
 
 def test_config_validation_and_overrides(tmp_path):
-    with pytest.raises(SystemExit, match="group_size"):
+    with pytest.raises(ConfigError, match="group_size"):
         load_config(None, ["--group_size", "1"])
-    with pytest.raises(SystemExit, match="divisible"):
+    with pytest.raises(ConfigError, match="divisible"):
         load_config(None, ["--group_size", "4", "--prompts_per_step", "3", "--minibatches", "5"])
-    with pytest.raises(SystemExit, match="extra"):
+    with pytest.raises(ConfigError, match="extra"):
         load_config(None, ["--no_such_field", "1"])
     p = tmp_path / "c.yaml"
     p.write_text("beta: 0.1\nlora: {r: 4}\n")

@@ -9,9 +9,10 @@ import torch
 
 from trainer.data import Example
 from trainer.decode import Rollout, completion_mask_from_eos
+from trainer.errors import TrainerError
 
 
-class BackendError(RuntimeError):
+class BackendError(TrainerError, RuntimeError):
     """A rollout backend that cannot run here (missing package, no GPU, unsupported setting)."""
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainer.errors import CheckpointError
+
 STATE_FILE = "trainer_state.pt"
 
 
@@ -96,7 +98,7 @@ def resolve_resume(resume: str, run_dir: str | Path) -> Path | None:
         return found[-1] if found else None
     path = Path(resume)
     if not (path / STATE_FILE).exists():
-        raise SystemExit(f"--resume {resume}: no {STATE_FILE} there; pass a folder under {run_dir}/checkpoints/")
+        raise CheckpointError(f"--resume {resume}: no {STATE_FILE} there; pass a folder under {run_dir}/checkpoints/")
     return path
 
 

@@ -42,9 +42,10 @@ import torch.distributed as dist
 from torch import Tensor
 
 from trainer.data import DataStream, Example
+from trainer.errors import TrainerError
 
 
-class DistributedError(RuntimeError):
+class DistributedError(TrainerError, RuntimeError):
     """A torchrun launch the trainer cannot honour (e.g. a batch that does not split across ranks)."""
 
 

@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from trainer.errors import TrainerError
 
-class ScoringError(RuntimeError):
+
+class ScoringError(TrainerError, RuntimeError):
     """The reward function returned the wrong number of scores for a submission."""
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from trainer.config import GRPOConfig
+from trainer.errors import ModelError
 
 # ---------------------------------------------------------------------------------------------
 # setup
@@ -78,11 +79,11 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
     _warn_half_precision(cfg)
     if model is None:
         if cfg.model is None:
-            raise SystemExit("no model: set `model:` in the config (a folder or hub id) or pass one to train()")
+            raise ModelError("no model: set `model:` in the config (a folder or hub id) or pass one to train()")
         model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype)
     if tokenizer is None:
         if (cfg.tokenizer or cfg.model) is None:
-            raise SystemExit("no tokenizer: set `tokenizer:` (or `model:`) in the config, or pass one to train()")
+            raise ModelError("no tokenizer: set `tokenizer:` (or `model:`) in the config, or pass one to train()")
         tokenizer = AutoTokenizer.from_pretrained(cfg.tokenizer or cfg.model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -95,7 +96,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
         try:
             import peft
         except ImportError:
-            raise SystemExit("lora: needs peft; install it with `pip install .[lora]`") from None
+            raise ModelError("lora: needs peft; install it with `pip install .[lora]`") from None
         lc = cfg.lora
         pc = peft.LoraConfig(
             r=lc.r,

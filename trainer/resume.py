@@ -9,6 +9,7 @@ from typing import Any
 
 from trainer import distributed
 from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resume, save_checkpoint, set_rng_state
+from trainer.errors import CheckpointError
 
 
 def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
@@ -46,7 +47,7 @@ def _resume(cfg, model, optimizer, scheduler, stream, ref) -> int:
         missing, unexpected = model.load_state_dict(weights, strict=False)
         tied = set(getattr(model, "_tied_weights_keys", None) or [])
         if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
-            raise SystemExit(f"--resume {path}: weights do not match the model ({missing[:3]} {unexpected[:3]})")
+            raise CheckpointError(f"--resume {path}: weights do not match the model ({missing[:3]} {unexpected[:3]})")
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     stream.load(state["data"])

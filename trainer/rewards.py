@@ -13,7 +13,8 @@ import torch
 from torch import Tensor
 
 from trainer.decode import Rollout
-from trainer.overlap import GroupScorer
+from trainer.errors import VerifierSetupError
+from trainer.overlap import GroupScorer, ScoringError
 from verifiers.client import VerifierClient, VerifyItem
 
 SANDBOX_ERROR = "SANDBOX_ERROR"
@@ -63,13 +64,15 @@ class VerifierReward:
         try:
             self.client.wait_ready(timeout_s)
         except Exception:  # grpc.FutureTimeoutError
-            raise SystemExit(
+            raise VerifierSetupError(
                 f"verifier service not reachable at {self.client.target}: start it (`python -m verifiers.server`, "
                 "or `make train`, which starts one) or set verifier_target to where it runs"
             ) from None
         names = [v.name for v in self.client.list_verifiers()]
         if self.verifier not in names:
-            raise SystemExit(f"verifier {self.verifier!r} is not registered at {self.client.target}; known: {names}")
+            raise VerifierSetupError(
+                f"verifier {self.verifier!r} is not registered at {self.client.target}; known: {names}"
+            )
 
     def close(self) -> None:
         self.client.close()
@@ -102,7 +105,7 @@ def grade(
         scores = reward_fn(rollout.texts, rollout.references, rollout.prompts)
         dt = time.perf_counter() - t0
     if len(scores) != len(rollout):
-        raise RuntimeError(f"reward function returned {len(scores)} scores for {len(rollout)} completions")
+        raise ScoringError(f"reward function returned {len(scores)} scores for {len(rollout)} completions")
     rewards = torch.tensor([s.reward for s in scores], dtype=torch.float32)
     valid = torch.tensor([s.outcome not in UNGRADED for s in scores])
     return rewards, valid, scores, dt

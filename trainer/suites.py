@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainer.errors import DataError  # raised for user files; importable from here as before
+
 SUITES = ("humaneval", "heldout")
 HUMANEVAL_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
 
@@ -68,10 +70,6 @@ class Sample:
     @property
     def key(self) -> str:
         return f"{self.id}#{self.sample}"
-
-
-class DataError(SystemExit):
-    """A user file that cannot be read as documented; the message says where and what to fix."""
 
 
 # ---------------------------------------------------------------------------------------------

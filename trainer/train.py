@@ -36,12 +36,13 @@ from typing import Any
 
 import torch
 
-from trainer import distributed
+from trainer import cli, distributed
 from trainer.batch import collect_batch
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
 from trainer.decode import generate_rollout
+from trainer.errors import DataError, exit_on_error
 from trainer.metrics import MetricsLogger
 from trainer.policy import (
     autocast_dtype,
@@ -105,7 +106,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg, model, tokenizer)
     if cfg.data is None:
-        raise SystemExit("no data: set `data:` to a JSONL file of {prompt, answer} or {prompt, tests} rows")
+        raise DataError("no data: set `data:` to a JSONL file of {prompt, answer} or {prompt, tests} rows")
     stream = DataStream(load_examples(cfg.data), cfg.seed)
     eval_examples = load_examples(cfg.eval_data)[: cfg.eval_limit] if cfg.eval_data and cfg.eval_every else []
     ref = make_reference(cfg, model)
@@ -323,23 +324,16 @@ def evaluate_accuracy(
         reward.close()
 
 
+@exit_on_error
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m trainer.train --config FILE [--key value ...]``."""
+    """``python -m trainer.train --config FILE [--key value ...]``. A TrainerError (a setting, a file, the
+    service) becomes its message on stderr and exit status 1 (errors.exit_on_error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("-h", "--help"):
-        print(__doc__)
-        print("fields:")
-        for name, f in GRPOConfig.model_fields.items():
-            print(f"  --{name:<22} {f.description} (default: {f.default!r})")
-        raise SystemExit(0)
-    path = None
-    if "--config" in argv:
-        i = argv.index("--config")
-        path = argv[i + 1] if i + 1 < len(argv) else None
-        if path is None:
-            raise SystemExit("--config needs a file")
-        del argv[i : i + 2]
-    cfg = load_config(path, argv)
+    if cli.wants_help(argv):
+        print(cli.help_text(GRPOConfig, __doc__))
+        return {}
+    path, over = cli.parse_argv(GRPOConfig, argv)  # the one override parser (trainer/cli.py)
+    cfg = load_config(path, over)
     out = train(cfg)
     print(f"done: {cfg.steps} steps, checkpoint {out['checkpoint']}, metrics {Path(cfg.run_dir) / 'metrics.jsonl'}")
     return out
