@@ -1,4 +1,5 @@
-"""Per-call overhead of the HTTP/JSON API and OpenRLHF's /get_reward vs the gRPC client, batch of 256.
+"""Per-call overhead of the HTTP/JSON API, OpenRLHF's /get_reward and SandboxFusion's /run_code vs the gRPC
+client, batch of 256.
 
     flock /tmp/bench.lock .venv/bin/python bench/http.py [--rounds 5] [--out bench/results/http.txt]
 
@@ -7,6 +8,12 @@ One server process (pool of 2, ``--http-port 0``) answers all three ways; the cl
   A  gRPC      ``VerifierClient.verify_batch`` (the baseline: what the trainer uses)
   B  HTTP      ``POST /v1/verify_batch`` with httpx (keep-alive), proto JSON built and parsed client-side
   C  OpenRLHF  ``POST /get_reward`` with httpx, {"query", "prompts", "labels"} as OpenRLHF sends them
+
+SandboxFusion ``POST /run_code`` is compared per program: 256 small Python programs (stdin → stdout, one
+in eight wrong) sent as 256 ``/run_code`` calls from ``--run-code-concurrency`` threads (4: a small
+client's parallelism, twice the pool) vs the same programs through the gRPC client's code path, one
+``verify_batch`` of 256 ``code`` items in stdio mode with the one stdin/stdout case (one sandbox job per
+program either way). Agreement: /run_code's status Success with the expected output ⇔ gRPC's reward 1.
 
 Two workloads of 256 items per call: ``think_format`` (graded in-process in microseconds, so the ratio
 is close to the pure transport cost: the worst case for HTTP) and ``math`` (sympy in the sandbox: what a
@@ -29,6 +36,7 @@ import os  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 BATCH = 256
@@ -84,6 +92,75 @@ def call_openrlhf(http, verifier: str, items) -> list[float]:
     r = http.post(f"/get_reward?verifier={verifier}", json=body)
     r.raise_for_status()
     return r.json()["rewards"]
+
+
+def code_items(rnd: random.Random) -> list[tuple[str, str, str]]:
+    """(program, stdin, expected stdout): small stdin → stdout programs; one in eight prints a wrong answer."""
+    ops = [("+", lambda a, b: a + b), ("*", lambda a, b: a * b), ("-", lambda a, b: a - b), ("%", lambda a, b: a % b)]
+    out = []
+    for i in range(BATCH):
+        a, b = rnd.randint(1, 999), rnd.randint(1, 99)
+        sym, fn = ops[i % len(ops)]
+        wrong = " + 1" if i % 8 == 7 else ""
+        src = f"import sys\na, b = map(int, sys.stdin.read().split())\nprint(a {sym} b{wrong})\n"
+        out.append((src, f"{a} {b}\n", f"{fn(a, b)}\n"))
+    return out
+
+
+def code_tagged(items, tag: int) -> list[tuple[str, str, str]]:
+    return [(f"{src}# t{tag}\n", stdin, want) for src, stdin, want in items]  # a fresh program: no cache hit
+
+
+def call_code_grpc(client, items) -> list[bool]:
+    import json
+
+    from verifiers.client import VerifyItem
+
+    batch = [VerifyItem("code", f"```python\n{src}```\n", json.dumps([{"input": stdin, "output": want}]),
+                        options={"mode": "stdio"}) for src, stdin, want in items]  # fmt: skip
+    return [r.reward == 1.0 for r in client.verify_batch(batch)]
+
+
+def call_run_code(http, pool, items) -> list[bool]:
+    def one(item) -> bool:
+        src, stdin, want = item
+        r = http.post("/run_code", json={"code": src, "language": "python", "stdin": stdin, "run_timeout": 10})
+        r.raise_for_status()
+        got = r.json()
+        return got["status"] == "Success" and got["run_result"]["stdout"].split() == want.split()
+
+    return list(pool.map(one, items))
+
+
+def bench_run_code(client, http, pool, calls: int, rounds: int, log) -> None:
+    """Per-program overhead of /run_code (256 calls, a few at a time) vs the gRPC code path (one batch)."""
+    base = code_items(random.Random(0))
+    methods = {"gRPC": lambda it: call_code_grpc(client, it), "run_code": lambda it: call_run_code(http, pool, it)}
+    expect = methods["gRPC"](code_tagged(base, next(_tags)))
+    per_call = {m: [] for m in methods}
+    ratios: list[float] = []
+    agree = 0
+    for r in range(rounds):
+        times = {m: [] for m in methods}
+        for k in range(calls):
+            for m in list(methods) if (r + k) % 2 == 0 else list(methods)[::-1]:  # A B, B A, …
+                dt, ok = timed(methods[m], code_tagged(base, next(_tags)))
+                times[m].append(dt)
+                agree += ok == expect
+        med = {m: statistics.median(ts) for m, ts in times.items()}
+        for m, ts in times.items():
+            per_call[m] += ts
+        ratios.append(med["run_code"] / med["gRPC"])
+        log(f"run_code round {r}: load {os.getloadavg()[0]:.2f}  gRPC {med['gRPC'] * 1e3 / BATCH:6.2f} ms/program"
+            f"  run_code {med['run_code'] * 1e3 / BATCH:6.2f} ms/program  run_code/gRPC {ratios[-1]:.3f}")  # fmt: skip
+    for m, ts in per_call.items():
+        log(f"run_code {m:9s} {BATCH} programs: p50 {pct(ts, 0.5) * 1e3:7.1f} ms  p99 {pct(ts, 0.99) * 1e3:7.1f} ms"
+            f"  ({BATCH / statistics.median(ts):6.1f} programs/s)")  # fmt: skip
+    extra = (statistics.median(per_call["run_code"]) - statistics.median(per_call["gRPC"])) / BATCH * 1e3
+    log(f"run_code overhead per program vs gRPC: median {(statistics.median(ratios) - 1) * 100:+.1f}% ({extra:+.2f} ms)"
+        f" (per-round ratio min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+    log(f"run_code results equal to gRPC's on the same programs: {agree}/{rounds * calls * len(methods)} calls"
+        f" ({sum(expect)}/{BATCH} programs right)")  # fmt: skip
 
 
 def timed(fn, *args) -> tuple[float, list[float]]:
@@ -142,6 +219,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--think-calls", type=int, default=10, help="calls per method per round, think_format")
     p.add_argument("--math-calls", type=int, default=2, help="calls per method per round, math")
+    p.add_argument("--run-code-calls", type=int, default=1, help="calls of 256 programs per method per round")
+    p.add_argument("--run-code-concurrency", type=int, default=4, help="/run_code calls in flight at once")
+    p.add_argument("--only", choices=["think_format", "math", "run_code"], action="append", help="workloads to run")
     p.add_argument("--out", default="bench/results/http.txt")
     args = p.parse_args()
     lines: list[str] = []
@@ -163,11 +243,17 @@ def main() -> None:
                 "HTTP": lambda v, it: call_http(http, v, it),
                 "OpenRLHF": lambda v, it: call_openrlhf(http, v, it),
             }
+            only = set(args.only or ["think_format", "math", "run_code"])
             for m in methods.values():  # warm-up: connections, imports, the math worker's first parses
                 m("think_format", tagged(think_items(random.Random(1)), next(_tags)))
                 m("math", tagged(math_items(random.Random(1)), next(_tags)))
-            bench("think_format", "think_format", think_items, args.think_calls, args.rounds, methods, log)
-            bench("math", "math", math_items, args.math_calls, args.rounds, methods, log)
+            if "think_format" in only:
+                bench("think_format", "think_format", think_items, args.think_calls, args.rounds, methods, log)
+            if "math" in only:
+                bench("math", "math", math_items, args.math_calls, args.rounds, methods, log)
+            if "run_code" in only:
+                with ThreadPoolExecutor(args.run_code_concurrency) as pool:
+                    bench_run_code(client, http, pool, args.run_code_calls, args.rounds, log)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
 
