@@ -31,6 +31,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ from trainer.policy import (
 from trainer.process import batch_process_advantages
 from trainer.resume import _resume, _save
 from trainer.rewards import RewardFn, Score, VerifierReward
-from trainer.rollout_backend import make_backend
+from trainer.rollout_backend import RolloutBackend, make_backend
 from trainer.update import (
     _completion_rows,
     _loss_mask,
@@ -84,6 +85,7 @@ __all__ = [
     "pick_device",
     "pick_dtype",
     "run_step",
+    "StepParts",
     "score_logprobs",
     "seed_everything",
     "step_metrics",
@@ -94,6 +96,24 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class StepParts:
+    """What ``train`` builds once and every step uses; ``run_step(parts, step)`` is one GRPO step on them."""
+
+    cfg: GRPOConfig  # this rank's config: under torchrun prompts_per_step is the rank's share
+    model: Any  # the policy, unwrapped: it samples, scores and is saved
+    tokenizer: Any
+    ref: Any | None  # the frozen reference (None: beta == 0, or LoRA, whose reference is the adapters off)
+    optimizer: torch.optim.Optimizer
+    scheduler: Any  # the LR schedule (policy.make_optimizer)
+    data: DataStream | distributed.RankStream  # this rank's prompts
+    reward_fn: RewardFn
+    logger: MetricsLogger | distributed.NullLogger  # rank 0 writes, the other ranks hold a NullLogger
+    train_model: Any = None  # the DDP/FSDP wrapper under torchrun (None: model itself)
+    ctx: distributed.Dist = field(default_factory=distributed.Dist)
+    backend: RolloutBackend | None = None  # where rollouts come from (None: the policy samples them)
+
+
 def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | None = None) -> dict[str, Any]:
     """Run GRPO as ``cfg`` says. ``model``/``tokenizer`` override cfg.model; ``reward_fn`` overrides the
     verifier client (benchmarks). Returns {"model", "tokenizer", "run_dir", "checkpoint", "metrics"}."""
@@ -101,8 +121,52 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
         torch.set_num_threads(cfg.threads)
     ctx = distributed.setup(pick_device(cfg.device))  # torchrun: join the job (a no-op for one process)
     if ctx.active:
-        per_rank = distributed.check_batch(cfg.prompts_per_step, ctx)
+        distributed.check_batch(cfg.prompts_per_step, ctx)  # before anything loads
         cfg = cfg.model_copy(update={"device": distributed.rank_device(cfg.device, ctx)})
+    own_reward = reward_fn is None
+    parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn)
+    model, tokenizer, ref, logger = parts.model, parts.tokenizer, parts.ref, parts.logger
+    state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
+    start = _resume(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
+    logger.truncate_after(start)
+    device = next(model.parameters()).device
+    last: dict[str, float] = {}
+    saved = start
+    t_loop, cpu_loop = time.perf_counter(), time.process_time()
+    try:
+        for step in range(start + 1, cfg.steps + 1):
+            last = distributed.reduce_metrics(run_step(parts, step), ctx)
+            if eval_examples and step % cfg.eval_every == 0:
+                last.update(_periodic_eval(parts, eval_examples))
+            last["perf/peak_mem_mb"] = peak_memory_mb(device)
+            last["perf/elapsed_s"] = time.perf_counter() - t_loop  # since this process's first step
+            last["perf/elapsed_cpu_s"] = time.process_time() - cpu_loop
+            logger.log(step, last)
+            if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
+                ref.load_state_dict(distributed.full_model_state(model))
+            if cfg.save_every and step % cfg.save_every == 0:
+                _save(cfg, step, *state, ctx)  # rank 0 writes
+                saved = step
+        final = checkpoint_dir(cfg.run_dir, cfg.steps)
+        if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
+            final = _save(cfg, cfg.steps, *state, ctx)
+        distributed.barrier(ctx)
+    finally:
+        logger.close()
+        if own_reward:
+            parts.reward_fn.close()
+        if parts.backend is not None:
+            parts.backend.close()
+        distributed.teardown(ctx)
+    return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
+
+
+def _build(
+    cfg: GRPOConfig, ctx: distributed.Dist, model, tokenizer, reward_fn: RewardFn | None
+) -> tuple[StepParts, DataStream, list[Example]]:
+    """The run's parts, in this order: seed, policy, data, reference, DDP/FSDP wrapper, optimizer, rollout
+    backend, reward (checked against the service when it is ours), metrics logger. Also the whole data
+    stream (what a checkpoint saves) and the held-out examples for periodic evaluation."""
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg, model, tokenizer)
     if cfg.data is None:
@@ -114,7 +178,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     optimizer, scheduler = make_optimizer(cfg, train_model)
     rank_cfg, data = cfg, stream
     if ctx.active:  # each rank samples its own share of the step's prompts, with its own sampling seed
-        rank_cfg = cfg.model_copy(update={"prompts_per_step": per_rank})
+        rank_cfg = cfg.model_copy(update={"prompts_per_step": distributed.check_batch(cfg.prompts_per_step, ctx)})
         data = distributed.RankStream(stream, ctx)
         torch.manual_seed(cfg.seed + ctx.rank)
     backend = None
@@ -127,7 +191,6 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
             seed=cfg.seed + ctx.rank,
         )
-    own_reward = reward_fn is None
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
         reward_fn.check()
@@ -136,87 +199,39 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
         if ctx.is_main
         else distributed.NullLogger()
     )
-    start = _resume(cfg, model, optimizer, scheduler, stream, ref)
-    logger.truncate_after(start)
-    device = next(model.parameters()).device
-    last: dict[str, float] = {}
-    saved = start
-    t_loop, cpu_loop = time.perf_counter(), time.process_time()
-    try:
-        for step in range(start + 1, cfg.steps + 1):
-            last = run_step(
-                rank_cfg,
-                step,
-                model,
-                tokenizer,
-                ref,
-                optimizer,
-                scheduler,
-                data,
-                reward_fn,
-                logger,
-                train_model,
-                ctx,
-                backend,
+    parts = StepParts(
+        cfg=rank_cfg, model=model, tokenizer=tokenizer, ref=ref, optimizer=optimizer, scheduler=scheduler,
+        data=data, reward_fn=reward_fn, logger=logger, train_model=train_model, ctx=ctx, backend=backend,
+    )  # fmt: skip
+    return parts, stream, eval_examples
+
+
+def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float]:
+    """Greedy held-out figures as ``eval/*`` metrics. Every rank calls it (FSDP gathers the weights, a
+    collective); rank 0 evaluates, the others return nothing."""
+    out: dict[str, float] = {}
+    with distributed.gathered(parts.model):
+        if parts.ctx.is_main:
+            ev = evaluate(
+                parts.model,
+                parts.tokenizer,
+                examples,
+                parts.reward_fn,
+                max_new_tokens=parts.cfg.max_new_tokens,
+                use_chat_template=parts.cfg.use_chat_template,
             )
-            last = distributed.reduce_metrics(last, ctx)
-            if eval_examples and step % cfg.eval_every == 0:
-                with distributed.gathered(model):  # every rank (FSDP: a collective); rank 0 evaluates
-                    if ctx.is_main:
-                        ev = evaluate(
-                            model,
-                            tokenizer,
-                            eval_examples,
-                            reward_fn,
-                            max_new_tokens=cfg.max_new_tokens,
-                            use_chat_template=cfg.use_chat_template,
-                        )
-                        last.update({f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)})
-            last["perf/peak_mem_mb"] = peak_memory_mb(device)
-            last["perf/elapsed_s"] = time.perf_counter() - t_loop  # since this process's first step
-            last["perf/elapsed_cpu_s"] = time.process_time() - cpu_loop
-            logger.log(step, last)
-            if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
-                ref.load_state_dict(distributed.full_model_state(model))
-            if cfg.save_every and step % cfg.save_every == 0:
-                _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx)  # rank 0 writes
-                saved = step
-        final = checkpoint_dir(cfg.run_dir, cfg.steps)
-        if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
-            final = _save(cfg, cfg.steps, model, tokenizer, optimizer, scheduler, stream, ref, ctx)
-        distributed.barrier(ctx)
-    finally:
-        logger.close()
-        if own_reward:
-            reward_fn.close()
-        if backend is not None:
-            backend.close()
-        distributed.teardown(ctx)
-    return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
+            out = {f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)}
+    return out
 
 
-def run_step(
-    cfg,
-    step,
-    model,
-    tokenizer,
-    ref,
-    optimizer,
-    scheduler,
-    stream,
-    reward_fn,
-    logger,
-    train_model=None,
-    ctx=None,
-    backend=None,
-) -> dict[str, float]:
-    """One GRPO step: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns metrics.
-    Under torchrun ``cfg.prompts_per_step`` is this rank's share and ``train_model`` the DDP/FSDP wrapper.
-    ``backend``: where rollouts come from (rollout_backend.py; None: the policy samples), synced after the update."""
-    ctx = ctx or distributed.Dist()
+def run_step(parts: StepParts, step: int) -> dict[str, float]:
+    """One GRPO step on ``parts``: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns
+    metrics. Under torchrun ``parts.cfg.prompts_per_step`` is this rank's share and ``parts.train_model``
+    the DDP/FSDP wrapper; a rollout backend gets the updated weights after the update."""
+    cfg, model, tokenizer, backend = parts.cfg, parts.model, parts.tokenizer, parts.backend
     t0, cpu0 = time.perf_counter(), time.process_time()
     with distributed.gathered(model):  # FSDP: full weights while sampling and scoring (no-op otherwise)
-        batch = collect_batch(cfg, model, tokenizer, stream, reward_fn, backend)
+        batch = collect_batch(cfg, model, tokenizer, parts.data, parts.reward_fn, backend)
         t1 = time.perf_counter()
         device = batch.rollout.completion_ids.device
         if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
@@ -227,9 +242,12 @@ def run_step(
         old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
         ref_lp = None
         if cfg.beta > 0:
-            with _reference_mode(model, ref) as ref_model:
+            with _reference_mode(model, parts.ref) as ref_model:
                 ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
-    opt_stats = optimize(cfg, train_model or model, optimizer, scheduler, batch, adv, loss_mask, old_lp, ref_lp, ctx)
+    opt_stats = optimize(
+        cfg, parts.train_model or model, parts.optimizer, parts.scheduler, batch, adv, loss_mask, old_lp, ref_lp,
+        parts.ctx,
+    )  # fmt: skip
     if backend is not None:
         with distributed.gathered(model):
             backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
@@ -238,7 +256,7 @@ def run_step(
     tokens = int(batch.rollout.completion_mask.sum())
     m.update(
         {
-            "policy/lr": scheduler.get_last_lr()[0],
+            "policy/lr": parts.scheduler.get_last_lr()[0],
             "perf/step_s": t2 - t0,
             "perf/step_cpu_s": time.process_time() - cpu0,
             "perf/rollout_s": t1 - t0 - batch.verify_s,
@@ -248,7 +266,7 @@ def run_step(
         }
     )
     if cfg.log_completions_every and step % cfg.log_completions_every == 0:
-        logger.log_completions(step, _completion_rows(batch, adv))
+        parts.logger.log_completions(step, _completion_rows(batch, adv))
     return m
 
 
