@@ -99,7 +99,7 @@ def test_help_lists_every_field_with_its_description_and_default():
     text = cli.help_text(Outer, "usage line")
     assert text.startswith("usage line")
     assert "--inner.lr float  the learning rate (default: 1.0)" in text
-    assert "--inner.tag str | NoneType  optional text (default: None)" in text
+    assert "--inner.tag str | None  optional text (default: None)" in text
     assert "--sizes" in text and "(default: [])" in text
     grpo = cli.help_text(GRPOConfig, "")
     for name, f in GRPOConfig.model_fields.items():
@@ -117,7 +117,10 @@ def test_load_config_reads_a_pipeline_files_grpo_section(tmp_path):
     assert load_config(None, {"lora": {"r": 2}}).lora.r == 2
 
 
-@pytest.mark.parametrize("module", ["trainer.train", "trainer.evaluate"])
+@pytest.mark.parametrize(
+    "module",
+    ["trainer.train", "trainer.pipeline", "trainer.r1", "trainer.evaluate", "trainer.warmstart", "trainer.task"],
+)
 def test_every_entry_point_prints_help_from_its_model(module):
     p = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)  # fmt: skip
@@ -130,3 +133,55 @@ def test_entry_points_turn_a_config_error_into_a_message_and_status_1(tmp_path):
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert p.returncode == 1 and "error: invalid GRPOConfig" in p.stderr and "group_size" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+# -- the pipeline's and r1's models: every config file in configs/ validates, sections are typed ------------
+@pytest.mark.parametrize(
+    ("name", "module", "model"),
+    [("default.yaml", "pipeline", "PipelineConfig"), ("qwen05b.yaml", "pipeline", "PipelineConfig"),
+     ("r1.yaml", "r1", "R1Config")],
+)  # fmt: skip
+def test_the_shipped_config_files_validate(name, module, model):
+    import importlib
+
+    mod = importlib.import_module(f"trainer.{module}")
+    cfg = cli.load(getattr(mod, model), ["--config", str(ROOT / "configs" / name)])
+    grpo = cfg.grpo if module == "pipeline" else cfg.rl
+    assert isinstance(grpo, GRPOConfig) and grpo.verifier == "r1"
+    train = load_config(ROOT / "configs" / name) if module == "pipeline" else None
+    assert train is None or train == grpo  # the trainer reads the same file's grpo section
+
+
+def test_make_train_flags_map_onto_the_pipeline_model(tmp_path):
+    from trainer import pipeline
+
+    cfg = pipeline.load_args(["--model", "m", "--data", "d.jsonl", "--eval-data", "e.jsonl", "--verifier", "math",
+                              "--target", "h:1", "--name", "2024", "--seed", "3", "--runs", "r", "--grpo.lr", "1e-4",
+                              "--tiny.hidden_size", "32", "--eval.k", "0"])  # fmt: skip
+    assert (cfg.model, cfg.data, cfg.eval_data, cfg.target, cfg.name, cfg.seed, cfg.runs) == (
+        "m", "d.jsonl", "e.jsonl", "h:1", "2024", 3, "r")  # fmt: skip
+    assert (cfg.grpo.verifier, cfg.grpo.lr, cfg.tiny.hidden_size, cfg.eval.k) == ("math", 1e-4, 32, 0)
+    assert cfg.warmstart.steps == 1200  # configs/default.yaml is read when no --config is given
+    with pytest.raises(ConfigError, match="grpo.group_size"):
+        pipeline.load_args(["--grpo.group_size", "1"])
+    with pytest.raises(ConfigError, match="tiny.width"):
+        pipeline.load_args(["--tiny.width", "1"])
+
+
+def test_too_little_data_to_hold_out_is_a_data_error(tmp_path):
+    from trainer import pipeline
+    from trainer.errors import DataError
+
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"prompt": "1+1=?", "answer": "2"}\n' * 3)
+    cfg = pipeline.load_args(["--data", str(data), "--eval.heldout_from_data", "5"])
+    with pytest.raises(DataError, match="not enough to hold out 5"):
+        pipeline.prepare_data(cfg, tmp_path / "run")
+
+
+def test_make_r1_flags_map_onto_the_r1_model():
+    from trainer import r1
+
+    cfg = r1.load_args(["--out", "o", "--target", "h:2", "--seed", "1", "--rl.steps", "3", "--rejection.samples", "8"])
+    assert (cfg.out, cfg.target, cfg.seed, cfg.rl.steps, cfg.rejection.samples) == ("o", "h:2", 1, 3, 8)
+    assert cfg.final_rl.steps == 300 and cfg.cold_start.steps == 1000  # configs/r1.yaml

@@ -222,6 +222,8 @@ def wants_help(argv: Sequence[str]) -> bool:
 def _type_name(ann: Any) -> str:
     if typing.get_origin(ann) is Literal:
         return "|".join(str(v) for v in typing.get_args(ann))
+    if ann is type(None):
+        return "None"
     if isinstance(ann, type):
         return ann.__name__
     return str(ann).replace("typing.", "")
@@ -252,7 +254,7 @@ def field_lines(model: type[BaseModel], prefix: str = "") -> list[str]:
 def help_text(model: type[BaseModel], doc: str | None, aliases: Mapping[str, str] | None = None) -> str:
     """The usage text of an entry point: its docstring, then every field of ``model``."""
     out = [(doc or "").strip(), "", "options (--config FILE: a YAML file of the same fields; flags override it;",
-           "a boolean flag alone is true, --no-<flag> false):"]  # fmt: skip
+           "- and _ are the same in names; a boolean flag alone is true, --no-<flag> false):"]  # fmt: skip
     out += ["  " + x for x in field_lines(model)]
     if aliases:
         out += ["aliases:"] + [f"  --{a} = --{f}" for a, f in aliases.items()]

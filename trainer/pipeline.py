@@ -25,104 +25,85 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer import task, tiny
+from trainer import cli, task, tiny
+from trainer.config import GRPOConfig, load_config
+from trainer.errors import DataError, exit_on_error
 from trainer.progress import MetricsBar
+from trainer.sections import EvalSection, TaskSection, TinySection
 from trainer.warmstart import WarmStartConfig, warm_start
 
+__all__ = [
+    "ALIASES",
+    "DEFAULT_CONFIG",
+    "EvalSection",
+    "PipelineConfig",
+    "Run",
+    "TaskSection",
+    "TinySection",
+    "evaluate_heldout",
+    "figure_lines",
+    "load",
+    "load_args",
+    "main",
+    "make_run_dir",
+    "prepare_data",
+    "run",
+    "say",
+    "verifier_service",
+]
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
-
-
-class TaskSection(BaseModel):
-    """The embedded task (used when no --data is given)."""
-
-    model_config = ConfigDict(extra="forbid")
-    operands: int = Field(4, ge=2)
-    min_value: int = Field(1, ge=0)
-    max_value: int = Field(9, ge=1)
-    worked_fraction: float = Field(0.35, ge=0, le=1, description="share of warm-start rows that show their work")
-    estimate_to: int = Field(10, ge=1, description="the other rows answer with the value rounded to this multiple")
-    warmstart_size: int = Field(12000, ge=0)
-    train_size: int = Field(4000, ge=1)
-    heldout_size: int = Field(256, ge=1)
-
-
-class EvalSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    verifier: str = Field("math", description="verifier that grades held-out accuracy")
-    max_new_tokens: int = Field(48, ge=1)
-    batch_size: int = Field(128, ge=1)
-    heldout_from_data: int = Field(200, ge=1, description="with --data and no --eval-data: rows held out")
-    k: int = Field(8, ge=0, description="samples per problem (T=1) for sampled accuracy and pass@k; 0: greedy only")
+ALIASES = {"verifier": "grpo.verifier"}  # make train VERIFIER=...: the GRPO reward
 
 
 class PipelineConfig(BaseModel):
-    """configs/default.yaml. The ``grpo`` mapping is trainer.config.GRPOConfig (validated there)."""
+    """configs/default.yaml: everything ``make train`` does, section by section."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
-    name: str | None = None
-    seed: int = 0
-    threads: int | None = Field(2, ge=1)
+    name: str | None = Field(None, description="run folder name under --runs (default: <model>-s<seed>-<time>)")
+    seed: int = Field(0, description="seeds the data, the tiny model, the warm start and GRPO")
+    threads: int | None = Field(2, ge=1, description="torch CPU threads (also GRPO's unless grpo.threads is set)")
+    model: str | None = Field(None, description="folder or hub id to train (default: build the tiny model)")
+    data: str | None = Field(None, description="JSONL {prompt, answer} for GRPO (default: the embedded task)")
+    eval_data: str | None = Field(
+        None, description="held-out JSONL (default: split off --data, see eval.heldout_from_data)"
+    )
+    target: str | None = Field(
+        None, description="host:port of a running verifier service (default: $VERIFIER_TARGET, else start one)"
+    )
+    runs: str = Field("runs", description="folder of run folders (runs/latest points at the newest)")
     task: TaskSection = TaskSection()
-    tiny: dict[str, Any] = Field(default_factory=dict, description="trainer.tiny.TinyConfig fields")
+    tiny: TinySection = TinySection()
     warmstart: WarmStartConfig = WarmStartConfig()
     warmstart_data: str | None = Field(None, description="JSONL {prompt, completion} to warm start a --model on")
     eval: EvalSection = EvalSection()
-    grpo: dict[str, Any] = Field(default_factory=dict)
+    grpo: GRPOConfig = Field(default_factory=GRPOConfig, description="the GRPO trainer (trainer/config.py)")
 
 
 # ---------------------------------------------------------------------------------------------
 # configuration and the run folder
 # ---------------------------------------------------------------------------------------------
 
-FLAGS = {"--config", "--model", "--data", "--eval-data", "--verifier", "--target", "--name", "--seed", "--runs"}
-
-
-def parse_args(argv: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
-    """Known flags, and ``--a.b value`` overrides of the YAML (values parsed as YAML)."""
-    flags: dict[str, str] = {}
-    over: dict[str, Any] = {}
-    it = iter(argv)
-    for key in it:
-        if not key.startswith("--"):
-            raise SystemExit(f"expected --key value, got {key!r} (see --help)")
-        try:
-            value = next(it)
-        except StopIteration:
-            raise SystemExit(f"{key} needs a value") from None
-        if key in FLAGS:
-            flags[key[2:].replace("-", "_")] = value
-            continue
-        node = over
-        *parents, leaf = key[2:].replace("-", "_").split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = yaml.safe_load(value)
-    return flags, over
-
-
-def _merge(base: dict, over: dict) -> dict:
-    for k, v in over.items():
-        base[k] = _merge(dict(base.get(k) or {}), v) if isinstance(v, dict) else v
-    return base
-
 
 def load(path: str | Path | None, over: dict[str, Any]) -> PipelineConfig:
-    raw: dict = {}
-    if path:
-        try:
-            raw = yaml.safe_load(Path(path).read_text()) or {}
-        except FileNotFoundError:
-            raise SystemExit(f"config file not found: {path}") from None
-    try:
-        return PipelineConfig(**_merge(raw, over))
-    except Exception as e:  # pydantic.ValidationError
-        raise SystemExit(f"invalid pipeline config {path or ''}:\n{e}") from None
+    """A pipeline config file (optional) with ``over`` (a nested mapping) on top, validated once."""
+    raw = cli.read_yaml(path) if path else {}
+    return cli.build(PipelineConfig, cli.merge(raw, over), f" in {path}" if path else "")
+
+
+def load_args(argv: list[str]) -> PipelineConfig:
+    """``make train``'s command line: ``--config FILE`` (default configs/default.yaml), then overrides."""
+    return cli.load(PipelineConfig, argv, default_config=DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None,
+                    aliases=ALIASES)  # fmt: skip
 
 
 def make_run_dir(runs: Path, name: str) -> Path:
@@ -139,27 +120,20 @@ def make_run_dir(runs: Path, name: str) -> Path:
     return run
 
 
-# ---------------------------------------------------------------------------------------------
-# data
-# ---------------------------------------------------------------------------------------------
-
-
-def prepare_data(cfg: PipelineConfig, flags: dict[str, str], run: Path) -> dict[str, Path | None]:
+def prepare_data(cfg: PipelineConfig, run: Path) -> dict[str, Path | None]:
     """The embedded task's splits, or the user's DATA (with a held-out part split off when needed)."""
     out = run / "data"
-    if "data" not in flags:
-        t = cfg.task
-        tc = task.TaskConfig(t.operands, t.min_value, t.max_value, t.worked_fraction, t.estimate_to)
-        sizes = {"warmstart": t.warmstart_size, "train": t.train_size, "heldout": t.heldout_size}
-        paths = task.build(out, cfg.seed, {k: v for k, v in sizes.items() if v}, tc)
+    if cfg.data is None:
+        sizes = {k: v for k, v in cfg.task.sizes().items() if v}
+        paths = task.build(out, cfg.seed, sizes, cfg.task.task_config())
         return {"warmstart": paths.get("warmstart"), "train": paths["train"], "heldout": paths["heldout"]}
-    rows = task.read_jsonl(flags["data"])
+    rows = task.read_jsonl(cfg.data)
     ws = Path(cfg.warmstart_data) if cfg.warmstart_data else None
-    if "eval_data" in flags:
-        return {"warmstart": ws, "train": Path(flags["data"]), "heldout": Path(flags["eval_data"])}
+    if cfg.eval_data:
+        return {"warmstart": ws, "train": Path(cfg.data), "heldout": Path(cfg.eval_data)}
     k = cfg.eval.heldout_from_data
     if len(rows) <= k:
-        raise SystemExit(f"{flags['data']}: {len(rows)} rows, not enough to hold out {k}; pass --eval-data FILE")
+        raise DataError(f"{cfg.data}: {len(rows)} rows, not enough to hold out {k}; pass --eval-data FILE")
     random.Random(cfg.seed).shuffle(rows)
     return {
         "warmstart": ws,
@@ -168,57 +142,53 @@ def prepare_data(cfg: PipelineConfig, flags: dict[str, str], run: Path) -> dict[
     }
 
 
+@contextmanager
+def verifier_service(target: str | None, log_path: Path) -> Iterator[str]:
+    """``target`` (or $VERIFIER_TARGET) if given; else a local service on a free loopback port, stopped after."""
+    target = target or os.environ.get("VERIFIER_TARGET")
+    if target:
+        yield target
+        return
+    from verifiers.launch import LocalServer
+
+    say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
+    server = LocalServer(pool_size=2, log_path=str(log_path)).start()
+    try:
+        yield server.target
+    finally:
+        server.stop()
+
+
 # ---------------------------------------------------------------------------------------------
-# the run
+# held-out evaluation and the figures
 # ---------------------------------------------------------------------------------------------
 
 
-def _eval(
-    model, tok, heldout: Path, cfg: PipelineConfig, target: str, out: Path, *, use_chat_template: bool = True
+def evaluate_heldout(
+    model, tok, heldout: Path, ev: EvalSection, target: str, out: Path, *, seed: int = 0, use_chat_template: bool = True
 ) -> dict[str, Any]:
+    """Greedy accuracy (and, with ``ev.k``, sampled accuracy and pass@k) on ``heldout``, graded by the
+    service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL)."""
     from trainer.data import load_examples
     from trainer.heldout import sampled_figures
     from trainer.rewards import VerifierReward
     from trainer.train import evaluate
 
     examples = load_examples(heldout)
-    reward = VerifierReward(cfg.eval.verifier, target)
+    reward = VerifierReward(ev.verifier, target)
+    gen = {"max_new_tokens": ev.max_new_tokens, "batch_size": ev.batch_size, "use_chat_template": use_chat_template}
     try:
-        ev = evaluate(
-            model, tok, examples, reward, max_new_tokens=cfg.eval.max_new_tokens,
-            batch_size=cfg.eval.batch_size, use_chat_template=use_chat_template,
-        )  # fmt: skip
-        sampled = (
-            sampled_figures(
-                model,
-                tok,
-                examples,
-                reward,
-                k=cfg.eval.k,
-                max_new_tokens=cfg.eval.max_new_tokens,
-                batch_size=cfg.eval.batch_size,
-                use_chat_template=use_chat_template,
-                seed=cfg.seed,
-            )  # fmt: skip
-            if cfg.eval.k
-            else {}
-        )
+        greedy = evaluate(model, tok, examples, reward, **gen)
+        sampled = sampled_figures(model, tok, examples, reward, k=ev.k, seed=seed, **gen) if ev.k else {}
     finally:
         reward.close()
     rows = task.read_jsonl(heldout)
     task.write_jsonl(
-        (
-            {"prompt": r["prompt"], "answer": r["answer"], "completion": c}
-            for r, c in zip(rows, ev["completions"], strict=True)
-        ),
+        ({"prompt": r["prompt"], "answer": r["answer"], "completion": c}
+         for r, c in zip(rows, greedy["completions"], strict=True)),
         out,
-    )
-    return {
-        "accuracy": ev["accuracy"],
-        "n": ev["n"],
-        "reward_mean": ev["reward_mean"],
-        "outcomes": ev["outcomes"],
-    } | sampled
+    )  # fmt: skip
+    return {k: greedy[k] for k in ("accuracy", "n", "reward_mean", "outcomes")} | sampled
 
 
 def figure_lines(before: dict[str, Any], after: dict[str, Any], verifier: str) -> list[str]:
@@ -237,154 +207,187 @@ def figure_lines(before: dict[str, Any], after: dict[str, Any], verifier: str) -
     return lines
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
+    """A progress line on stderr (stdout holds the figures)."""
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(argv: list[str] | None = None) -> dict[str, Any]:
-    t0 = time.time()
-    flags, over = parse_args(list(sys.argv[1:] if argv is None else argv))
-    cfg_path = flags.get("config") or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
-    if "seed" in flags:
-        over["seed"] = int(flags["seed"])
-    cfg = load(cfg_path, over)
+# ---------------------------------------------------------------------------------------------
+# the run: a sequence of stages over one Run
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What the stages share: the config, the run folder, and what each stage produced."""
+
+    cfg: PipelineConfig
+    dir: Path
+    t0: float
+    paths: dict[str, Path | None] = field(default_factory=dict)
+    grpo: GRPOConfig | None = None
+    model: Any = None
+    tok: Any = None
+    target: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def mark(self, phase: str) -> None:
+        """Seconds since the last mark go to ``phase`` (summary.json's phases_s)."""
+        self.phases[phase] = time.time() - self.t0 - sum(self.phases.values())
+
+    def grpo_config(self, **extra: Any) -> GRPOConfig:
+        """The pipeline's ``grpo`` section pointed at this run (folder, data, seed, model, threads)."""
+        raw = self.cfg.grpo.model_dump()
+        raw.update(run_dir=str(self.dir), data=str(self.paths["train"]), eval_data=str(self.paths["heldout"]),
+                   seed=self.cfg.seed, **extra)  # fmt: skip
+        if self.cfg.threads and "threads" not in self.cfg.grpo.model_fields_set:
+            raw["threads"] = self.cfg.threads
+        return load_config(None, raw)
+
+
+def start(cfg: PipelineConfig) -> Run:
+    """Threads, the run folder (runs/latest points at it) and the data splits."""
     import torch
 
+    t0 = time.time()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    from trainer.config import load_config
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = cfg.name or f"{Path(cfg.model).name if cfg.model else 'default'}-s{cfg.seed}-{stamp}"
+    run_dir = make_run_dir(Path(cfg.runs), name)
+    say(f"run: {run_dir}  ({run_dir.parent / 'latest'} -> {run_dir.name})")
+    r = Run(cfg, run_dir, t0)
+    r.paths = prepare_data(cfg, run_dir)
+    return r
 
-    default = "model" not in flags
-    name = (
-        flags.get("name")
-        or cfg.name
-        or (f"{'default' if default else Path(flags['model']).name}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
-    )
-    run_dir = make_run_dir(Path(flags.get("runs", "runs")), name)
-    _say(f"run: {run_dir}  ({run_dir.parent / 'latest'} -> {run_dir.name})")
-    paths = prepare_data(cfg, flags, run_dir)
 
-    grpo_raw = dict(cfg.grpo)
-    grpo_raw.update(run_dir=str(run_dir), data=str(paths["train"]), eval_data=str(paths["heldout"]), seed=cfg.seed)
-    if "verifier" in flags:
-        grpo_raw["verifier"] = flags["verifier"]
-    if cfg.threads and "threads" not in grpo_raw:
-        grpo_raw["threads"] = cfg.threads
-
-    # -- model ------------------------------------------------------------------------------------
-    if default:
-        init = tiny.build(run_dir / "init", tiny.TinyConfig(**cfg.tiny), seed=cfg.seed)
-        grpo_raw["model"] = str(init)
-    else:
-        grpo_raw["model"] = flags["model"]
+def load_model(r: Run) -> None:
+    """The policy: the user's --model, or the tiny model built here."""
     from trainer.train import load_policy
 
-    gcfg = load_config(None, grpo_raw)
-    model, tok = load_policy(gcfg)
-    phases: dict[str, float] = {"setup_s": time.time() - t0}
+    model = r.cfg.model or str(tiny.build(r.dir / "init", r.cfg.tiny.tiny_config(), seed=r.cfg.seed))
+    r.grpo = r.grpo_config(model=model)
+    r.model, r.tok = load_policy(r.grpo)
 
-    # -- warm start (supervised, worked solutions) ------------------------------------------------
-    ws_stats: dict[str, Any] = {"steps": 0}
-    if paths["warmstart"] and cfg.warmstart.steps:
-        rows = task.read_jsonl(paths["warmstart"])
-        worked = sum(task.BARE_THINK not in r["completion"] for r in rows)
-        _say(f"warm start: {cfg.warmstart.steps} supervised steps on {paths['warmstart']} "
-             f"({worked} of {len(rows)} completions show their work; the rest only estimate)")  # fmt: skip
-        from tqdm import tqdm
 
-        bar = tqdm(total=cfg.warmstart.steps, desc="warm start", unit="step", dynamic_ncols=True)
+def warm_start_stage(r: Run) -> None:
+    """Supervised steps on the warm-start rows (worked solutions mixed with estimates); saved to warmstart/."""
+    ws, rows_path = r.cfg.warmstart, r.paths.get("warmstart")
+    r.results["warmstart"] = {"steps": 0}
+    if not rows_path or not ws.steps:
+        return
+    rows = task.read_jsonl(rows_path)
+    worked = sum(task.BARE_THINK not in x["completion"] for x in rows)
+    say(f"warm start: {ws.steps} supervised steps on {rows_path} "
+        f"({worked} of {len(rows)} completions show their work; the rest only estimate)")  # fmt: skip
+    from tqdm import tqdm
 
-        def on_step(step: int, m: dict[str, float]) -> None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{m['loss']:.3f}", step_s=f"{m['step_s']:.2f}", refresh=False)
+    bar = tqdm(total=ws.steps, desc="warm start", unit="step", dynamic_ncols=True)
 
-        ws_stats = warm_start(model, tok, rows, cfg.warmstart.model_copy(update={"seed": cfg.seed}), on_step=on_step,
-                              use_chat_template=gcfg.use_chat_template)  # fmt: skip
-        bar.close()
-        model.save_pretrained(run_dir / "warmstart")
-        tok.save_pretrained(run_dir / "warmstart")
-    phases["warmstart_s"] = time.time() - t0 - sum(phases.values())
+    def on_step(step: int, m: dict[str, float]) -> None:
+        bar.update(1)
+        bar.set_postfix(loss=f"{m['loss']:.3f}", step_s=f"{m['step_s']:.2f}", refresh=False)
 
-    # -- the verifier service -----------------------------------------------------------------------
-    target = flags.get("target") or os.environ.get("VERIFIER_TARGET")
-    server = None
-    if not target:
-        from verifiers.launch import LocalServer
+    r.results["warmstart"] = warm_start(r.model, r.tok, rows, ws.model_copy(update={"seed": r.cfg.seed}),
+                                        on_step=on_step, use_chat_template=r.grpo.use_chat_template)  # fmt: skip
+    bar.close()
+    r.model.save_pretrained(r.dir / "warmstart")
+    r.tok.save_pretrained(r.dir / "warmstart")
 
-        _say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
-        server = LocalServer(pool_size=2, log_path=str(run_dir / "verifier.log")).start()
-        target = server.target
-    gcfg = load_config(None, {**grpo_raw, "verifier_target": target})
-    (run_dir / "config.yaml").write_text(
-        yaml.safe_dump({**cfg.model_dump(exclude={"grpo"}), "grpo": gcfg.model_dump()}, sort_keys=False)
-    )
-    try:
-        phases["service_s"] = time.time() - t0 - sum(phases.values())
-        _say(f"verifier service: {target}; GRPO reward: {gcfg.verifier}; held-out grading: {cfg.eval.verifier}")
-        before = _eval(
-            model,
-            tok,
-            paths["heldout"],
-            cfg,
-            target,
-            run_dir / "eval_before.jsonl",
-            use_chat_template=gcfg.use_chat_template,
-        )
-        _say(f"held-out accuracy after the warm start: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
-        with (run_dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
-            f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
-        phases["eval_before_s"] = time.time() - t0 - sum(phases.values())
 
-        from trainer.train import train
+def connect(r: Run) -> None:
+    """GRPO's config gets the service's address; the whole config goes to config.yaml."""
+    r.grpo = r.grpo_config(model=r.grpo.model, verifier_target=r.target)
+    dump = {**r.cfg.model_dump(exclude={"grpo"}), "grpo": r.grpo.model_dump()}
+    (r.dir / "config.yaml").write_text(yaml.safe_dump(dump, sort_keys=False))
+    say(f"verifier service: {r.target}; GRPO reward: {r.grpo.verifier}; held-out grading: {r.cfg.eval.verifier}")
 
-        _say(f"GRPO: {gcfg.steps} steps x {gcfg.prompts_per_step} prompts x G={gcfg.group_size} on {paths['train']} "
-             "(final answers only: no worked solutions)")  # fmt: skip
-        with MetricsBar(run_dir / "metrics.jsonl", gcfg.steps):
-            result = train(gcfg, model, tok)
-        phases["grpo_s"] = time.time() - t0 - sum(phases.values())
-        after = _eval(
-            result["model"],
-            tok,
-            paths["heldout"],
-            cfg,
-            target,
-            run_dir / "eval_after.jsonl",
-            use_chat_template=gcfg.use_chat_template,
-        )
-        phases["eval_after_s"] = time.time() - t0 - sum(phases.values())
-    finally:
-        if server is not None:
-            server.stop()
 
+def _heldout(r: Run, model, out: str) -> dict[str, Any]:
+    return evaluate_heldout(model, r.tok, r.paths["heldout"], r.cfg.eval, r.target, r.dir / out, seed=r.cfg.seed,
+                            use_chat_template=r.grpo.use_chat_template)  # fmt: skip
+
+
+def eval_before(r: Run) -> None:
+    before = r.results["eval_before"] = _heldout(r, r.model, "eval_before.jsonl")
+    say(f"held-out accuracy after the warm start: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
+    with (r.dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
+        f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
+
+
+def grpo(r: Run) -> None:
+    from trainer.train import train
+
+    g = r.grpo
+    say(f"GRPO: {g.steps} steps x {g.prompts_per_step} prompts x G={g.group_size} on {r.paths['train']} "
+        "(final answers only: no worked solutions)")  # fmt: skip
+    with MetricsBar(r.dir / "metrics.jsonl", g.steps):
+        r.results["grpo"] = train(g, r.model, r.tok)
+
+
+def eval_after(r: Run) -> None:
+    r.results["eval_after"] = _heldout(r, r.results["grpo"]["model"], "eval_after.jsonl")
+
+
+def summarise(r: Run) -> dict[str, Any]:
+    """summary.json, and the figures printed."""
+    res, cfg = r.results, r.cfg
+    checkpoint = res["grpo"]["checkpoint"]
     summary = {
-        "eval_before": before,
-        "eval_after": after,
-        "steps": gcfg.steps,
-        "wall_s": round(time.time() - t0, 1),
-        "phases_s": {k: round(v, 1) for k, v in phases.items()},
-        "warmstart": ws_stats,
+        "eval_before": res["eval_before"],
+        "eval_after": res["eval_after"],
+        "steps": r.grpo.steps,
+        "wall_s": round(time.time() - r.t0, 1),
+        "phases_s": {k: round(v, 1) for k, v in r.phases.items()},
+        "warmstart": res["warmstart"],
         "seed": cfg.seed,
-        "model": flags.get("model", "tiny (built by trainer.tiny)"),
-        "data": str(Path(paths["train"]).resolve()),
-        "heldout": str(Path(paths["heldout"]).resolve()),
-        "verifier": gcfg.verifier,
-        "checkpoint": str(Path(result["checkpoint"]).resolve()),
-        "run_dir": str(run_dir.resolve()),
+        "model": cfg.model or "tiny (built by trainer.tiny)",
+        "data": str(Path(r.paths["train"]).resolve()),
+        "heldout": str(Path(r.paths["heldout"]).resolve()),
+        "verifier": r.grpo.verifier,
+        "checkpoint": str(Path(checkpoint).resolve()),
+        "run_dir": str(r.dir.resolve()),
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    for line in figure_lines(before, after, cfg.eval.verifier):
+    (r.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    for line in figure_lines(res["eval_before"], res["eval_after"], cfg.eval.verifier):
         print(line)
-    print(f"wall {summary['wall_s']:.0f} s; run: {run_dir} ({run_dir.parent / 'latest'}); curves: {run_dir / 'curves.png'}; "
-          f"checkpoint: {result['checkpoint']}")  # fmt: skip
+    print(f"wall {summary['wall_s']:.0f} s; run: {r.dir} ({r.dir.parent / 'latest'}); curves: {r.dir / 'curves.png'}; "
+          f"checkpoint: {checkpoint}")  # fmt: skip
     return summary
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        print("flags: " + ", ".join(sorted(FLAGS)) + "; any --section.field value overrides the YAML")
+Stage = Callable[[Run], None]
+# (phase in summary.json's phases_s, stage); the second list runs while the verifier service is up
+BEFORE_SERVICE: tuple[tuple[str, Stage], ...] = (("setup_s", load_model), ("warmstart_s", warm_start_stage))
+WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
+    ("service_s", connect),
+    ("eval_before_s", eval_before),
+    ("grpo_s", grpo),
+    ("eval_after_s", eval_after),
+)
+
+
+def run(argv: list[str] | None = None) -> dict[str, Any]:
+    """``make train``: the stages in order; returns summary.json's contents."""
+    r = start(load_args(list(sys.argv[1:] if argv is None else argv)))
+    for phase, stage in BEFORE_SERVICE:
+        stage(r)
+        r.mark(phase)
+    with verifier_service(r.cfg.target, r.dir / "verifier.log") as r.target:
+        for phase, stage in WITH_SERVICE:
+            stage(r)
+            r.mark(phase)
+    return summarise(r)
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if cli.wants_help(argv):
+        print(cli.help_text(PipelineConfig, __doc__, ALIASES))
         return
-    run()
+    run(argv)
 
 
 if __name__ == "__main__":

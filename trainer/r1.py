@@ -24,7 +24,6 @@ skipped, so running the same command again after an interruption resumes at the 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
@@ -34,8 +33,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer import task, tiny
-from trainer.pipeline import EvalSection, TaskSection, _merge, _say, parse_args
+from trainer import cli, task, tiny
+from trainer.config import GRPOConfig, load_config
+from trainer.errors import TrainerError, exit_on_error
+from trainer.pipeline import evaluate_heldout, say, verifier_service
+from trainer.sections import EvalSection, TaskSection, TinySection
 from trainer.warmstart import WarmStartConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "r1.yaml"
@@ -43,39 +45,51 @@ STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
 
 
 class RejectionSection(BaseModel):
+    """Stage 3: rejection sampling from the RL model."""
+
     model_config = ConfigDict(extra="forbid")
     prompts: int = Field(512, ge=1, description="training prompts sampled from (the first K of the RL split)")
     samples: int = Field(4, ge=1, description="N: samples per prompt")
-    temperature: float = Field(1.0, gt=0)
-    max_new_tokens: int = Field(48, ge=1)
+    temperature: float = Field(1.0, gt=0, description="sampling temperature")
+    max_new_tokens: int = Field(48, ge=1, description="completion length limit")
     batch_prompts: int = Field(64, ge=1, description="prompts per generate call")
     correct_verifier: str = Field("math", description="kept only if this verifier says CORRECT")
     format_verifier: str = Field("think_format", description="... and this one says well formed")
 
 
 class R1Config(BaseModel):
-    """configs/r1.yaml. ``rl`` and ``final_rl`` are trainer.config.GRPOConfig mappings."""
+    """configs/r1.yaml: the five stages of ``make r1``, section by section."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
-    seed: int = 0
-    threads: int | None = Field(2, ge=1)
+    seed: int = Field(0, description="seeds the data, the base model and every stage")
+    threads: int | None = Field(2, ge=1, description="torch CPU threads (also the RL stages' unless set there)")
+    out: str | None = Field(None, description="the run's folder (default: runs/r1-s<seed>)")
+    target: str | None = Field(
+        None, description="host:port of a running verifier service (default: $VERIFIER_TARGET, else start one)"
+    )
     task: TaskSection = TaskSection()
-    tiny: dict[str, Any] = Field(default_factory=dict)
-    cold_start: WarmStartConfig = WarmStartConfig()
-    rl: dict[str, Any] = Field(default_factory=dict)
+    tiny: TinySection = TinySection()
+    cold_start: WarmStartConfig = Field(WarmStartConfig(), description="stage 1: SFT of the base model")
+    rl: GRPOConfig = Field(default_factory=GRPOConfig, description="stage 2: GRPO from the cold-start model")
     rejection: RejectionSection = RejectionSection()
-    sft: WarmStartConfig = WarmStartConfig()
-    final_rl: dict[str, Any] = Field(default_factory=dict)
+    sft: WarmStartConfig = Field(WarmStartConfig(), description="stage 4: SFT of the base model on the kept samples")
+    final_rl: GRPOConfig = Field(default_factory=GRPOConfig, description="stage 5: GRPO from the sft model")
     eval: EvalSection = EvalSection()
 
 
-class R1Error(Exception):
+class R1Error(TrainerError):
     """A stage cannot run (e.g. rejection sampling kept nothing to fine-tune on)."""
 
 
 def load(path: str | Path | None, over: dict[str, Any]) -> R1Config:
-    raw = yaml.safe_load(Path(path).read_text()) or {} if path else {}
-    return R1Config(**_merge(raw, over))
+    """An r1 config file (optional) with ``over`` (a nested mapping) on top, validated once."""
+    raw = cli.read_yaml(path) if path else {}
+    return cli.build(R1Config, cli.merge(raw, over), f" in {path}" if path else "")
+
+
+def load_args(argv: list[str]) -> R1Config:
+    """``make r1``'s command line: ``--config FILE`` (default configs/r1.yaml), then overrides."""
+    return cli.load(R1Config, argv, default_config=DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,14 +118,13 @@ def sft_stage(cfg: R1Config, base: Path, rows: list[dict], wcfg: WarmStartConfig
     return {"from": str(base), "examples": len(rows), "steps": wcfg.steps, "loss": round(stats["loss"], 4)}
 
 
-def rl_stage(cfg: R1Config, start: Path, grpo: dict, paths: dict[str, Path], target: str, out: Path) -> dict:
-    from trainer.config import load_config
+def rl_stage(cfg: R1Config, start: Path, grpo: GRPOConfig, paths: dict[str, Path], target: str, out: Path) -> dict:
     from trainer.train import load_policy, train
 
-    raw = {**grpo, "model": str(start), "data": str(paths["train"]), "eval_data": str(paths["heldout"])}
+    raw = {**grpo.model_dump(), "model": str(start), "data": str(paths["train"]), "eval_data": str(paths["heldout"])}
     raw.update(run_dir=str(out), seed=cfg.seed, verifier_target=target, report_to=[], save_every=0)
-    if cfg.threads:
-        raw.setdefault("threads", cfg.threads)
+    if cfg.threads and "threads" not in grpo.model_fields_set:
+        raw["threads"] = cfg.threads
     gcfg = load_config(None, raw)
     model, tok = load_policy(gcfg)
     result = train(gcfg, model, tok)
@@ -154,11 +167,9 @@ def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], targ
 
 
 def _eval_stage(cfg: R1Config, stage_dir: Path, heldout: Path, target: str) -> dict[str, Any]:
-    from trainer.pipeline import _eval
-
     model, tok = _load_model(stage_dir / "model")
-    greedy_only = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"k": 0})})  # the table is greedy
-    ev = _eval(model, tok, heldout, greedy_only, target, stage_dir / "eval.jsonl")
+    greedy_only = cfg.eval.model_copy(update={"k": 0})  # the table is greedy
+    ev = evaluate_heldout(model, tok, heldout, greedy_only, target, stage_dir / "eval.jsonl", seed=cfg.seed)
     return {"accuracy": ev["accuracy"], "n": ev["n"], "reward_mean": round(ev["reward_mean"], 4)}
 
 
@@ -166,11 +177,9 @@ def prepare(cfg: R1Config, out: Path) -> dict[str, Path]:
     """Data splits and the base model (built once; reused when the run resumes)."""
     t = cfg.task
     if not (out / "data" / "heldout.jsonl").exists():
-        tc = task.TaskConfig(t.operands, t.min_value, t.max_value, t.worked_fraction, t.estimate_to)
-        sizes = {"warmstart": t.warmstart_size, "train": t.train_size, "heldout": t.heldout_size}
-        task.build(out / "data", cfg.seed, sizes, tc)
+        task.build(out / "data", cfg.seed, t.sizes(), t.task_config())
     if not (out / "base" / "config.json").exists():
-        tiny.build(out / "base", tiny.TinyConfig(**cfg.tiny), seed=cfg.seed)
+        tiny.build(out / "base", cfg.tiny.tiny_config(), seed=cfg.seed)
     return {s: out / "data" / f"{s}.jsonl" for s in ("warmstart", "train", "heldout")} | {"base": out / "base"}
 
 
@@ -218,22 +227,29 @@ def table(records: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def run_stages(cfg: R1Config, out: Path, paths: dict[str, Path], target: str) -> dict[str, dict[str, Any]]:
+    """Every stage in order; a stage whose stage.json exists is read back instead of run again."""
+    records: dict[str, dict[str, Any]] = {}
+    for name in STAGES:
+        done = out / name / "stage.json"
+        if done.exists():
+            records[name] = json.loads(done.read_text())
+            say(f"[{name}] done before ({done}): skipped")
+            continue
+        say(f"[{name}] running ...")
+        ts = time.time()
+        rec = run_stage(name, cfg, out, paths, target)
+        rec["wall_s"] = round(time.time() - ts, 1)
+        done.write_text(json.dumps(rec, indent=2) + "\n")
+        records[name] = rec
+        say(f"[{name}] {json.dumps(rec)}")
+    return records
+
+
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.time()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    out_flag = None
-    if "--out" in argv:  # r1's own flag; the rest as make train's (trainer.pipeline.parse_args)
-        i = argv.index("--out")
-        out_flag = argv[i + 1] if i + 1 < len(argv) else None
-        if not out_flag:
-            raise SystemExit("--out needs a folder")
-        del argv[i : i + 2]
-    flags, over = parse_args(argv)
-    if "seed" in flags:
-        over["seed"] = int(flags["seed"])
-    path = flags.get("config") or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
-    cfg = load(path, over)
-    out = Path(out_flag or f"runs/r1-s{cfg.seed}")
+    cfg = load_args(list(sys.argv[1:] if argv is None else argv))
+    out = Path(cfg.out or f"runs/r1-s{cfg.seed}")
     out.mkdir(parents=True, exist_ok=True)
     import torch
 
@@ -241,32 +257,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(), sort_keys=False))
     paths = prepare(cfg, out)
-    target = flags.get("target") or os.environ.get("VERIFIER_TARGET")
-    server = None
-    if not target:
-        from verifiers.launch import LocalServer
-
-        _say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
-        server = LocalServer(pool_size=2, log_path=str(out / "verifier.log")).start()
-        target = server.target
-    records: dict[str, dict[str, Any]] = {}
-    try:
-        for name in STAGES:
-            done = out / name / "stage.json"
-            if done.exists():
-                records[name] = json.loads(done.read_text())
-                _say(f"[{name}] done before ({done}): skipped")
-                continue
-            _say(f"[{name}] running ...")
-            ts = time.time()
-            rec = run_stage(name, cfg, out, paths, target)
-            rec["wall_s"] = round(time.time() - ts, 1)
-            done.write_text(json.dumps(rec, indent=2) + "\n")
-            records[name] = rec
-            _say(f"[{name}] {json.dumps(rec)}")
-    finally:
-        if server is not None:
-            server.stop()
+    with verifier_service(cfg.target, out / "verifier.log") as target:
+        records = run_stages(cfg, out, paths, target)
     md = table(records)
     (out / "r1_table.md").write_text(md + "\n")
     summary = {"stages": records, "wall_s": round(time.time() - t0, 1), "out": str(out.resolve()), "seed": cfg.seed}
@@ -276,14 +268,13 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     return summary
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
+@exit_on_error
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if cli.wants_help(argv):
+        print(cli.help_text(R1Config, __doc__))
         return
-    try:
-        run()
-    except R1Error as e:
-        raise SystemExit(f"make r1: {e}") from None
+    run(argv)
 
 
 if __name__ == "__main__":

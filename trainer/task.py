@@ -35,6 +35,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainer.errors import exit_on_error
+
 BARE_THINK = "estimate"
 _TOKEN = re.compile(r"\d+|[+-]")
 
@@ -157,16 +161,28 @@ def build(out_dir: str | Path, seed: int, sizes: dict[str, int], cfg: TaskConfig
     return {name: write_jsonl(rows, Path(out_dir) / f"{name}.jsonl") for name, rows in splits.items()}
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
+class TaskArgs(BaseModel):
+    """``python -m trainer.task``: write the default task's splits as JSONL."""
 
-    ap = argparse.ArgumentParser(description="Write the default task's splits as JSONL.")
-    ap.add_argument("--out", default="runs/data")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--warmstart", type=int, default=4000)
-    ap.add_argument("--train", type=int, default=4000)
-    ap.add_argument("--heldout", type=int, default=256)
-    args = ap.parse_args(argv)
+    model_config = ConfigDict(extra="forbid")
+    out: str = Field("runs/data", description="folder the <split>.jsonl files go to")
+    seed: int = Field(0, description="seeds the problems")
+    warmstart: int = Field(4000, ge=0, description="warm-start rows (with completions)")
+    train: int = Field(4000, ge=0, description="GRPO rows (final answers only)")
+    heldout: int = Field(256, ge=0, description="held-out rows (final answers only)")
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> None:
+    import sys
+
+    from trainer import cli
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if cli.wants_help(argv):
+        print(cli.help_text(TaskArgs, "Write the default task's splits as JSONL."))
+        return
+    args = cli.load(TaskArgs, argv)
     paths = build(args.out, args.seed, {"warmstart": args.warmstart, "train": args.train, "heldout": args.heldout})
     for name, p in paths.items():
         print(f"{name}: {p}")

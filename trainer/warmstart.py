@@ -8,6 +8,10 @@ order, one pass or more.
 
     rows = task.read_jsonl("warmstart.jsonl")   # {"prompt", "completion"} (+ "answer", unused here)
     stats = warm_start(model, tokenizer, rows, WarmStartConfig(steps=300))
+
+On its own, from one model folder to another (flags are WarmStartArgs' fields, parsed by trainer/cli.py)::
+
+    python -m trainer.warmstart --model DIR --data warmstart.jsonl --out DIR2 --steps 300 --lr 3e-3
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from trainer.data import render_prompt
+from trainer.errors import DataError, ModelError, exit_on_error
 
 
 class WarmStartConfig(BaseModel):
@@ -95,7 +100,7 @@ def warm_start(
     if cfg.steps == 0:
         return {"loss": float("nan"), "steps": 0, "examples": 0, "wall_s": 0.0}
     if not rows:
-        raise ValueError("warm start: no examples (rows need 'prompt' and 'completion')")
+        raise DataError("warm start: no examples (rows need 'prompt' and 'completion')")
     device = next(model.parameters()).device
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.98), weight_decay=cfg.weight_decay)
@@ -127,3 +132,48 @@ def warm_start(
         "examples": cfg.steps * cfg.batch_size,
         "wall_s": time.perf_counter() - t0,
     }
+
+
+class WarmStartArgs(WarmStartConfig):
+    """``python -m trainer.warmstart``: the supervised phase on its own, from a model folder to another."""
+
+    model: str = Field(description="folder or hub id of the model to fine-tune")
+    data: str = Field(description='JSONL of {"prompt", "completion"} rows')
+    out: str = Field(description="folder the fine-tuned model and tokenizer are saved to")
+    use_chat_template: bool = Field(True, description="render prompts through the tokenizer's chat template")
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """``python -m trainer.warmstart --model DIR --data rows.jsonl --out DIR [--steps N --lr X ...]``."""
+    import sys
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer import cli, task
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if cli.wants_help(argv):
+        print(cli.help_text(WarmStartArgs, __doc__))
+        return {}
+    a = cli.load(WarmStartArgs, argv)
+    try:
+        model, tok = AutoModelForCausalLM.from_pretrained(a.model), AutoTokenizer.from_pretrained(a.model)
+    except OSError as e:
+        raise ModelError(f"cannot load model {a.model!r}: {e}") from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    try:
+        rows = task.read_jsonl(a.data)
+    except (OSError, ValueError) as e:
+        raise DataError(f"cannot read {a.data}: {e}") from None
+    stats = warm_start(model, tok, rows, WarmStartConfig(**a.model_dump(include=set(WarmStartConfig.model_fields))),
+                       use_chat_template=a.use_chat_template)  # fmt: skip
+    model.save_pretrained(a.out)
+    tok.save_pretrained(a.out)
+    print(f"warm start: {stats['steps']} steps, last loss {stats['loss']:.4f}, {stats['wall_s']:.1f} s; model: {a.out}")
+    return stats
+
+
+if __name__ == "__main__":
+    main()
