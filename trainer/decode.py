@@ -3,8 +3,9 @@
 ``generate_rollout`` samples G completions per prompt (temperature, top_p, max_new_tokens, stop at EOS);
 group g is rows g*G .. g*G+G-1. Each prompt is encoded once and its KV cache repeated G times. The tokens
 come from ``decode``, a lean loop of one forward per token (``generate``'s per-token bookkeeping costs
-more than a tiny model's forward on a CPU), or from ``model.generate`` for models the loop does not
-cover (``fast_decode_supported``); same distribution. The checkpoint's generation_config
+more than a tiny model's forward on a CPU; for Qwen2/Llama models that forward is trainer/lean_forward.py's,
+with a static KV cache), or from ``model.generate`` for models the loop does not cover
+(``fast_decode_supported``); same distribution. The checkpoint's generation_config
 (repetition_penalty, top_k, ...) is ignored, as TRL does.
 """
 
@@ -18,6 +19,7 @@ import torch
 from torch import Tensor
 
 from trainer.data import Example, render_prompt
+from trainer.lean_forward import LeanDecoder, lean_supported
 from trainer.overlap import finished_groups
 
 
@@ -79,6 +81,17 @@ def _new_cache(model):
 def _positions(mask: Tensor) -> Tensor:
     """Position ids that skip left padding, as ``generate`` computes them. (n, L) -> (n, L)."""
     return (mask.cumsum(dim=1) - 1).clamp(min=0)
+
+
+def _hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
+    """The model's own forward as ``decode`` calls it: (n, L) ids, mask, positions -> (n, V) float32
+    logits of the last position, the keys and values appended to ``cache``."""
+
+    def forward(ids: Tensor, mask: Tensor | None, pos: Tensor) -> Tensor:
+        kw = {"past_key_values": cache, "use_cache": True, "logits_to_keep": 1}
+        return model(input_ids=ids, attention_mask=mask, position_ids=pos, **kw).logits[:, -1].float()
+
+    return forward
 
 
 def fast_decode_supported(model) -> bool:
@@ -161,14 +174,17 @@ def decode(
     logits_out: list[Tensor] | None = None,
     on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
     logprobs_out: list[Tensor] | None = None,
+    lean: LeanDecoder | None = None,
 ) -> Tensor:
     """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
 
-    One forward per new token with a ``DynamicCache``; the next token is sampled from
+    One forward per new token: ``LeanDecoder`` (trainer/lean_forward.py) for the models ``lean_supported``
+    accepts, else the model's own forward with a ``DynamicCache``; the next token is sampled from
     softmax(top_p(logits / temperature)) (greedy when ``do_sample`` is False); rows that produced EOS
     get ``pad_id`` afterwards, and the loop stops when every row has finished. As in ``generate``:
     position ids follow the attention mask (left padding does not shift them), an all-ones mask is
-    dropped, and ``cache`` may already hold all but the last prompt token (then only that one is fed).
+    dropped, and ``cache`` (or ``lean``) may already hold all but the last prompt token (then only that
+    one is fed).
     ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
     ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (overlap.py).
     ``logprobs_out`` collects, (N,) per step, the log-prob of each drawn token under the distribution it
@@ -177,18 +193,14 @@ def decode(
     n = ids.shape[0]
     pos = _positions(attn)  # (N, P)
     mask = None if bool(attn.all()) else attn
-    if cache is None:
-        cache = _new_cache(model)
-    fed = cache.get_seq_length()  # prompt tokens already in the cache
-    step = model(
-        input_ids=ids[:, fed:],
-        attention_mask=mask,
-        position_ids=pos[:, fed:],
-        past_key_values=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    logits = step.logits[:, -1].float()  # (N, V)
+    if lean is None and cache is None and lean_supported(model):
+        lean = LeanDecoder(model, n, ids.shape[1] + max_new_tokens)
+    if lean is not None:
+        forward, fed = lean.forward, lean.length
+    else:
+        cache = _new_cache(model) if cache is None else cache
+        forward, fed = _hf_forward(model, cache), cache.get_seq_length()
+    logits = forward(ids[:, fed:], mask, pos[:, fed:])  # (N, V) float32, the last position's
     pos = pos[:, -1:]  # (N, 1)
     eos = torch.tensor(list(eos_ids), device=ids.device)
     running = torch.ones(n, dtype=torch.bool, device=ids.device)  # (N,) no EOS yet
@@ -210,10 +222,7 @@ def decode(
         pos = pos + 1
         if mask is not None:
             mask = torch.cat([mask, mask.new_ones(n, 1)], dim=1)
-        step = model(
-            input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True
-        )
-        logits = step.logits[:, -1].float()
+        logits = forward(nxt[:, None], mask, pos)
     return torch.stack(new, dim=1)  # (N, C)
 
 
@@ -235,18 +244,18 @@ def _sample_tokens(
 ) -> tuple[Tensor, Tensor]:
     """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens and (N, C) the
     log-prob of each under the distribution it was drawn from."""
-    cache = None
-    if share_prefix and group_size > 1 and ids.shape[1] > 1:
+    cache = lean = None
+    shared = share_prefix and group_size > 1 and ids.shape[1] > 1
+    # shared: one row per distinct prompt (rows g*G), all but the last token, encoded once and repeated G times
+    u_ids, u_mask = ids[::group_size, :-1], attn[::group_size, :-1]  # (P_u, P-1)
+    if fast_decode and lean_supported(model):
+        lean = LeanDecoder(model, len(u_ids) if shared else len(ids), ids.shape[1] + max_new_tokens)
+        if shared:
+            lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, _positions(u_mask))
+            lean.repeat_interleave(group_size)
+    elif shared:
         cache = _new_cache(model)
-        # one row per distinct prompt (rows g*G), all but the last token: (P_u, P-1)
-        u_ids, u_mask = ids[::group_size, :-1], attn[::group_size, :-1]
-        model(
-            input_ids=u_ids,
-            attention_mask=u_mask,
-            position_ids=_positions(u_mask),
-            past_key_values=cache,
-            logits_to_keep=1,
-        )
+        model(input_ids=u_ids, attention_mask=u_mask, position_ids=_positions(u_mask), past_key_values=cache)
         cache.batch_repeat_interleave(group_size)
     if fast_decode and fast_decode_supported(model):
         logps: list[Tensor] = []
@@ -263,6 +272,7 @@ def _sample_tokens(
             cache=cache,
             on_finished=on_finished,
             logprobs_out=logps,
+            lean=lean,
         )
         return tokens, torch.stack(logps[: tokens.shape[1]], dim=1)
     gen = rollout_generation_config(
@@ -382,11 +392,3 @@ def _group_hook(on_groups_done, group_size: int, eos: list[int], tokenizer):
         on_groups_done(fresh, tokenizer.batch_decode(toks, skip_special_tokens=True))
 
     return hook
-
-
-def whole_groups(rows: Tensor, group_size: int) -> bool:
-    """True when ``rows`` lists whole groups, each as g*G, g*G+1, ..., g*G+G-1."""
-    if rows.numel() % group_size:
-        return False
-    r = rows.view(-1, group_size)
-    return bool((r[:, 0] % group_size == 0).all() and (r - r[:, :1] == torch.arange(group_size, device=r.device)).all())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.decode import Rollout, _new_cache, _positions, whole_groups
+from trainer.decode import Rollout, _new_cache, _positions
 from trainer.loss import token_entropy, token_logprobs
 
 
@@ -70,3 +70,11 @@ def _shared_prefix_logits(model, rollout: Rollout, idx: Tensor, g: int) -> Tenso
     c_pos = p_pos[:, -1:].repeat_interleave(g, dim=0) + 1 + torch.arange(c_ids.shape[1], device=c_ids.device)
     tail = model(input_ids=c_ids, attention_mask=attn, position_ids=c_pos, past_key_values=cache, use_cache=True)
     return torch.cat([first_logits, tail.logits], dim=1)  # (n, C, V)
+
+
+def whole_groups(rows: Tensor, group_size: int) -> bool:
+    """True when ``rows`` lists whole groups, each as g*G, g*G+1, ..., g*G+G-1."""
+    if rows.numel() % group_size:
+        return False
+    r = rows.view(-1, group_size)
+    return bool((r[:, 0] % group_size == 0).all() and (r - r[:, :1] == torch.arange(group_size, device=r.device)).all())

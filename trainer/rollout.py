@@ -23,9 +23,8 @@ from trainer.decode import (
     fast_decode_supported,
     generate_rollout,
     rollout_generation_config,
-    whole_groups,
 )
-from trainer.logprobs import completion_logprobs
+from trainer.logprobs import completion_logprobs, whole_groups
 from trainer.rewards import SANDBOX_ERROR, UNGRADED, PythonReward, RewardFn, Score, VerifierReward, grade
 
 __all__ = [
