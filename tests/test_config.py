@@ -48,6 +48,7 @@ class Outer(BaseModel):
         (["--inner.fresh", "false", "--seed", "1"], {"inner": {"fresh": False}, "seed": 1}),
         (["--inner.fresh", "--seed", "1"], {"inner": {"fresh": True}, "seed": 1}),
         (["--no-progress"], {"progress": False}),
+        (["--progress", "0", "--inner.fresh", "1"], {"progress": 0, "inner": {"fresh": 1}}),  # pydantic: False, True
         (["--sizes", "[1, 2]"], {"sizes": [1, 2]}),  # other values are YAML
         (["--inner.l-r", "2"], {"inner": {"l_r": 2}}),  # dashes are underscores (and unknown names pass through)
     ],
@@ -63,6 +64,8 @@ def test_config_file_then_overrides_then_validation(tmp_path):
     assert (cfg.seed, cfg.inner.lr, cfg.inner.name) == (4, 0.2, "a")
     assert cli.load(Outer, [], default_config=f).seed == 4
     assert cli.load(Outer, ["--seed", "5"], default_config=f).seed == 5
+    assert cli.load(Outer, ["--progress", "0", "--inner.fresh", "yes"]).model_dump(include={"progress", "inner"}) == {
+        "progress": False, "inner": {"lr": 1.0, "name": "x", "tag": None, "fresh": True}}  # fmt: skip
     alias = cli.load(Outer, ["--rate", "3"], aliases={"rate": "inner.lr"})
     assert alias.inner.lr == 3
 

@@ -41,7 +41,7 @@ from trainer.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 HELP = ("-h", "--help")
-_BOOL_WORDS = {"true", "false", "yes", "no", "on", "off"}
+_BOOL_WORDS = {"true", "false", "yes", "no", "on", "off", "t", "f", "y", "n", "1", "0"}  # what pydantic reads as a bool
 
 
 # ---------------------------------------------------------------------------------------------
