@@ -222,6 +222,7 @@ def test_command_line_of_make_eval_parses():
     assert (a.model, a.data, a.verifier, a.k, a.out, a.target, a.progress) == ("m", "d.jsonl", "math", 8, "o.json",
                                                                                  "h:1", False)  # fmt: skip
     assert evaluate.parse_args(["--completions", "c.jsonl", "--suite", "humaneval"]).suite == "humaneval"
+    assert evaluate.parse_args(["--extra-k", "3, 8"]).extra_ks() == [3, 8]
     a = evaluate.parse_args(["--format-verifier", "none", "--fresh", "--max-new-tokens=9", "--chat-template", "on"])
     assert (a.format_verifier, a.fresh, a.max_new_tokens, a.chat_template) == ("none", True, 9, "on")
     for bad, says in (
@@ -230,6 +231,7 @@ def test_command_line_of_make_eval_parses():
         (["--data", "d", "--suite", "humaneval"], "not both"),
         (["--chat-template", "maybe"], "chat_template"),
         (["--no-such-flag", "1"], "no_such_flag"),
+        (["--extra-k", "3,x"], "comma-separated"),
     ):
         with pytest.raises(ConfigError, match=says):
             evaluate.parse_args(bad)

@@ -76,11 +76,17 @@ class EvalArgs(BaseModel):
 
     @model_validator(mode="after")
     def _exclusive(self) -> EvalArgs:
+        if not all(x.strip().isdigit() and int(x) > 0 for x in self.extra_k.split(",") if x.strip()):
+            raise ValueError(f"--extra-k {self.extra_k!r}: comma-separated positive whole numbers, e.g. 3,8")
         if self.completions and self.model:
             raise ValueError("--completions grades existing completions: drop --model (nothing is generated)")
         if self.data and self.suite:
             raise ValueError("give --data FILE or --suite NAME, not both")
         return self
+
+    def extra_ks(self) -> list[int]:
+        """``--extra-k 3,8`` -> [3, 8]."""
+        return [int(x) for x in self.extra_k.split(",") if x.strip()]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EvalArgs:

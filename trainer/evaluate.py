@@ -86,7 +86,7 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, sourc
     if stopped:
         n = len(plan.reused) + len(grader.records)
         raise Stopped(f"{stopped}\n{n} of {len(plan.keys)} samples are graded and saved in {log.path}; "
-                         "run the same command again to continue")  # fmt: skip
+                      "run the same command again to continue")  # fmt: skip
     return grader.records
 
 
@@ -108,7 +108,7 @@ def run(a: EvalArgs) -> dict[str, Any]:
     finally:
         log.close()
     records = [plan.reused.get(k) or done[k] for k in plan.keys]
-    extra = [int(x) for x in a.extra_k.split(",") if x.strip()]
+    extra = a.extra_ks()
     report = passk.build_report(
         records,
         extra,
