@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from sandbox.pool import Job, Limits, Result
@@ -174,4 +175,5 @@ async def run_code_route(body: RunCodeRequest, request: Request) -> Any:
     service = request.app.state.service
     resp = await run_blocking(request, run_code, body, service.run_job)
     service.metrics.observe_run_code(body.language if body.language in RUNNERS else "other", resp.status)
-    return resp
+    # already a RunCodeResponse: written as is (FastAPI would validate it again against response_model)
+    return Response(resp.model_dump_json(), media_type="application/json")
