@@ -65,18 +65,29 @@ def _cat_bias(*linears) -> Tensor | None:
 
 
 class _Layer:
-    """One decoder layer's weights, q/k/v and gate/up fused."""
+    """One decoder layer's weights, transposed for ``x @ w``; q/k/v and gate/up fused."""
 
     def __init__(self, layer):
         att, mlp = layer.self_attn, layer.mlp
         self.ln1, self.eps1 = layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon
         self.ln2, self.eps2 = layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon
-        self.w_qkv = torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight])
+        self.w_qkv = torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).t()
         self.b_qkv = _cat_bias(att.q_proj, att.k_proj, att.v_proj)
-        self.w_o, self.b_o = att.o_proj.weight, att.o_proj.bias
-        self.w_gu = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
+        self.w_o, self.b_o = att.o_proj.weight.t(), att.o_proj.bias
+        self.w_gu = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).t()
         self.b_gu = _cat_bias(mlp.gate_proj, mlp.up_proj)
-        self.w_down, self.b_down = mlp.down_proj.weight, mlp.down_proj.bias
+        self.w_down, self.b_down = mlp.down_proj.weight.t(), mlp.down_proj.bias
+
+
+def _mm(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """(m, k) @ (k, n) (+ b): one call."""
+    return torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+
+
+def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """The residual stream plus a projection, h + x @ w (+ b), the add fused into the matmul."""
+    out = torch.addmm(h, x, w)
+    return out if b is None else out.add_(b)
 
 
 def _rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
@@ -137,7 +148,7 @@ class LeanDecoder:
         start, end = self.length, self.length + length
         if end > self.capacity:
             raise ValueError(f"LeanDecoder: {end} tokens exceed the cache capacity {self.capacity}")
-        h = F.embedding(ids, self.embed)  # (n, L, H)
+        h = F.embedding(ids.reshape(-1), self.embed)  # (n*L, H): rows flattened, so each matmul is one call
         cos, sin = self._rope(pos, h.dtype)
         attn_mask = self._mask(mask, n, length, end, ids.device)
         hq, hk, d = self.heads, self.kv_heads, self.head_dim
@@ -146,10 +157,9 @@ class LeanDecoder:
             self.k = [h.new_empty(shape) for _ in self.layers]
             self.v = [h.new_empty(shape) for _ in self.layers]
         for i, ly in enumerate(self.layers):
-            x = _rms_norm(h, ly.ln1, ly.eps1)
-            qkv = F.linear(x, ly.w_qkv, ly.b_qkv).view(n, length, hq + 2 * hk, d)
+            qkv = _mm(_rms_norm(h, ly.ln1, ly.eps1), ly.w_qkv, ly.b_qkv).view(n, length, hq + 2 * hk, d)
             qk = qkv[:, :, : hq + hk]
-            qk = qk * cos + qk.roll(d // 2, dims=-1) * sin  # (n, L, hq + hk, d)
+            qk = torch.addcmul(qk * cos, qk.roll(d // 2, dims=-1), sin)  # rotary on q and k: (n, L, hq + hk, d)
             self.k[i][:, :, start:end] = qk[:, :, hq:].transpose(1, 2)
             self.v[i][:, :, start:end] = qkv[:, :, hq + hk :].transpose(1, 2)
             a = F.scaled_dot_product_attention(
@@ -160,12 +170,11 @@ class LeanDecoder:
                 scale=self.scaling,
                 enable_gqa=hq != hk,
             )
-            h = h + F.linear(a.transpose(1, 2).reshape(n, length, hq * d), ly.w_o, ly.b_o)
-            x = _rms_norm(h, ly.ln2, ly.eps2)
-            gate, up = F.linear(x, ly.w_gu, ly.b_gu).chunk(2, dim=-1)
-            h = h + F.linear(F.silu(gate) * up, ly.w_down, ly.b_down)
+            h = _add_mm(h, a.transpose(1, 2).reshape(n * length, hq * d), ly.w_o, ly.b_o)
+            gate, up = _mm(_rms_norm(h, ly.ln2, ly.eps2), ly.w_gu, ly.b_gu).chunk(2, dim=-1)
+            h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down)
         self.length = end
-        last = _rms_norm(h[:, -1], self.norm, self.norm_eps)  # (n, H)
+        last = _rms_norm(h.view(n, length, -1)[:, -1], self.norm, self.norm_eps)  # (n, H)
         return F.linear(last, self.lm_head, self.lm_bias).float()  # (n, V)
 
     def repeat_interleave(self, g: int) -> None:
