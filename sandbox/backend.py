@@ -13,7 +13,8 @@ The pool above knows nothing else about it:
     cls.remove_stale(mine)      remove sandboxes whose owner process is gone (mine: this process's own)
 
 Two backends today: sandbox/docker.py (containers through the Docker SDK) and sandbox/bwrap.py
-(bubblewrap, for hosts without Docker). Neither knows the other.
+(bubblewrap, for hosts without Docker). Neither knows the other; both subclass ``WorkerSandbox``
+(below) for what they share: identity, the worker's environment, the ready frame, ``run``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ import os
 import random
 import socket
 import struct
+import time
 from dataclasses import asdict, dataclass, field
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
+
+from sandbox.deadline import Deadline
 
 GRACE_S = 5.0  # how long past a job's timeout the worker may take to answer before it is declared dead
 # The output policy: a job may write at most this many bytes to stdout and stderr *together*; the
@@ -62,6 +66,9 @@ class Job:
     limits: Limits = field(default_factory=Limits)
     mode: str = "fork"  # "fork": a child of the warm worker; "spawn": a fresh python3 -I process
     id: str = ""
+    # the request's deadline (sandbox/deadline.py); the pool gives the program what is left of it, less
+    # the worker's time to answer, and never more than timeout_s. None: timeout_s + the pool's grace.
+    deadline: Deadline | None = None
 
 
 @dataclass
@@ -79,6 +86,7 @@ class Result:
     finished: bool = False  # fork mode: the program ran to its last line (not sys.exit / os._exit)
     sandbox_error: str | None = None
     id: str = ""
+    time_limit_s: float = 0.0  # the wall time the program was given (the pool fills it in)
 
     @property
     def ok(self) -> bool:
@@ -132,6 +140,35 @@ class Backend(Protocol):
     def destroy(self) -> None: ...
 
 
+class WorkerSandbox:
+    """What both backends share (each subclasses this, never the other): a sandbox's identity, the
+    worker's environment, waiting for its ready frame, and ``run`` over the frame channel ``self.chan``."""
+
+    backend: ClassVar[str]
+    chan: Any  # sandbox.framing.FrameChannel, set by the backend once the worker is started
+
+    def _identify(self, cfg: SandboxConfig) -> None:
+        self.cfg = cfg
+        self.uid = next_uid()
+        self.name = f"rlvr-sbx-{os.getpid()}-{self.uid}"
+        self.retire, self.jobs, self.info = "", 0, {}
+
+    def worker_env(self) -> dict[str, str]:
+        """What the worker reads at start: the modules to preload and the warm-up code."""
+        env = {"RLVR_PRELOAD": ",".join(self.cfg.preload)}
+        return env | ({"RLVR_WARMUP": self.cfg.warmup} if self.cfg.warmup else {})
+
+    def _await_ready(self) -> None:
+        """Wait for the worker's ready frame (pid, uid, preloaded modules), at most ``start_timeout_s``."""
+        self.info, _ = self.chan.read_frame(time.monotonic() + self.cfg.start_timeout_s)
+
+    def run(self, job: Job) -> Result:
+        self.jobs += 1
+        reply, blobs = self.chan.call(job_frame(job, self.cfg), answer_by(job, self.cfg))
+        result, self.retire = job_result(reply, blobs)
+        return result
+
+
 # -- the job <-> frame mapping both backends send over their channel -----------------------------
 def job_limits(job: Job, cfg: SandboxConfig) -> dict:
     """The rlimits a job runs under, with the pool's output cap (lowered, never raised, by the job)."""
@@ -148,6 +185,11 @@ def job_frame(job: Job, cfg: SandboxConfig) -> bytes:
               "sizes": [len(code), len(stdin)]}  # fmt: skip
     head = json.dumps(header).encode()
     return struct.pack(">I", len(head)) + head + code + stdin
+
+
+def answer_by(job: Job, cfg: SandboxConfig) -> float:
+    """The monotonic instant by which a worker must have answered ``job`` (else it is declared dead)."""
+    return job.deadline.at if job.deadline is not None else time.monotonic() + job.timeout_s + cfg.grace_s
 
 
 def job_result(reply: dict, blobs: list[bytes]) -> tuple[Result, str]:

@@ -35,17 +35,12 @@ import subprocess
 import sys
 import sysconfig
 import threading
-import time
 from pathlib import Path
 
 from sandbox.backend import (
-    Job,
-    Result,
     SandboxConfig,
     SandboxError,
-    job_frame,
-    job_result,
-    next_uid,
+    WorkerSandbox,
     pid_alive,
 )
 from sandbox.framing import FrameChannel
@@ -166,16 +161,13 @@ class _Cgroups:
         self.dirs = []
 
 
-class BwrapSandbox:
+class BwrapSandbox(WorkerSandbox):
     """The worker behind a pipe pair: its stdin/stdout are the frame channel (no proxy in between)."""
 
     backend = "bwrap"
 
     def __init__(self, cfg: SandboxConfig):
-        self.cfg = cfg
-        self.uid = next_uid()
-        self.name = f"rlvr-sbx-{os.getpid()}-{self.uid}"
-        self.retire, self.jobs, self.info = "", 0, {}
+        self._identify(cfg)
         self._destroy_lock, self._destroyed = threading.Lock(), False
         self.cgroups = _Cgroups(self.name, cfg.memory_mb, cfg.pids)
         try:
@@ -187,7 +179,7 @@ class BwrapSandbox:
         try:
             stdout, stdin = self.proc.stdout.fileno(), self.proc.stdin.fileno()
             self.chan = FrameChannel(self.name, stdout, stdin, exit_reason=self._exit_reason)
-            self.info, _ = self.chan.read_frame(time.monotonic() + cfg.start_timeout_s)
+            self._await_ready()
         except BaseException:
             self.destroy()
             raise
@@ -220,10 +212,7 @@ class BwrapSandbox:
         if cfg.pylibs:
             cmd += ["--ro-bind", cfg.pylibs, "/opt/pylibs"]
         cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-        env = dict(_env(), PYTHONPATH="/opt/pylibs", PYTHONDONTWRITEBYTECODE="1", HOME="/tmp",
-                   RLVR_PRELOAD=",".join(cfg.preload))  # fmt: skip
-        if cfg.warmup:
-            env["RLVR_WARMUP"] = cfg.warmup
+        env = dict(_env(), PYTHONPATH="/opt/pylibs", PYTHONDONTWRITEBYTECODE="1", HOME="/tmp") | self.worker_env()
         for k, v in env.items():
             cmd += ["--setenv", k, v]
         cmd += [cfg.python, "-s", "/opt/sandbox/worker.py"]
@@ -232,12 +221,6 @@ class BwrapSandbox:
         # root: enter the cgroups, then drop to this sandbox's own unprivileged uid, then bwrap
         cmd = _as_user(cmd, self.uid)
         return ["sh", "-c", self.cgroups.enter_script() + 'exec "$@"', "sh", *cmd]
-
-    def run(self, job: Job) -> Result:
-        self.jobs += 1
-        reply, blobs = self.chan.call(job_frame(job, self.cfg), job.timeout_s + self.cfg.grace_s)
-        result, self.retire = job_result(reply, blobs)
-        return result
 
     def alive(self) -> bool:
         return self.proc.poll() is None

@@ -22,20 +22,15 @@ import select
 import socket
 import struct
 import threading
-import time
 
 import docker
 import docker.errors
 from docker.types import LogConfig, Mount
 
 from sandbox.backend import (
-    Job,
-    Result,
     SandboxConfig,
     SandboxError,
-    job_frame,
-    job_result,
-    next_uid,
+    WorkerSandbox,
     owner,
     pid_alive,
     start_time,
@@ -156,14 +151,11 @@ def remove_stale_containers(all_owners: bool = False, mine: bool = False) -> int
 
 
 # -- one sandbox -----------------------------------------------------------------------------------
-class DockerSandbox:
+class DockerSandbox(WorkerSandbox):
     backend = "docker"
 
     def __init__(self, cfg: SandboxConfig):
-        self.cfg = cfg
-        self.uid = next_uid()
-        self.name = f"rlvr-sbx-{os.getpid()}-{self.uid}"
-        self.retire, self.jobs, self.info = "", 0, {}
+        self._identify(cfg)
         self._sock: socket.socket | None = None
         self._stream = bytearray()  # the worker's stderr, multiplexed (first 64 KiB)
         self._ended = False
@@ -172,7 +164,7 @@ class DockerSandbox:
         try:
             self._start()
             self.chan = FrameChannel(self.name, self._fifos.out_fd, None, self._sock, self._drain, self._exit_reason)
-            self.info, _ = self.chan.read_frame(time.monotonic() + cfg.start_timeout_s)
+            self._await_ready()
             self.chan.write_fd = self._fifos.connect()
         except docker.errors.DockerException as e:
             self.destroy()
@@ -183,8 +175,7 @@ class DockerSandbox:
 
     def _start(self) -> None:
         api, cfg = client().api, self.cfg
-        env = {"RLVR_PRELOAD": ",".join(cfg.preload), "RLVR_CHANNEL": "/run/rlvr"}
-        env |= {"RLVR_WARMUP": cfg.warmup} if cfg.warmup else {}
+        env = self.worker_env() | {"RLVR_CHANNEL": "/run/rlvr"}
         spec = container_spec(cfg, self.uid)
         spec["host_config"]["Mounts"] = [Mount("/run/rlvr", self._fifos.dir, type="bind", read_only=True)]
         api.create_container(cfg.image, WORKER_CMD, name=self.name, stdin_open=True, environment=env, **spec)
@@ -223,12 +214,6 @@ class DockerSandbox:
             buf = buf[8 + size :]
         err = err.decode(errors="replace").strip()
         return code + (f": {err[-1500:]}" if err else "")
-
-    def run(self, job: Job) -> Result:
-        self.jobs += 1
-        reply, blobs = self.chan.call(job_frame(job, self.cfg), job.timeout_s + self.cfg.grace_s)
-        result, self.retire = job_result(reply, blobs)
-        return result
 
     def alive(self) -> bool:
         if self._sock is None or self._destroyed:

@@ -81,10 +81,10 @@ class FrameChannel:
         except OSError as e:  # BrokenPipeError included
             raise SandboxError(f"sandbox {self.name} is gone ({e}): it is being replaced") from None
 
-    def call(self, frame: bytes, timeout_s: float) -> tuple[dict, list[bytes]]:
-        """Send one frame and read the answer, which must come within ``timeout_s``."""
+    def call(self, frame: bytes, deadline: float) -> tuple[dict, list[bytes]]:
+        """Send one frame and read the answer, which must come by ``deadline`` (time.monotonic())."""
         self.send(frame)
-        return self.read_frame(time.monotonic() + timeout_s)
+        return self.read_frame(deadline)
 
 
 class FifoPair:

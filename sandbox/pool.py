@@ -29,6 +29,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 
 from sandbox.backend import (  # noqa: F401 - re-exported: callers import these from sandbox.pool
     GRACE_S,
@@ -44,10 +45,12 @@ from sandbox.backend import (  # noqa: F401 - re-exported: callers import these 
     job_limits,
 )
 from sandbox.backend import owner as _owner  # noqa: F401
+from sandbox.deadline import Deadline  # noqa: F401 - re-exported for callers of the pool
 
 log = logging.getLogger(__name__)
 
 WATCH_S = 0.5  # how often the watchdog looks for sandboxes that died while idle
+MIN_RUN_S = 0.01  # a job granted less than this after waiting for a sandbox is refused (PoolSaturated)
 MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the engine may be restarting)
 
 
@@ -235,10 +238,27 @@ class SandboxPool:
 
     # -- running ------------------------------------------------------------------------------------
     def run(self, job: Job, wait_s: float | None = None) -> Result:
-        """Run one job. Waits up to ``wait_s`` (default: the job's timeout) for a free sandbox; raises
-        PoolSaturated when none became free in time. Infrastructure failures during the job come back
-        as ``Result.sandbox_error`` (and the sandbox is replaced), never as the program's fault."""
-        c = self._acquire(job.timeout_s if wait_s is None else wait_s)
+        """Run one job. Raises PoolSaturated when no sandbox became free in time. Infrastructure failures
+        during the job come back as ``Result.sandbox_error`` (and the sandbox is replaced), never as the
+        program's fault.
+
+        With ``job.deadline`` (a request's, sandbox/deadline.py) the wait for a sandbox, the program's
+        time and the worker's answer all come out of it: the program gets what is left less the worker's
+        time to answer (``reserve(grace_s)``), at most ``job.timeout_s``; ``wait_s`` may only shorten the
+        wait. Without one the job enters here: it waits up to ``wait_s`` (default: its timeout) for a
+        sandbox, then runs for ``timeout_s`` and its worker has ``grace_s`` more to answer."""
+        if job.deadline is None:
+            c = self._acquire(job.timeout_s if wait_s is None else wait_s)
+            deadline = Deadline.after(job.timeout_s + self.cfg.grace_s)
+        else:
+            deadline = job.deadline
+            run_by = deadline.reserve(self.cfg.grace_s)
+            c = self._acquire(run_by.remaining() if wait_s is None else min(wait_s, run_by.remaining()))
+        time_limit = min(job.timeout_s, deadline.reserve(self.cfg.grace_s).remaining())
+        if time_limit < MIN_RUN_S:  # the wait took what was left: the program never started
+            self._idle.put(c)
+            raise PoolSaturated(f"no time left to run the job after waiting for a sandbox ({time_limit:.3f} s)")
+        job = replace(job, timeout_s=time_limit, deadline=deadline)
         try:
             result = c.run(job)
         except (SandboxError, OSError, ValueError) as e:
@@ -251,6 +271,7 @@ class SandboxPool:
             self._replace(c, c.retire)
         else:
             self._idle.put(c)
+        result.time_limit_s = time_limit
         return result
 
     def _acquire(self, wait_s: float) -> Backend:

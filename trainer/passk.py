@@ -24,11 +24,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-OUTCOMES = (
-    "CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "COMPILE_ERROR", "SANDBOX_ERROR", "BAD_REFERENCE",
-)  # fmt: skip
-INFRA = "SANDBOX_ERROR"  # graded again on resume: the next try may work
-UNGRADED = (INFRA, "BAD_REFERENCE")  # not the model's fault: out of every denominator
+from verifiers.client import OUTCOMES, UNGRADED, Outcome  # the names come from the proto enum
+
+INFRA = Outcome.SANDBOX_ERROR  # graded again on resume: the next try may work
+# UNGRADED (SANDBOX_ERROR, BAD_REFERENCE): not the model's fault, out of every denominator
 FORMAT_COMPONENTS = ("think_format", "tag_count")
 INFRA_NOTE = (
     "SANDBOX_ERROR and BAD_REFERENCE samples (an infrastructure failure, a reference that cannot be graded: "
@@ -89,7 +88,7 @@ def pass_at_k_table(records: Sequence[Mapping[str, Any]], extra_ks: Iterable[int
         nc = per_problem[str(r["id"])]
         if r["outcome"] not in UNGRADED:
             nc[0] += 1
-            nc[1] += r["outcome"] == "CORRECT"
+            nc[1] += r["outcome"] == Outcome.CORRECT
     most = max((n for n, _ in per_problem.values()), default=0)
     values, used = {}, {}
     for k in ks_for(most, extra_ks) if most else []:
@@ -119,7 +118,7 @@ def summarize(records: Sequence[Mapping[str, Any]], extra_ks: Iterable[int] = ()
         "n": len(records),
         "n_graded": n_ok,
         "problems": len(problems),
-        "accuracy": _rate(sum(r["outcome"] == "CORRECT" for r in graded), n_ok),
+        "accuracy": _rate(sum(r["outcome"] == Outcome.CORRECT for r in graded), n_ok),
         "reward_mean": sum(float(r["reward"]) for r in graded) / n_ok if n_ok else None,
         "pass@k": {str(k): v for k, v in pk.items()},
         "outcomes": _outcome_counts(records),

@@ -3,36 +3,15 @@ statuses, and the context a verifier runs in (the sandbox pool, the registry, th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
+
+from sandbox.deadline import Deadline
+from verifiers.outcome import CaseStatus, Outcome  # noqa: F401 - re-exported: the names come from the proto
 
 if TYPE_CHECKING:
     from sandbox.pool import Job, Result
-
-
-class Outcome(StrEnum):
-    CORRECT = "CORRECT"
-    INCORRECT = "INCORRECT"
-    NO_ANSWER = "NO_ANSWER"  # nothing gradable was found
-    TIMEOUT = "TIMEOUT"
-    RUNTIME_ERROR = "RUNTIME_ERROR"
-    SANDBOX_ERROR = "SANDBOX_ERROR"  # infrastructure failed: not the model's fault
-    COMPILE_ERROR = "COMPILE_ERROR"  # the candidate's code did not compile
-    BAD_REFERENCE = "BAD_REFERENCE"  # the reference cannot be graded against: not the model's fault
-
-
-class CaseStatus(StrEnum):
-    """The verdict of one test case (code verifier); names match proto CaseVerdict.Status."""
-
-    PASSED = "PASSED"
-    WRONG_ANSWER = "WRONG_ANSWER"
-    TIME_LIMIT = "TIME_LIMIT"
-    RUNTIME_ERROR = "RUNTIME_ERROR"
-    OUTPUT_LIMIT = "OUTPUT_LIMIT"
-    SKIPPED = "SKIPPED"  # not run (an earlier case failed and the reward is all-or-nothing)
 
 
 @dataclass
@@ -129,12 +108,15 @@ class Context:
 
     run_job: Callable[[Job], Result]  # runs untrusted code in the sandbox (see the note on Result.finished)
     lookup: Callable[[str], Verifier]  # resolves another verifier by name (composites)
-    deadline: float  # time.monotonic() by which the answer is due
+    deadline: Deadline  # the request's (sandbox/deadline.py): jobs carry it, nothing adds slack to it
     verify: Callable[[Request], Verdict] | None = None  # full path (cache, timing) for composites
     parallelism: int = 1  # sandbox jobs that can run at once (the pool size)
 
+    def __post_init__(self) -> None:
+        self.deadline = Deadline.of(self.deadline)  # a bare time.monotonic() instant is accepted too
+
     def time_left(self) -> float:
-        return max(0.0, self.deadline - time.monotonic())
+        return self.deadline.remaining()
 
 
 class Verifier(Protocol):

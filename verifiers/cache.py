@@ -22,7 +22,9 @@ class VerdictCache:
 
     @staticmethod
     def key(req: Request, version: int) -> str:
-        blob = json.dumps([req.verifier, version, req.completion, req.reference, sorted(req.options.items())])
+        # timeout_s too: a TIMEOUT under one budget is not the verdict under another
+        blob = json.dumps([req.verifier, version, req.completion, req.reference, sorted(req.options.items()),
+                           req.timeout_s])  # fmt: skip
         return hashlib.blake2b(blob.encode(), digest_size=20).hexdigest()
 
     def get(self, key: str) -> Verdict | None:

@@ -2,8 +2,12 @@
 
 >>> with VerifierClient("127.0.0.1:50051") as c:                       # doctest: +SKIP
 ...     r = c.verify("think_format", "<think>2+2=4</think>4", "")
-...     r.reward, r.outcome
-(1.0, 'CORRECT')
+...     r.reward, r.outcome == Outcome.CORRECT, r.outcome in UNGRADED
+(1.0, True, False)
+
+Outcome names come from the proto enum (verifiers/outcome.py); ``Outcome``, ``OUTCOMES`` (what a
+grader can answer) and ``UNGRADED`` (SANDBOX_ERROR, BAD_REFERENCE: not the model's fault) are exported
+here for clients. ``Outcome`` members are strings, so ``r.outcome == "CORRECT"`` holds as well.
 
 Targets: one address (``host:port``), a list of replicas (``host:port,host:port``), or any gRPC
 target (``dns:///svc:50051`` for a DNS name that resolves to every replica, ``unix:/path``). The
@@ -38,10 +42,10 @@ import grpc
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from verifiers.outcome import OUTCOMES, UNGRADED, CaseStatus, Outcome  # noqa: F401 - for clients (the trainer)
 
 log = logging.getLogger("verifiers.client")
 
-OUTCOMES = ("CORRECT", "INCORRECT", "NO_ANSWER", "TIMEOUT", "RUNTIME_ERROR", "SANDBOX_ERROR")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_WAIT_S = 300.0  # how long a call waits for a service that answers UNAVAILABLE (every replica down)
 MAX_BACKOFF_S = 2.0  # between tries while unavailable; also the channel's longest reconnect back-off
@@ -74,10 +78,10 @@ class VerifyItem:
 
 @dataclass
 class VerifyResult:
-    """reward in [0, 1]; outcome is one of OUTCOMES; detail says why."""
+    """reward in [0, 1]; outcome is one of OUTCOMES (an ``Outcome``, a str); detail says why."""
 
     reward: float
-    outcome: str
+    outcome: Outcome
     detail: str = ""
     elapsed_s: float = 0.0
     id: str = ""
@@ -90,7 +94,7 @@ class VerifyResult:
     def from_proto(cls, r: pb.VerifyResponse) -> VerifyResult:
         return cls(
             reward=r.reward,
-            outcome=pb.Outcome.Name(r.outcome).removeprefix("OUTCOME_"),
+            outcome=Outcome.from_proto(r.outcome),
             detail=r.detail,
             elapsed_s=r.elapsed_s,
             id=r.id,
@@ -98,7 +102,7 @@ class VerifyResult:
             cached=r.cached,
             cases=[
                 {
-                    "status": pb.CaseVerdict.Status.Name(c.status).removeprefix("STATUS_"),
+                    "status": CaseStatus.from_proto(c.status),
                     "detail": c.detail,
                     "elapsed_s": c.elapsed_s,
                 }

@@ -18,13 +18,12 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.pool import Job, Limits, Result
+from sandbox.pool import Deadline, Job, Limits, Result
 from verifiers import judges, lang_pool, languages
 from verifiers.base import BadRequest, CaseStatus, CaseVerdict, Context, Outcome, Verdict
 from verifiers.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
@@ -68,22 +67,19 @@ def _clip(s: str, n: int = DETAIL_CHARS) -> str:
 
 # -- running -------------------------------------------------------------------------------------------
 def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop: bool, width: int, rid: str,
-               budget: float):  # fmt: skip
+               deadline: Deadline):  # fmt: skip
     """Each case its own job in the Python pool; with ``stop``, cases not yet started after a failure
-    are skipped. No case starts after ``budget`` (+ the service's 5 s of grace) or the deadline."""
+    are skipped. Every case spends from the submission's ``deadline``: none starts after it, and each
+    runs at most ``per_case`` seconds or what is left of it (the pool keeps the worker's share)."""
     failed: list[bool] = []
-    stop_at = min(ctx.deadline, time.monotonic() + budget + 5.0)
 
     def one(text: str) -> CaseRun:
         if failed and stop:
             return CaseRun("skipped")
-        left = stop_at - time.monotonic()
-        if left <= 0:
+        if deadline.expired():
             return CaseRun("timeout", message="no time left for this case")
-        t = min(per_case, max(left, 0.1))
-        run = _from_result(
-            ctx.run_job(Job(code=code, stdin=text, timeout_s=t, limits=Limits(memory_mb=1024), id=rid)), t
-        )
+        job = Job(code=code, stdin=text, timeout_s=per_case, limits=Limits(memory_mb=1024), id=rid, deadline=deadline)
+        run = _from_result(ctx.run_job(job), per_case)
         if run.status != "ok":
             failed.append(True)
         return run
@@ -98,15 +94,18 @@ def _from_result(res: Result, timeout_s: float) -> CaseRun:
     if res.output_limit_exceeded:
         return CaseRun("output", message=output_limit_verdict(res).detail, elapsed_s=res.wall_s)  # every mode's detail
     if res.timed_out:
-        return CaseRun("timeout", message=f"did not finish in {timeout_s:g} s", elapsed_s=res.wall_s)
+        took = res.time_limit_s or timeout_s
+        return CaseRun("timeout", message=f"did not finish in {took:.3g} s", elapsed_s=res.wall_s)
     if res.exit_code != 0:
         how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
         return CaseRun("runtime", message=f"{how}; stderr: {_clip(res.stderr)}", elapsed_s=res.wall_s)
     return CaseRun("ok", res.stdout, elapsed_s=res.wall_s)
 
 
-def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, budget: float, stop: bool, rid: str):
-    """One job in the toolchain pool: (compile error message or None, runs, compile seconds)."""
+def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, deadline: Deadline, stop: bool,
+                 rid: str):  # fmt: skip
+    """One job in the toolchain pool, by the submission's ``deadline``: (compile error message or None,
+    runs, compile seconds)."""
     lang = languages.for_source(languages.language(lang_name), code)
     per_case = float(options["case_timeout_s"])
     compile_s = float(options.get("compile_timeout_s") or languages.COMPILE_TIMEOUT_S) if lang.compile else 0.0
@@ -128,9 +127,13 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, bu
         "output_budget": max(0, (cap - 8192 - 2600 * len(inputs)) * 3 // 4),
         "stop_on_error": stop,
     }
-    timeout = min(budget, compile_s + len(inputs) * (per_case + 0.5) + 3.0)
+    # the driver's own need (compile, then every case with its start-up), spent from the deadline
+    need = compile_s + len(inputs) * (per_case + 0.5) + 3.0
     limits = Limits(memory_mb=languages.COMPILE_AS_MB, nproc=languages.COMPILE_NPROC, fsize_mb=64)
-    res = lang_pool.run_job(Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=timeout, limits=limits, id=rid))
+    job = Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=min(need, deadline.remaining()), limits=limits, id=rid,
+              deadline=deadline)  # fmt: skip
+    res = lang_pool.run_job(job)
+    timeout = float(f"{res.time_limit_s or need:.3g}")
     if res.sandbox_error:
         return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0
     lines = nonce_lines(res.stdout, nonce)
@@ -224,8 +227,9 @@ class _BadChecker(Exception):
 def _checker(spec: judges.StdioSpec, i: int, actual: str, ctx: Context) -> tuple[bool, str]:
     case_input, expected = spec.cases[i]
     stdin = judges.checker_stdin(spec.checker, case_input, expected, actual)
-    t = min(CHECKER_TIMEOUT_S, max(ctx.time_left(), 0.1))
-    res = ctx.run_job(Job(code=judges.CHECKER_RUNNER, stdin=stdin, timeout_s=t, limits=Limits(memory_mb=1024)))
+    job = Job(code=judges.CHECKER_RUNNER, stdin=stdin, timeout_s=CHECKER_TIMEOUT_S, limits=Limits(memory_mb=1024),
+              deadline=ctx.deadline)  # fmt: skip
+    res = ctx.run_job(job)
     if res.sandbox_error:
         raise _SandboxFailed(res.sandbox_error)
     said = _clip(res.stdout + res.stderr, 300)

@@ -50,8 +50,14 @@ PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
 
 HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
-# The job: the harness module is already in the warm worker (math_verifier.WARMUP loads it); a worker
-# started without that warmup builds it first.
+# The code kind's declared warm-up (CodeVerifier.warmup): the harness module, built once per worker.
+CODE_WARMUP = f"""import sys, types
+c = types.ModuleType("rlvr_code")
+exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), c.__dict__)
+sys.modules["rlvr_code"] = c
+"""
+# The job: the harness module is already in the warm worker (CODE_WARMUP); a worker started without it
+# builds it first.
 HARNESS = f"""import sys
 m = sys.modules.get("rlvr_code")
 if m is None:
@@ -108,6 +114,20 @@ class CodeVerifier:
     python_timeout_s: float = 10.0  # Python's default budget
     case_timeout_s: float = 5.0
     stdio_parallelism: int = max(2, os.cpu_count() or 2)
+    options = {
+        "mode": "assert (default: an assert script or MBPP list, Python) or stdio (stdin/stdout cases)",
+        "language": "python (default), c, cpp, java, javascript, go, rust",
+        "entry_point": "the function check(candidate) is called with (assert mode)",
+        "case_timeout_s": "seconds per test case (default 5)",
+        "compile_timeout_s": "seconds for the compiler (compiled languages, default 30)",
+        "reward": "all (default: every test passes) or fraction (the share passed)",
+        "judge": "stdio: tokens (default), exact, float (abs_tol, rel_tol) or checker",
+        "abs_tol": "judge=float: absolute tolerance",
+        "rel_tol": "judge=float: relative tolerance",
+    }
+    sandbox_entry = HARNESS  # Python; compiled languages run verifiers/lang_driver.py in the toolchain pool
+    warmup = CODE_WARMUP
+    result = Verdict
 
     def check(self, req: Request) -> tuple[str, str]:
         """The request's own mistakes (bad options, no tests), found before grading: VerifyBatch calls this
@@ -135,13 +155,13 @@ class CodeVerifier:
         if not code.strip():
             return Verdict.of(Outcome.NO_ANSWER, "no code in the completion")
         default = self.python_timeout_s if lang == "python" else self.default_timeout_s
-        budget = min(req.timeout_s or default, max(ctx.time_left(), 0.1))
+        budget = req.timeout_s or default  # the submission's programs' time, spent from the request's deadline
         if mode == "stdio":
             return self._stdio(req, lang, code, budget, ctx)
         return self._assert(req, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------
-    def _assert(self, req: Request, code: str, timeout_s: float, ctx: Context) -> Verdict:
+    def _assert(self, req: Request, code: str, budget: float, ctx: Context) -> Verdict:
         if not req.reference.strip():
             raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
         nonce = secrets.token_hex(16)
@@ -154,8 +174,10 @@ class CodeVerifier:
                 "nonce": nonce,
             }
         )
-        res = ctx.run_job(Job(code=HARNESS, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024), id=req.id))
-        verdict = _assert_verdict(res, nonce, timeout_s)
+        job = Job(code=HARNESS, stdin=stdin, timeout_s=budget, limits=Limits(memory_mb=1024), id=req.id,
+                  deadline=ctx.deadline)  # fmt: skip
+        res = ctx.run_job(job)
+        verdict = _assert_verdict(res, nonce, res.time_limit_s or job.timeout_s)
         if tests is None or verdict.outcome in (Outcome.SANDBOX_ERROR,) or res.output_limit_exceeded:
             return verdict
         return _list_verdict(res, nonce, len(tests), verdict, code_stdio.reward_mode(req.options))
@@ -166,15 +188,16 @@ class CodeVerifier:
         spec = judges.parse_reference(req.reference, name)
         mode = code_stdio.reward_mode(req.options)
         per_case = min(_seconds(req.options, "case_timeout_s", self.case_timeout_s), budget)
+        deadline = ctx.deadline.within(budget)  # no case runs past the submission's budget
         inputs = [i for i, _ in spec.cases]
         if lang == "python":
             runs = code_stdio.run_python(
-                code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id, budget
+                code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id, deadline
             )
         else:
             _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
             options = dict(req.options, case_timeout_s=str(per_case))
-            error, runs, _ = code_stdio.run_compiled(lang, code, inputs, options, budget, mode == "all", req.id)
+            error, runs, _ = code_stdio.run_compiled(lang, code, inputs, options, deadline, mode == "all", req.id)
             if error is not None:
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
         return code_stdio.grade(runs, spec, req.options, ctx, mode)
@@ -240,7 +263,7 @@ def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if res.output_limit_exceeded:
         return output_limit_verdict(res)
     if res.timed_out:
-        return Verdict.of(Outcome.TIMEOUT, f"tests did not finish in {timeout_s:g} s; stderr: {_tail(res.stderr)}")
+        return Verdict.of(Outcome.TIMEOUT, f"tests did not finish in {timeout_s:.3g} s; stderr: {_tail(res.stderr)}")
     verdict = None
     for line in reversed(res.stdout.splitlines()):
         try:

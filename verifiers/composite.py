@@ -28,6 +28,10 @@ class Composite:
     kind: str = "composite"
     version: int = 1
     default_timeout_s: float = 10.0
+    options = {"*": "passed on to every component (a component's own options win)"}
+    sandbox_entry = ""  # its components run theirs
+    warmup = ""
+    result = Verdict
 
     def spec(self) -> dict:
         return {"components": [{"verifier": p.verifier, "weight": p.weight, "options": dict(p.options)}
@@ -56,3 +60,9 @@ class Composite:
             f"{p.verifier}={v.reward:g} ({v.outcome.value})" for p, v in zip(self.parts, verdicts, strict=True)
         )
         return Verdict(reward, main.outcome, detail, components)
+
+
+def r1() -> Composite:
+    """The built-in ``r1``: DeepSeek-R1's accuracy + format reward."""
+    return Composite("r1", [Part("math", 0.9), Part("think_format", 0.1)],
+                     description="DeepSeek-R1 style reward: 0.9 * math + 0.1 * think_format", kind="builtin")  # fmt: skip

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import ClassVar
 
 from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import extract
@@ -84,6 +85,9 @@ class LanguageConsistency:
                         "cyrillic|… or language=en|zh|ru|…; default latin)")  # fmt: skip
     version: int = 1
     default_timeout_s: float = 5.0
+    options = {"script": "latin (default), cjk, cyrillic, …", "language": "or a language code: en, zh, ru, …"}
+    sandbox_entry = warmup = ""
+    result = Verdict
 
     def check(self, req: Request) -> None:
         target_script(req.options)
@@ -122,6 +126,9 @@ class AnswerConsistency:
                         "reached (its last '= value', else its last number)")  # fmt: skip
     version: int = 1
     default_timeout_s: float = 10.0
+    options: ClassVar[dict[str, str]] = {}
+    sandbox_entry = warmup = ""  # the comparison is a math sub-request: math's job and warm-up
+    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         m = _THINK.search(req.completion)

@@ -5,6 +5,7 @@ time on any input (``str.find``/``str.count`` only, no backtracking regex), so t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from verifiers.base import Context, Outcome, Request, Verdict
 
@@ -63,6 +64,9 @@ class ThinkFormat:
     description: str = "1 if the completion is one non-empty <think>…</think> followed by an answer"
     version: int = 1
     default_timeout_s: float = 1.0
+    options: ClassVar[dict[str, str]] = {}
+    sandbox_entry = warmup = ""  # linear-time text checks, in the service process
+    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         ok, why = think_format(req.completion)
@@ -76,6 +80,9 @@ class TagCount:
     description: str = "0.25 for each of <think>, </think>, <answer>, </answer> present exactly once"
     version: int = 1
     default_timeout_s: float = 1.0
+    options: ClassVar[dict[str, str]] = {}
+    sandbox_entry = warmup = ""
+    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         r = tag_count(req.completion)

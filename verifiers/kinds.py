@@ -10,17 +10,20 @@ Adding a kind is a module with its verifier plus one ``Kind(...)`` line in ``KIN
 
 from __future__ import annotations
 
+import importlib
+import logging
 import math
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.base import BadRequest, Context, Verifier
+from sandbox.deadline import Deadline
+from verifiers.base import BadRequest, Context, Verdict, Verifier
 from verifiers.composite import Composite, Part
 
+log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 MAX_COMPONENTS = 16
 VerifierService = Any  # verifiers.service.VerifierService (not imported: the service imports this module)
@@ -32,7 +35,10 @@ class Kind:
     build: Callable[[str, str, dict, int], Verifier]  # (name, description, spec, version) → verifier
     to_proto: Callable[[dict], Any]  # stored spec → its proto message
     from_proto: Callable[[Any], dict]  # proto message → stored spec
-    check: Callable[[VerifierService, str, Any], None]  # registration checks beyond the spec's shape
+    # registration checks beyond the spec's shape, spending from the registration's deadline
+    check: Callable[[VerifierService, str, Any, Deadline], None]
+    # checks against the registry itself, run under its write lock together with the write
+    check_stored: Callable[[Any, str, dict], None] = lambda registry, name, spec: None
 
 
 def check_name(name: str, field: str = "name") -> None:
@@ -72,11 +78,10 @@ def _build_python(name: str, description: str, spec: dict, version: int) -> Veri
                           spec.get("example_reference", ""))  # fmt: skip
 
 
-def _check_python(service: VerifierService, name: str, v: Any) -> None:
+def _check_python(service: VerifierService, name: str, v: Any, deadline: Deadline) -> None:
     from verifiers import python_verifier
 
-    ctx = Context(run_job=service.run_job, lookup=service.registry.get,
-                  deadline=time.monotonic() + python_verifier.DRY_RUN_TIMEOUT_S + 5.0,
+    ctx = Context(run_job=service.run_job, lookup=service.registry.get, deadline=deadline,
                   parallelism=service.parallelism)  # fmt: skip
     python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
 
@@ -91,10 +96,11 @@ def _build_remote(name: str, description: str, spec: dict, version: int) -> Veri
     return RemoteVerifier(name, target, spec.get("verifier", ""), description, version)
 
 
-def _check_remote(service: VerifierService, name: str, v: Any) -> None:
+def _check_remote(service: VerifierService, name: str, v: Any, deadline: Deadline) -> None:
     from verifiers import remote
 
-    if remote.check_reachable(v.target, v.remote_name) == service.instance_id:
+    if remote.check_reachable(v.target, v.remote_name, min(remote.CHECK_TIMEOUT_S, deadline.remaining())) == \
+            service.instance_id:  # fmt: skip
         raise BadRequest(f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, "
                          "or a composite of it")  # fmt: skip
 
@@ -122,11 +128,12 @@ KINDS: dict[str, Kind] = {
              lambda s: pb.CompositeVerifier(components=[pb.Component(**c) for c in s["components"]]),
              lambda m: {"components": [{"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)}
                                        for c in m.components]},
-             lambda service, name, v: service.registry.check_components(name, v.parts)),
+             lambda service, name, v, deadline: service.registry.check_components(name, v.parts),
+             lambda registry, name, spec: registry.check_components(name, parts(spec))),
         Kind("reward_model", _build_reward_model, lambda s: pb.RewardModelVerifier(**s),
              lambda m: {"path": m.path, "mapping": m.mapping or "sigmoid", "low": m.low, "high": m.high,
                         "max_length": m.max_length},
-             lambda service, name, v: v.warm_up()),  # the model loads (and stays loaded)
+             lambda service, name, v, deadline: v.warm_up()),  # the model loads (and stays loaded)
     ]
 }  # fmt: skip
 
@@ -136,3 +143,71 @@ def kind(name: str) -> Kind:
     if found is None:
         raise BadRequest(f"unknown verifier kind {name!r}: register one of {', '.join(KINDS)}")
     return found
+
+
+# -- built-in kinds: verifiers defined in code, each declared by one register_builtin(...) line ----------
+class BuiltinKind(Verifier, Protocol):
+    """What a built-in verifier's class declares (plain class attributes) besides the Verifier protocol."""
+
+    options: ClassVar[Mapping[str, str]]  # the options schema: option name -> what it does ({}: none)
+    sandbox_entry: ClassVar[str]  # the job code it runs in the sandbox ("": runs nothing there)
+    warmup: ClassVar[str]  # code each sandbox worker runs once before forking jobs ("": none)
+    result: ClassVar[type[Verdict]]  # what verify() returns
+
+
+DECLARES = {"options": Mapping, "sandbox_entry": str, "warmup": str, "result": type}
+BUILTINS: dict[str, str | Callable[[], Verifier]] = {}  # name -> "module:attr" (a class or a factory)
+
+
+def register_builtin(name: str, entry_point: str | Callable[[], Verifier]) -> None:
+    """Make ``name`` a built-in verifier of every registry built from now on. ``entry_point``: a
+    "module:attr" string (imported when a registry is built: a host without a kind's dependencies
+    skips it with a warning) or a callable; either, called with no arguments, gives the verifier."""
+    check_name(name)
+    BUILTINS[name] = entry_point
+
+
+def build_builtin(name: str) -> Verifier:
+    """The verifier ``name`` registers, its class's declarations checked (TypeError naming what is missing)."""
+    target = BUILTINS[name]
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+    v = target()
+    missing = [k for k, t in DECLARES.items() if not isinstance(getattr(type(v), k, None), t)]
+    if missing or not issubclass(type(v).result, Verdict) or v.name != name:
+        raise TypeError(f"built-in verifier {name!r} ({type(v).__qualname__}) must be named {name!r} and declare "
+                        f"{', '.join(DECLARES)} (verifiers/kinds.py BuiltinKind); missing or wrong: {missing}")  # fmt: skip
+    return v
+
+
+def builtin_verifiers() -> dict[str, Verifier]:
+    found = {}
+    for name in BUILTINS:
+        try:
+            found[name] = build_builtin(name)
+        except ImportError as e:  # an optional dependency of that kind is missing on this host
+            log.warning("built-in verifier %r not available: %s", name, e)
+    return found
+
+
+def sandbox_warmup() -> str:
+    """The pool's warm-up: every built-in kind's declared ``warmup`` (each once, in registration order),
+    then the heap frozen so the collector in a job never walks (and copies) the worker's objects."""
+    parts: list[str] = []
+    for v in builtin_verifiers().values():
+        if v.warmup and v.warmup not in parts:
+            parts.append(v.warmup)
+    return "\n".join([*parts, "import gc\ngc.collect()\ngc.freeze()\n"])
+
+
+# The built-in kinds. Adding one: its module (a class with the Verifier attributes and the BuiltinKind
+# declarations) plus one line here (docs/verifiers.md, "Adding a verifier kind").
+register_builtin("think_format", "verifiers.format:ThinkFormat")
+register_builtin("tag_count", "verifiers.format:TagCount")
+register_builtin("math", "verifiers.math_verifier:MathVerifier")
+register_builtin("arith_steps", "verifiers.steps:ArithSteps")
+register_builtin("language", "verifiers.consistency:LanguageConsistency")
+register_builtin("answer_consistency", "verifiers.consistency:AnswerConsistency")
+register_builtin("code", "verifiers.code_verifier:CodeVerifier")
+register_builtin("r1", "verifiers.composite:r1")

@@ -61,7 +61,7 @@ def output_cap() -> int:
 def run_job(job: Job) -> Result:
     """Run a job in the toolchain pool; infrastructure failures become ``Result.sandbox_error``."""
     try:
-        return get().run(job, wait_s=max(job.timeout_s, 30.0))
+        return get().run(job)  # with job.deadline (a request's), the wait for a sandbox spends from it too
     except SandboxError as e:
         return Result(sandbox_error=str(e), id=job.id)
 

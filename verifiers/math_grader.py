@@ -6,7 +6,8 @@ antlr caches warm and only calls ``rlvr_math.main()``. It reads ``{"items": [...
 and prints one JSON line per item, in order, flushed as each finishes, so that when the job is killed
 the host knows which items were done and which one was running.
 
-An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_tol", "timeout"}``:
+An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_tol", "timeout", "left"}``
+(``timeout``: its own seconds; ``left``: what was left of its request's deadline when the job was sent):
 
 * ``answer``: each pred is a final answer the host already extracted (a ``\\boxed{}`` or ``<answer>``
   content). It is parsed *as a whole* (LaTeX first, then a plain expression that must account for
@@ -26,6 +27,7 @@ Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction for s
 import json
 import signal
 import sys
+import time
 
 import sympy
 from antlr4.atn.PredictionMode import PredictionMode
@@ -310,9 +312,14 @@ def main():
     q = json.loads(sys.stdin.read())
     signal.signal(signal.SIGALRM, _alarm)
     gold_cache = {}
+    t0 = time.monotonic()
     for i, item in enumerate(q["items"]):
         _State.out_of_memory = False
-        signal.setitimer(signal.ITIMER_REAL, max(float(item.get("timeout") or 5.0), 0.01))
+        # "timeout": the item's own time, from its start; "left": what was left of its request's deadline
+        # when the job was sent, from the job's start (an item that waited behind others spent that wait)
+        own = float(item.get("timeout") or 5.0)
+        left = float(item.get("left") or own) - (time.monotonic() - t0)
+        signal.setitimer(signal.ITIMER_REAL, max(min(own, left), 0.01))
         try:
             res = grade(item, gold_cache)
             if _State.out_of_memory:

@@ -24,18 +24,17 @@ import json
 import math
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.pool import Job, Limits, Result
+from sandbox.pool import GRACE_S, Deadline, Job, Limits, Result
 from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import Extraction, extract
 
 GRADER_SOURCE = (Path(__file__).resolve().parent / "math_grader.py").read_text()
 TEXT_SOURCE = (Path(__file__).resolve().parent / "math_text.py").read_text()  # imported by the grader
-CODE_HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
 MAX_ITEMS = 32  # items per sandbox job
+ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before the pool kills the job
 FALLBACKS = ("none", "last_number", "full")
 
 # The job: the grader module is already in the warm worker; a worker started without WARMUP builds it.
@@ -50,10 +49,10 @@ if m is None:
 m.main()
 """
 
-# Run once in each sandbox worker before it forks jobs (SandboxConfig(warmup=...), set by server.py):
-# builds the math grader module and the code verifier's harness module (``rlvr_code``), then grades a corpus covering each answer shape so that antlr's lazily built
-# prediction tables, the regex caches and sympy's caches are inherited warm by every job; finally
-# freezes the heap so the collector in a job never walks (and copies) the worker's objects.
+# The math kind's declared warm-up (MathVerifier.warmup), run once in each sandbox worker before it forks
+# jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds.py sandbox_warmup): builds
+# the grader module, then grades a corpus covering each answer shape so that antlr's lazily built
+# prediction tables, the regex caches and sympy's caches are inherited warm by every job.
 _WARM_PAIRS = [
     ("3", "3"),
     ("-5", "5"),
@@ -92,25 +91,29 @@ _WARM_PAIRS = [
     ("[-2, 3)", "(-2, 3]"),
     ("\\frac{2}{3}", "0.67"),
 ]
-WARMUP = f"""
-import gc, sys, types
+MATH_WARMUP = f"""
+import sys, types
 t = sys.modules["rlvr_math_text"] = types.ModuleType("rlvr_math_text")
 exec(compile({TEXT_SOURCE!r}, "math_text.py", "exec"), t.__dict__)
 m = types.ModuleType("rlvr_math")
 exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
 sys.modules["rlvr_math"] = m
-c = types.ModuleType("rlvr_code")
-exec(compile({CODE_HARNESS_SOURCE!r}, "code_harness.py", "exec"), c.__dict__)
-sys.modules["rlvr_code"] = c
 for g, p in {_WARM_PAIRS!r}:
     try:
         m.grade({{"gold": g, "preds": [p], "mode": "answer"}}, {{}})
         m.grade({{"gold": g, "preds": ["so the answer is $" + p + "$"], "mode": "full"}}, {{}})
     except Exception:
         pass
-gc.collect()
-gc.freeze()
 """
+
+
+def __getattr__(name: str) -> str:
+    if name == "WARMUP":  # the pool's whole warm-up, for callers that took it from here before the seam
+        from verifiers.kinds import sandbox_warmup
+
+        return sandbox_warmup()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _INT = re.compile(r"[+-]?\d{1,100}")
 
@@ -143,13 +146,46 @@ def options(req: Request) -> tuple[str, float | None]:
     return fallback, rel_tol
 
 
+# -- the typed result of one item ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Comparison:
+    """What grading one item gave: an outcome and why. ``compared``: the two answers were compared (the
+    outcome is CORRECT or INCORRECT and ``detail`` the grader's reason), so the verdict names the source."""
+
+    outcome: Outcome
+    detail: str
+    compared: bool = False
+
+    @classmethod
+    def from_line(cls, d: dict) -> Comparison:
+        """The grader's JSON line (math_grader.main), read in this one place."""
+        for key, outcome in _LINE_KEYS:
+            if key in d:
+                return cls(outcome, str(d[key]))
+        return cls(Outcome.CORRECT if d.get("ok") else Outcome.INCORRECT, str(d.get("why", "")), compared=True)
+
+    def verdict(self, ext: Extraction) -> Verdict:
+        return Verdict.of(self.outcome, f"{ext.source}: {self.detail}" if self.compared else self.detail)
+
+
+# a line's key -> its outcome, in precedence order; bad_reference is the dataset's fault, not the model's:
+# masked from training like SANDBOX_ERROR
+_LINE_KEYS = (("sandbox_error", Outcome.SANDBOX_ERROR), ("bad_reference", Outcome.BAD_REFERENCE),
+              ("timeout", Outcome.TIMEOUT), ("no_answer", Outcome.NO_ANSWER))  # fmt: skip
+
+
+def _infra(why: str) -> Comparison:
+    return Comparison(Outcome.SANDBOX_ERROR, why)
+
+
 # -- coalescing items into sandbox jobs ----------------------------------------------------------------
 @dataclass
 class _Item:
     payload: dict
-    timeout_s: float
-    deadline: float
-    result: dict | None = None
+    budget_s: float  # the comparison's own time (the request's timeout_s, else the default)
+    deadline: Deadline  # the request's
+    timeout_s: float = 0.0  # what it got when its job was sent: its budget, or less where the deadline is sooner
+    result: Comparison | None = None
     done: bool = field(default=False)
 
 
@@ -163,7 +199,7 @@ class _Coalescer:
         self._inflight = 0
         self._inflight_items = 0
 
-    def grade(self, item: _Item, run_job) -> dict:
+    def grade(self, item: _Item, run_job) -> Comparison:
         with self._cond:
             self._pending.append(item)
             while not item.done:
@@ -179,7 +215,7 @@ class _Coalescer:
                     try:
                         results = run_items(batch, run_job)
                     except Exception as e:  # never leave a waiter hanging
-                        results = [{"sandbox_error": f"math job failed: {type(e).__name__}: {e}"}] * len(batch)
+                        results = [_infra(f"math job failed: {type(e).__name__}: {e}")] * len(batch)
                     finally:
                         self._cond.acquire()
                         self._inflight -= 1
@@ -192,19 +228,21 @@ class _Coalescer:
         return item.result
 
 
-def run_items(items: list[_Item], run_job) -> list[dict]:
+def run_items(items: list[_Item], run_job) -> list[Comparison]:
     """Grade items in one sandbox job; what a killed job left unfinished is re-run item by item."""
-    now = time.monotonic()
-    live = [it for it in items if it.deadline > now]
-    out: dict[int, dict] = {id(it): {"sandbox_error": "queued past its deadline"} for it in items}
+    live = [it for it in items if not it.deadline.expired()]
+    out = {id(it): _infra("queued past its deadline") for it in items}
     if live:
-        res = _run_job([it.payload for it in live], max(it.timeout_s for it in live) + 1.0, run_job)
+        for it in live:  # "left" counts from the job's start, "timeout" from the item's (math_grader.main)
+            it.payload["left"] = max(0.01, _comparison_by(it.deadline).remaining())
+            it.payload["timeout"] = it.timeout_s = min(it.budget_s, it.payload["left"])
+        res = _run_job(live, run_job)
         lines = _lines(res)
         for n, it in enumerate(live):
             if n in lines:
-                out[id(it)] = lines[n]
+                out[id(it)] = Comparison.from_line(lines[n])
             elif res.sandbox_error:
-                out[id(it)] = {"sandbox_error": res.sandbox_error}
+                out[id(it)] = _infra(res.sandbox_error)
             elif n == len(lines):  # the item that was running when the job ended
                 out[id(it)] = _killed(res, it.timeout_s)
             else:
@@ -212,9 +250,19 @@ def run_items(items: list[_Item], run_job) -> list[dict]:
     return [out[id(it)] for it in items]
 
 
-def _run_job(payloads: list[dict], timeout_s: float, run_job) -> Result:
-    stdin = json.dumps({"items": payloads})
-    return run_job(Job(code=JOB_CODE, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024)))
+def _comparison_by(deadline: Deadline) -> Deadline:
+    """When one item's comparison must stop by its own timer: before the pool kills the job (it keeps
+    the worker's share, ``reserve(GRACE_S)``), so the job reports the item and goes on to the next."""
+    return deadline.reserve(GRACE_S).reserve(ITEM_RESERVE_S)
+
+
+def _run_job(items: list[_Item], run_job) -> Result:
+    """One job for the items: as long as the longest item's time, by the latest of their deadlines (each
+    item's own timer stops it by its own)."""
+    stdin = json.dumps({"items": [it.payload for it in items]})
+    job = Job(code=JOB_CODE, stdin=stdin, timeout_s=max(it.timeout_s for it in items), limits=Limits(memory_mb=1024),
+              deadline=max((it.deadline for it in items), key=lambda d: d.at))  # fmt: skip
+    return run_job(job)
 
 
 def _lines(res: Result) -> dict[int, dict]:
@@ -229,12 +277,13 @@ def _lines(res: Result) -> dict[int, dict]:
     return got
 
 
-def _killed(res: Result, timeout_s: float) -> dict:
+def _killed(res: Result, timeout_s: float) -> Comparison:
     if res.timed_out:
-        return {"timeout": f"comparison took longer than {timeout_s:g} s"}
+        return Comparison(Outcome.TIMEOUT, f"comparison took longer than {timeout_s:.3g} s")
     if res.signal is not None:
-        return {"timeout": f"comparison was killed by signal {res.signal} (memory limit)"}
-    return {"ok": False, "why": f"comparison crashed (exit {res.exit_code}): {res.stderr.strip()[-300:]}"}
+        return Comparison(Outcome.TIMEOUT, f"comparison was killed by signal {res.signal} (memory limit)")
+    why = f"comparison crashed (exit {res.exit_code}): {res.stderr.strip()[-300:]}"
+    return Comparison(Outcome.INCORRECT, why, compared=True)
 
 
 # -- the verifier ----------------------------------------------------------------------------------------
@@ -248,6 +297,11 @@ class MathVerifier:
     )
     version: int = 2
     default_timeout_s: float = 5.0
+    options = {"fallback": "where the answer is when no \\boxed{} or <answer>: none (default), last_number, full",
+               "rel_tol": "compare numbers relatively within this tolerance, in [0, 1)"}  # fmt: skip
+    sandbox_entry = JOB_CODE
+    warmup = MATH_WARMUP
+    result = Verdict
     _coalescers: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -270,15 +324,15 @@ class MathVerifier:
         fast = None if rel_tol is not None else _integers(req.reference, ext)
         if fast is not None:
             return fast
-        timeout = min(req.timeout_s or self.default_timeout_s, max(ctx.time_left(), 0.1))
+        budget = req.timeout_s or self.default_timeout_s
         mode = "full" if ext.source == "full" else "answer"
-        payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol, "timeout": timeout}
-        item = _Item(payload, timeout, ctx.deadline)
+        payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol}
+        item = _Item(payload, budget, ctx.deadline)  # its time is set when its job is sent (run_items)
         with self._lock:
             co = self._coalescers.get(ctx.run_job)
             if co is None:
                 co = self._coalescers[ctx.run_job] = _Coalescer(ctx.parallelism)
-        return _verdict(co.grade(item, ctx.run_job), ext)
+        return co.grade(item, ctx.run_job).verdict(ext)
 
 
 def _integers(reference: str, ext: Extraction) -> Verdict | None:
@@ -292,15 +346,3 @@ def _integers(reference: str, ext: Extraction) -> Verdict | None:
     ok = all(p == gold for p in preds)
     why = f"gold={gold} pred={','.join(preds)}" + (" (different boxed answers)" if len(preds) > 1 else "")
     return Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, f"{ext.source}: {why}")
-
-
-def _verdict(r: dict, ext: Extraction) -> Verdict:
-    if "sandbox_error" in r:
-        return Verdict.of(Outcome.SANDBOX_ERROR, r["sandbox_error"])
-    if "bad_reference" in r:  # the dataset's fault, not the model's: masked from training like SANDBOX_ERROR
-        return Verdict.of(Outcome.BAD_REFERENCE, r["bad_reference"])
-    if "timeout" in r:
-        return Verdict.of(Outcome.TIMEOUT, r["timeout"])
-    if "no_answer" in r:
-        return Verdict.of(Outcome.NO_ANSWER, r["no_answer"])
-    return Verdict.of(Outcome.CORRECT if r.get("ok") else Outcome.INCORRECT, f"{ext.source}: {r.get('why', '')}")

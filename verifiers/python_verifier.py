@@ -110,7 +110,8 @@ def run(ctx: Context, source: str, entrypoint: str, completion: str, reference: 
     nonce = secrets.token_hex(16)
     payload = {"nonce": nonce, "source": source, "entrypoint": entrypoint, "completion": completion,
                "reference": reference, "options": options}  # fmt: skip
-    res = ctx.run_job(Job(code=HARNESS, stdin=json.dumps(payload), timeout_s=timeout_s, limits=LIMITS, id=job_id))
+    job = Job(HARNESS, json.dumps(payload), timeout_s, LIMITS, id=job_id, deadline=ctx.deadline)
+    res = ctx.run_job(job)
     found = None
     for line in res.stdout.splitlines():
         if line.startswith(nonce):
@@ -135,7 +136,7 @@ def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_compl
         raise BadRequest(f"{where}: the dry run wrote more than the output cap ({res.output_cap} bytes of stdout "
                          "and stderr together): print less")  # fmt: skip
     if res.timed_out:
-        raise BadRequest(f"{where}: the dry run took longer than {DRY_RUN_TIMEOUT_S:g} s")
+        raise BadRequest(f"{where}: the dry run took longer than {res.time_limit_s or DRY_RUN_TIMEOUT_S:.3g} s")
     if out is None:
         raise BadRequest(f"{where}: the dry run exited ({res.exit_code}) without a result: {res.stderr.strip()[-300:]}")
     err = out.get("error")
@@ -175,14 +176,14 @@ class PythonVerifier:
                 "example_reference": self.example_reference}  # fmt: skip
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
-        timeout = min(req.timeout_s or self.default_timeout_s, max(ctx.time_left(), 0.1))
+        timeout = req.timeout_s or self.default_timeout_s  # the program's; the pool cuts it to the deadline
         res, out = run(ctx, self.source, self.entrypoint, req.completion, req.reference, req.options, timeout, req.id)
         if res.sandbox_error:
             return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
         if res.output_limit_exceeded:
             return output_limit_verdict(res)
         if res.timed_out:
-            return Verdict.of(Outcome.TIMEOUT, f"{self.name} took longer than {timeout:g} s")
+            return Verdict.of(Outcome.TIMEOUT, f"{self.name} took longer than {res.time_limit_s or timeout:.3g} s")
         if out is None:
             why = res.stderr.strip()[-300:] or f"exit code {res.exit_code}"
             return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name} exited without a result: {why}")

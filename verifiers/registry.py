@@ -28,9 +28,7 @@ import time
 from verifiers import kinds
 from verifiers.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
 from verifiers.composite import Composite, Part
-from verifiers.format import TagCount, ThinkFormat
 from verifiers.kinds import MAX_COMPONENTS, NAME_RE, check_name  # noqa: F401 (names others import from here)
-from verifiers.kinds import parts as _parts
 from verifiers.store import RegistryStore, Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -58,27 +56,8 @@ def open_store(location: str | None) -> RegistryStore:
 
 
 def builtin_verifiers() -> dict[str, Verifier]:
-    from verifiers.consistency import AnswerConsistency, LanguageConsistency
-    from verifiers.math_verifier import MathVerifier
-    from verifiers.steps import ArithSteps
-
-    found: list[Verifier] = [ThinkFormat(), TagCount(), MathVerifier(), ArithSteps(), LanguageConsistency(),
-                             AnswerConsistency()]  # fmt: skip
-    try:
-        from verifiers.code_verifier import CodeVerifier
-
-        found.append(CodeVerifier())
-    except ImportError:
-        pass
-    found.append(
-        Composite(
-            "r1",
-            [Part("math", 0.9), Part("think_format", 0.1)],
-            description="DeepSeek-R1 style reward: 0.9 * math + 0.1 * think_format",
-            kind="builtin",
-        )
-    )
-    return {v.name: v for v in found}
+    """The built-in verifiers, one per ``register_builtin`` line (verifiers/kinds.py)."""
+    return kinds.builtin_verifiers()
 
 
 def build(name: str, kind: str, description: str, spec: dict, version: int = 1) -> Verifier:
@@ -248,8 +227,7 @@ class Registry:
         with self._write:  # one writer at a time: the checks and the write are atomic together
             self._sync()  # another replica's writes count for the checks
             self.check_writable(name, replace)
-            if kind == "composite":
-                self.check_components(name, _parts(spec))
+            kinds.kind(kind).check_stored(self, name, spec)  # e.g. a composite's components, in the same lock
             version = self.store.put(name, kind, description, spec, replace=replace)
             v = build(name, kind, description, spec, version)
             with self._lock:

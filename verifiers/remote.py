@@ -102,8 +102,10 @@ class RemoteVerifier:
             return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} ({self.remote_name}): "
                                                      f"{e.code().name}: {e.details()}")  # fmt: skip
         try:
-            outcome = Outcome(pb.Outcome.Name(r.outcome).removeprefix("OUTCOME_"))
-        except ValueError:
+            outcome = Outcome.from_proto(r.outcome)
+        except ValueError:  # a value this build does not know
+            outcome = Outcome.UNSPECIFIED
+        if outcome is Outcome.UNSPECIFIED:
             return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} answered without an outcome")
         try:  # the remote's steps obey the same rules as ours (verifiers/steps.py)
             steps = check_steps([Step(s.reward, s.start, s.end) for s in r.steps], req.completion, "remote steps")

@@ -27,7 +27,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from concurrent import futures
 
 import grpc
@@ -36,6 +35,7 @@ from grpc_reflection.v1alpha import reflection
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+from sandbox.deadline import Deadline
 from verifiers import kinds
 from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
@@ -56,15 +56,14 @@ def request_from_proto(r: pb.VerifyRequest) -> Request:
 def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
     return pb.VerifyResponse(
         reward=v.reward,
-        outcome=pb.Outcome.Value(f"OUTCOME_{v.outcome.value}"),
+        outcome=v.outcome.to_proto(),
         detail=v.detail,
         elapsed_s=v.elapsed_s,
         id=req_id,
         components=v.components,
         cached=v.cached,
         cases=[
-            pb.CaseVerdict(status=pb.CaseVerdict.Status.Value(f"STATUS_{c.status.value}"), detail=c.detail,
-                           elapsed_s=c.elapsed_s)
+            pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s)
             for c in v.cases
         ],  # fmt: skip
         steps=[pb.StepReward(reward=s.reward, start=s.start, end=s.end) for s in v.steps],
@@ -107,9 +106,14 @@ class AdminToken:
             )
 
 
-def _deadline(context: grpc.ServicerContext) -> float | None:
+REPLY_RESERVE_S = 0.1  # of the client's deadline, kept back to send the reply
+
+
+def _deadline(context: grpc.ServicerContext) -> Deadline | None:
+    """Where a request's deadline is set: the client's gRPC deadline (None without one: the service then
+    uses the request's grading budget), less the time to send the reply."""
     left = context.time_remaining()
-    return None if left is None else time.monotonic() + left
+    return None if left is None else Deadline.after(left).reserve(REPLY_RESERVE_S)
 
 
 def _abort(context: grpc.ServicerContext, e: ServiceError):
@@ -153,7 +157,8 @@ class Servicer(pb_grpc.VerifierServiceServicer):
         try:
             self.admin.check(context)
             kind, spec = spec_from_proto(request)
-            v = self.service.register(request.name, kind, request.description, spec, replace=request.replace)
+            v = self.service.register(request.name, kind, request.description, spec, replace=request.replace,
+                                      deadline=_deadline(context))  # fmt: skip
         except ServiceError as e:
             _abort(context, e)
         return info_to_proto(v, False)
@@ -226,7 +231,6 @@ def _start_http(args: argparse.Namespace, service: VerifierService, max_body_byt
 
 def serve(args: argparse.Namespace) -> int:
     from sandbox.pool import SandboxPool
-    from verifiers.math_verifier import WARMUP
 
     os.environ.pop("VERIFIER_ADMIN_TOKEN", None)  # read by main(); no child process inherits it
     try:
@@ -236,7 +240,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     limits = args.limits
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
-    pool = SandboxPool(limits.sandbox_config(warmup=WARMUP))
+    pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()))  # every built-in kind's warm-up
     service = VerifierService(registry, pool, limits=limits)
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  workers=min(32, limits.max_concurrent_rpcs),

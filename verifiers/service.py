@@ -9,7 +9,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from sandbox.pool import Job, PoolSaturated, Result, SandboxError, SandboxPool
+from sandbox.pool import Deadline, Job, PoolSaturated, Result, SandboxError, SandboxPool
 from verifiers import kinds
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
 from verifiers.cache import VerdictCache
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 MAX_TIMEOUT_S = ServiceLimits().max_timeout_s  # defaults; a server's own are in VerifierService.limits
 MAX_BATCH = ServiceLimits().max_batch
+REGISTER_BUDGET_S = 30.0  # registration's checks (dry run, reachability) without a caller's deadline
 
 
 class VerifierService:
@@ -53,7 +54,7 @@ class VerifierService:
         if self.pool is None:
             return Result(sandbox_error="no sandbox pool configured", id=job.id)
         try:
-            return self.pool.run(job, wait_s=max(job.timeout_s, 30.0))
+            return self.pool.run(job)  # waits for a sandbox at most until the job's (the request's) deadline
         except PoolSaturated as e:
             return Result(sandbox_error=str(e), id=job.id)
         except SandboxError as e:
@@ -74,8 +75,11 @@ class VerifierService:
             raise BadRequest(f"field 'completion' is {len(req.completion)} characters, over the server's limit of "
                              f"{self.limits.max_completion_chars} (--max-completion-chars)")  # fmt: skip
 
-    def verify(self, req: Request, deadline: float | None = None) -> Verdict:
-        """Grade one request. Raises ServiceError for bad requests (unknown verifier, bad fields)."""
+    def verify(self, req: Request, deadline: Deadline | None = None) -> Verdict:
+        """Grade one request by ``deadline`` (the caller's, e.g. its gRPC deadline), else by its grading
+        budget (``timeout_s``, else the verifier's default) from now: that one deadline is the request's
+        from here down to the worker; the budget also bounds the time its programs get (a job's
+        ``timeout_s``). Raises ServiceError for bad requests."""
         try:
             verdict = self._verify(req, deadline)
         except ServiceError as e:
@@ -84,7 +88,7 @@ class VerifierService:
         self.metrics.observe_verdict(req.verifier, verdict.outcome.value, verdict.elapsed_s)
         return verdict
 
-    def _verify(self, req: Request, deadline: float | None) -> Verdict:
+    def _verify(self, req: Request, deadline: Deadline | None) -> Verdict:
         self.validate(req)
         verifier = self.registry.get(req.verifier)
         t0 = time.monotonic()
@@ -94,12 +98,14 @@ class VerifierService:
         if hit is not None:
             hit.elapsed_s = time.monotonic() - t0
             return hit
-        budget = req.timeout_s or verifier.default_timeout_s
+        budget_s = req.timeout_s or verifier.default_timeout_s  # the program's time (verifiers put it in their jobs)
+        cut = deadline is not None and deadline.remaining() < budget_s  # the caller's deadline ends it sooner
+        deadline = deadline or Deadline.after(budget_s)  # no caller's deadline: the budget is the deadline
         ctx = Context(
             run_job=self.run_job,
             lookup=self.registry.get,
-            deadline=min(deadline or float("inf"), t0 + budget + 5.0),
-            verify=lambda sub: self.verify(sub, deadline),
+            deadline=deadline,
+            verify=lambda sub: self.verify(sub, deadline),  # a component spends from the same deadline
             parallelism=self.parallelism,
         )
         try:
@@ -111,11 +117,12 @@ class VerifierService:
             verdict = Verdict.of(Outcome.SANDBOX_ERROR, f"verifier {req.verifier} failed: {type(e).__name__}: {e}")
         verdict.reward = min(1.0, max(0.0, float(verdict.reward)))
         verdict.elapsed_s = time.monotonic() - t0
-        if key is not None:
+        # a TIMEOUT under a caller's deadline shorter than the budget says nothing about the next call's
+        if key is not None and not (verdict.outcome is Outcome.TIMEOUT and cut):
             self.cache.put(key, verdict)
         return verdict
 
-    def verify_batch(self, reqs: list[Request], deadline: float | None = None) -> list[Verdict]:
+    def verify_batch(self, reqs: list[Request], deadline: Deadline | None = None) -> list[Verdict]:
         """Fan out across the pool; results in request order; one item's failure never fails the batch."""
         self.metrics.observe_batch(len(reqs))
         if len(reqs) > self.limits.max_batch:
@@ -141,12 +148,15 @@ class VerifierService:
         return list(self._fanout.map(one, reqs))
 
     # -- registration ---------------------------------------------------------------------------------
-    def register(self, name: str, kind: str, description: str, spec: dict, *, replace: bool = False) -> Verifier:
+    def register(self, name: str, kind: str, description: str, spec: dict, *, replace: bool = False,
+                 deadline: Deadline | None = None) -> Verifier:  # fmt: skip
         """Check a new verifier (python: a dry run in the sandbox; remote: reachable; composite: its
-        components exist, no cycle), then persist it. Raises ServiceError saying what to fix."""
+        components exist, no cycle), then persist it, by the earlier of ``deadline`` (the caller's) and
+        ``REGISTER_BUDGET_S``. Raises ServiceError saying what to fix."""
+        deadline = Deadline.after(REGISTER_BUDGET_S).earlier(deadline)
         v = build(name, kind, description, spec)
         self.registry.check_writable(name, replace)  # fail fast, before the slow checks
-        kinds.kind(kind).check(self, name, v)  # the sandbox dry run, reachability, the model loads …
+        kinds.kind(kind).check(self, name, v, deadline)  # the sandbox dry run, reachability, the model loads …
         return self.registry.add(name, kind, description, spec, replace=replace)
 
     def get_verifier(self, name: str) -> Verifier:

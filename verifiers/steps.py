@@ -35,6 +35,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from verifiers.base import Context, Outcome, Request, ServiceError, Step, Verdict
 from verifiers.extract import answer_tag, boxed_all
@@ -133,6 +134,9 @@ class ArithSteps:
                         "arithmetic checked exactly), reward = the final answer's correctness")  # fmt: skip
     version: int = 1
     default_timeout_s: float = 5.0
+    options: ClassVar[dict[str, str]] = {}
+    sandbox_entry = warmup = ""  # integer arithmetic parsed by hand in the service process, nothing evaluated
+    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         return self.grade(req.completion, req.reference, req.prompt)

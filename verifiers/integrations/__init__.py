@@ -17,16 +17,13 @@ from __future__ import annotations
 import os
 import threading
 
-from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.client import VerifierClient
+from verifiers.client import OUTCOMES, UNGRADED, VerifierClient  # noqa: F401 - re-exported for the adapters
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "VERIFIER_TARGET"
-# A verdict that says nothing about the completion: the service could not grade it (SANDBOX_ERROR) or the
-# reference itself is unusable (BAD_REFERENCE). Training on a fake 0 for these would punish the model.
-UNGRADED = frozenset({"SANDBOX_ERROR", "BAD_REFERENCE"})
-# Every outcome the wire can carry, in the proto's order (for per-outcome metrics that always have every key).
-OUTCOMES = tuple(n.removeprefix("OUTCOME_") for n in pb.Outcome.keys() if n != "OUTCOME_UNSPECIFIED")
+# UNGRADED: a verdict that says nothing about the completion (SANDBOX_ERROR, BAD_REFERENCE): training on a
+# fake 0 for these would punish the model. OUTCOMES: every outcome the wire can carry, in the proto's order
+# (for per-outcome metrics that always have every key). Both from verifiers.client (names from the proto).
 
 _clients: dict[tuple[int, str], VerifierClient] = {}
 _lock = threading.Lock()

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.client import VerifyItem, VerifyResult
+from verifiers.client import Outcome, VerifyItem, VerifyResult
 from verifiers.integrations import UNGRADED, client_for
 
 __all__ = [
@@ -185,7 +185,7 @@ def as_score(r: VerifyResult) -> dict[str, Any]:
     graded = r.outcome not in UNGRADED
     return {
         "score": float(r.reward) if graded else 0.0,
-        "acc": 1.0 if r.outcome == "CORRECT" else 0.0,
+        "acc": 1.0 if r.outcome == Outcome.CORRECT else 0.0,
         "outcome": r.outcome,
         "graded": 1.0 if graded else 0.0,
     }
