@@ -142,6 +142,7 @@ UNSUPPORTED = {
     "sliding window": (qwen2, {"use_sliding_window": True, "sliding_window": 4, "max_window_layers": 0}),
     "gelu MLP": (llama, {"hidden_act": "gelu"}),
     "forward hook": (qwen2, {}),
+    "bfloat16 weights": (qwen2, {}),
 }
 
 
@@ -153,6 +154,8 @@ def test_configs_it_does_not_reproduce_fall_back_to_hf(name):
     model = build(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kw)
     if name == "forward hook":
         model.model.layers[0].mlp.register_forward_hook(lambda *a: None)
+    if name == "bfloat16 weights":
+        model = model.to(torch.bfloat16)
     assert not lean_supported(model)
     model.generation_config.pad_token_id, model.generation_config.eos_token_id = tok.pad_token_id, tok.eos_token_id
     kw = {"max_new_tokens": 6, "do_sample": False, "use_chat_template": False}

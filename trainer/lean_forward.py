@@ -5,18 +5,21 @@ costs more in Python (module calls, mask building, cache objects, rotary recompu
 arithmetic. ``LeanDecoder`` runs the same computation on the model's own weights with:
 
 - a preallocated KV cache per layer, (rows, kv_heads, capacity, head_dim), written in place;
-- one matmul for q, k and v (their weights concatenated once per rollout) and one for gate and up;
-- rotary position embeddings applied to q and k together, from cos/sin computed once per forward;
+- one matmul for q, k and v (their weights concatenated once per rollout) and one for gate and up, on
+  rows flattened to 2-D, the residual adds fused into the o_proj and down_proj matmuls;
+- each RMSNorm's scale folded into the projection after it (1/rms scales the output rows);
+- rotary as one complex multiply on q and k together (their head dims reordered into pairs in the
+  weights; q.k is unchanged by a common reordering), from rotations computed once per forward;
 - ``torch.nn.functional.scaled_dot_product_attention`` with a boolean mask (GQA via ``enable_gqa``);
 - logits for the last position only.
 
 It is exact to the HF model up to float rounding (tests/test_lean_forward.py: fp32 logits and log-probs
 to 1e-5 against HF's, left padding, grouped-query attention; sampled tokens identical under one seed).
 ``lean_supported`` accepts only what it reproduces: ``Qwen2ForCausalLM`` / ``LlamaForCausalLM`` themselves
-(not peft, DDP or FSDP wrappers), SiLU MLP, default RoPE, full attention in every layer (no sliding
-window), no module hooks; anything else takes the HF forward. The weights are read at construction
-(build one per rollout: the optimizer changes them in place between rollouts, the fused copies do not
-follow).
+(not peft, DDP or FSDP wrappers), float32 weights outside autocast, SiLU MLP, default RoPE, full
+attention in every layer (no sliding window), no module hooks; anything else takes the HF forward.
+The weights are read at construction (build one per rollout: the optimizer changes them in place
+between rollouts, the fused copies do not follow).
 """
 
 from __future__ import annotations
@@ -49,52 +52,59 @@ def lean_supported(model) -> bool:
         if m._forward_hooks or m._forward_pre_hooks:  # e.g. accelerate offloading: weights move in hooks
             return False
     params = list(model.parameters())
-    return all(p.device == params[0].device and p.device.type != "meta" for p in params)
+    if params[0].device.type == "meta" or torch.is_autocast_enabled(params[0].device.type):
+        return False
+    return all(p.device == params[0].device and p.dtype == torch.float32 for p in params)
 
 
-def _cat_bias(*linears) -> Tensor | None:
-    biases = [lin.bias for lin in linears]
-    if all(b is None for b in biases):
+def _pairs(w: Tensor, heads: int, d: int) -> Tensor:
+    """Rows of a q or k projection (weight (heads*d, H) or bias (heads*d,)) reordered within each head from
+    HF's half-split rotary layout [x_0 .. x_{d/2-1}, y_0 .. y_{d/2-1}] to pairs [x_0, y_0, x_1, y_1, ...], so
+    that rotary is one complex multiply. q and k get the same order: their dot products do not change."""
+    perm = torch.arange(d, device=w.device).view(2, d // 2).t().reshape(-1)
+    return w.view(heads, d, *w.shape[1:])[:, perm].reshape(w.shape)
+
+
+def _cat_bias(parts: list[tuple[Tensor | None, int]]) -> Tensor | None:
+    """The bias of fused projections from (bias or None, out_features) each; None when none has one."""
+    if all(b is None for b, _ in parts):
         return None
-    return torch.cat(
-        [
-            b if b is not None else lin.weight.new_zeros(lin.weight.shape[0])
-            for b, lin in zip(biases, linears, strict=True)
-        ]
-    )
+    ref = next(b for b, _ in parts if b is not None)
+    return torch.cat([b if b is not None else ref.new_zeros(size) for b, size in parts])
 
 
 class _Layer:
-    """One decoder layer's weights, transposed for ``x @ w``; q/k/v and gate/up fused."""
+    """One decoder layer's weights, transposed for ``x @ w``: q/k/v fused (q and k rows in rotary pairs),
+    gate/up fused, each RMSNorm's scale folded into the input columns of the projection after it."""
 
-    def __init__(self, layer):
+    def __init__(self, layer, hq: int, hk: int, d: int):
         att, mlp = layer.self_attn, layer.mlp
-        self.ln1, self.eps1 = layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon
-        self.ln2, self.eps2 = layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon
-        self.w_qkv = torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).t()
-        self.b_qkv = _cat_bias(att.q_proj, att.k_proj, att.v_proj)
+        ln1, ln2 = layer.input_layernorm, layer.post_attention_layernorm
+        self.eps1, self.eps2 = ln1.variance_epsilon, ln2.variance_epsilon
+        q, k, v = att.q_proj, att.k_proj, att.v_proj
+        w_qkv = torch.cat([_pairs(q.weight, hq, d), _pairs(k.weight, hk, d), v.weight])
+        self.w_qkv = (w_qkv * ln1.weight).t()
+        qb, kb = (None if x.bias is None else _pairs(x.bias, h, d) for x, h in ((q, hq), (k, hk)))
+        self.b_qkv = _cat_bias([(qb, hq * d), (kb, hk * d), (v.bias, hk * d)])
         self.w_o, self.b_o = att.o_proj.weight.t(), att.o_proj.bias
-        self.w_gu = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).t()
-        self.b_gu = _cat_bias(mlp.gate_proj, mlp.up_proj)
+        g, u = mlp.gate_proj, mlp.up_proj
+        self.w_gu = (torch.cat([g.weight, u.weight]) * ln2.weight).t()
+        self.b_gu = _cat_bias([(g.bias, g.out_features), (u.bias, u.out_features)])
         self.w_down, self.b_down = mlp.down_proj.weight.t(), mlp.down_proj.bias
 
 
-def _mm(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    """(m, k) @ (k, n) (+ b): one call."""
-    return torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None) -> Tensor:
+    """RMSNorm(x) @ w (+ b) for (m, H) rows, the norm's scale already folded into ``w``: 1/rms(x) scales
+    each output row after the matmul (the same product, fewer ops than normalising first)."""
+    r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
+    y = torch.mm(x, w)
+    return y.mul_(r) if b is None else torch.addcmul(b, y, r)
 
 
 def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     """The residual stream plus a projection, h + x @ w (+ b), the add fused into the matmul."""
     out = torch.addmm(h, x, w)
     return out if b is None else out.add_(b)
-
-
-def _rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """HF's RMSNorm: normalised in float32, cast back, then scaled."""
-    if x.dtype == torch.float32:
-        return F.rms_norm(x, (x.shape[-1],), weight, eps)
-    return weight * F.rms_norm(x.float(), (x.shape[-1],), None, eps).to(x.dtype)
 
 
 class LeanDecoder:
@@ -107,23 +117,20 @@ class LeanDecoder:
         att = base.layers[0].self_attn
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim, self.scaling = att.head_dim, att.scaling
-        self.layers = [_Layer(layer) for layer in base.layers]
+        self.layers = [_Layer(layer, self.heads, self.kv_heads, self.head_dim) for layer in base.layers]
         self.embed = base.embed_tokens.weight
-        self.norm, self.norm_eps = base.norm.weight, base.norm.variance_epsilon
-        self.lm_head, self.lm_bias = model.lm_head.weight, model.lm_head.bias
+        self.norm_eps = base.norm.variance_epsilon
+        self.lm_head, self.lm_bias = (model.lm_head.weight * base.norm.weight).t(), model.lm_head.bias
         self.inv_freq = base.rotary_emb.inv_freq.float()
         self.rope_scale = base.rotary_emb.attention_scaling
         self.rows, self.capacity, self.length = rows, capacity, 0
         self.k: list[Tensor] = []
         self.v: list[Tensor] = []
 
-    def _rope(self, pos: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """(n, L) positions -> cos, sin (n, L, 1, D), with rotate_half's sign folded into sin."""
+    def _rope(self, pos: Tensor) -> Tensor:
+        """(n, L) positions -> (n, L, 1, D/2) complex rotations scale * (cos + i sin), HF's values."""
         freqs = pos[..., None].float() * self.inv_freq  # (n, L, D/2)
-        cos = torch.cat((freqs, freqs), dim=-1).cos() * self.rope_scale
-        s = freqs.sin() * self.rope_scale
-        sin = torch.cat((-s, s), dim=-1)  # rotate_half(x) * sin == roll(x, D/2) * [-sin, sin]
-        return cos.to(dtype)[:, :, None], sin.to(dtype)[:, :, None]
+        return torch.polar(torch.full_like(freqs, self.rope_scale), freqs)[:, :, None]
 
     def _mask(self, mask: Tensor | None, n: int, length: int, end: int, device) -> Tensor | None:
         """Boolean (n, 1, L, S) attention mask: causal, padded keys off; a query whose every key is
@@ -149,7 +156,7 @@ class LeanDecoder:
         if end > self.capacity:
             raise ValueError(f"LeanDecoder: {end} tokens exceed the cache capacity {self.capacity}")
         h = F.embedding(ids.reshape(-1), self.embed)  # (n*L, H): rows flattened, so each matmul is one call
-        cos, sin = self._rope(pos, h.dtype)
+        cis = self._rope(pos)
         attn_mask = self._mask(mask, n, length, end, ids.device)
         hq, hk, d = self.heads, self.kv_heads, self.head_dim
         if not self.k:
@@ -157,9 +164,9 @@ class LeanDecoder:
             self.k = [h.new_empty(shape) for _ in self.layers]
             self.v = [h.new_empty(shape) for _ in self.layers]
         for i, ly in enumerate(self.layers):
-            qkv = _mm(_rms_norm(h, ly.ln1, ly.eps1), ly.w_qkv, ly.b_qkv).view(n, length, hq + 2 * hk, d)
-            qk = qkv[:, :, : hq + hk]
-            qk = torch.addcmul(qk * cos, qk.roll(d // 2, dims=-1), sin)  # rotary on q and k: (n, L, hq + hk, d)
+            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv).view(n, length, hq + 2 * hk, d)
+            pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
+            qk = torch.view_as_real(pairs * cis).flatten(-2)  # rotary on q and k: (n, L, hq + hk, d)
             self.k[i][:, :, start:end] = qk[:, :, hq:].transpose(1, 2)
             self.v[i][:, :, start:end] = qkv[:, :, hq + hk :].transpose(1, 2)
             a = F.scaled_dot_product_attention(
@@ -171,11 +178,11 @@ class LeanDecoder:
                 enable_gqa=hq != hk,
             )
             h = _add_mm(h, a.transpose(1, 2).reshape(n * length, hq * d), ly.w_o, ly.b_o)
-            gate, up = _mm(_rms_norm(h, ly.ln2, ly.eps2), ly.w_gu, ly.b_gu).chunk(2, dim=-1)
+            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu).chunk(2, dim=-1)
             h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down)
         self.length = end
-        last = _rms_norm(h.view(n, length, -1)[:, -1], self.norm, self.norm_eps)  # (n, H)
-        return F.linear(last, self.lm_head, self.lm_bias).float()  # (n, V)
+        last = h.view(n, length, -1)[:, -1]  # (n, H)
+        return _norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias)  # (n, V)
 
     def repeat_interleave(self, g: int) -> None:
         """Every row (and its cache) repeated g times in place: rows r*g .. r*g+g-1 are row r."""
