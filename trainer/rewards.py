@@ -15,10 +15,11 @@ from torch import Tensor
 from trainer.decode import Rollout
 from trainer.errors import VerifierSetupError
 from trainer.overlap import GroupScorer, ScoringError
-from verifiers.client import VerifierClient, VerifyItem
+from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem
 
-SANDBOX_ERROR = "SANDBOX_ERROR"
-UNGRADED = (SANDBOX_ERROR, "BAD_REFERENCE")  # not the model's fault: masked out of the loss
+SANDBOX_ERROR = Outcome.SANDBOX_ERROR
+# UNGRADED (SANDBOX_ERROR, BAD_REFERENCE, from the proto enum via verifiers.client): not the model's fault,
+# masked out of the loss
 
 
 @dataclass
@@ -88,7 +89,7 @@ class PythonReward:
         out = []
         for c, r in zip(completions, references, strict=True):
             v = self.fn(c, r)
-            outcome = "NO_ANSWER" if v is None else ("CORRECT" if v >= 1.0 else "INCORRECT")
+            outcome = Outcome.NO_ANSWER if v is None else (Outcome.CORRECT if v >= 1.0 else Outcome.INCORRECT)
             out.append(Score(float(v or 0.0), outcome, {self.name: float(v or 0.0)}))
         return out
 

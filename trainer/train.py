@@ -69,6 +69,7 @@ from trainer.update import (
     score_logprobs,
     step_metrics,
 )
+from verifiers.client import Outcome
 
 # names importable from here as before the split (policy.py, update.py, resume.py hold them now)
 __all__ = [
@@ -305,7 +306,7 @@ def evaluate(
     n = max(1, len(scores))
     outcomes = Counter(s.outcome for s in scores)
     return {
-        "accuracy": outcomes["CORRECT"] / n,
+        "accuracy": outcomes[Outcome.CORRECT] / n,
         "reward_mean": sum(s.reward for s in scores) / n,
         "outcomes": dict(outcomes),
         "completions": texts,

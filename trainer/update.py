@@ -20,6 +20,7 @@ from trainer.decode import Rollout
 from trainer.logprobs import completion_logprobs
 from trainer.loss import group_advantages, grpo_loss, minibatch_weight
 from trainer.policy import forward_context
+from verifiers.client import Outcome
 
 # ---------------------------------------------------------------------------------------------
 # advantages (SANDBOX_ERROR samples do not count)
@@ -171,7 +172,7 @@ def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, 
     m: dict[str, float] = {
         "reward/mean": rv.mean().item(),
         "reward/std": rv.std(correction=0).item(),
-        "reward/accuracy": outcomes["CORRECT"] / max(1, int(v.sum())),
+        "reward/accuracy": outcomes[Outcome.CORRECT] / max(1, int(v.sum())),
         "group/frac_zero_std": 1.0 - informative_groups(r, v, g).float().mean().item(),
         "group/advantage_abs_mean": adv.abs().mean().item(),
         "completion/length_mean": lengths.mean().item(),
