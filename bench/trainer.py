@@ -24,6 +24,9 @@ blocked on grading after decoding), step time, tokens/s. The model there has a d
 characters so that completions end at different lengths (with none, every group ends at the last
 token and there is nothing to overlap).
 
+Files: this one (our arm, the driver, the report, the overlap section), bench/trainer_trl.py (TRL's
+arm), bench/trainer_inputs.py (the shared model, prompts, reward and settings).
+
 Each trainer runs in its own fresh subprocess (so peak RSS is its own), TRL then ours, for
 ``--rounds`` rounds. Per run: start-up (imports + model load) apart, then the training loop's
 completion tokens per second of wall time and of process CPU time (less sensitive to other load on
@@ -43,112 +46,43 @@ sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
-import resource  # noqa: E402
 import statistics  # noqa: E402
-import string  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-G, PROMPTS, LR, BETA, SEED = 8, 4, 1e-5, 0.04, 0
-# The DeepSeek-R1-Zero prompt template (DeepSeek-R1 paper, table 1), as RLVR recipes use it.
-R1_TEMPLATE = (
-    "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
-    "The assistant first thinks about the reasoning process in the mind and then provides the user with the "
-    "answer. The reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, "
-    "respectively, i.e., <think> reasoning process here </think> <answer> answer here </answer>. "
-    "User: {q} Assistant:"
+
+from bench.trainer_inputs import (  # noqa: E402
+    BETA,
+    LR,
+    OVERLAP_MAX_NEW,
+    OVERLAP_STOPS,
+    OVERLAP_VERIFIER,
+    PROMPTS,
+    SEED,
+    VERIFIER_SOURCE,
+    WORKLOADS,
+    G,
+    build_inputs,
+    peak_rss_mb,
+    reward,
 )
-OVERLAP_STOPS, OVERLAP_MAX_NEW, OVERLAP_VERIFIER = "abcdefghijkl", 48, "bench_last_number"
-VERIFIER_SOURCE = """import re
-
-def verify(completion, reference, options):
-    nums = re.findall(r"\\d+", completion)
-    return 0.0 if not nums else (1.0 if nums[-1] == reference else 0.1)
-"""
-WORKLOADS = {
-    "short": {"template": "{q}", "max_new": 32},  # bare "a+b=" prompts, ~6 tokens
-    "r1": {"template": R1_TEMPLATE, "max_new": 64},  # R1-Zero template, ~430 tokens (character tokenizer)
-}
-
 
 # ---------------------------------------------------------------------------------------------
-# shared inputs
+# our arm (each run in its own process; the TRL arm is bench/trainer_trl.py, the inputs bench/trainer_inputs.py)
 # ---------------------------------------------------------------------------------------------
 
 
-def reward(completion: str, answer: str) -> float:
-    """1 for the right sum as the last number, 0.1 for any number, 0 otherwise (pure Python)."""
-    nums = re.findall(r"\d+", completion)
-    return 0.0 if not nums else (1.0 if nums[-1] == answer else 0.1)
-
-
-def rows(workload: str, n: int = 256) -> list[dict[str, str]]:
-    import random
-
-    rng = random.Random(SEED)
-    out = []
-    for _ in range(n):
-        a, b = rng.randint(10, 99), rng.randint(10, 99)
-        out.append({"prompt": WORKLOADS[workload]["template"].format(q=f"{a}+{b}="), "answer": str(a + b)})
-    return out
-
-
-def build_inputs(folder: Path) -> Path:
-    """Save the tiny model + tokenizer and the prompts under ``folder``."""
-    import torch
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    chars = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"]
-    vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>", *chars])}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tk.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", padding_side="left"
-    )
-    cfg = Qwen2Config(
-        vocab_size=len(tok),
-        hidden_size=128,
-        intermediate_size=384,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=None,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(SEED)
-    model = Qwen2ForCausalLM(cfg)
-    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 0, 1
-    model.save_pretrained(folder / "model")
-    tok.save_pretrained(folder / "model")
-    # the overlap section's model: completions end at a dozen characters as well, at different lengths
-    model.generation_config.eos_token_id = [1, *tok.convert_tokens_to_ids(list(OVERLAP_STOPS))]
-    model.save_pretrained(folder / "model-stops")
-    tok.save_pretrained(folder / "model-stops")
-    for w in WORKLOADS:
-        with (folder / f"data-{w}.jsonl").open("w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows(w))
-    return folder
-
-
-# ---------------------------------------------------------------------------------------------
-# workers (each in its own process)
-# ---------------------------------------------------------------------------------------------
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def run_ours(folder: Path, workload: str, steps: int, threads: int, target: str = "", overlap: bool = True) -> dict:
+def run_ours(
+    folder: Path,
+    workload: str,
+    steps: int,
+    threads: int,
+    target: str = "",
+    overlap: bool = True,
+) -> dict:
     """Ours on ``workload``; with ``target``: rewards from the verifier service there (overlap section)."""
     t0 = time.perf_counter()
     import torch
@@ -207,91 +141,36 @@ def run_ours(folder: Path, workload: str, steps: int, threads: int, target: str 
     }
 
 
-def run_trl(folder: Path, workload: str, steps: int, threads: int) -> dict:
-    t0 = time.perf_counter()
-    import torch
-
-    try:
-        from datasets import Dataset
-        from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-        from trl import GRPOConfig, GRPOTrainer
-    except ImportError:
-        return {"error": "trl is not installed: `.venv/bin/pip install trl==1.16.0` (benchmark only)"}
-
-    torch.set_num_threads(threads)
-    log: list[dict] = []
-    clock: dict[str, float] = {}
-
-    class Clock(TrainerCallback):
-        def on_train_begin(self, *a, **k):
-            clock["begin"], clock["cpu_begin"] = time.perf_counter(), time.process_time()
-
-        def on_train_end(self, *a, **k):
-            clock["end"], clock["cpu_end"] = time.perf_counter(), time.process_time()
-
-        def on_log(self, args, state, control, logs=None, **k):
-            log.append(dict(logs or {}))
-
-    def reward_fn(completions, answer, **_):
-        return [reward(c, a) for c, a in zip(completions, answer, strict=True)]
-
-    args = GRPOConfig(
-        output_dir=str(folder / f"trl-run-{workload}"),
-        use_cpu=True,
-        bf16=False,
-        per_device_train_batch_size=G * PROMPTS,
-        num_generations=G,
-        max_completion_length=WORKLOADS[workload]["max_new"],
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,
-        beta=BETA,
-        loss_type="grpo",
-        learning_rate=LR,
-        lr_scheduler_type="constant",
-        max_grad_norm=1.0,
-        gradient_checkpointing=False,
-        disable_dropout=True,
-        max_steps=steps,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        seed=SEED,
-        dataloader_num_workers=0,
-    )
-    model = AutoModelForCausalLM.from_pretrained(folder / "model")
-    tok = AutoTokenizer.from_pretrained(folder / "model")
-    data = Dataset.from_list(rows(workload))
-    trainer = GRPOTrainer(
-        model=model, reward_funcs=reward_fn, args=args, train_dataset=data, processing_class=tok, callbacks=[Clock()]
-    )
-    trainer.train()
-    step_logs = [r for r in log if "completions/mean_length" in r]
-    tokens = sum(r["completions/mean_length"] * G * PROMPTS for r in step_logs)
-    loop_s = clock["end"] - clock["begin"]
-    cpu_s = clock["cpu_end"] - clock["cpu_begin"]
-    return {
-        "cpu_s": cpu_s,
-        "tokens_per_cpu_s": tokens / cpu_s,
-        "startup_s": clock["begin"] - t0,
-        "loop_s": loop_s,
-        "tokens": tokens,
-        "tokens_per_s": tokens / loop_s,
-        "peak_rss_mb": peak_rss_mb(),
-        "reward_mean": sum(r.get("reward", 0.0) for r in step_logs) / max(1, len(step_logs)),
-        "steps": len(step_logs),
-    }
-
-
 # ---------------------------------------------------------------------------------------------
 # driver
 # ---------------------------------------------------------------------------------------------
 
 
-def spawn(which: str, folder: Path, workload: str, steps: int, threads: int, extra: list[str] | None = None) -> dict:
-    cmd = [sys.executable, __file__, "--worker", which, "--dir", str(folder), "--workload", workload]
+def spawn(
+    which: str,
+    folder: Path,
+    workload: str,
+    steps: int,
+    threads: int,
+    extra: list[str] | None = None,
+) -> dict:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        which,
+        "--dir",
+        str(folder),
+        "--workload",
+        workload,
+    ]
     cmd += ["--steps", str(steps), "--threads", str(threads), *(extra or [])]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": str(threads),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     env.pop("CUDA_VISIBLE_DEVICES", None)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -326,7 +205,10 @@ def report(workload: str, trl: list[dict], ours: list[dict], loads: list[float])
             f"start-up {statistics.median(r['startup_s'] for r in runs):.1f} s, "
             f"reward mean {statistics.median(r['reward_mean'] for r in runs):.3f}"
         )
-    for label, key in (("throughput (wall)", "tokens_per_s"), ("throughput (CPU)", "tokens_per_cpu_s")):
+    for label, key in (
+        ("throughput (wall)", "tokens_per_s"),
+        ("throughput (CPU)", "tokens_per_cpu_s"),
+    ):
         ratios = [b[key] / a[key] for a, b in zip(trl, ours, strict=True)]
         print(f"  {label} ours/TRL: median {statistics.median(ratios):.2f}x ({spread(ratios)})")
     mem = [b["peak_rss_mb"] / a["peak_rss_mb"] for a, b in zip(trl, ours, strict=True)]
@@ -338,8 +220,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
-    ap.add_argument("--overlap-rounds", type=int, default=2, help="rounds of the overlap section (0: skip it)")
+    ap.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help="comma-separated: " + ", ".join(WORKLOADS),
+    )
+    ap.add_argument(
+        "--overlap-rounds",
+        type=int,
+        default=2,
+        help="rounds of the overlap section (0: skip it)",
+    )
     ap.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
     ap.add_argument("--target", default="", help=argparse.SUPPRESS)
     ap.add_argument("--overlap", type=int, default=1, help=argparse.SUPPRESS)
@@ -350,6 +241,8 @@ def main() -> None:
         if a.worker == "ours":
             res = run_ours(Path(a.dir), a.workload, a.steps, a.threads, a.target, bool(a.overlap))
         else:
+            from bench.trainer_trl import run_trl
+
             res = run_trl(Path(a.dir), a.workload, a.steps, a.threads)
         print("RESULT " + json.dumps(res), flush=True)
         return
@@ -403,7 +296,14 @@ def overlap_section(folder: Path, rounds: int, steps: int, threads: int) -> None
                 # both runs sample the same completions (same seed): registering again gives the verifier a
                 # new version, so no run is answered from the service's verdict cache filled by the other
                 client.register(pb.RegisterVerifierRequest(name=OVERLAP_VERIFIER, python=spec, replace=True))
-                r = spawn("ours", folder, "short", steps, threads, ["--target", srv.target, "--overlap", str(int(on))])
+                r = spawn(
+                    "ours",
+                    folder,
+                    "short",
+                    steps,
+                    threads,
+                    ["--target", srv.target, "--overlap", str(int(on))],
+                )
                 if "error" in r:
                     raise SystemExit(r["error"])
                 runs[on].append(r)
