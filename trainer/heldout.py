@@ -3,19 +3,22 @@
 Greedy accuracy says what the policy's most likely answer is; the sampled accuracy is what GRPO
 actually optimises (the expected reward of one sample), and pass@k (k samples per problem, the
 unbiased estimator of Chen et al. 2021, trainer/passk.py) says how often the right answer is in reach
-at all. `make train` prints all three before and after GRPO and writes them to summary.json.
+at all. `make train` prints all three before and after GRPO and writes them to summary.json
+(``evaluate_heldout``, ``figure_lines``); `make r1` reports the greedy one after every stage.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from trainer import passk
+from trainer import passk, task
 from trainer.data import Example
 from trainer.decode import generate_rollout
 from trainer.rewards import RewardFn
+from trainer.sections import EvalSection
 
 
 def sampled_figures(
@@ -55,3 +58,45 @@ def sampled_figures(
         "temperature": temperature,
         "n_samples": graded,
     }
+
+
+def evaluate_heldout(
+    model, tok, heldout: Path, ev: EvalSection, target: str, out: Path, *, seed: int = 0, use_chat_template: bool = True
+) -> dict[str, Any]:
+    """Greedy accuracy (and, with ``ev.k``, sampled accuracy and pass@k) on ``heldout``, graded by the
+    service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL)."""
+    from trainer.data import load_examples
+    from trainer.rewards import VerifierReward
+    from trainer.train import evaluate
+
+    examples = load_examples(heldout)
+    reward = VerifierReward(ev.verifier, target)
+    gen = {"max_new_tokens": ev.max_new_tokens, "batch_size": ev.batch_size, "use_chat_template": use_chat_template}
+    try:
+        greedy = evaluate(model, tok, examples, reward, **gen)
+        sampled = sampled_figures(model, tok, examples, reward, k=ev.k, seed=seed, **gen) if ev.k else {}
+    finally:
+        reward.close()
+    rows = task.read_jsonl(heldout)
+    task.write_jsonl(
+        ({"prompt": r["prompt"], "answer": r["answer"], "completion": c}
+         for r, c in zip(rows, greedy["completions"], strict=True)),
+        out,
+    )  # fmt: skip
+    return {k: greedy[k] for k in ("accuracy", "n", "reward_mean", "outcomes")} | sampled
+
+
+def figure_lines(before: dict[str, Any], after: dict[str, Any], verifier: str) -> list[str]:
+    """The end-of-run figures, greedy first: the same numbers summary.json holds."""
+    gain = 100 * (after["accuracy"] - before["accuracy"])
+    lines = [f"held-out accuracy (greedy, {after['n']} problems, verifier {verifier}): "
+             f"{before['accuracy']:.3f} after warm start -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)"]  # fmt: skip
+    k = after.get("k")
+    if k and before.get("sampled_accuracy") is not None and after.get("sampled_accuracy") is not None:
+        lines.append(f"held-out accuracy (sampled, T={after['temperature']:g}, {k} per problem): "
+                     f"{before['sampled_accuracy']:.3f} -> {after['sampled_accuracy']:.3f}")  # fmt: skip
+    if k and before.get(f"pass@{k}") is not None and after.get(f"pass@{k}") is not None:
+        lines.append(
+            f"held-out pass@{k} (T={after['temperature']:g}): {before[f'pass@{k}']:.3f} -> {after[f'pass@{k}']:.3f}"
+        )
+    return lines

@@ -36,7 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainer import cli, task, tiny
 from trainer.config import GRPOConfig, load_config
 from trainer.errors import TrainerError, exit_on_error
-from trainer.pipeline import evaluate_heldout, say, verifier_service
+from trainer.heldout import evaluate_heldout
+from trainer.pipeline import say, verifier_service
 from trainer.sections import EvalSection, TaskSection, TinySection
 from trainer.warmstart import WarmStartConfig
 
