@@ -207,7 +207,8 @@ def load(
     raw = read_yaml(path) if path else {}
     if section and isinstance(raw.get(section), dict):
         raw = raw[section]
-    return build(model, merge(raw, over), f" in {path}" if path else "")
+    where = (f" in {path}" if not over else f" ({path} with the command line's overrides)") if path else ""
+    return build(model, merge(raw, over), where)
 
 
 # ---------------------------------------------------------------------------------------------
