@@ -3,13 +3,24 @@ and against the numbers TRL gives for the same inputs."""
 
 from __future__ import annotations
 
+import doctest
 import itertools
 import math
 
 import pytest
 import torch
 
-from trainer.loss import group_advantages, grpo_loss, k3_kl, minibatch_weight, token_entropy, token_logprobs
+import trainer.loss
+from trainer.config import GRPOConfig
+from trainer.loss import (
+    group_advantages,
+    grpo_loss,
+    k3_kl,
+    masked_group_advantages,
+    minibatch_weight,
+    token_entropy,
+    token_logprobs,
+)
 
 # ---------------------------------------------------------------------------------------------
 # reference implementation: python floats / loops, float64 autograd only for the gradient
@@ -247,6 +258,32 @@ def test_a_group_with_at_most_one_valid_member_gets_zero():
     rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0])
     valid = torch.tensor([True, False, False, False, False, False])
     assert group_advantages(rewards, 3, valid=valid, std="unbiased").tolist() == [0.0] * 6
+
+
+def test_sandbox_errors_get_zero_advantage_and_do_not_move_the_group_mean():
+    cfg = GRPOConfig(group_size=4, prompts_per_step=1)
+    valid = torch.tensor([True, True, False, True])
+    adv = masked_group_advantages(cfg, torch.tensor([1.0, 0.0, 0.0, 1.0]), valid)
+    assert adv[2] == 0 and adv[0] > 0 > adv[1] and adv[0] == adv[3]
+
+
+@pytest.mark.parametrize("scale,std", [("group", "population"), ("group", "unbiased"), ("batch", "unbiased"),
+                                       ("none", "population")])  # fmt: skip
+def test_masked_group_advantages_follow_the_config(scale, std):
+    """The config's group size, scale and std reach group_advantages; a 0/1 (int) valid mask works as bool."""
+    cfg = GRPOConfig(group_size=3, prompts_per_step=2, scale_rewards=scale, std=std)
+    rewards = torch.tensor([0.2, 0.9, 0.4, 1.0, 0.0, 7.0], dtype=torch.float64)
+    valid = torch.tensor([1, 1, 1, 1, 1, 0])
+    got = masked_group_advantages(cfg, rewards, valid)
+    want = group_advantages(rewards, 3, valid=valid.bool(), scale=scale, std=std)
+    assert got.tolist() == want.tolist() and got[5] == 0.0
+    others = GRPOConfig(group_size=3, prompts_per_step=2, scale_rewards="group" if scale != "group" else "none")
+    assert masked_group_advantages(others, rewards, valid).tolist() != got.tolist()  # the config is not ignored
+
+
+def test_docstring_examples_of_the_loss_module_hold():
+    result = doctest.testmod(trainer.loss, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 3 and result.failed == 0
 
 
 def test_token_logprobs_and_entropy():

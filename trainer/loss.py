@@ -17,10 +17,13 @@ Departures from the paper, all optional and off by default:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from trainer.config import GRPOConfig
 
 Scale = Literal["group", "batch", "none"]
 Std = Literal["population", "unbiased"]
@@ -77,6 +80,18 @@ def group_advantages(
     else:
         raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
     return torch.where(constant, torch.zeros_like(adv), adv).view(-1)  # (N,)
+
+
+def masked_group_advantages(cfg: GRPOConfig, rewards: Tensor, valid: Tensor) -> Tensor:
+    """``group_advantages`` with the config's group size, scale and std; statistics over the valid (graded)
+    members only, invalid members get 0. rewards, valid: (N,) -> (N,).
+
+    >>> from trainer.config import GRPOConfig
+    >>> cfg = GRPOConfig(group_size=2, prompts_per_step=1, std="unbiased")
+    >>> masked_group_advantages(cfg, torch.tensor([1.0, 0.0]), torch.tensor([1, 1]))
+    tensor([ 0.7070, -0.7070])
+    """
+    return group_advantages(rewards, cfg.group_size, valid=valid.bool(), scale=cfg.scale_rewards, std=cfg.std)
 
 
 def k3_kl(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:

@@ -9,8 +9,8 @@
 
 This module is the loop (``train``, ``run_step``), the periodic evaluation and the entry point; the
 pieces live beside it: trainer/policy.py (device, precision, policy, reference, optimizer),
-trainer/batch.py (prompts -> rollout -> grades), trainer/update.py (advantages, log-probs, the update,
-metrics), trainer/resume.py (checkpoint save/resume), trainer/loss.py (the objective).
+trainer/batch.py (prompts -> rollout -> grades), trainer/update.py (log-probs, the update, metrics),
+trainer/resume.py (checkpoint save/resume), trainer/loss.py (group advantages and the objective).
 
 Where this departs from the paper (all switchable in the config):
 - Samples graded ``SANDBOX_ERROR`` or ``BAD_REFERENCE`` (not the model's fault) are masked out of the
@@ -44,6 +44,7 @@ from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
 from trainer.decode import generate_rollout
 from trainer.errors import DataError, exit_on_error
+from trainer.loss import masked_group_advantages
 from trainer.metrics import MetricsLogger
 from trainer.policy import (
     autocast_dtype,
@@ -63,7 +64,6 @@ from trainer.update import (
     _completion_rows,
     _loss_mask,
     _reference_mode,
-    masked_group_advantages,
     optimize,
     peak_memory_mb,
     score_logprobs,

@@ -1,6 +1,6 @@
-"""One GRPO update: group advantages (valid members only), old/reference log-probs, mu epochs over
-minibatches of whole groups with gradient accumulation over micro-batches, the clipped surrogate + k3 KL
-(trainer/loss.py), clipping and the optimizer step; then the step's metrics."""
+"""One GRPO update: old/reference log-probs, mu epochs over minibatches of whole groups with gradient
+accumulation over micro-batches, the clipped surrogate + k3 KL (trainer/loss.py), clipping and the
+optimizer step; then the step's metrics. The advantages come in (trainer.loss.masked_group_advantages)."""
 
 from __future__ import annotations
 
@@ -18,19 +18,9 @@ from trainer.batch import Batch, informative_groups
 from trainer.config import GRPOConfig
 from trainer.decode import Rollout
 from trainer.logprobs import completion_logprobs
-from trainer.loss import group_advantages, grpo_loss, minibatch_weight
+from trainer.loss import grpo_loss, minibatch_weight
 from trainer.policy import forward_context
 from verifiers.client import Outcome
-
-# ---------------------------------------------------------------------------------------------
-# advantages (SANDBOX_ERROR samples do not count)
-# ---------------------------------------------------------------------------------------------
-
-
-def masked_group_advantages(cfg: GRPOConfig, rewards: Tensor, valid: Tensor) -> Tensor:
-    """The config's group_advantages with statistics over the valid (graded) members only; invalid get 0."""
-    return group_advantages(rewards, cfg.group_size, valid=valid.bool(), scale=cfg.scale_rewards, std=cfg.std)
-
 
 # ---------------------------------------------------------------------------------------------
 # one step: the update
