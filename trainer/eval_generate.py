@@ -1,6 +1,7 @@
 """Generation for ``make eval``: the model loaded for sampling, and K samples per problem made with the
-trainer's own ``generate_rollout``, a batch of prompts at a time, each batch handed to the grader
-(grading of one batch overlaps generation of the next)."""
+trainer's evaluator loop (``trainer.evaluator.generate_batches``, which training's evaluation uses too),
+a batch of prompts at a time, each batch handed to the grader (grading of one batch overlaps generation
+of the next)."""
 
 from __future__ import annotations
 
@@ -37,25 +38,23 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
     import torch
 
     from trainer.data import Example
-    from trainer.decode import generate_rollout
+    from trainer.evaluator import generate_batches  # the generation loop training's evaluation uses too
 
     torch.manual_seed(a.seed)
     chat, max_new = generation_settings(a, source)
     per_call = max(1, (a.gen_batch or 64) // a.k)
     total, made = sum(len(missing) for _, missing in todo), 0
-    for i in range(0, len(todo), per_call):
-        grader.bar.set_postfix_str(f"generated {made}/{total}")
-        part = todo[i : i + per_call]
-        g = max(len(missing) for _, missing in part)
-        ro = generate_rollout(model, tok, [Example(p.prompt, p.reference) for p, _ in part], g,
-                              max_new_tokens=max_new, temperature=a.temperature, top_p=a.top_p, do_sample=a.k > 1,
-                              use_chat_template=chat)  # fmt: skip
+    grader.bar.set_postfix_str(f"generated {made}/{total}")
+    wanted = [(Example(p.prompt, p.reference), len(missing)) for p, missing in todo]
+    for i, g, ro in generate_batches(model, tok, wanted, per_call=per_call, max_new_tokens=max_new,
+                                     use_chat_template=chat, do_sample=a.k > 1, temperature=a.temperature,
+                                     top_p=a.top_p):  # fmt: skip
         batch = []
-        for j, (p, missing) in enumerate(part):
+        for j, (p, missing) in enumerate(todo[i : i + per_call]):
             for n, idx in enumerate(missing):
                 s = Sample(p.id, idx, p.compose(ro.texts[j * g + n]), p.reference, p.verifier, p.prompt, p.options)
                 batch.append((s, fps[s.key]))
         made += len(batch)
         grader.submit(batch)
         grader.drain()
-    grader.bar.set_postfix_str(f"generated {made}/{total}")
+        grader.bar.set_postfix_str(f"generated {made}/{total}")

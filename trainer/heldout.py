@@ -16,7 +16,7 @@ import torch
 
 from trainer import passk, task
 from trainer.data import Example
-from trainer.decode import generate_rollout
+from trainer.evaluator import evaluate, generate_batches
 from trainer.rewards import RewardFn
 from trainer.sections import EvalSection
 
@@ -37,16 +37,13 @@ def sampled_figures(
     """k samples per problem: {"sampled_accuracy", f"pass@{k}", "k", "n_samples"}. Samples graded
     SANDBOX_ERROR or BAD_REFERENCE are left out of both (trainer.passk.UNGRADED)."""
     torch.manual_seed(seed)
-    per_problem = max(1, batch_size // k)
     counts: list[tuple[int, int]] = []  # (graded samples, correct) per problem
-    for i in range(0, len(examples), per_problem):
-        part = examples[i : i + per_problem]
-        ro = generate_rollout(
-            model, tokenizer, part, k, max_new_tokens=max_new_tokens, temperature=temperature,
-            do_sample=True, use_chat_template=use_chat_template,
-        )  # fmt: skip
+    for _, _, ro in generate_batches(
+        model, tokenizer, [(ex, k) for ex in examples], per_call=max(1, batch_size // k),
+        max_new_tokens=max_new_tokens, use_chat_template=use_chat_template, do_sample=True, temperature=temperature,
+    ):  # fmt: skip
         scores = reward_fn(ro.texts, ro.references, ro.prompts)
-        for p in range(len(part)):
+        for p in range(len(ro) // k):
             group = [s.outcome for s in scores[p * k : (p + 1) * k] if s.outcome not in passk.UNGRADED]
             counts.append((len(group), sum(o == "CORRECT" for o in group)))
     graded = sum(n for n, _ in counts)
@@ -67,7 +64,6 @@ def evaluate_heldout(
     service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL)."""
     from trainer.data import load_examples
     from trainer.rewards import VerifierReward
-    from trainer.train import evaluate
 
     examples = load_examples(heldout)
     reward = VerifierReward(ev.verifier, target)

@@ -9,6 +9,7 @@
 
 This module is the loop (``train``, ``run_step``), the periodic evaluation and the entry point; the
 pieces live beside it: trainer/policy.py (device, precision, policy, reference, optimizer),
+trainer/evaluator.py (greedy held-out evaluation, the generation loop ``make eval`` uses too),
 trainer/batch.py (prompts -> rollout -> grades), trainer/update.py (log-probs, the update, metrics),
 trainer/resume.py (checkpoint save/resume), trainer/loss.py (group advantages and the objective).
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +42,8 @@ from trainer.batch import collect_batch
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
-from trainer.decode import generate_rollout
 from trainer.errors import DataError, exit_on_error
+from trainer.evaluator import evaluate, evaluate_accuracy
 from trainer.loss import masked_group_advantages
 from trainer.metrics import MetricsLogger
 from trainer.policy import (
@@ -58,7 +58,7 @@ from trainer.policy import (
 )
 from trainer.process import batch_process_advantages
 from trainer.resume import _resume, _save
-from trainer.rewards import RewardFn, Score, VerifierReward
+from trainer.rewards import RewardFn, VerifierReward
 from trainer.rollout_backend import RolloutBackend, make_backend
 from trainer.update import (
     _completion_rows,
@@ -69,9 +69,8 @@ from trainer.update import (
     score_logprobs,
     step_metrics,
 )
-from verifiers.client import Outcome
 
-# names importable from here as before the split (policy.py, update.py, resume.py hold them now)
+# names importable from here as before the split (policy.py, update.py, resume.py, loss.py, evaluator.py hold them)
 __all__ = [
     "autocast_dtype",
     "evaluate",
@@ -208,8 +207,8 @@ def _build(
 
 
 def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float]:
-    """Greedy held-out figures as ``eval/*`` metrics. Every rank calls it (FSDP gathers the weights, a
-    collective); rank 0 evaluates, the others return nothing."""
+    """Greedy held-out figures (evaluator.evaluate) as ``eval/*`` metrics. Every rank calls it (FSDP
+    gathers the weights, a collective); rank 0 evaluates, the others return nothing."""
     out: dict[str, float] = {}
     with distributed.gathered(parts.model):
         if parts.ctx.is_main:
@@ -269,78 +268,6 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
     if cfg.log_completions_every and step % cfg.log_completions_every == 0:
         parts.logger.log_completions(step, _completion_rows(batch, adv))
     return m
-
-
-# ---------------------------------------------------------------------------------------------
-# evaluation: greedy, through the same reward path
-# ---------------------------------------------------------------------------------------------
-
-
-def evaluate(
-    model,
-    tokenizer,
-    examples: list[Example],
-    reward_fn: RewardFn,
-    *,
-    max_new_tokens: int,
-    batch_size: int = 64,
-    use_chat_template: bool = True,
-) -> dict[str, Any]:
-    """Greedy completions for ``examples`` graded by ``reward_fn``: accuracy (share CORRECT), reward mean,
-    outcome counts, and the completions themselves."""
-    scores: list[Score] = []
-    texts: list[str] = []
-    for i in range(0, len(examples), batch_size):
-        part = examples[i : i + batch_size]
-        ro = generate_rollout(
-            model,
-            tokenizer,
-            part,
-            1,
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            use_chat_template=use_chat_template,
-        )
-        scores += reward_fn(ro.texts, ro.references, ro.prompts)
-        texts += ro.texts
-    n = max(1, len(scores))
-    outcomes = Counter(s.outcome for s in scores)
-    return {
-        "accuracy": outcomes[Outcome.CORRECT] / n,
-        "reward_mean": sum(s.reward for s in scores) / n,
-        "outcomes": dict(outcomes),
-        "completions": texts,
-        "n": len(scores),
-    }
-
-
-def evaluate_accuracy(
-    model,
-    tokenizer,
-    examples: list[Example] | str | Path,
-    *,
-    verifier: str = "math",
-    target: str = "127.0.0.1:50051",
-    max_new_tokens: int = 64,
-    batch_size: int = 64,
-    use_chat_template: bool = True,
-) -> dict[str, Any]:
-    """Greedy held-out accuracy through the verifier service (examples: a list or a JSONL path)."""
-    if not isinstance(examples, list):
-        examples = load_examples(examples)
-    reward = VerifierReward(verifier, target)
-    try:
-        return evaluate(
-            model,
-            tokenizer,
-            examples,
-            reward,
-            max_new_tokens=max_new_tokens,
-            batch_size=batch_size,
-            use_chat_template=use_chat_template,
-        )
-    finally:
-        reward.close()
 
 
 @exit_on_error

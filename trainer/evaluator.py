@@ -1,0 +1,120 @@
+"""The evaluator: held-out problems -> rendered prompts -> completions -> grades -> figures.
+
+One generation loop, ``generate_batches``, serves every evaluation: training's periodic and final greedy
+evaluation (``evaluate``, here; trainer/train.py and trainer/heldout.py call it), the sampled figures
+(trainer/heldout.py) and ``make eval`` (trainer/eval_generate.py). It renders each prompt as training
+does (``generate_rollout``: chat template or not), generates K completions per problem (greedy when
+sampling is off) a batch of problems at a time, so the same settings give the same completions whichever
+entry point asks.
+
+Grading: ``evaluate`` grades each batch with a ``RewardFn`` (``VerifierReward``: one VerifyBatch call
+through ``verifiers.client``, the same reward training uses), ``make eval`` with its Grader (the client,
+per-sample verifiers, a resume log). ``greedy_figures`` is the aggregate training reports: accuracy is
+the share of CORRECT over every problem (SANDBOX_ERROR included in the denominator, as training always
+counted it; ``trainer.passk`` leaves ungraded samples out, so the two agree whenever nothing is ungraded).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from trainer.data import Example, load_examples
+from trainer.decode import Rollout, generate_rollout
+from trainer.rewards import RewardFn, Score, VerifierReward
+from verifiers.client import Outcome
+
+
+def generate_batches(
+    model,
+    tokenizer,
+    todo: Sequence[tuple[Example, int]],
+    *,
+    per_call: int,
+    max_new_tokens: int,
+    use_chat_template: bool = True,
+    do_sample: bool = False,
+    **sampling: float,
+) -> Iterator[tuple[int, int, Rollout]]:
+    """Completions for ``todo`` (example, how many), ``per_call`` examples per ``generate_rollout`` call.
+
+    Yields (start, g, rollout) per call: ``todo[start : start + per_call]`` was generated with g completions
+    each (g the largest count among them), example j's at rows j*g .. j*g+g-1 of the rollout. ``sampling``
+    (temperature, top_p) goes to ``generate_rollout`` as given; greedy when ``do_sample`` is False.
+    """
+    if per_call < 1:
+        raise ValueError(f"per_call must be >= 1, got {per_call}")
+    for start in range(0, len(todo), per_call):
+        part = todo[start : start + per_call]
+        g = max(n for _, n in part)
+        ro = generate_rollout(
+            model, tokenizer, [ex for ex, _ in part], g, max_new_tokens=max_new_tokens, do_sample=do_sample,
+            use_chat_template=use_chat_template, **sampling,
+        )  # fmt: skip
+        yield start, g, ro
+
+
+def greedy_figures(scores: Sequence[Score], completions: list[str]) -> dict[str, Any]:
+    """accuracy (share CORRECT), reward mean, outcome counts, the completions and n."""
+    n = max(1, len(scores))
+    outcomes = Counter(s.outcome for s in scores)
+    return {
+        "accuracy": outcomes[Outcome.CORRECT] / n,
+        "reward_mean": sum(s.reward for s in scores) / n,
+        "outcomes": dict(outcomes),
+        "completions": completions,
+        "n": len(scores),
+    }
+
+
+def evaluate(
+    model,
+    tokenizer,
+    examples: list[Example],
+    reward_fn: RewardFn,
+    *,
+    max_new_tokens: int,
+    batch_size: int = 64,
+    use_chat_template: bool = True,
+) -> dict[str, Any]:
+    """Greedy completions for ``examples`` graded by ``reward_fn``, a batch at a time: ``greedy_figures``."""
+    scores: list[Score] = []
+    texts: list[str] = []
+    todo = [(ex, 1) for ex in examples]
+    for _, _, ro in generate_batches(
+        model, tokenizer, todo, per_call=batch_size, max_new_tokens=max_new_tokens, use_chat_template=use_chat_template
+    ):
+        scores += reward_fn(ro.texts, ro.references, ro.prompts)
+        texts += ro.texts
+    return greedy_figures(scores, texts)
+
+
+def evaluate_accuracy(
+    model,
+    tokenizer,
+    examples: list[Example] | str | Path,
+    *,
+    verifier: str = "math",
+    target: str = "127.0.0.1:50051",
+    max_new_tokens: int = 64,
+    batch_size: int = 64,
+    use_chat_template: bool = True,
+) -> dict[str, Any]:
+    """Greedy held-out accuracy through the verifier service (examples: a list or a JSONL path)."""
+    if not isinstance(examples, list):
+        examples = load_examples(examples)
+    reward = VerifierReward(verifier, target)
+    try:
+        return evaluate(
+            model,
+            tokenizer,
+            examples,
+            reward,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            use_chat_template=use_chat_template,
+        )
+    finally:
+        reward.close()
