@@ -7,7 +7,9 @@ class that does not is refused with the missing names.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
@@ -17,6 +19,8 @@ from verifiers.client import Outcome, VerifierClient, VerifierError
 from verifiers.registry import Registry
 from verifiers.server import build_server
 from verifiers.service import VerifierService
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -64,6 +68,41 @@ def test_every_builtin_declares_the_seam():
     assert kinds.build_builtin("math").warmup in warm and kinds.build_builtin("code").warmup in warm
     assert warm.rstrip().endswith("gc.freeze()")
     assert "rlvr_code" not in kinds.build_builtin("math").warmup  # the math warm-up no longer loads code's harness
+
+
+# the modules whose code reads each kind's options
+READERS = {
+    "math": ["verifiers/math_verifier.py"],
+    "code": ["verifiers/code_verifier.py", "verifiers/code_stdio.py", "verifiers/judges.py", "verifiers/languages.py"],
+    "language": ["verifiers/consistency.py"],
+}
+
+
+def _options_read(path: Path) -> set[str]:
+    """Option names a module reads: ``options.get("k")``, ``options["k"]``, ``"k" in options`` (any ``*.options``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        key = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            owner, key = node.func.value, node.args[0] if node.args else None
+        elif isinstance(node, ast.Subscript):
+            owner, key = node.value, node.slice
+        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In):
+            owner, key = node.comparators[0], node.left
+        else:
+            continue
+        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        if name == "options" and isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.add(key.value)
+    return found
+
+
+@pytest.mark.parametrize("kind", sorted(READERS))
+def test_the_options_schema_names_every_option_the_kind_reads(kind):
+    read = set().union(*(_options_read(ROOT / p) for p in READERS[kind]))
+    declared = set(type(kinds.build_builtin(kind)).options)
+    assert read, f"found no option reads for {kind}: the scan is broken"
+    assert read <= declared, f"{kind} reads options its schema does not declare: {sorted(read - declared)}"
 
 
 @dataclass

@@ -121,6 +121,7 @@ class CodeVerifier:
         "case_timeout_s": "seconds per test case (default 5)",
         "compile_timeout_s": "seconds for the compiler (compiled languages, default 30)",
         "reward": "all (default: every test passes) or fraction (the share passed)",
+        "partial": "true: reward=fraction (an older spelling; reward wins when both are given)",
         "judge": "stdio: tokens (default), exact, float (abs_tol, rel_tol) or checker",
         "abs_tol": "judge=float: absolute tolerance",
         "rel_tol": "judge=float: relative tolerance",
