@@ -58,7 +58,7 @@ t = time.perf_counter(); import verifiers.server; print(f"import verifiers.serve
 t = time.perf_counter(); import trainer.train; print(f"import trainer.train {time.perf_counter() - t:.3f} s")
 from verifiers.launch import LocalServer
 up, down = [], []
-for _ in range(3):
+for _ in range(2):
     t = time.perf_counter(); srv = LocalServer(pool_size=2).start(); up.append(time.perf_counter() - t)
     t = time.perf_counter(); srv.stop(); down.append(time.perf_counter() - t)
 print(f"server start {statistics.median(up):.3f} s, stop {statistics.median(down):.3f} s")
@@ -66,7 +66,7 @@ print(f"server start {statistics.median(up):.3f} s, stop {statistics.median(down
 
 
 BENCHES: dict[str, Bench] = {
-    # not a bench/ file: imports in a fresh interpreter, then 3 x (LocalServer with 2 warm containers up, down)
+    # not a bench/ file: imports in a fresh interpreter, then 2 x (LocalServer with 2 warm containers up, down)
     "startup": Bench(
         [],
         [
@@ -127,9 +127,9 @@ BENCHES: dict[str, Bench] = {
         ],
         needs=MATH_VERIFY,
     ),
-    # GRPO on a tiny Qwen2, TRL then ours in fresh subprocesses, 8 steps, both workloads, one round
+    # GRPO on a tiny Qwen2, TRL then ours in fresh subprocesses, 4 steps, both workloads, one round
     "trainer": Bench(
-        ["--rounds", "1", "--steps", "8", "--threads", "1", "--workloads", "short,r1"],
+        ["--rounds", "1", "--steps", "4", "--threads", "1", "--workloads", "short,r1"],
         [
             (f"{w} {k}", rf"(?s)== workload '{w}'.*?^\s+{who}:\s+" + pat, up)
             for w in ("short", "r1")
@@ -279,16 +279,15 @@ def run_one(bench: str, ref: str, rnd: int, tree: Path, argv: list[str], logs: P
     return Run(bench, ref, rnd, load1, wall, waited, rc, figs, log)
 
 
-def run_all(plan: dict[str, dict[str, list[str]]], trees: dict[str, Path], rounds: int, logs: Path) -> list[Run]:
+def run_bench(bench: str, argvs: dict[str, list[str]], trees: dict[str, Path], rounds: int, logs: Path) -> list[Run]:
     runs = []
-    for bench, argvs in plan.items():
-        for rnd in range(1, rounds + 1):
-            order = ["base", "head"] if rnd % 2 else ["head", "base"]
-            t0 = time.monotonic()
-            with open(LOCK, "w") as lock:  # one pair of runs per hold: others may bench between pairs
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                waited = time.monotonic() - t0
-                runs += [run_one(bench, ref, rnd, trees[ref], argvs[ref], logs, waited) for ref in order]
+    for rnd in range(1, rounds + 1):
+        order = ["base", "head"] if rnd % 2 else ["head", "base"]
+        t0 = time.monotonic()
+        with open(LOCK, "w") as lock:  # one pair of runs per hold: others may bench between pairs
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            waited = time.monotonic() - t0
+            runs += [run_one(bench, ref, rnd, trees[ref], argvs[ref], logs, waited) for ref in order]
     return runs
 
 
@@ -323,22 +322,30 @@ def table(runs: list[Run]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def header(args, shas: dict[str, str], trees: dict[str, Path], notes: dict[str, str], skipped: list[str],
-           plan: dict[str, dict[str, list[str]]]) -> list[str]:  # fmt: skip
+def report(args, shas: dict[str, str], trees: dict[str, Path], notes: dict[str, str], skipped: list[str],
+           plan: dict[str, dict[str, list[str]]], runs: list[Run], partial: bool) -> str:  # fmt: skip
     subject = {ref: git("log", "-1", "--format=%h %cd %s", "--date=format:%Y-%m-%d %H:%M", sha)[:110]
                for ref, sha in shas.items()}  # fmt: skip
-    lines = [
-        f"# $ {shlex.join([os.path.relpath(sys.executable, REPO), *sys.argv])}   (in {REPO})",
-        f"# date: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} (end of the run); host: {os.cpu_count()} CPUs, shared",
-        f"# base: {subject['base']}",
-        f"# head: {subject['head']}",
-    ]
+    lines = [f"# $ {shlex.join([os.path.relpath(sys.executable, REPO), *sys.argv])}   (in {REPO})"]
+    lines += ["# PARTIAL: the run has not finished; benches so far below"] if partial else []
+    lines += [f"# date: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} (end); {os.cpu_count()} CPUs, shared"]
+    lines += [f"# {ref}: {subject[ref]}" for ref in ("base", "head")]
     lines += [f"# {ref} tree: {trees[ref]} ({notes[ref]})" for ref in ("base", "head")]
     lines += [f"# {b} ({ref}): cd <{ref} tree> && PYTHONPATH=<{ref} tree> .venv/bin/python {shlex.join(argv[1:])}"
               for b, argvs in plan.items() for ref, argv in argvs.items() if not BENCHES[b].code]  # fmt: skip
     lines += [f"# {b}: python -c <compare_refs.py's {b.upper()} snippet> in each tree" for b in plan if BENCHES[b].code]
     lines += [f"# skipped: {s}" for s in skipped] or ["# skipped: none"]
-    return lines
+    lines += ["# runs (order, 1-min load average before each, wall time, exit status):"]
+    lines += [f"#   {r.bench:<15} round {r.round} {r.ref}: load {r.load1:5.2f}, {r.wall_s:4.0f} s, rc {r.rc}"
+              + (f", waited {r.waited_s:.0f} s for the lock" if r.waited_s >= 1 and r.round % 2 == (r.ref == "base") else "")
+              + ("" if r.rc == 0 and r.figures else f"  (see {r.log})") for r in runs]  # fmt: skip
+    loads = sorted(r.load1 for r in runs) or [0.0]
+    lines += [
+        f"# 1-min load before the runs: min {loads[0]:.2f}, median {statistics.median(loads):.2f}, max {loads[-1]:.2f}"
+    ]
+    lines += ["", *table(runs), "",
+              "verdict: 'within noise' = the base and head ranges over the rounds overlap; 'better'/'worse' = they do not."]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -348,23 +355,23 @@ def main() -> int:
     ap.add_argument("--benches", default="all",
                     help="comma-separated bench/<name>.py names; all (default): every bench/*.py at either ref")  # fmt: skip
     ap.add_argument("--rounds", type=int, default=3, help="rounds per bench (each runs base and head once; min 2)")
-    ap.add_argument("--out", type=Path, help="also write the report here")
+    ap.add_argument("--out", type=Path, help="also write the report here (rewritten after each bench)")
     ap.add_argument("--keep", action="store_true", help="keep the worktrees this run created")
     args = ap.parse_args()
     if args.rounds < 2:
         ap.error("--rounds must be at least 2")
-    shas = {"base": git("rev-parse", "--verify", args.base + "^{commit}"),
-            "head": git("rev-parse", "--verify", args.head + "^{commit}")}  # fmt: skip
+    shas = {ref: git("rev-parse", "--verify", r + "^{commit}") for ref, r in (("base", args.base), ("head", args.head))}
     logs = REFS / "logs" / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     logs.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
+    runs: list[Run] = []
     try:
         trees, notes = {}, {}
         for ref, sha in shas.items():
             trees[ref], created = make_tree(sha)
             made += [trees[ref]] if created else []
             notes[ref] = (
-                f"imports from {Path(check_imports(trees[ref])).parent.parent}; sandbox image {ensure_image(trees[ref])}"
+                f"imports from {Path(check_imports(trees[ref])).parent.parent}; image {ensure_image(trees[ref])}"
             )
         benches = [b for b in args.benches.split(",") if b]
         if benches == ["all"]:
@@ -372,25 +379,18 @@ def main() -> int:
             benches = [*(b for b in BENCHES if b in found or BENCHES[b].code), *sorted(found - set(BENCHES))]
         plan, skipped = select(benches, trees)
         say(f"benches: {', '.join(plan)}; skipped: {'; '.join(skipped) or 'none'}; logs in {logs}")
-        runs = run_all(plan, trees, args.rounds, logs)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+        for bench in plan:
+            runs += run_bench(bench, plan[bench], trees, args.rounds, logs)
+            if args.out:
+                args.out.write_text(report(args, shas, trees, notes, skipped, plan, runs, partial=True))
     finally:
         for tree in made if not args.keep else []:
             sh(["git", "worktree", "remove", "--force", str(tree)])
-    report = header(args, shas, trees, notes, skipped, plan)
-    report += ["# runs (order, 1-min load average before each, wall time, exit status):"]
-    report += [f"#   {r.bench:<15} round {r.round} {r.ref}: load {r.load1:5.2f}, {r.wall_s:4.0f} s, rc {r.rc}"
-               + (f", waited {r.waited_s:.0f} s for the lock" if r.waited_s >= 1 and r.round % 2 == (r.ref == "base") else "")
-               + ("" if r.rc == 0 and r.figures else f"  (see {r.log})") for r in runs]  # fmt: skip
-    loads = sorted(r.load1 for r in runs) or [0.0]
-    report += [
-        f"# 1-min load before the runs: min {loads[0]:.2f}, median {statistics.median(loads):.2f}, max {loads[-1]:.2f}"
-    ]
-    report += ["", *table(runs), "",
-               "verdict: 'within noise' = the base and head ranges over the rounds overlap; 'better'/'worse' = they do not."]  # fmt: skip
-    text = "\n".join(report) + "\n"
+    text = report(args, shas, trees, notes, skipped, plan, runs, partial=False)
     print(text, end="")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
     return 0 if all(r.rc == 0 for r in runs) else 1
 
