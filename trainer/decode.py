@@ -84,8 +84,7 @@ def _positions(mask: Tensor) -> Tensor:
 
 
 def _hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
-    """The model's own forward as ``decode`` calls it: (n, L) ids, mask, positions -> (n, V) float32
-    logits of the last position, the keys and values appended to ``cache``."""
+    """The model's own forward as ``decode`` calls it: (n, L) ids, mask, positions -> (n, V) last logits (float32)."""
 
     def forward(ids: Tensor, mask: Tensor | None, pos: Tensor) -> Tensor:
         kw = {"past_key_values": cache, "use_cache": True, "logits_to_keep": 1}
@@ -226,6 +225,23 @@ def decode(
     return torch.stack(new, dim=1)  # (N, C)
 
 
+def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, fast_decode: bool, capacity: int):
+    """(cache, lean) to decode from: the lean forward where it applies, else an HF cache (None unless shared).
+    ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times."""
+    cache = lean = None
+    u_ids, u_mask = ids[:: group_size or 1, :-1], attn[:: group_size or 1, :-1]  # (P_u, P-1)
+    if fast_decode and lean_supported(model):
+        lean = LeanDecoder(model, len(u_ids) if group_size else len(ids), capacity)
+        if group_size:
+            lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, _positions(u_mask))
+            lean.repeat_interleave(group_size)
+    elif group_size:
+        cache = _new_cache(model)
+        model(input_ids=u_ids, attention_mask=u_mask, position_ids=_positions(u_mask), past_key_values=cache)
+        cache.batch_repeat_interleave(group_size)
+    return cache, lean
+
+
 def _sample_tokens(
     model,
     ids: Tensor,
@@ -244,19 +260,8 @@ def _sample_tokens(
 ) -> tuple[Tensor, Tensor]:
     """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens and (N, C) the
     log-prob of each under the distribution it was drawn from."""
-    cache = lean = None
     shared = share_prefix and group_size > 1 and ids.shape[1] > 1
-    # shared: one row per distinct prompt (rows g*G), all but the last token, encoded once and repeated G times
-    u_ids, u_mask = ids[::group_size, :-1], attn[::group_size, :-1]  # (P_u, P-1)
-    if fast_decode and lean_supported(model):
-        lean = LeanDecoder(model, len(u_ids) if shared else len(ids), ids.shape[1] + max_new_tokens)
-        if shared:
-            lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, _positions(u_mask))
-            lean.repeat_interleave(group_size)
-    elif shared:
-        cache = _new_cache(model)
-        model(input_ids=u_ids, attention_mask=u_mask, position_ids=_positions(u_mask), past_key_values=cache)
-        cache.batch_repeat_interleave(group_size)
+    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, fast_decode, ids.shape[1] + max_new_tokens)
     if fast_decode and fast_decode_supported(model):
         logps: list[Tensor] = []
         tokens = decode(
