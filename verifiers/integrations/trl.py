@@ -31,8 +31,12 @@ runs in a worker thread so the loop stays free.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from verifiers.client import VerifyItem, VerifyResult
@@ -113,16 +117,14 @@ class RewardFunction:
         refs = self._column(self.answer_column, columns, n) if self.answer_column else [""] * n
         per_row = {c: self._column(c, columns, n) for c in self.option_columns}
         out = []
+        name, options, timeout_s = self.verifier, self.options, self.timeout_s
         for i, c in enumerate(completions):
-            opts = (
-                {**self.options, **{k: str(v[i]) for k, v in per_row.items() if v[i] is not None}}
-                if per_row
-                else self.options
-            )
-            prompt = prompt_text(prompts[i]) if prompts else ""
-            out.append(
-                VerifyItem(self.verifier, completion_text(c), as_reference(refs[i]), prompt, opts, self.timeout_s)
-            )
+            opts = {**options, **{k: str(v[i]) for k, v in per_row.items() if v[i] is not None}} if per_row else options
+            p, ref = prompts[i] if prompts else "", refs[i]
+            # plain strings (the usual case) taken as they are, without a call per field
+            out.append(VerifyItem(name, c if type(c) is str else completion_text(c),
+                                  ref if type(ref) is str else as_reference(ref),
+                                  p if type(p) is str else prompt_text(p), opts, timeout_s))  # fmt: skip
         return out
 
     def _column(self, name: str, columns: Mapping[str, Any], n: int) -> list[Any]:
@@ -149,25 +151,40 @@ class RewardFunction:
     def _report(self, results: Sequence[VerifyResult], columns: Mapping[str, Any]) -> None:
         """Outcome fractions to TRL's ``log_metric``, outcomes to its completions table (when TRL passes them)."""
         log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
+        outcomes = [r.outcome for r in results]
         if callable(log_metric) and results:
             # every outcome every call, zeros included: TRL averages each name over the calls that logged it
-            counts = dict.fromkeys(OUTCOMES, 0)
-            for r in results:
-                counts[r.outcome] = counts.get(r.outcome, 0) + 1
-            for outcome, k in counts.items():
-                log_metric(f"{self.__name__}/outcome/{outcome}", k / len(results))
+            counts = Counter(outcomes)
+            for outcome in (*OUTCOMES, *(o for o in counts if o not in OUTCOMES)):
+                log_metric(f"{self.__name__}/outcome/{outcome}", counts[outcome] / len(results))
         if callable(log_extra):
-            log_extra(f"{self.__name__}_outcome", [r.outcome for r in results])
+            log_extra(f"{self.__name__}_outcome", outcomes)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.verifier!r}, target={self.target!r}, answer_column={self.answer_column!r})"
+
+
+_threads: ThreadPoolExecutor | None = None
+_threads_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The async variant's worker threads, started on first use (shared by every AsyncRewardFunction)."""
+    global _threads
+    with _threads_lock:
+        if _threads is None:
+            _threads = ThreadPoolExecutor(8, thread_name_prefix="trl-reward")
+        return _threads
 
 
 class AsyncRewardFunction(RewardFunction):
     """The same reward with an ``async __call__`` (TRL runs it on its event loop)."""
 
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float | None]:
-        return await asyncio.to_thread(RewardFunction.__call__, self, prompts, completions, **columns)
+        # the blocking call on a worker thread (the loop stays free); run_in_executor on our own threads
+        # rather than asyncio.to_thread, which also copies the context and goes through the default executor
+        call = functools.partial(RewardFunction.__call__, self, prompts, completions, **columns)
+        return await asyncio.get_running_loop().run_in_executor(_executor(), call)
 
 
 def reward_function(verifier: str, *, target: str | None = None, answer_column: str | None = "answer",
