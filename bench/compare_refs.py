@@ -295,9 +295,11 @@ def spread(vals: list[float]) -> str:
     return f"{statistics.median(vals):.4g} ({min(vals):.4g}-{max(vals):.4g})" if vals else "FAILED"
 
 
-def verdict(b: list[float], h: list[float], up: bool) -> str:
+def verdict(b: list[float], h: list[float], up: bool, name: str) -> str:
     if not b or not h:
         return "no figure"
+    if "(control)" in name:
+        return "control, ranges overlap" if max(b) >= min(h) and max(h) >= min(b) else "control: machine drift"
     if min(b) == max(b) == min(h) == max(h):
         return "same"
     if max(b) >= min(h) and max(h) >= min(b):
@@ -315,9 +317,8 @@ def table(runs: list[Run]) -> list[str]:
                 continue
             mb = statistics.median(vals["base"]) if vals["base"] else 0
             ratio = f"{statistics.median(vals['head']) / mb:.3f}" if vals["head"] and mb else "-"
-            arrow = "higher=better" if up else "lower=better"
-            rows.append((bench, f"{name} [{arrow}]", spread(vals["base"]), spread(vals["head"]), ratio,
-                         verdict(vals["base"], vals["head"], up)))  # fmt: skip
+            cells = (spread(vals["base"]), spread(vals["head"]), ratio, verdict(vals["base"], vals["head"], up, name))
+            rows.append((bench, f"{name} [{'higher' if up else 'lower'}=better]", *cells))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
@@ -363,8 +364,7 @@ def main() -> int:
     shas = {ref: git("rev-parse", "--verify", r + "^{commit}") for ref, r in (("base", args.base), ("head", args.head))}
     logs = REFS / "logs" / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     logs.mkdir(parents=True, exist_ok=True)
-    made: list[Path] = []
-    runs: list[Run] = []
+    made, runs = [], []  # the worktrees this run created; the runs so far
     try:
         trees, notes = {}, {}
         for ref, sha in shas.items():
