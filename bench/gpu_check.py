@@ -33,7 +33,7 @@ def main() -> None:
 
     from trainer.config import GRPOConfig
     from trainer.rollout import Batch, Rollout
-    from trainer.train import autocast_dtype, load_policy, make_optimizer, optimize
+    from trainer.train import Learner, UpdateBatch, autocast_dtype, load_policy, make_optimizer, optimize
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="CPU, small config (autocast bf16 forced on)")
@@ -71,7 +71,7 @@ def main() -> None:
         if dev.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        optimize(cfg, model, opt, sched, batch, adv, mask, None, None)
+        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, mask))
         if dev.type == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)

@@ -28,7 +28,15 @@ import torch.multiprocessing as mp
 from trainer import distributed, tiny
 from trainer.config import GRPOConfig
 from trainer.rollout import Batch, Example, Score, generate_rollout
-from trainer.train import _loss_mask, load_policy, masked_group_advantages, optimize, score_logprobs
+from trainer.train import (
+    Learner,
+    UpdateBatch,
+    _loss_mask,
+    load_policy,
+    masked_group_advantages,
+    optimize,
+    score_logprobs,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 G, PROMPTS = 4, 4  # global batch: 4 groups of 4
@@ -83,7 +91,7 @@ def _update(cfg, model, tok, ref, batch: Batch, ctx: distributed.Dist) -> list[t
     ref_lp = score_logprobs(ref, batch.rollout, cfg)
     opt = torch.optim.SGD([p for p in train_model.parameters() if p.requires_grad], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    optimize(cfg, train_model, opt, sched, batch, adv, _loss_mask(cfg, batch), None, ref_lp, ctx)
+    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, _loss_mask(cfg, batch), None, ref_lp))
     return [p.detach().clone() for p in model.parameters()]
 
 

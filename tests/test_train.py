@@ -28,6 +28,8 @@ from trainer.errors import ConfigError, VerifierSetupError
 from trainer.metrics import read_metrics
 from trainer.rollout import Batch, Example, Score, VerifierReward, generate_rollout
 from trainer.train import (
+    Learner,
+    UpdateBatch,
     _loss_mask,
     evaluate_accuracy,
     load_policy,
@@ -215,7 +217,7 @@ def test_masked_rows_and_padding_do_not_change_the_update(mask_truncated):
         adv = masked_group_advantages(cfg, batch.rewards, batch.valid)
         opt, sched = make_optimizer(cfg, model)
         ref_lp = score_logprobs(tiny_model(tok), ro, cfg)
-        optimize(cfg, model, opt, sched, batch, adv, _loss_mask(cfg, batch), None, ref_lp)
+        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, _loss_mask(cfg, batch), None, ref_lp))
         return [p.detach().clone() for p in model.parameters()]
 
     a, b = update(False), update(True)
@@ -271,7 +273,7 @@ def test_gradient_checkpointing_and_shared_prefix_give_the_same_update():
         ref_lp = score_logprobs(tiny_model(tok), batch.rollout, cfg)
         old_lp = score_logprobs(model, batch.rollout, cfg)
         opt, sched = make_optimizer(cfg, model)
-        optimize(cfg, model, opt, sched, batch, adv, _loss_mask(cfg, batch), old_lp, ref_lp)
+        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, _loss_mask(cfg, batch), old_lp, ref_lp))
         results.append([p.detach().clone() for p in model.parameters()])
     plain, shared, recomputed = results
     # Adam divides by sqrt(v): float32 rounding in near-zero gradients shows up at ~1e-5 after 2 steps of lr 1e-2

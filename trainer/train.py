@@ -61,6 +61,8 @@ from trainer.resume import _resume, _save
 from trainer.rewards import RewardFn, VerifierReward
 from trainer.rollout_backend import RolloutBackend, make_backend
 from trainer.update import (
+    Learner,
+    UpdateBatch,
     _completion_rows,
     _loss_mask,
     _reference_mode,
@@ -76,6 +78,7 @@ __all__ = [
     "evaluate",
     "evaluate_accuracy",
     "forward_context",
+    "Learner",
     "load_policy",
     "main",
     "make_optimizer",
@@ -90,6 +93,7 @@ __all__ = [
     "seed_everything",
     "step_metrics",
     "train",
+    "UpdateBatch",
     "_loss_mask",
     "_resume",
     "_save",
@@ -244,10 +248,8 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
         if cfg.beta > 0:
             with _reference_mode(model, parts.ref) as ref_model:
                 ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
-    opt_stats = optimize(
-        cfg, parts.train_model or model, parts.optimizer, parts.scheduler, batch, adv, loss_mask, old_lp, ref_lp,
-        parts.ctx,
-    )  # fmt: skip
+    learner = Learner(parts.train_model or model, parts.optimizer, parts.scheduler, parts.ctx)
+    opt_stats = optimize(cfg, learner, UpdateBatch(batch, adv, loss_mask, old_lp, ref_lp))
     if backend is not None:
         with distributed.gathered(model):
             backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import resource
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,20 +78,32 @@ def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
     return out.clone()
 
 
-def optimize(
-    cfg: GRPOConfig,
-    model,
-    optimizer,
-    scheduler,
-    batch: Batch,
-    adv: Tensor,
-    loss_mask: Tensor,
-    old_lp,
-    ref_lp,
-    ctx: distributed.Dist = distributed.Dist(),
-):
-    """mu epochs x minibatches optimizer steps; each minibatch accumulates over micro-batches. Under torchrun
-    ``model`` is the DDP/FSDP-wrapped policy (gradients all-reduced on each minibatch's last micro-batch)."""
+@dataclass(frozen=True)
+class Learner:
+    """What an update steps: the policy as it trains, its optimizer and LR schedule, the process group."""
+
+    model: Any  # under torchrun the DDP/FSDP wrapper (gradients all-reduced on a minibatch's last micro-batch)
+    optimizer: torch.optim.Optimizer
+    scheduler: Any  # stepped after every optimizer step (policy.make_optimizer)
+    ctx: distributed.Dist = field(default_factory=distributed.Dist)
+
+
+@dataclass(frozen=True)
+class UpdateBatch:
+    """What one step's update learns from: the graded batch, its advantages, loss mask and log-probs."""
+
+    batch: Batch
+    adv: Tensor  # (N,) one per completion, or (N, C) per token (process advantages)
+    loss_mask: Tensor  # (N, C) completion tokens that count (update._loss_mask)
+    old_lp: Tensor | None = None  # (N, C) under the sampling policy; None: mu == 1, one pass (rho == 1)
+    ref_lp: Tensor | None = None  # (N, C) under the reference; None: beta == 0
+
+
+def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, float]:
+    """mu epochs x minibatches optimizer steps; each minibatch accumulates over micro-batches. Returns the
+    loss statistics and grad_norm, averaged over the optimizer steps."""
+    model, optimizer, scheduler, ctx = learner.model, learner.optimizer, learner.scheduler, learner.ctx
+    batch, adv, loss_mask, old_lp, ref_lp = data.batch, data.adv, data.loss_mask, data.old_lp, data.ref_lp
     n = len(batch.rollout)
     mb = n // cfg.minibatches
     params = [p for p in model.parameters() if p.requires_grad]
