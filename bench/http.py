@@ -138,13 +138,16 @@ def bench_run_code(client, http, pool, calls: int, rounds: int, log) -> None:
     methods = {"gRPC": lambda it: call_code_grpc(client, it), "run_code": lambda it: call_run_code(http, pool, it)}
     expect = methods["gRPC"](code_tagged(base, next(_tags)))
     per_call = {m: [] for m in methods}
+    cpu: dict[str, list[float]] = {m: [] for m in methods}  # this process's CPU: the client side
     ratios: list[float] = []
     agree = 0
     for r in range(rounds):
         times = {m: [] for m in methods}
         for k in range(calls):
             for m in list(methods) if (r + k) % 2 == 0 else list(methods)[::-1]:  # A B, B A, …
+                c0 = time.process_time()
                 dt, ok = timed(methods[m], code_tagged(base, next(_tags)))
+                cpu[m].append(time.process_time() - c0)
                 times[m].append(dt)
                 agree += ok == expect
         med = {m: statistics.median(ts) for m, ts in times.items()}
@@ -155,7 +158,8 @@ def bench_run_code(client, http, pool, calls: int, rounds: int, log) -> None:
             f"  run_code {med['run_code'] * 1e3 / BATCH:6.2f} ms/program  run_code/gRPC {ratios[-1]:.3f}")  # fmt: skip
     for m, ts in per_call.items():
         log(f"run_code {m:9s} {BATCH} programs: p50 {pct(ts, 0.5) * 1e3:7.1f} ms  p99 {pct(ts, 0.99) * 1e3:7.1f} ms"
-            f"  ({BATCH / statistics.median(ts):6.1f} programs/s)")  # fmt: skip
+            f"  ({BATCH / statistics.median(ts):6.1f} programs/s; client CPU {statistics.median(cpu[m]) * 1e3 / BATCH:.2f}"
+            " ms/program)")  # fmt: skip
     extra = (statistics.median(per_call["run_code"]) - statistics.median(per_call["gRPC"])) / BATCH * 1e3
     log(f"run_code overhead per program vs gRPC: median {(statistics.median(ratios) - 1) * 100:+.1f}% ({extra:+.2f} ms)"
         f" (per-round ratio min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
