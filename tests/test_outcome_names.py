@@ -24,7 +24,6 @@ ENUM_MODULE = "verifiers/outcome.py"
 PENDING: dict[str, int] = {
     "trainer/heldout.py": 1,
     "trainer/rejection.py": 2,
-    "verifiers/http_v1.py": 2,
 }
 NAMES = {n.removeprefix("OUTCOME_") for n in pb.Outcome.keys()} | {
     n.removeprefix("STATUS_") for n in pb.CaseVerdict.Status.keys()

@@ -116,9 +116,9 @@ def parse_batch(body: bytes) -> list[Request]:
 # -- Verdict → canonical JSON ---------------------------------------------------------------------------
 @cache
 def _enum_names() -> tuple[dict[Outcome, str], dict[CaseStatus, str]]:
-    """The proto enum names of each outcome and case status (ValueError at the first call if one has none)."""
-    outcomes = {o: pb.Outcome.Name(pb.Outcome.Value(f"OUTCOME_{o.value}")) for o in Outcome}
-    statuses = {s: pb.CaseVerdict.Status.Name(pb.CaseVerdict.Status.Value(f"STATUS_{s.value}")) for s in CaseStatus}
+    """The proto enum name of each outcome and case status (verifiers/outcome.py: the members are the proto's)."""
+    outcomes = {o: pb.Outcome.Name(o.to_proto()) for o in Outcome}
+    statuses = {s: pb.CaseVerdict.Status.Name(s.to_proto()) for s in CaseStatus}
     return outcomes, statuses
 
 
