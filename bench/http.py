@@ -14,6 +14,7 @@ in eight wrong) sent as 256 ``/run_code`` calls from ``--run-code-concurrency`` 
 client's parallelism, twice the pool) vs the same programs through the gRPC client's code path, one
 ``verify_batch`` of 256 ``code`` items in stdio mode with the one stdin/stdout case (one sandbox job per
 program either way). Agreement: /run_code's status Success with the expected output ⇔ gRPC's reward 1.
+The row also prints this (client) process's CPU per program, so the client's share of the overhead shows.
 
 Two workloads of 256 items per call: ``think_format`` (graded in-process in microseconds, so the ratio
 is close to the pure transport cost: the worst case for HTTP) and ``math`` (sympy in the sandbox: what a
