@@ -44,6 +44,10 @@ class SandboxError(RuntimeError):
     """Infrastructure failure: not the program's fault."""
 
 
+class NoAnswer(SandboxError):
+    """The worker did not answer by the deadline (frozen, or still cleaning up after the program)."""
+
+
 class PoolSaturated(SandboxError):
     """No sandbox became free before the caller's deadline, or too many callers wait (backpressure)."""
 

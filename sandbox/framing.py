@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from sandbox.backend import SandboxError
+from sandbox.backend import NoAnswer, SandboxError
 
 MAX_HEADER = 1 << 20
 MAX_REPLY = 64 * 1024 * 1024  # a worker reply larger than this means the worker is broken
@@ -46,7 +46,7 @@ class FrameChannel:
         while len(buf) < n:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SandboxError(f"sandbox {self.name} did not answer in time")
+                raise NoAnswer(f"sandbox {self.name} did not answer in time")
             fds = [self.read_fd] + ([self.death] if self.death is not None else [])
             ready, _, _ = select.select(fds, [], [], left)
             if self.read_fd in ready:

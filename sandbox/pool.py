@@ -38,6 +38,7 @@ from sandbox.backend import (  # noqa: F401 - re-exported: callers import these 
     Backend,
     Job,
     Limits,
+    NoAnswer,
     PoolSaturated,
     Result,
     SandboxConfig,
@@ -258,9 +259,19 @@ class SandboxPool:
         if time_limit < MIN_RUN_S:  # the wait took what was left: the program never started
             self._idle.put(c)
             raise PoolSaturated(f"no time left to run the job after waiting for a sandbox ({time_limit:.3f} s)")
-        job = replace(job, timeout_s=time_limit, deadline=deadline)
+        request, job = job.deadline is not None, replace(job, timeout_s=time_limit, deadline=deadline)
         try:
             result = c.run(job)
+        except NoAnswer as e:
+            self._replace(c, str(e))
+            if not request:
+                return Result(sandbox_error=str(e), id=job.id)
+            # A request's deadline came with the program's time over: its worker kept the answer past the
+            # request's share (killing, or wiping what the program left: a /tmp full of files takes a
+            # moment). Graded as the program not finishing in its time, never as the sandbox's fault, so a
+            # program cannot buy an ungraded (masked) verdict by leaving work for the cleanup.
+            why = f"no answer by the request's deadline ({e}); the program's {time_limit:.3g} s were over"
+            return Result(timed_out=True, stderr=why, time_limit_s=time_limit, id=job.id)
         except (SandboxError, OSError, ValueError) as e:
             self._replace(c, str(e))
             return Result(sandbox_error=str(e), id=job.id)

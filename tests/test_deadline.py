@@ -128,6 +128,29 @@ def test_the_request_budget_bounds_the_deadline_without_a_callers_deadline(recor
     assert v.outcome is Outcome.TIMEOUT and took < 1.5 + 0.3  # no layer added seconds of its own
 
 
+FILE_BOMB = """```python
+import time  # files
+try:
+    for i in range(100000):
+        open(f"/tmp/f{i}", "w").close()
+except OSError:
+    pass
+time.sleep(100)
+```"""
+
+
+@pytest.mark.docker
+def test_a_program_that_leaves_the_cleanup_slow_is_still_timeout_not_ungraded(recording_service):
+    """The worker wipes /tmp before it answers; thousands of files make that outlast a short budget's
+    share for the answer. That must not buy an ungraded (masked) SANDBOX_ERROR: it is TIMEOUT, reward 0."""
+    svc = recording_service
+    t0 = time.monotonic()
+    v = svc.verify(Request("code", FILE_BOMB, TESTS, timeout_s=0.8))
+    assert v.outcome is Outcome.TIMEOUT and v.reward == 0.0, v
+    assert time.monotonic() - t0 < 0.8 + 0.3
+    assert svc.verify(Request("code", "```python\nx = 1\n```", "assert x == 1", timeout_s=30)).reward == 1.0
+
+
 # -- end to end over gRPC ------------------------------------------------------------------------------
 @pytest.mark.docker
 @pytest.mark.parametrize("deadline_s", [1.5, 3.0])
