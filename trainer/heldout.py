@@ -19,6 +19,7 @@ from trainer.data import Example
 from trainer.evaluator import evaluate, generate_batches
 from trainer.rewards import RewardFn
 from trainer.sections import EvalSection
+from verifiers.client import Outcome
 
 
 def sampled_figures(
@@ -45,7 +46,7 @@ def sampled_figures(
         scores = reward_fn(ro.texts, ro.references, ro.prompts)
         for p in range(len(ro) // k):
             group = [s.outcome for s in scores[p * k : (p + 1) * k] if s.outcome not in passk.UNGRADED]
-            counts.append((len(group), sum(o == "CORRECT" for o in group)))
+            counts.append((len(group), sum(o == Outcome.CORRECT for o in group)))
     graded = sum(n for n, _ in counts)
     usable = [(n, c) for n, c in counts if n >= k]
     return {

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from verifiers.client import VerifierClient, VerifyItem
+from verifiers.client import Outcome, VerifierClient, VerifyItem
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,11 @@ class Sample:
 
     @property
     def correct(self) -> bool:
-        return self.correct_outcome == "CORRECT" and self.correct_reward >= 1.0
+        return self.correct_outcome == Outcome.CORRECT and self.correct_reward >= 1.0
 
     @property
     def well_formed(self) -> bool:
-        return self.format_outcome == "CORRECT" and self.format_reward >= 1.0
+        return self.format_outcome == Outcome.CORRECT and self.format_reward >= 1.0
 
 
 def grade_samples(
