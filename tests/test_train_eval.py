@@ -1,6 +1,7 @@
 """The evaluator (trainer/evaluator.py) that training's periodic and final evaluation and `make eval` share:
 its generation loop batches whole problems and keeps their order, greedy ``evaluate`` is that loop plus the
-reward and the aggregate, and the aggregate keeps training's definition (every sample in the denominator).
+reward and the aggregate, and the aggregate is ``make eval``'s (trainer.passk: ungraded samples out of the
+denominator, counted apart).
 A real tiny model built from a config; rewards from a plain Python function (the service's own path is
 covered end to end in tests/test_eval_service.py and tests/test_train.py)."""
 
@@ -10,9 +11,11 @@ import pytest
 import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
+from trainer import passk
 from trainer.data import Example
 from trainer.decode import generate_rollout
 from trainer.evaluator import evaluate, generate_batches, greedy_figures
+from trainer.heldout import sampled_figures
 from trainer.rewards import PythonReward, Score
 
 torch.set_num_threads(1)
@@ -49,9 +52,57 @@ def test_greedy_evaluate_is_the_loop_the_reward_and_the_aggregate():
     assert sum(got["outcomes"].values()) == 5
 
 
-def test_training_accuracy_counts_ungraded_samples_in_the_denominator():
-    scores = [Score(1.0, "CORRECT"), Score(0.0, "INCORRECT"), Score(0.0, "SANDBOX_ERROR"), Score(1.0, "CORRECT")]
-    fig = greedy_figures(scores, ["a", "b", "c", "d"])
-    assert fig["accuracy"] == 0.5 and fig["reward_mean"] == 0.5 and fig["n"] == 4
-    assert fig["outcomes"] == {"CORRECT": 2, "INCORRECT": 1, "SANDBOX_ERROR": 1}
-    assert greedy_figures([], [])["accuracy"] == 0.0
+class ByIndex:
+    """A RewardFn that grades the i-th completion it sees (over all its calls) with ``outcomes[i]``."""
+
+    def __init__(self, outcomes: list[str]):
+        self.outcomes, self.seen = outcomes, 0
+
+    def __call__(self, completions, references, prompts):
+        out = [
+            Score(1.0 if o == "CORRECT" else 0.0, o) for o in self.outcomes[self.seen : self.seen + len(completions)]
+        ]
+        self.seen += len(completions)
+        return out
+
+
+EIGHT = ["SANDBOX_ERROR", "CORRECT", "INCORRECT", "CORRECT", "SANDBOX_ERROR", "CORRECT", "NO_ANSWER", "INCORRECT"]
+
+
+def test_training_accuracy_is_make_evals_ungraded_samples_out_of_the_denominator():
+    """2 of 8 samples SANDBOX_ERROR: training's evaluator and make eval's report (trainer.passk) both say
+    3 correct of 6 graded, reward mean over the 6, and count the 2 apart."""
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
+    examples = [Example(f"{i}+1=", str(i + 1)) for i in range(8)]
+    got = evaluate(model, tok, examples, ByIndex(EIGHT), max_new_tokens=3, batch_size=3)
+    report = passk.build_report([{"id": i, "sample": 0, "verifier": "v", "reward": 1.0 if o == "CORRECT" else 0.0,
+                                  "outcome": o, "elapsed_s": 0.0, "components": {}} for i, o in enumerate(EIGHT)])  # fmt: skip
+    assert report["accuracy"] == 0.5 and report["infra_errors"] == 2
+    assert got["accuracy"] == report["accuracy"] == 3 / 6 and got["reward_mean"] == report["reward_mean"]
+    assert got["ungraded"] == 2 and got["n"] == 8 and got["outcomes"]["SANDBOX_ERROR"] == 2
+    assert greedy_figures([], [])["accuracy"] is None  # nothing graded: no accuracy, as make eval says n/a
+
+
+def test_sampled_figures_aggregate_as_make_eval_does():
+    """k=4 samples of 2 problems, 2 of the 8 SANDBOX_ERROR: sampled accuracy and pass@4 as trainer.passk
+    computes them (problem 0 keeps 2 graded samples, fewer than k, so pass@4 is over problem 1 alone)."""
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
+    outcomes = [
+        "SANDBOX_ERROR",
+        "CORRECT",
+        "SANDBOX_ERROR",
+        "INCORRECT",
+        "INCORRECT",
+        "CORRECT",
+        "NO_ANSWER",
+        "CORRECT",
+    ]
+    got = sampled_figures(model, tok, EXAMPLES[:2], ByIndex(outcomes), k=4, max_new_tokens=3, batch_size=4)
+    records = [{"id": i // 4, "sample": i % 4, "verifier": "v", "reward": float(o == "CORRECT"), "outcome": o,
+                "elapsed_s": 0.0, "components": {}} for i, o in enumerate(outcomes)]  # fmt: skip
+    report = passk.build_report(records, extra_ks=[4])
+    assert got["sampled_accuracy"] == report["accuracy"] == 3 / 6
+    assert got["pass@4"] == report["pass@k"]["4"] == 1.0 and report["pass@k_problems"]["4"] == 1
+    assert got["n_samples"] == 6 and got["sampled_ungraded"] == 2

@@ -9,9 +9,10 @@ entry point asks.
 
 Grading: ``evaluate`` grades each batch with a ``RewardFn`` (``VerifierReward``: one VerifyBatch call
 through ``verifiers.client``, the same reward training uses), ``make eval`` with its Grader (the client,
-per-sample verifiers, a resume log). ``greedy_figures`` is the aggregate training reports: accuracy is
-the share of CORRECT over every problem (SANDBOX_ERROR included in the denominator, as training always
-counted it; ``trainer.passk`` leaves ungraded samples out, so the two agree whenever nothing is ungraded).
+per-sample verifiers, a resume log). Aggregation is one definition, ``trainer.passk.graded_figures``, for
+training's figures (``greedy_figures`` here, the sampled ones in trainer/heldout.py) and ``make eval``'s
+report alike: accuracy and reward mean over the graded samples; SANDBOX_ERROR and BAD_REFERENCE (not the
+model's fault) are left out of the denominator and counted under ``ungraded``.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainer import passk
 from trainer.data import Example, load_examples
 from trainer.decode import Rollout, generate_rollout
 from trainer.rewards import RewardFn, Score, VerifierReward
-from verifiers.client import Outcome
 
 
 def generate_batches(
@@ -56,14 +57,21 @@ def generate_batches(
         yield start, g, ro
 
 
+def score_records(scores: Sequence[Score], k: int = 1) -> list[dict[str, Any]]:
+    """The records ``trainer.passk`` aggregates: score i is sample i % k of problem i // k."""
+    return [{"id": i // k, "sample": i % k, "reward": s.reward, "outcome": s.outcome, "components": s.components,
+             "elapsed_s": s.elapsed_s} for i, s in enumerate(scores)]  # fmt: skip
+
+
 def greedy_figures(scores: Sequence[Score], completions: list[str]) -> dict[str, Any]:
-    """accuracy (share CORRECT), reward mean, outcome counts, the completions and n."""
-    n = max(1, len(scores))
-    outcomes = Counter(s.outcome for s in scores)
+    """accuracy and reward mean over the graded samples (``passk.graded_figures``: None when none was),
+    ``ungraded`` (SANDBOX_ERROR, BAD_REFERENCE), outcome counts, the completions and n."""
+    fig = passk.graded_figures(score_records(scores))
     return {
-        "accuracy": outcomes[Outcome.CORRECT] / n,
-        "reward_mean": sum(s.reward for s in scores) / n,
-        "outcomes": dict(outcomes),
+        "accuracy": fig["accuracy"],
+        "reward_mean": fig["reward_mean"],
+        "ungraded": fig["ungraded"],
+        "outcomes": dict(Counter(s.outcome for s in scores)),
         "completions": completions,
         "n": len(scores),
     }

@@ -16,10 +16,10 @@ import torch
 
 from trainer import passk, task
 from trainer.data import Example
-from trainer.evaluator import evaluate, generate_batches
-from trainer.rewards import RewardFn
+from trainer.errors import Stopped
+from trainer.evaluator import evaluate, generate_batches, score_records
+from trainer.rewards import RewardFn, Score
 from trainer.sections import EvalSection
-from verifiers.client import Outcome
 
 
 def sampled_figures(
@@ -35,26 +35,28 @@ def sampled_figures(
     use_chat_template: bool = True,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """k samples per problem: {"sampled_accuracy", f"pass@{k}", "k", "n_samples"}. Samples graded
-    SANDBOX_ERROR or BAD_REFERENCE are left out of both (trainer.passk.UNGRADED)."""
+    """k samples per problem: {"sampled_accuracy", f"pass@{k}", "k", "temperature", "n_samples",
+    "sampled_ungraded"}, aggregated by trainer.passk as ``make eval`` does: samples graded SANDBOX_ERROR or
+    BAD_REFERENCE are left out of both (and counted), pass@k over problems with at least k graded samples."""
     torch.manual_seed(seed)
-    counts: list[tuple[int, int]] = []  # (graded samples, correct) per problem
-    for _, _, ro in generate_batches(
+    scores: list[Score] = []
+    for _, g, ro in generate_batches(
         model, tokenizer, [(ex, k) for ex in examples], per_call=max(1, batch_size // k),
         max_new_tokens=max_new_tokens, use_chat_template=use_chat_template, do_sample=True, temperature=temperature,
     ):  # fmt: skip
-        scores = reward_fn(ro.texts, ro.references, ro.prompts)
-        for p in range(len(ro) // k):
-            group = [s.outcome for s in scores[p * k : (p + 1) * k] if s.outcome not in passk.UNGRADED]
-            counts.append((len(group), sum(o == Outcome.CORRECT for o in group)))
-    graded = sum(n for n, _ in counts)
-    usable = [(n, c) for n, c in counts if n >= k]
+        if g != k:
+            raise ValueError(f"expected {k} completions per problem, got {g}")
+        scores += reward_fn(ro.texts, ro.references, ro.prompts)
+    records = score_records(scores, k)
+    fig = passk.graded_figures(records)
+    pk, _ = passk.pass_at_k_table(records, extra_ks=[k])
     return {
-        "sampled_accuracy": sum(c for _, c in counts) / graded if graded else None,
-        f"pass@{k}": sum(passk.pass_at_k(n, c, k) for n, c in usable) / len(usable) if usable else None,
+        "sampled_accuracy": fig["accuracy"],
+        f"pass@{k}": pk.get(k),
         "k": k,
         "temperature": temperature,
-        "n_samples": graded,
+        "n_samples": fig["n_graded"],
+        "sampled_ungraded": fig["ungraded"],
     }
 
 
@@ -80,7 +82,12 @@ def evaluate_heldout(
          for r, c in zip(rows, greedy["completions"], strict=True)),
         out,
     )  # fmt: skip
-    return {k: greedy[k] for k in ("accuracy", "n", "reward_mean", "outcomes")} | sampled
+    if greedy["accuracy"] is None and examples:
+        raise Stopped(
+            f"held-out evaluation graded none of its {greedy['n']} samples (outcomes {greedy['outcomes']}: "
+            "SANDBOX_ERROR or BAD_REFERENCE, not the model's fault); see the verifier service's log"
+        )
+    return {k: greedy[k] for k in ("accuracy", "n", "reward_mean", "outcomes", "ungraded")} | sampled
 
 
 def figure_lines(before: dict[str, Any], after: dict[str, Any], verifier: str) -> list[str]:

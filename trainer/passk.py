@@ -107,22 +107,41 @@ def _format_value(r: Mapping[str, Any]) -> float | None:
     return None
 
 
+def graded_figures(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """accuracy (share CORRECT) and reward mean over the graded samples; n, n_graded and ``ungraded``
+    (SANDBOX_ERROR, BAD_REFERENCE: counted, out of the denominator). None where nothing was graded.
+    The one definition of accuracy: ``make eval``'s report and training's evaluation both use it.
+
+    >>> graded_figures([{"outcome": "CORRECT", "reward": 1.0}, {"outcome": "SANDBOX_ERROR", "reward": 0.0}])
+    {'n': 2, 'n_graded': 1, 'ungraded': 1, 'accuracy': 1.0, 'reward_mean': 1.0}
+    """
+    graded = [r for r in records if r["outcome"] not in UNGRADED]
+    n_ok = len(graded)
+    return {
+        "n": len(records),
+        "n_graded": n_ok,
+        "ungraded": len(records) - n_ok,
+        "accuracy": _rate(sum(r["outcome"] == Outcome.CORRECT for r in graded), n_ok),
+        "reward_mean": sum(float(r["reward"]) for r in graded) / n_ok if n_ok else None,
+    }
+
+
 def summarize(records: Sequence[Mapping[str, Any]], extra_ks: Iterable[int] = ()) -> dict[str, Any]:
     """The headline numbers for one set of records (the whole run, or one verifier's share of it)."""
     graded = [r for r in records if r["outcome"] not in UNGRADED]
-    n_ok = len(graded)
     formats = [f for f in (_format_value(r) for r in graded) if f is not None]
     pk, used = pass_at_k_table(records, extra_ks)
     problems = {str(r["id"]) for r in records}
+    fig = graded_figures(records)
     out: dict[str, Any] = {
-        "n": len(records),
-        "n_graded": n_ok,
+        "n": fig["n"],
+        "n_graded": fig["n_graded"],
         "problems": len(problems),
-        "accuracy": _rate(sum(r["outcome"] == Outcome.CORRECT for r in graded), n_ok),
-        "reward_mean": sum(float(r["reward"]) for r in graded) / n_ok if n_ok else None,
+        "accuracy": fig["accuracy"],
+        "reward_mean": fig["reward_mean"],
         "pass@k": {str(k): v for k, v in pk.items()},
         "outcomes": _outcome_counts(records),
-        "infra_errors": len(records) - n_ok,
+        "infra_errors": fig["ungraded"],
         "format_rate": sum(f >= 1.0 for f in formats) / len(formats) if formats else None,
     }
     short = {str(k): used[k] for k in used if used[k] < len(problems)}
