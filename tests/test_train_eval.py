@@ -7,6 +7,8 @@ covered end to end in tests/test_eval_service.py and tests/test_train.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -106,3 +108,21 @@ def test_sampled_figures_aggregate_as_make_eval_does():
     assert got["sampled_accuracy"] == report["accuracy"] == 3 / 6
     assert got["pass@4"] == report["pass@k"]["4"] == 1.0 and report["pass@k_problems"]["4"] == 1
     assert got["n_samples"] == 6 and got["sampled_ungraded"] == 2
+
+
+# callers of VerifierClient.verify_batch in trainer/ other than trainer/grading.py, to move onto grade_items
+PENDING_DIRECT_CALLERS = {"trainer/rewards.py": 1, "trainer/rejection.py": 1}
+
+
+def test_trainer_grades_through_one_call():
+    """trainer.grading.grade_items is the one grading call: make eval's Grader uses it, and no new module
+    calls the client's verify_batch on its own (the PENDING ones are listed; drop a line once moved)."""
+    root = Path(__file__).resolve().parents[1]
+    seen = {}
+    for path in sorted((root / "trainer").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        n = path.read_text().count(".verify_batch(")
+        if n and rel != "trainer/grading.py":
+            seen[rel] = n
+    assert "grade_items(" in (root / "trainer/eval_grade.py").read_text()
+    assert seen == PENDING_DIRECT_CALLERS, f"call trainer.grading.grade_items instead: {seen}"

@@ -1,6 +1,7 @@
 """Grading for ``make eval``: the service to talk to (``--target`` or one started here), the check that
-every verifier the run needs is registered, and the Grader that sends samples in VerifyBatch calls,
-``workers`` at a time, and logs each result as it comes back."""
+every verifier the run needs is registered, and the Grader that sends samples in VerifyBatch calls
+(``trainer.grading.grade_items``, the one grading call), ``workers`` at a time, and logs each result as it
+comes back."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from trainer import passk
 from trainer.errors import VerifierSetupError
 from trainer.eval_args import EvalArgs
 from trainer.eval_log import SampleLog
+from trainer.grading import grade_items
 from trainer.suites import Sample
 from verifiers.client import VerifierClient, VerifyItem
 
@@ -42,7 +44,7 @@ class Grader:
         fmt = [(i, self.format_verifier(s)) for i, (s, _) in enumerate(batch)]
         fmt = [(i, name) for i, name in fmt if name and name != batch[i][0].verifier]
         items += [VerifyItem(name, batch[i][0].completion, "", batch[i][0].prompt, {}, 0.0, "fmt") for i, name in fmt]
-        results = self.client.verify_batch(items, deadline_s=a.deadline_s)
+        results = grade_items(self.client, items, deadline_s=a.deadline_s)  # the one grading call
         fmt_of = {i: results[len(batch) + j] for j, (i, _) in enumerate(fmt)}
         out = []
         for i, ((s, fp), r) in enumerate(zip(batch, results, strict=False)):
