@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from trainer.grading import grade_items
 from verifiers.client import Outcome, VerifierClient, VerifyItem
 
 
@@ -63,7 +64,7 @@ def grade_samples(
             for v in (correct_verifier, format_verifier)
             for j, s in enumerate(part)
         ]
-        res = client.verify_batch(items)
+        res = grade_items(client, items)
         n = len(part)
         for j, s in enumerate(part):
             c, f = res[j], res[n + j]

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from trainer.decode import Rollout
 from trainer.errors import VerifierSetupError
+from trainer.grading import grade_items
 from trainer.overlap import GroupScorer, ScoringError
 from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem
 
@@ -53,7 +54,7 @@ class VerifierReward:
             VerifyItem(verifier=self.verifier, completion=c, reference=r, prompt=p, id=str(i))
             for i, (c, r, p) in enumerate(zip(completions, references, prompts, strict=True))
         ]
-        results = self.client.verify_batch(items)
+        results = grade_items(self.client, items)
         steps = [[(x["reward"], x["start"], x["end"]) for x in r.steps] for r in results]
         return [
             Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st)

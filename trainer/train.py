@@ -225,6 +225,7 @@ def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float
                 use_chat_template=parts.cfg.use_chat_template,
             )
             out = {f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)}
+            out["eval/ungraded"] = float(ev["ungraded"])
     return out
 
 
