@@ -112,26 +112,26 @@ def code_tagged(items, tag: int) -> list[tuple[str, str, str]]:
     return [(f"{src}# t{tag}\n", stdin, want) for src, stdin, want in items]  # a fresh program: no cache hit
 
 
-def call_code_grpc(client, items) -> list[bool]:
+def code_args(item: tuple[str, str, str]) -> tuple[str, str]:
+    """(completion, reference) of one program for the code verifier in stdio mode."""
     import json
 
+    src, stdin, want = item
+    return f"```python\n{src}```\n", json.dumps([{"input": stdin, "output": want}])
+
+
+def call_code_grpc(client, items) -> list[bool]:
     from verifiers.client import VerifyItem
 
-    batch = [VerifyItem("code", f"```python\n{src}```\n", json.dumps([{"input": stdin, "output": want}]),
-                        options={"mode": "stdio"}) for src, stdin, want in items]  # fmt: skip
+    batch = [VerifyItem("code", *code_args(it), options={"mode": "stdio"}) for it in items]
     return [r.reward == 1.0 for r in client.verify_batch(batch)]
 
 
 def call_code_grpc_each(client, pool, items) -> list[bool]:
     """One gRPC Verify per program, as many in flight as /run_code's: the like-for-like baseline."""
-    import json
-
-    def one(item) -> bool:
-        src, stdin, want = item
-        ref = json.dumps([{"input": stdin, "output": want}])
-        return client.verify("code", f"```python\n{src}```\n", ref, options={"mode": "stdio"}).reward == 1.0
-
-    return list(pool.map(one, items))
+    return list(
+        pool.map(lambda it: client.verify("code", *code_args(it), options={"mode": "stdio"}).reward == 1.0, items)
+    )
 
 
 def call_run_code(http, pool, items) -> list[bool]:

@@ -110,7 +110,7 @@ def test_sampled_figures_aggregate_as_make_eval_does():
     assert got["n_samples"] == 6 and got["sampled_ungraded"] == 2
 
 
-# callers of VerifierClient.verify_batch in trainer/ other than trainer/grading.py, to move onto grade_items
+# callers of VerifierClient.verify_batch in trainer/ other than trainer/grading.py (none left)
 PENDING_DIRECT_CALLERS: dict[str, int] = {}
 
 
