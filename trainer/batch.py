@@ -72,7 +72,8 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             refs = [e.reference for e in examples for _ in range(g)]
             prompts = [e.prompt for e in examples for _ in range(g)]
             scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)
-        sample = partial(generate_rollout, model, tokenizer) if backend is None else backend.generate
+        # the policy's own rollouts keep the decode's products for the update's first forward (replay.py)
+        sample = partial(generate_rollout, model, tokenizer, record=True) if backend is None else backend.generate
         ro = sample(
             examples,
             g,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -21,6 +22,7 @@ from torch import Tensor
 from trainer.data import Example, render_prompt
 from trainer.lean_forward import LeanDecoder, lean_supported
 from trainer.overlap import finished_groups
+from trainer.replay import Recording
 
 
 @dataclass
@@ -38,6 +40,8 @@ class Rollout:
     # (N, C) log-prob of each sampled token under the distribution it was drawn from (temperature, top_p
     # applied), recorded while sampling; None where the backend does not record it
     sample_logprobs: Tensor | None = None
+    # the lean decode's matmul products (trainer/replay.py), for the training forward; None if not kept
+    replay: Any = None
 
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
@@ -54,6 +58,7 @@ class Rollout:
             [self.prompts[i] for i in rows],
             [self.references[i] for i in rows],
             None if self.sample_logprobs is None else self.sample_logprobs[idx],
+            self.replay if list(rows) == list(range(len(self))) else None,  # its rows are this rollout's
         )
 
 
@@ -225,13 +230,17 @@ def decode(
     return torch.stack(new, dim=1)  # (N, C)
 
 
-def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, fast_decode: bool, capacity: int):
+def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, fast_decode: bool, capacity: int, record: bool = False):
     """(cache, lean) to decode from: the lean forward where it applies, else an HF cache (None unless shared).
-    ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times."""
+    ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times.
+    ``record``: the lean decoder keeps its matmul products for the training forward (trainer/replay.py)."""
     cache = lean = None
     u_ids, u_mask = ids[:: group_size or 1, :-1], attn[:: group_size or 1, :-1]  # (P_u, P-1)
     if fast_decode and lean_supported(model):
-        lean = LeanDecoder(model, len(u_ids) if group_size else len(ids), capacity)
+        max_new = capacity - ids.shape[1]
+        keep = record and Recording.fits(len(ids), capacity, model, max_new)
+        rec = Recording(model, capacity, max_new) if keep else None
+        lean = LeanDecoder(model, len(u_ids) if group_size else len(ids), capacity, rec)
         if group_size:
             lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, _positions(u_mask))
             lean.repeat_interleave(group_size)
@@ -257,11 +266,14 @@ def _sample_tokens(
     share_prefix: bool,
     fast_decode: bool,
     on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
-) -> tuple[Tensor, Tensor]:
-    """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens and (N, C) the
-    log-prob of each under the distribution it was drawn from."""
+    record: bool = False,
+) -> tuple[Tensor, Tensor, Recording | None]:
+    """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens, (N, C) the
+    log-prob of each under the distribution it was drawn from, and the decode's Recording if ``record``
+    (and the lean decoder ran)."""
     shared = share_prefix and group_size > 1 and ids.shape[1] > 1
-    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, fast_decode, ids.shape[1] + max_new_tokens)
+    capacity = ids.shape[1] + max_new_tokens
+    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, fast_decode, capacity, record)
     if fast_decode and fast_decode_supported(model):
         logps: list[Tensor] = []
         tokens = decode(
@@ -279,7 +291,7 @@ def _sample_tokens(
             logprobs_out=logps,
             lean=lean,
         )
-        return tokens, torch.stack(logps[: tokens.shape[1]], dim=1)
+        return tokens, torch.stack(logps[: tokens.shape[1]], dim=1), None if lean is None else lean.recording
     gen = rollout_generation_config(
         model,
         max_new_tokens=max_new_tokens,
@@ -306,7 +318,7 @@ def _sample_tokens(
         base.generation_config = saved
     tokens = out.sequences[:, ids.shape[1] :]
     logps = [_picked_logprob(sc.float(), tokens[:, t]) for t, sc in enumerate(out.scores)]
-    return tokens, torch.stack(logps, dim=1)
+    return tokens, torch.stack(logps, dim=1), None
 
 
 def generate_rollout(
@@ -323,6 +335,7 @@ def generate_rollout(
     share_prefix: bool = True,
     fast_decode: bool = True,
     on_groups_done: Callable[[list[int], list[str]], None] | None = None,
+    record: bool = False,
 ) -> Rollout:
     """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
 
@@ -331,6 +344,8 @@ def generate_rollout(
     ``fast_decode`` (and a model ``fast_decode_supported`` accepts) the tokens come from ``decode``, else
     from ``model.generate``; both sample from the same distribution. ``on_groups_done(groups, texts)`` gets
     each group's final texts as soon as all its rows produced EOS, while decoding goes on (overlap.py).
+    ``record``: keep the lean decode's matmul products (``Rollout.replay``) so that the training forward
+    at these weights does not recompute them (trainer/replay.py).
     """
     device = next(model.parameters()).device
     texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
@@ -346,7 +361,7 @@ def generate_rollout(
     try:
         # inference_mode, cheaper per op than no_grad; the clone makes a normal tensor for the training forwards
         with torch.inference_mode():
-            completion_ids, sample_logprobs = _sample_tokens(
+            completion_ids, sample_logprobs, recording = _sample_tokens(
                 model,
                 ids,
                 attn,
@@ -360,6 +375,7 @@ def generate_rollout(
                 share_prefix=share_prefix,
                 fast_decode=fast_decode,
                 on_finished=hook,
+                record=record,
             )
         completion_ids = completion_ids.clone()  # (N, C)
         sample_logprobs = sample_logprobs.clone()  # (N, C)
@@ -378,6 +394,7 @@ def generate_rollout(
         [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
         sample_logprobs.masked_fill(mask == 0, 0.0),
+        recording,
     )
 
 

@@ -19,7 +19,8 @@ to 1e-5 against HF's, left padding, grouped-query attention; sampled tokens iden
 (not peft, DDP or FSDP wrappers), float32 weights outside autocast, SiLU MLP, default RoPE, full
 attention in every layer (no sliding window), no module hooks; anything else takes the HF forward.
 The weights are read at construction (build one per rollout: the optimizer changes them in place
-between rollouts, the fused copies do not follow).
+between rollouts, the fused copies do not follow). Given a ``Recording`` (trainer/replay.py) it keeps
+every matmul product it computes, for the update's first training forward.
 """
 
 from __future__ import annotations
@@ -93,11 +94,14 @@ class _Layer:
         self.w_down, self.b_down = mlp.down_proj.weight.t(), mlp.down_proj.bias
 
 
-def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None) -> Tensor:
+def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, keep=None) -> Tensor:
     """RMSNorm(x) @ w (+ b) for (m, H) rows, the norm's scale already folded into ``w``: 1/rms(x) scales
-    each output row after the matmul (the same product, fewer ops than normalising first)."""
+    each output row after the matmul (the same product, fewer ops than normalising first). ``keep(y)``
+    sees the bare product x @ w (a Recording, trainer/replay.py)."""
     r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
     y = torch.mm(x, w)
+    if keep is not None:
+        keep(y)
     return y.mul_(r) if b is None else torch.addcmul(b, y, r)
 
 
@@ -112,7 +116,7 @@ class LeanDecoder:
     values and returns the last position's logits; ``repeat_interleave(g)`` repeats every row g times
     (a group's prompt encoded once for its G completions)."""
 
-    def __init__(self, model, rows: int, capacity: int):
+    def __init__(self, model, rows: int, capacity: int, recording=None):
         cfg, base = model.config, model.model
         att = base.layers[0].self_attn
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
@@ -126,6 +130,7 @@ class LeanDecoder:
         self.rows, self.capacity, self.length = rows, capacity, 0
         self.k: list[Tensor] = []
         self.v: list[Tensor] = []
+        self.recording = recording  # trainer/replay.py: keeps every matmul product for the training forward
 
     def _rope(self, pos: Tensor) -> Tensor:
         """(n, L) positions -> (n, L, 1, D/2) complex rotations scale * (cos + i sin), HF's values."""
@@ -163,8 +168,10 @@ class LeanDecoder:
             shape = (n, hk, self.capacity, d)
             self.k = [h.new_empty(shape) for _ in self.layers]
             self.v = [h.new_empty(shape) for _ in self.layers]
+        rec = self.recording
+        keep = (lambda i, kind: None) if rec is None else (lambda i, kind: rec.keeper(i, kind, n, start, length))
         for i, ly in enumerate(self.layers):
-            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv).view(n, length, hq + 2 * hk, d)
+            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, keep(i, "qkv")).view(n, length, hq + 2 * hk, d)
             pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
             qk = torch.view_as_real(pairs * cis).flatten(-2)  # rotary on q and k: (n, L, hq + hk, d)
             self.k[i][:, :, start:end] = qk[:, :, hq:].transpose(1, 2)
@@ -178,14 +185,27 @@ class LeanDecoder:
                 enable_gqa=hq != hk,
             )
             h = _add_mm(h, a.transpose(1, 2).reshape(n * length, hq * d), ly.w_o, ly.b_o)
-            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu).chunk(2, dim=-1)
+            if rec is not None:
+                rec.keeper(i, "attn_out", n, start, length)(h)
+            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, keep(i, "gate_up")).chunk(2, dim=-1)
             h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down)
+            if rec is not None:
+                rec.keeper(i, "mlp_out", n, start, length)(h)
         self.length = end
         last = h.view(n, length, -1)[:, -1]  # (n, H)
-        return _norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias)  # (n, V)
+        return _norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias, None if rec is None else rec.keep_logits)
 
     def repeat_interleave(self, g: int) -> None:
         """Every row (and its cache) repeated g times in place: rows r*g .. r*g+g-1 are row r."""
-        self.k = [k.repeat_interleave(g, dim=0) for k in self.k]
-        self.v = [v.repeat_interleave(g, dim=0) for v in self.v]
+        self.k = [self._repeat(k, g) for k in self.k]
+        self.v = [self._repeat(v, g) for v in self.v]
         self.rows *= g
+        if self.recording is not None:
+            self.recording.repeat(g, self.length)
+
+    def _repeat(self, cache: Tensor, g: int) -> Tensor:
+        """(rows, hk, capacity, d) -> (rows*g, hk, capacity, d), copying only the filled positions."""
+        rows, hk, cap, d = cache.shape
+        out = cache.new_empty(rows * g, hk, cap, d)
+        out.view(rows, g, hk, cap, d)[:, :, :, : self.length] = cache[:, None, :, : self.length]
+        return out

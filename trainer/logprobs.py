@@ -8,6 +8,7 @@ from torch import Tensor
 
 from trainer.decode import Rollout, _new_cache, _positions
 from trainer.loss import token_entropy, token_logprobs
+from trainer.replay import replay_logits
 
 
 def completion_logprobs(
@@ -29,14 +30,16 @@ def completion_logprobs(
     idx = torch.arange(len(rollout), device=rollout.prompt_ids.device) if rows is None else rows
     if isinstance(idx, slice):
         idx = torch.arange(len(rollout), device=rollout.prompt_ids.device)[idx]
-    if group_size > 1 and rollout.completion_ids.shape[1] > 1 and whole_groups(idx, group_size):
+    c = rollout.completion_ids.shape[1]
+    if rollout.replay is not None and c > 1 and rollout.replay.usable(model, idx, c):
+        logits = replay_logits(model, rollout, idx)  # the decode's products: trainer/replay.py
+    elif group_size > 1 and c > 1 and whole_groups(idx, group_size):
         logits = _shared_prefix_logits(model, rollout, idx, group_size)
     else:
         prompt_mask = rollout.prompt_mask[idx]  # (n, P)
         start = int((prompt_mask.sum(0) == 0).sum())  # leading all-padding columns (left padding)
         ids = torch.cat([rollout.prompt_ids[idx][:, start:], rollout.completion_ids[idx]], dim=1)  # (n, P'+C)
         attn = torch.cat([prompt_mask[:, start:], rollout.completion_mask[idx]], dim=1)  # (n, P'+C)
-        c = rollout.completion_ids.shape[1]
         out = model(input_ids=ids, attention_mask=attn, position_ids=_positions(attn), logits_to_keep=c + 1)
         logits = out.logits[:, :-1]  # (n, C, V): position t predicts completion token t
     logp = token_logprobs(logits, rollout.completion_ids[idx], temperature)  # (n, C)

@@ -49,6 +49,7 @@ from trainer.metrics import MetricsLogger
 from trainer.policy import (
     autocast_dtype,
     forward_context,
+    keep_freed_cpu_memory,
     load_policy,
     make_optimizer,
     make_reference,
@@ -123,7 +124,10 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     verifier client (benchmarks). Returns {"model", "tokenizer", "run_dir", "checkpoint", "metrics"}."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    ctx = distributed.setup(pick_device(cfg.device))  # torchrun: join the job (a no-op for one process)
+    device = pick_device(cfg.device)
+    if device.type == "cpu":
+        keep_freed_cpu_memory()  # activations reuse freed memory instead of faulting in fresh pages each step
+    ctx = distributed.setup(device)  # torchrun: join the job (a no-op for one process)
     if ctx.active:
         distributed.check_batch(cfg.prompts_per_step, ctx)  # before anything loads
         cfg = cfg.model_copy(update={"device": distributed.rank_device(cfg.device, ctx)})

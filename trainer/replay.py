@@ -1,0 +1,227 @@
+"""The training forward without its matmuls: the decode already computed them.
+
+At mu == 1 (and on the first minibatch of any update) the policy that takes the gradient step is the
+policy that sampled the rollout, so the training forward recomputes, position by position, the products
+the lean decode (trainer/lean_forward.py) computed while sampling. A ``Recording`` keeps them: for each
+layer the bare q/k/v and gate/up products (before the RMSNorm's 1/rms scale), the residual stream after
+attention and after the MLP, and the bare logits each token was drawn from. ``replay_logits`` then runs
+the forward with autograd, where every matmul is an autograd function whose forward returns the recorded
+product and whose backward is the matmul's (dx = dy w^T, dw = x^T dy); the norms, rotary, attention and
+SiLU are recomputed, so autograd sees the whole graph. The gradient is the one of the ordinary forward
+up to float rounding (tests/test_replay.py: log-probs to 1e-5 and every parameter's gradient to 1e-5
+relative, against the HF model's own forward), for about a third of its cost on a CPU.
+
+It applies only where it is exact: the recording's model object, every parameter unchanged since the
+rollout (their version counters), gradients on, no autocast, whole groups when the prompt was shared.
+Anything else (a stale recording, a DDP/FSDP wrapper, rows from two rollouts) takes the ordinary forward.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from trainer.lean_forward import _Layer
+
+MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
+
+
+def _versions(model) -> tuple[int, ...]:
+    return tuple(p._version for p in model.parameters())
+
+
+def _normal_empty(like: Tensor, rows: int, positions: int) -> Tensor:
+    """An empty (rows, positions, width) buffer that autograd may use later: the decode runs under
+    inference_mode, whose own tensors cannot be saved for backward (writing into this one there is fine)."""
+    with torch.inference_mode(False):
+        return like.new_empty(rows, positions, like.shape[-1])
+
+
+class Recording:
+    """What one lean decode computed, by layer and position: ``head`` (rows before the prompt was
+    repeated G times, positions [0, split)) and ``tail`` (all rows, positions [split, end)), each a list
+    per layer of {kind: (rows, positions, width)}; ``logits`` (N, steps, V) the bare products the tokens
+    were drawn from."""
+
+    def __init__(self, model, capacity: int, max_new_tokens: int):
+        self.model, self.versions = model, _versions(model)
+        self.max_new = max_new_tokens
+        self.capacity = capacity - 1  # positions fed: the last sampled token never is
+        self.head: list[dict[str, Tensor]] = []
+        self.tail: list[dict[str, Tensor]] = []
+        self.split, self.group = 0, 0
+        self.logits: Tensor | None = None
+        self.steps = 0
+
+    @staticmethod
+    def fits(rows: int, capacity: int, model, max_new_tokens: int) -> bool:
+        cfg = model.config
+        hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        qkv = (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * hd
+        per_pos = cfg.num_hidden_layers * (qkv + 2 * cfg.intermediate_size + 2 * cfg.hidden_size)
+        return 4 * rows * (capacity * per_pos + max_new_tokens * cfg.vocab_size) <= MAX_BYTES
+
+    def keeper(self, layer: int, kind: str, n: int, start: int, length: int):
+        """A function that stores (n*length, width) products at positions [start, start+length)."""
+
+        def keep(y: Tensor) -> None:
+            while len(self.tail) <= layer:
+                self.tail.append({})
+            buf = self.tail[layer].get(kind)
+            if buf is None:
+                buf = _normal_empty(y, n, self.capacity - self.split)
+                self.tail[layer][kind] = buf
+            buf[:, start - self.split : start - self.split + length] = y.view(n, length, -1)
+
+        return keep
+
+    def keep_logits(self, y: Tensor) -> None:
+        if self.logits is None:
+            self.logits = _normal_empty(y, y.shape[0], self.max_new)
+        if self.steps < self.max_new:
+            self.logits[:, self.steps] = y
+        self.steps += 1
+
+    def repeat(self, g: int, length: int) -> None:
+        """The decoder repeated its rows g times after ``length`` positions: those become the head."""
+        self.head = [{k: v[:, :length] for k, v in layer.items()} for layer in self.tail]
+        self.tail, self.split, self.group = [], length, g
+        self.logits, self.steps = None, 0  # the prefill's last logits are not sampled from
+
+    def usable(self, model, rows: Tensor, completion_len: int) -> bool:
+        g = self.group or 1
+        return (
+            model is self.model
+            and torch.is_grad_enabled()
+            and not torch.is_autocast_enabled(rows.device.type)
+            and self.steps == completion_len
+            and rows.numel() % g == 0
+            and bool((rows.view(-1, g) - rows.view(-1, g)[:, :1] == torch.arange(g, device=rows.device)).all())
+            and bool((rows.view(-1, g)[:, 0] % g == 0).all())
+            and _versions(model) == self.versions
+        )
+
+
+class _Residual(torch.autograd.Function):
+    """h + x @ w (+ b), taken from a recording; the backward is the residual add's and the matmul's."""
+
+    @staticmethod
+    def forward(ctx, h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, recorded: Tensor) -> Tensor:
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = b is not None
+        return recorded
+
+    @staticmethod
+    def backward(ctx, dy: Tensor):
+        x, w = ctx.saved_tensors
+        dx = dy @ w.t() if ctx.needs_input_grad[1] else None
+        dw = x.t() @ dy if ctx.needs_input_grad[2] else None
+        db = dy.sum(0) if ctx.has_bias and ctx.needs_input_grad[3] else None
+        return dy, dx, dw, db, None
+
+
+class _NormProduct(torch.autograd.Function):
+    """RMSNorm(x) @ w (+ b), the norm's scale folded into ``w`` (the lean decoder's _norm_mm), with x @ w
+    taken from a recording: the forward scales it by 1/rms(x); the backward is the normalised matmul's,
+    computed on the narrow side (x normalised, (m, H)) so that no elementwise op touches the wide output."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, w: Tensor, b: Tensor | None, recorded: Tensor, eps: float) -> Tensor:
+        r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
+        ctx.save_for_backward(x, w, r)
+        ctx.has_bias = b is not None
+        return recorded * r if b is None else torch.addcmul(b, recorded, r)
+
+    @staticmethod
+    def backward(ctx, dy: Tensor):
+        x, w, r = ctx.saved_tensors
+        xn = x * r  # RMSNorm(x) without its scale (folded into w)
+        dw = xn.t() @ dy if ctx.needs_input_grad[1] else None
+        db = dy.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        dx = None
+        if ctx.needs_input_grad[0]:
+            dxn = dy @ w.t()
+            dx = r * (dxn - xn * (dxn * xn).mean(-1, keepdim=True))  # through 1/rms(x)
+        return dx, dw, db, None, None
+
+
+def _pick(buf: Tensor, rows: Tensor | None, length: int) -> Tensor:
+    """(R, positions, w) recorded -> (len(rows) * length, w) for the selected rows (None: all)."""
+    sel = buf[:, :length] if rows is None else buf[rows, :length]
+    return sel.reshape(-1, buf.shape[-1])
+
+
+def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
+    """One forward over (m, L) tokens with autograd, products from ``rec_layers``; returns the last
+    layer's (m*L, H) output and each layer's (k, v) (m, hk, S, d), ``past`` prepended."""
+    m, length = ids.shape
+    hq, hk, d = dec.heads, dec.kv_heads, dec.head_dim
+    h = F.embedding(ids.reshape(-1), dec.embed, padding_idx=dec.padding_idx)  # nn.Embedding's gradient
+    cis = dec._rope(pos)
+    kv = []
+    for i, ly in enumerate(layers):
+        r = rec_layers[i]
+        qkv = _NormProduct.apply(h, ly.w_qkv, ly.b_qkv, _pick(r["qkv"], rows, length), ly.eps1)
+        qkv = qkv.view(m, length, hq + 2 * hk, d)
+        pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
+        qk = torch.view_as_real(pairs * cis).flatten(-2)
+        k, v = qk[:, :, hq:].transpose(1, 2), qkv[:, :, hq + hk :].transpose(1, 2)
+        if past is not None:
+            k, v = torch.cat([past[i][0], k], dim=2), torch.cat([past[i][1], v], dim=2)
+        kv.append((k, v))
+        a = F.scaled_dot_product_attention(
+            qk[:, :, :hq].transpose(1, 2), k, v, attn_mask=mask, scale=dec.scaling, enable_gqa=hq != hk
+        )
+        a = a.transpose(1, 2).reshape(m * length, hq * d)
+        h = _Residual.apply(h, a, ly.w_o, ly.b_o, _pick(r["attn_out"], rows, length))
+        gate, up = _NormProduct.apply(h, ly.w_gu, ly.b_gu, _pick(r["gate_up"], rows, length), ly.eps2).chunk(2, dim=-1)
+        h = _Residual.apply(h, F.silu(gate) * up, ly.w_down, ly.b_down, _pick(r["mlp_out"], rows, length))
+    return h, kv
+
+
+def _mask(key_mask: Tensor, start: int, length: int) -> Tensor:
+    """(m, S) keys (cached + new) -> boolean (m, 1, L, S): causal, padded keys off, each query sees itself."""
+    end = key_mask.shape[1]
+    q_pos = torch.arange(start, start + length, device=key_mask.device)[:, None]
+    k_pos = torch.arange(end, device=key_mask.device)[None, :]
+    return (((k_pos <= q_pos)[None] & (key_mask[:, None, :] != 0)) | (k_pos == q_pos)[None])[:, None]
+
+
+def replay_logits(model, rollout, rows: Tensor) -> Tensor:
+    """(n, C, V) logits of the completions of ``rows`` (whole groups), with autograd, from the rollout's
+    recording (``Recording.usable`` said yes)."""
+    from trainer.decode import _positions
+    from trainer.lean_forward import LeanDecoder
+
+    rec: Recording = rollout.replay
+    dec = LeanDecoder.__new__(LeanDecoder)  # only its shapes, rope and embedding: weights come next
+    base = model.model
+    att = base.layers[0].self_attn
+    dec.heads, dec.kv_heads = model.config.num_attention_heads, model.config.num_key_value_heads
+    dec.head_dim, dec.scaling = att.head_dim, att.scaling
+    dec.embed, dec.inv_freq = base.embed_tokens.weight, base.rotary_emb.inv_freq.float()
+    dec.padding_idx = base.embed_tokens.padding_idx
+    dec.rope_scale = base.rotary_emb.attention_scaling
+    layers = [_Layer(layer, dec.heads, dec.kv_heads, dec.head_dim) for layer in base.layers]  # under autograd
+    n, c = rows.numel(), rollout.completion_ids.shape[1]
+    all_rows = n == len(rollout) and bool((rows == torch.arange(n, device=rows.device)).all())
+    pick = None if all_rows else rows
+    ids = torch.cat([rollout.prompt_ids[rows], rollout.completion_ids[rows][:, : c - 1]], dim=1)  # what was fed
+    p_mask = rollout.prompt_mask[rows]
+    key_mask = torch.cat([p_mask, p_mask.new_ones(n, c - 1)], dim=1)
+    pos = torch.cat([_positions(p_mask), _positions(p_mask)[:, -1:] + torch.arange(1, c, device=rows.device)], 1)
+    split, past = rec.split, None
+    if split:
+        g = rec.group
+        head_rows = None if all_rows else rows.view(-1, g)[:, 0] // g  # the recording's head rows
+        mask = _mask(key_mask[::g, :split], 0, split)
+        _, kv = _pass(dec, layers, ids[::g, :split], pos[::g, :split], mask, rec.head, head_rows, None)
+        past = [(k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)) for k, v in kv]
+    length = ids.shape[1] - split
+    h, _ = _pass(dec, layers, ids[:, split:], pos[:, split:], _mask(key_mask, split, length), rec.tail, pick, past)
+    p = rollout.prompt_ids.shape[1]
+    last = h.view(n, length, -1)[:, p - 1 - split :].reshape(n * c, -1)  # positions whose logits were sampled
+    w_lm = (model.lm_head.weight * base.norm.weight).t()
+    eps = base.norm.variance_epsilon
+    return _NormProduct.apply(last, w_lm, model.lm_head.bias, _pick(rec.logits, pick, c), eps).view(n, c, -1)
