@@ -94,20 +94,21 @@ class _Layer:
         self.w_down, self.b_down = mlp.down_proj.weight.t(), mlp.down_proj.bias
 
 
-def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, keep=None) -> Tensor:
+def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
     """RMSNorm(x) @ w (+ b) for (m, H) rows, the norm's scale already folded into ``w``: 1/rms(x) scales
-    each output row after the matmul (the same product, fewer ops than normalising first). ``keep(y)``
-    sees the bare product x @ w (a Recording, trainer/replay.py)."""
+    each output row after the matmul (the same product, fewer ops than normalising first). ``out``
+    receives the bare product x @ w, which is then kept (a Recording's buffer, trainer/replay.py)."""
     r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
-    y = torch.mm(x, w)
-    if keep is not None:
-        keep(y)
-    return y.mul_(r) if b is None else torch.addcmul(b, y, r)
+    if out is None:
+        y = torch.mm(x, w)
+        return y.mul_(r) if b is None else torch.addcmul(b, y, r)
+    y = torch.mm(x, w, out=out)
+    return y * r if b is None else torch.addcmul(b, y, r)
 
 
-def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    """The residual stream plus a projection, h + x @ w (+ b), the add fused into the matmul."""
-    out = torch.addmm(h, x, w)
+def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
+    """The residual stream plus a projection, h + x @ w (+ b), the add fused into the matmul (into ``out``)."""
+    out = torch.addmm(h, x, w) if out is None else torch.addmm(h, x, w, out=out)
     return out if b is None else out.add_(b)
 
 
@@ -169,9 +170,14 @@ class LeanDecoder:
             self.k = [h.new_empty(shape) for _ in self.layers]
             self.v = [h.new_empty(shape) for _ in self.layers]
         rec = self.recording
-        keep = (lambda i, kind: None) if rec is None else (lambda i, kind: rec.keeper(i, kind, n, start, length))
+        dest = (
+            (lambda i, kind, width: None)
+            if rec is None
+            else (lambda i, kind, width: rec.product(i, kind, n, start, length, width, h))
+        )
         for i, ly in enumerate(self.layers):
-            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, keep(i, "qkv")).view(n, length, hq + 2 * hk, d)
+            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, dest(i, "qkv", ly.w_qkv.shape[1]))
+            qkv = qkv.view(n, length, hq + 2 * hk, d)
             pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
             qk = torch.view_as_real(pairs * cis).flatten(-2)  # rotary on q and k: (n, L, hq + hk, d)
             self.k[i][:, :, start:end] = qk[:, :, hq:].transpose(1, 2)
@@ -184,16 +190,17 @@ class LeanDecoder:
                 scale=self.scaling,
                 enable_gqa=hq != hk,
             )
-            h = _add_mm(h, a.transpose(1, 2).reshape(n * length, hq * d), ly.w_o, ly.b_o)
-            if rec is not None:
-                rec.keeper(i, "attn_out", n, start, length)(h)
-            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, keep(i, "gate_up")).chunk(2, dim=-1)
-            h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down)
-            if rec is not None:
-                rec.keeper(i, "mlp_out", n, start, length)(h)
+            a = a.transpose(1, 2).reshape(n * length, hq * d)
+            h = _add_mm(h, a, ly.w_o, ly.b_o, dest(i, "attn_out", h.shape[1]))
+            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, dest(i, "gate_up", ly.w_gu.shape[1])).chunk(2, dim=-1)
+            h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down, dest(i, "mlp_out", h.shape[1]))
         self.length = end
         last = h.view(n, length, -1)[:, -1]  # (n, H)
-        return _norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias, None if rec is None else rec.keep_logits)
+        logits_out = None if rec is None else rec.logits_product(n, self.lm_head.shape[1], h)
+        logits = _norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias, logits_out)  # (n, V)
+        if rec is not None:
+            rec.flush()
+        return logits
 
     def repeat_interleave(self, g: int) -> None:
         """Every row (and its cache) repeated g times in place: rows r*g .. r*g+g-1 are row r."""

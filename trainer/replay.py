@@ -31,17 +31,18 @@ def _versions(model) -> tuple[int, ...]:
     return tuple(p._version for p in model.parameters())
 
 
-def _normal_empty(like: Tensor, rows: int, positions: int) -> Tensor:
-    """An empty (rows, positions, width) buffer that autograd may use later: the decode runs under
-    inference_mode, whose own tensors cannot be saved for backward (writing into this one there is fine)."""
+def _normal_empty(like: Tensor, *shape: int) -> Tensor:
+    """An empty buffer that autograd may use later: the decode runs under inference_mode, whose own
+    tensors cannot be saved for backward (writing into this one there is fine)."""
     with torch.inference_mode(False):
-        return like.new_empty(rows, positions, like.shape[-1])
+        return like.new_empty(shape)
 
 
 class Recording:
-    """What one lean decode computed, by layer and position: ``head`` (rows before the prompt was
-    repeated G times, positions [0, split)) and ``tail`` (all rows, positions [split, end)), each a list
-    per layer of {kind: (rows, positions, width)}; ``logits`` (N, steps, V) the bare products the tokens
+    """What one lean decode computed, by layer and position, position-major (so that one token per row
+    is one contiguous (rows, width) block the matmul writes into): ``head`` (positions [0, split), the rows
+    before the prompt was repeated G times) and ``tail`` (all rows, positions [split, end)), each a list
+    per layer of {kind: (positions, rows, width)}; ``logits`` (steps, N, V) the bare products the tokens
     were drawn from."""
 
     def __init__(self, model, capacity: int, max_new_tokens: int):
@@ -53,6 +54,7 @@ class Recording:
         self.split, self.group = 0, 0
         self.logits: Tensor | None = None
         self.steps = 0
+        self._pending: list[tuple[Tensor, Tensor, int, int]] = []
 
     @staticmethod
     def fits(rows: int, capacity: int, model, max_new_tokens: int) -> bool:
@@ -62,30 +64,36 @@ class Recording:
         per_pos = cfg.num_hidden_layers * (qkv + 2 * cfg.intermediate_size + 2 * cfg.hidden_size)
         return 4 * rows * (capacity * per_pos + max_new_tokens * cfg.vocab_size) <= MAX_BYTES
 
-    def keeper(self, layer: int, kind: str, n: int, start: int, length: int):
-        """A function that stores (n*length, width) products at positions [start, start+length)."""
+    def product(self, layer: int, kind: str, n: int, start: int, length: int, width: int, like: Tensor) -> Tensor:
+        """Where the decoder writes a (n*length, width) product for positions [start, start+length): the
+        buffer itself for one token per row, else a scratch tensor copied in by ``flush``."""
+        while len(self.tail) <= layer:
+            self.tail.append({})
+        buf = self.tail[layer].get(kind)
+        if buf is None:
+            buf = self.tail[layer][kind] = _normal_empty(like, self.capacity - self.split, n, width)
+        at = start - self.split
+        if length == 1:
+            return buf[at]
+        scratch = like.new_empty(n * length, width)
+        self._pending.append((buf, scratch, at, length))
+        return scratch
 
-        def keep(y: Tensor) -> None:
-            while len(self.tail) <= layer:
-                self.tail.append({})
-            buf = self.tail[layer].get(kind)
-            if buf is None:
-                buf = _normal_empty(y, n, self.capacity - self.split)
-                self.tail[layer][kind] = buf
-            buf[:, start - self.split : start - self.split + length] = y.view(n, length, -1)
-
-        return keep
-
-    def keep_logits(self, y: Tensor) -> None:
+    def logits_product(self, n: int, vocab: int, like: Tensor) -> Tensor:
         if self.logits is None:
-            self.logits = _normal_empty(y, y.shape[0], self.max_new)
-        if self.steps < self.max_new:
-            self.logits[:, self.steps] = y
+            self.logits = _normal_empty(like, self.max_new, n, vocab)
         self.steps += 1
+        return self.logits[self.steps - 1]
+
+    def flush(self) -> None:
+        """Copy the scratch products of a multi-token forward into their (positions, rows) place."""
+        for buf, scratch, at, length in self._pending:
+            buf[at : at + length] = scratch.view(-1, length, buf.shape[-1]).transpose(0, 1)
+        self._pending = []
 
     def repeat(self, g: int, length: int) -> None:
         """The decoder repeated its rows g times after ``length`` positions: those become the head."""
-        self.head = [{k: v[:, :length] for k, v in layer.items()} for layer in self.tail]
+        self.head = [{k: v[:length] for k, v in layer.items()} for layer in self.tail]
         self.tail, self.split, self.group = [], length, g
         self.logits, self.steps = None, 0  # the prefill's last logits are not sampled from
 
@@ -147,35 +155,36 @@ class _NormProduct(torch.autograd.Function):
 
 
 def _pick(buf: Tensor, rows: Tensor | None, length: int) -> Tensor:
-    """(R, positions, w) recorded -> (len(rows) * length, w) for the selected rows (None: all)."""
-    sel = buf[:, :length] if rows is None else buf[rows, :length]
+    """(positions, R, w) recorded -> (length * len(rows), w), position-major, for the selected rows."""
+    sel = buf[:length] if rows is None else buf[:length, rows]
     return sel.reshape(-1, buf.shape[-1])
 
 
 def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
-    """One forward over (m, L) tokens with autograd, products from ``rec_layers``; returns the last
-    layer's (m*L, H) output and each layer's (k, v) (m, hk, S, d), ``past`` prepended."""
+    """One forward over (m, L) tokens with autograd, products from ``rec_layers``, in the recording's
+    position-major row order; returns the last layer's (L*m, H) output and each layer's (k, v)
+    (m, hk, S, d), ``past`` prepended."""
     m, length = ids.shape
     hq, hk, d = dec.heads, dec.kv_heads, dec.head_dim
-    h = F.embedding(ids.reshape(-1), dec.embed, padding_idx=dec.padding_idx)  # nn.Embedding's gradient
-    cis = dec._rope(pos)
+    h = F.embedding(ids.t().reshape(-1), dec.embed, padding_idx=dec.padding_idx)  # nn.Embedding's gradient
+    cis = dec._rope(pos.t())  # (L, m, 1, D/2)
     kv = []
     for i, ly in enumerate(layers):
         r = rec_layers[i]
         qkv = _NormProduct.apply(h, ly.w_qkv, ly.b_qkv, _pick(r["qkv"], rows, length), ly.eps1)
-        qkv = qkv.view(m, length, hq + 2 * hk, d)
+        qkv = qkv.view(length, m, hq + 2 * hk, d)
         pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
-        qk = torch.view_as_real(pairs * cis).flatten(-2)
-        k, v = qk[:, :, hq:].transpose(1, 2), qkv[:, :, hq + hk :].transpose(1, 2)
+        qk = torch.view_as_real(pairs * cis).flatten(-2)  # (L, m, hq + hk, d)
+        k, v = qk[:, :, hq:].permute(1, 2, 0, 3), qkv[:, :, hq + hk :].permute(1, 2, 0, 3)  # (m, hk, L, d)
         if past is not None:
             k, v = torch.cat([past[i][0], k], dim=2), torch.cat([past[i][1], v], dim=2)
         kv.append((k, v))
-        a = F.scaled_dot_product_attention(
-            qk[:, :, :hq].transpose(1, 2), k, v, attn_mask=mask, scale=dec.scaling, enable_gqa=hq != hk
-        )
-        a = a.transpose(1, 2).reshape(m * length, hq * d)
+        q = qk[:, :, :hq].permute(1, 2, 0, 3)  # (m, hq, L, d)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=dec.scaling, enable_gqa=hq != hk)
+        a = a.permute(2, 0, 1, 3).reshape(length * m, hq * d)
         h = _Residual.apply(h, a, ly.w_o, ly.b_o, _pick(r["attn_out"], rows, length))
-        gate, up = _NormProduct.apply(h, ly.w_gu, ly.b_gu, _pick(r["gate_up"], rows, length), ly.eps2).chunk(2, dim=-1)
+        gu = _NormProduct.apply(h, ly.w_gu, ly.b_gu, _pick(r["gate_up"], rows, length), ly.eps2)
+        gate, up = gu.chunk(2, dim=-1)
         h = _Residual.apply(h, F.silu(gate) * up, ly.w_down, ly.b_down, _pick(r["mlp_out"], rows, length))
     return h, kv
 
@@ -221,7 +230,8 @@ def replay_logits(model, rollout, rows: Tensor) -> Tensor:
     length = ids.shape[1] - split
     h, _ = _pass(dec, layers, ids[:, split:], pos[:, split:], _mask(key_mask, split, length), rec.tail, pick, past)
     p = rollout.prompt_ids.shape[1]
-    last = h.view(n, length, -1)[:, p - 1 - split :].reshape(n * c, -1)  # positions whose logits were sampled
+    last = h.view(length, n, -1)[p - 1 - split :].reshape(c * n, -1)  # positions whose logits were sampled
     w_lm = (model.lm_head.weight * base.norm.weight).t()
     eps = base.norm.variance_epsilon
-    return _NormProduct.apply(last, w_lm, model.lm_head.bias, _pick(rec.logits, pick, c), eps).view(n, c, -1)
+    logits = _NormProduct.apply(last, w_lm, model.lm_head.bias, _pick(rec.logits, pick, c), eps)
+    return logits.view(c, n, -1).transpose(0, 1)  # (n, C, V)
