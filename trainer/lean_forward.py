@@ -19,8 +19,9 @@ to 1e-5 against HF's, left padding, grouped-query attention; sampled tokens iden
 (not peft, DDP or FSDP wrappers), float32 weights outside autocast, SiLU MLP, default RoPE, full
 attention in every layer (no sliding window), no module hooks; anything else takes the HF forward.
 The weights are read at construction (build one per rollout: the optimizer changes them in place
-between rollouts, the fused copies do not follow). Given a ``Recording`` (trainer/replay.py) it keeps
-every matmul product it computes, for the update's first training forward.
+between rollouts, the fused copies do not follow). Given a ``Recording`` (trainer/replay.py) it writes
+the outputs of its matmul steps (q/k/v, attention output + residual, gate/up, MLP output + residual,
+logits) there, for the update's first training forward.
 """
 
 from __future__ import annotations
@@ -96,14 +97,13 @@ class _Layer:
 
 def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
     """RMSNorm(x) @ w (+ b) for (m, H) rows, the norm's scale already folded into ``w``: 1/rms(x) scales
-    each output row after the matmul (the same product, fewer ops than normalising first). ``out``
-    receives the bare product x @ w, which is then kept (a Recording's buffer, trainer/replay.py)."""
+    each output row after the matmul (the same product, fewer ops than normalising first). The result
+    goes into ``out`` when given (a Recording's buffer, trainer/replay.py)."""
     r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
+    y = torch.mm(x, w)
     if out is None:
-        y = torch.mm(x, w)
         return y.mul_(r) if b is None else torch.addcmul(b, y, r)
-    y = torch.mm(x, w, out=out)
-    return y * r if b is None else torch.addcmul(b, y, r)
+    return torch.mul(y, r, out=out) if b is None else torch.addcmul(b, y, r, out=out)
 
 
 def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
@@ -131,7 +131,9 @@ class LeanDecoder:
         self.rows, self.capacity, self.length = rows, capacity, 0
         self.k: list[Tensor] = []
         self.v: list[Tensor] = []
-        self.recording = recording  # trainer/replay.py: keeps every matmul product for the training forward
+        self.recording = recording  # trainer/replay.py: keeps every layer's outputs for the training forward
+        ly = self.layers[0]
+        self.widths = (ly.w_qkv.shape[1], ly.w_o.shape[1], ly.w_gu.shape[1], ly.w_down.shape[1])
 
     def _rope(self, pos: Tensor) -> Tensor:
         """(n, L) positions -> (n, L, 1, D/2) complex rotations scale * (cos + i sin), HF's values."""
@@ -170,13 +172,10 @@ class LeanDecoder:
             self.k = [h.new_empty(shape) for _ in self.layers]
             self.v = [h.new_empty(shape) for _ in self.layers]
         rec = self.recording
-        dest = (
-            (lambda i, kind, width: None)
-            if rec is None
-            else (lambda i, kind, width: rec.product(i, kind, n, start, length, width, h))
-        )
+        slots = [(None,) * 4] * len(self.layers) if rec is None else rec.slots(n, start, length, h, self.widths)
         for i, ly in enumerate(self.layers):
-            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, dest(i, "qkv", ly.w_qkv.shape[1]))
+            s_qkv, s_attn, s_gu, s_mlp = slots[i]  # where the outputs go when recording (else None)
+            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, s_qkv)
             qkv = qkv.view(n, length, hq + 2 * hk, d)
             pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
             qk = torch.view_as_real(pairs * cis).flatten(-2)  # rotary on q and k: (n, L, hq + hk, d)
@@ -191,9 +190,9 @@ class LeanDecoder:
                 enable_gqa=hq != hk,
             )
             a = a.transpose(1, 2).reshape(n * length, hq * d)
-            h = _add_mm(h, a, ly.w_o, ly.b_o, dest(i, "attn_out", h.shape[1]))
-            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, dest(i, "gate_up", ly.w_gu.shape[1])).chunk(2, dim=-1)
-            h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down, dest(i, "mlp_out", h.shape[1]))
+            h = _add_mm(h, a, ly.w_o, ly.b_o, s_attn)
+            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, s_gu).chunk(2, dim=-1)
+            h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down, s_mlp)
         self.length = end
         last = h.view(n, length, -1)[:, -1]  # (n, H)
         logits_out = None if rec is None else rec.logits_product(n, self.lm_head.shape[1], h)

@@ -1,15 +1,15 @@
 """The training forward without its matmuls: the decode already computed them.
 
 At mu == 1 (and on the first minibatch of any update) the policy that takes the gradient step is the
-policy that sampled the rollout, so the training forward recomputes, position by position, the products
-the lean decode (trainer/lean_forward.py) computed while sampling. A ``Recording`` keeps them: for each
-layer the bare q/k/v and gate/up products (before the RMSNorm's 1/rms scale), the residual stream after
-attention and after the MLP, and the bare logits each token was drawn from. ``replay_logits`` then runs
-the forward with autograd, where every matmul is an autograd function whose forward returns the recorded
-product and whose backward is the matmul's (dx = dy w^T, dw = x^T dy); the norms, rotary, attention and
-SiLU are recomputed, so autograd sees the whole graph. The gradient is the one of the ordinary forward
-up to float rounding (tests/test_replay.py: log-probs to 1e-5 and every parameter's gradient to 1e-5
-relative, against the HF model's own forward), for about a third of its cost on a CPU.
+policy that sampled the rollout, so the training forward recomputes, position by position, what the lean
+decode (trainer/lean_forward.py) computed while sampling. A ``Recording`` keeps it: for each layer the
+output of each matmul step (q/k/v after the RMSNorm, the residual stream after attention, gate/up after
+the RMSNorm, the residual stream after the MLP) and the logits each token was drawn from. ``replay_logits``
+then runs the forward with autograd, where every matmul step is an autograd function whose forward
+returns the recorded output and whose backward is the step's own (dx = dy w^T, dw = x^T dy, through the
+RMSNorm on the narrow side); rotary, attention and SiLU are recomputed, so autograd sees the whole graph.
+The gradient is the one of the ordinary forward up to float rounding (tests/test_replay.py: log-probs to
+1e-5 and every parameter's gradient to 1e-5 relative, against the HF model's own forward).
 
 It applies only where it is exact: the recording's model object, every parameter unchanged since the
 rollout (their version counters), gradients on, no autocast, whole groups when the prompt was shared.
@@ -25,6 +25,7 @@ from torch import Tensor
 from trainer.lean_forward import _Layer
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
+KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order
 
 
 def _versions(model) -> tuple[int, ...]:
@@ -42,11 +43,12 @@ class Recording:
     """What one lean decode computed, by layer and position, position-major (so that one token per row
     is one contiguous (rows, width) block the matmul writes into): ``head`` (positions [0, split), the rows
     before the prompt was repeated G times) and ``tail`` (all rows, positions [split, end)), each a list
-    per layer of {kind: (positions, rows, width)}; ``logits`` (steps, N, V) the bare products the tokens
-    were drawn from."""
+    per layer of {kind: (positions, rows, width)}; ``logits`` (steps, N, V) the logits the tokens were
+    drawn from."""
 
     def __init__(self, model, capacity: int, max_new_tokens: int):
         self.model, self.versions = model, _versions(model)
+        self.layers = model.config.num_hidden_layers
         self.max_new = max_new_tokens
         self.capacity = capacity - 1  # positions fed: the last sampled token never is
         self.head: list[dict[str, Tensor]] = []
@@ -64,20 +66,24 @@ class Recording:
         per_pos = cfg.num_hidden_layers * (qkv + 2 * cfg.intermediate_size + 2 * cfg.hidden_size)
         return 4 * rows * (capacity * per_pos + max_new_tokens * cfg.vocab_size) <= MAX_BYTES
 
-    def product(self, layer: int, kind: str, n: int, start: int, length: int, width: int, like: Tensor) -> Tensor:
-        """Where the decoder writes a (n*length, width) product for positions [start, start+length): the
-        buffer itself for one token per row, else a scratch tensor copied in by ``flush``."""
-        while len(self.tail) <= layer:
-            self.tail.append({})
-        buf = self.tail[layer].get(kind)
-        if buf is None:
-            buf = self.tail[layer][kind] = _normal_empty(like, self.capacity - self.split, n, width)
+    def slots(self, n: int, start: int, length: int, like: Tensor, widths: tuple[int, ...]) -> list[tuple]:
+        """Per layer, where the decoder writes its (n*length, width) outputs (q/k/v, attention output,
+        gate/up, MLP output) for positions [start, start+length): the buffers themselves for one token
+        per row (position-major: one contiguous (n, width) block), else scratch tensors ``flush`` copies in."""
         at = start - self.split
+        if not self.tail:
+            self.tail = [
+                {k: _normal_empty(like, self.capacity - self.split, n, w) for k, w in zip(KINDS, widths, strict=True)}
+                for _ in range(self.layers)
+            ]
         if length == 1:
-            return buf[at]
-        scratch = like.new_empty(n * length, width)
-        self._pending.append((buf, scratch, at, length))
-        return scratch
+            return [tuple(layer[k][at] for k in KINDS) for layer in self.tail]
+        out = []
+        for layer in self.tail:
+            scratch = tuple(like.new_empty(n * length, layer[k].shape[-1]) for k in KINDS)
+            self._pending += [(layer[k], t, at, length) for k, t in zip(KINDS, scratch, strict=True)]
+            out.append(scratch)
+        return out
 
     def logits_product(self, n: int, vocab: int, like: Tensor) -> Tensor:
         if self.logits is None:
@@ -86,7 +92,7 @@ class Recording:
         return self.logits[self.steps - 1]
 
     def flush(self) -> None:
-        """Copy the scratch products of a multi-token forward into their (positions, rows) place."""
+        """Copy the scratch outputs of a multi-token forward into their (positions, rows) place."""
         for buf, scratch, at, length in self._pending:
             buf[at : at + length] = scratch.view(-1, length, buf.shape[-1]).transpose(0, 1)
         self._pending = []
@@ -130,16 +136,16 @@ class _Residual(torch.autograd.Function):
 
 
 class _NormProduct(torch.autograd.Function):
-    """RMSNorm(x) @ w (+ b), the norm's scale folded into ``w`` (the lean decoder's _norm_mm), with x @ w
-    taken from a recording: the forward scales it by 1/rms(x); the backward is the normalised matmul's,
-    computed on the narrow side (x normalised, (m, H)) so that no elementwise op touches the wide output."""
+    """RMSNorm(x) @ w (+ b), the norm's scale folded into ``w`` (the lean decoder's _norm_mm), its value
+    taken from a recording; the backward is the normalised matmul's, on the narrow side (x normalised,
+    (m, H)): no elementwise op touches the wide output."""
 
     @staticmethod
     def forward(ctx, x: Tensor, w: Tensor, b: Tensor | None, recorded: Tensor, eps: float) -> Tensor:
         r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
         ctx.save_for_backward(x, w, r)
         ctx.has_bias = b is not None
-        return recorded * r if b is None else torch.addcmul(b, recorded, r)
+        return recorded
 
     @staticmethod
     def backward(ctx, dy: Tensor):
@@ -161,7 +167,7 @@ def _pick(buf: Tensor, rows: Tensor | None, length: int) -> Tensor:
 
 
 def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
-    """One forward over (m, L) tokens with autograd, products from ``rec_layers``, in the recording's
+    """One forward over (m, L) tokens with autograd, matmul outputs from ``rec_layers``, in the recording's
     position-major row order; returns the last layer's (L*m, H) output and each layer's (k, v)
     (m, hk, S, d), ``past`` prepended."""
     m, length = ids.shape
