@@ -6,7 +6,9 @@ padding, rows ending at different steps, temperature 1.2:
 - log-probs and entropies equal to 1e-5, every parameter's gradient to 1e-5 relative;
 - a subset of whole groups (a micro-batch) replays its rows;
 - after the weights change (an optimizer step) the recording is stale: the ordinary forward runs;
-- a GRPO step (run_step) with the recording moves the weights exactly as without it.
+- a GRPO step (run_step) with the recording moves the weights exactly as without it;
+- scoring without gradients (the reference, the old policy) runs the same lean forward in full: the
+  HF forward's log-probs to 1e-5.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _logprobs_and_grads(model, ro, rows, replay: bool):
     """Log-probs, entropies and every parameter's gradient of a token-weighted sum of the log-probs."""
     saved = ro.replay
     ro.replay = saved if replay else None
-    calls: list[int] = []
+    calls: list[str] = []
     real = logprobs_mod.replay_logits
     logprobs_mod.replay_logits = _counting(calls)
     try:
@@ -61,7 +63,7 @@ def _logprobs_and_grads(model, ro, rows, replay: bool):
     finally:
         logprobs_mod.replay_logits = real
         ro.replay = saved
-    assert bool(calls) == replay  # the recording was used exactly when it was there
+    assert calls == (["replay"] if replay else [])  # the recording was used exactly when it was there
     return lp.detach(), ent, {n: p.grad.clone() for n, p in model.named_parameters()}
 
 
@@ -111,13 +113,13 @@ def test_a_stale_recording_is_not_used():
     assert torch.allclose(lp.detach()[m], after[0][m], atol=1e-6, rtol=0)
 
 
-def _counting(calls: list[int]):
-    """trainer.replay.replay_logits, counting its calls into ``calls``."""
+def _counting(calls: list[str]):
+    """trainer.replay.replay_logits, noting each call in ``calls``: "replay" (from a recording) or "lean"."""
     from trainer.replay import replay_logits
 
-    def counted(*a):
-        calls.append(1)
-        return replay_logits(*a)
+    def counted(*a, **kw):
+        calls.append("replay" if kw.get("recording") is not None else "lean")
+        return replay_logits(*a, **kw)
 
     return counted
 
@@ -131,14 +133,14 @@ def test_a_grpo_step_moves_the_weights_as_without_the_recording(tmp_path, monkey
     for keep in (True, False):
         if not keep:
             monkeypatch.setattr(Recording, "fits", staticmethod(lambda *a: False))
-        used: list[int] = []
+        used: list[str] = []
         monkeypatch.setattr(logprobs_mod, "replay_logits", _counting(used))
         p = parts(tmp_path / str(keep))
         sgd = torch.optim.SGD(p.model.parameters(), lr=0.5)
         p = dataclasses.replace(p, optimizer=sgd, scheduler=torch.optim.lr_scheduler.LambdaLR(sgd, lambda i: 1.0))
         run_step(p, 1), run_step(p, 2)
         p.logger.close()
-        assert bool(used) == keep
+        assert ("replay" in used) == keep and "lean" in used  # the reference pass is the lean forward
         weights.append([t.detach().clone() for t in p.model.parameters()])
     assert max((a - s).abs().max().item() for a, s in zip(weights[0], start, strict=True)) > 1e-3
     for a, b in zip(*weights, strict=True):
@@ -152,3 +154,23 @@ def test_model_generate_and_hf_forward_rollouts_keep_no_recording(monkeypatch):
     model = MODELS["qwen2"](vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
     ro = generate_rollout(model, tok, EXAMPLES, G, max_new_tokens=4, use_chat_template=False, record=True)
     assert ro.replay is None
+
+
+@pytest.mark.parametrize("arch", list(MODELS))
+@pytest.mark.parametrize("group_size", [G, 0])
+def test_scoring_without_gradients_takes_the_lean_forward(arch, group_size, monkeypatch):
+    """A reference-model pass (inference_mode, no recording): the lean forward computes the log-probs the
+    HF forward does, for shared prompts and not."""
+    model, ro = _rollout(arch, share_prefix=True)
+    ro.replay = None
+    rows = torch.arange(len(ro))
+    calls: list[str] = []
+    monkeypatch.setattr(logprobs_mod, "replay_logits", _counting(calls))
+    with torch.inference_mode():
+        got, _ = completion_logprobs(model, ro, temperature=1.2, rows=rows, group_size=group_size)
+        assert calls == ["lean"]
+        monkeypatch.setattr(logprobs_mod, "lean_supported", lambda m: False)
+        want, _ = completion_logprobs(model, ro, temperature=1.2, rows=rows, group_size=group_size)
+    assert calls == ["lean"]
+    m = ro.completion_mask.bool()
+    assert torch.allclose(got[m], want[m], atol=1e-5, rtol=0), (got - want)[m].abs().max()

@@ -7,6 +7,7 @@ import torch
 from torch import Tensor
 
 from trainer.decode import Rollout, _new_cache, _positions
+from trainer.lean_forward import lean_supported
 from trainer.loss import token_entropy, token_logprobs
 from trainer.replay import replay_logits
 
@@ -31,8 +32,16 @@ def completion_logprobs(
     if isinstance(idx, slice):
         idx = torch.arange(len(rollout), device=rollout.prompt_ids.device)[idx]
     c = rollout.completion_ids.shape[1]
-    if rollout.replay is not None and c > 1 and rollout.replay.usable(model, idx, c):
-        logits = replay_logits(model, rollout, idx)  # the decode's products: trainer/replay.py
+    rec = rollout.replay
+    if rec is not None and c > 1 and rec.usable(model, idx, c):
+        logits = replay_logits(model, rollout, idx, recording=rec)  # the decode's products: trainer/replay.py
+    elif (
+        c > 1
+        and not torch.is_grad_enabled()
+        and lean_supported(model)
+        and (group_size <= 1 or whole_groups(idx, group_size))
+    ):
+        logits = replay_logits(model, rollout, idx, group_size)  # the lean forward, no HF modules (scoring)
     elif group_size > 1 and c > 1 and whole_groups(idx, group_size):
         logits = _shared_prefix_logits(model, rollout, idx, group_size)
     else:

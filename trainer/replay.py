@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from trainer.lean_forward import _Layer
+from trainer.lean_forward import LeanDecoder, _add_mm, _Layer, _norm_mm
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
 KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order
@@ -166,19 +166,30 @@ def _pick(buf: Tensor, rows: Tensor | None, length: int) -> Tensor:
     return sel.reshape(-1, buf.shape[-1])
 
 
+def _norm_step(h: Tensor, w: Tensor, b: Tensor | None, eps: float, rec: Tensor | None, rows, length: int) -> Tensor:
+    """RMSNorm(h) @ w (+ b): from the recording, or computed (no recording: scoring without gradients)."""
+    if rec is None:
+        return _norm_mm(h, eps, w, b)
+    return _NormProduct.apply(h, w, b, _pick(rec, rows, length), eps)
+
+
+def _residual_step(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, rec: Tensor | None, rows, length: int) -> Tensor:
+    """h + x @ w (+ b): from the recording, or computed."""
+    return _add_mm(h, x, w, b) if rec is None else _Residual.apply(h, x, w, b, _pick(rec, rows, length))
+
+
 def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
-    """One forward over (m, L) tokens with autograd, matmul outputs from ``rec_layers``, in the recording's
-    position-major row order; returns the last layer's (L*m, H) output and each layer's (k, v)
-    (m, hk, S, d), ``past`` prepended."""
+    """One forward over (m, L) tokens, matmul outputs from ``rec_layers`` (with autograd) or computed
+    (None, without), in position-major row order; returns the last layer's (L*m, H) output and each
+    layer's (k, v) (m, hk, S, d), ``past`` prepended."""
     m, length = ids.shape
     hq, hk, d = dec.heads, dec.kv_heads, dec.head_dim
     h = F.embedding(ids.t().reshape(-1), dec.embed, padding_idx=dec.padding_idx)  # nn.Embedding's gradient
     cis = dec._rope(pos.t())  # (L, m, 1, D/2)
     kv = []
     for i, ly in enumerate(layers):
-        r = rec_layers[i]
-        qkv = _NormProduct.apply(h, ly.w_qkv, ly.b_qkv, _pick(r["qkv"], rows, length), ly.eps1)
-        qkv = qkv.view(length, m, hq + 2 * hk, d)
+        r = rec_layers[i] if rec_layers is not None else dict.fromkeys(KINDS)
+        qkv = _norm_step(h, ly.w_qkv, ly.b_qkv, ly.eps1, r["qkv"], rows, length).view(length, m, hq + 2 * hk, d)
         pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
         qk = torch.view_as_real(pairs * cis).flatten(-2)  # (L, m, hq + hk, d)
         k, v = qk[:, :, hq:].permute(1, 2, 0, 3), qkv[:, :, hq + hk :].permute(1, 2, 0, 3)  # (m, hk, L, d)
@@ -188,10 +199,9 @@ def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
         q = qk[:, :, :hq].permute(1, 2, 0, 3)  # (m, hq, L, d)
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=dec.scaling, enable_gqa=hq != hk)
         a = a.permute(2, 0, 1, 3).reshape(length * m, hq * d)
-        h = _Residual.apply(h, a, ly.w_o, ly.b_o, _pick(r["attn_out"], rows, length))
-        gu = _NormProduct.apply(h, ly.w_gu, ly.b_gu, _pick(r["gate_up"], rows, length), ly.eps2)
-        gate, up = gu.chunk(2, dim=-1)
-        h = _Residual.apply(h, F.silu(gate) * up, ly.w_down, ly.b_down, _pick(r["mlp_out"], rows, length))
+        h = _residual_step(h, a, ly.w_o, ly.b_o, r["attn_out"], rows, length)
+        gate, up = _norm_step(h, ly.w_gu, ly.b_gu, ly.eps2, r["gate_up"], rows, length).chunk(2, dim=-1)
+        h = _residual_step(h, F.silu(gate) * up, ly.w_down, ly.b_down, r["mlp_out"], rows, length)
     return h, kv
 
 
@@ -203,21 +213,22 @@ def _mask(key_mask: Tensor, start: int, length: int) -> Tensor:
     return (((k_pos <= q_pos)[None] & (key_mask[:, None, :] != 0)) | (k_pos == q_pos)[None])[:, None]
 
 
-def replay_logits(model, rollout, rows: Tensor) -> Tensor:
-    """(n, C, V) logits of the completions of ``rows`` (whole groups), with autograd, from the rollout's
-    recording (``Recording.usable`` said yes)."""
-    from trainer.decode import _positions
-    from trainer.lean_forward import LeanDecoder
+def replay_logits(model, rollout, rows: Tensor, group_size: int = 0, recording: Recording | None = None) -> Tensor:
+    """(n, C, V) logits of the completions of ``rows`` (whole groups).
 
-    rec: Recording = rollout.replay
-    dec = LeanDecoder.__new__(LeanDecoder)  # only its shapes, rope and embedding: weights come next
+    With ``recording`` (the rollout's, ``Recording.usable`` said yes): with autograd, the matmul outputs
+    replayed. Without: the lean forward computed in full, for scoring under
+    no_grad / inference_mode only (a reference or old-policy pass of a ``lean_supported`` model), each
+    group's prompt but its last token encoded once when ``group_size`` > 1. The sequence is the one the
+    decode fed: prompt + completion but its last token, the keys after an EOS not masked (they only reach
+    positions after the EOS, whose log-probs the loss masks)."""
+    from trainer.decode import _positions
+
+    rec = recording
+    if rec is None and torch.is_grad_enabled():
+        raise RuntimeError("replay_logits without a recording computes without autograd: call it under no_grad")
+    dec = _Shapes(model)
     base = model.model
-    att = base.layers[0].self_attn
-    dec.heads, dec.kv_heads = model.config.num_attention_heads, model.config.num_key_value_heads
-    dec.head_dim, dec.scaling = att.head_dim, att.scaling
-    dec.embed, dec.inv_freq = base.embed_tokens.weight, base.rotary_emb.inv_freq.float()
-    dec.padding_idx = base.embed_tokens.padding_idx
-    dec.rope_scale = base.rotary_emb.attention_scaling
     layers = [_Layer(layer, dec.heads, dec.kv_heads, dec.head_dim) for layer in base.layers]  # under autograd
     n, c = rows.numel(), rollout.completion_ids.shape[1]
     all_rows = n == len(rollout) and bool((rows == torch.arange(n, device=rows.device)).all())
@@ -226,18 +237,38 @@ def replay_logits(model, rollout, rows: Tensor) -> Tensor:
     p_mask = rollout.prompt_mask[rows]
     key_mask = torch.cat([p_mask, p_mask.new_ones(n, c - 1)], dim=1)
     pos = torch.cat([_positions(p_mask), _positions(p_mask)[:, -1:] + torch.arange(1, c, device=rows.device)], 1)
-    split, past = rec.split, None
+    p = rollout.prompt_ids.shape[1]
+    if rec is not None:
+        split, g = rec.split, rec.group
+    else:
+        g = group_size if group_size > 1 else 0
+        split = p - 1 if g else 0
+    past = None
     if split:
-        g = rec.group
         head_rows = None if all_rows else rows.view(-1, g)[:, 0] // g  # the recording's head rows
         mask = _mask(key_mask[::g, :split], 0, split)
-        _, kv = _pass(dec, layers, ids[::g, :split], pos[::g, :split], mask, rec.head, head_rows, None)
+        head = None if rec is None else rec.head
+        _, kv = _pass(dec, layers, ids[::g, :split], pos[::g, :split], mask, head, head_rows, None)
         past = [(k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)) for k, v in kv]
     length = ids.shape[1] - split
-    h, _ = _pass(dec, layers, ids[:, split:], pos[:, split:], _mask(key_mask, split, length), rec.tail, pick, past)
-    p = rollout.prompt_ids.shape[1]
+    tail = None if rec is None else rec.tail
+    h, _ = _pass(dec, layers, ids[:, split:], pos[:, split:], _mask(key_mask, split, length), tail, pick, past)
     last = h.view(length, n, -1)[p - 1 - split :].reshape(c * n, -1)  # positions whose logits were sampled
     w_lm = (model.lm_head.weight * base.norm.weight).t()
     eps = base.norm.variance_epsilon
-    logits = _NormProduct.apply(last, w_lm, model.lm_head.bias, _pick(rec.logits, pick, c), eps)
+    logits = _norm_step(last, w_lm, model.lm_head.bias, eps, None if rec is None else rec.logits, pick, c)
     return logits.view(c, n, -1).transpose(0, 1)  # (n, C, V)
+
+
+class _Shapes:
+    """What _pass needs of the model besides the fused weights: head counts, rotary, the embedding."""
+
+    def __init__(self, model):
+        base, cfg = model.model, model.config
+        att = base.layers[0].self_attn
+        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim, self.scaling = att.head_dim, att.scaling
+        self.embed, self.padding_idx = base.embed_tokens.weight, base.embed_tokens.padding_idx
+        self.inv_freq, self.rope_scale = base.rotary_emb.inv_freq.float(), base.rotary_emb.attention_scaling
+
+    _rope = LeanDecoder._rope
