@@ -271,7 +271,9 @@ def test_gradient_checkpointing_and_shared_prefix_give_the_same_update():
         batch = _batch(tok, model, outcomes, rewards)
         adv = masked_group_advantages(cfg, batch.rewards, batch.valid)
         ref_lp = score_logprobs(tiny_model(tok), batch.rollout, cfg)
-        old_lp = score_logprobs(model, batch.rollout, cfg)
+        # pi_old = the starting weights, scored by one implementation for all three (a checkpointed model's
+        # hooks send its own passes to the HF forward, the others to the lean one: rounding Adam amplifies)
+        old_lp = score_logprobs(load_policy(GRPOConfig(), tiny_model(tok), tok)[0], batch.rollout, cfg)
         opt, sched = make_optimizer(cfg, model)
         optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, _loss_mask(cfg, batch), old_lp, ref_lp))
         results.append([p.detach().clone() for p in model.parameters()])
