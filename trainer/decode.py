@@ -21,6 +21,7 @@ from torch import Tensor
 
 from trainer.data import Example, render_prompt
 from trainer.lean_forward import LeanDecoder, lean_supported
+from trainer.lean_forward import mask_positions as _positions  # re-exported: logprobs, tests
 from trainer.overlap import finished_groups
 from trainer.replay import Recording
 
@@ -81,11 +82,6 @@ def _new_cache(model):
     from transformers import DynamicCache
 
     return DynamicCache(config=model.config)
-
-
-def _positions(mask: Tensor) -> Tensor:
-    """Position ids that skip left padding, as ``generate`` computes them. (n, L) -> (n, L)."""
-    return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
 def _hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:

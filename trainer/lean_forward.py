@@ -59,6 +59,11 @@ def lean_supported(model) -> bool:
     return all(p.device == params[0].device and p.dtype == torch.float32 for p in params)
 
 
+def mask_positions(mask: Tensor) -> Tensor:
+    """Position ids that skip left padding, as ``generate`` computes them. (n, L) -> (n, L)."""
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
+
+
 def _pairs(w: Tensor, heads: int, d: int) -> Tensor:
     """Rows of a q or k projection (weight (heads*d, H) or bias (heads*d,)) reordered within each head from
     HF's half-split rotary layout [x_0 .. x_{d/2-1}, y_0 .. y_{d/2-1}] to pairs [x_0, y_0, x_1, y_1, ...], so

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from trainer.lean_forward import LeanDecoder, _add_mm, _Layer, _norm_mm
+from trainer.lean_forward import LeanDecoder, _add_mm, _Layer, _norm_mm, mask_positions
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
 KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order
@@ -222,8 +222,6 @@ def replay_logits(model, rollout, rows: Tensor, group_size: int = 0, recording: 
     group's prompt but its last token encoded once when ``group_size`` > 1. The sequence is the one the
     decode fed: prompt + completion but its last token, the keys after an EOS not masked (they only reach
     positions after the EOS, whose log-probs the loss masks)."""
-    from trainer.decode import _positions
-
     rec = recording
     if rec is None and torch.is_grad_enabled():
         raise RuntimeError("replay_logits without a recording computes without autograd: call it under no_grad")
@@ -236,7 +234,8 @@ def replay_logits(model, rollout, rows: Tensor, group_size: int = 0, recording: 
     ids = torch.cat([rollout.prompt_ids[rows], rollout.completion_ids[rows][:, : c - 1]], dim=1)  # what was fed
     p_mask = rollout.prompt_mask[rows]
     key_mask = torch.cat([p_mask, p_mask.new_ones(n, c - 1)], dim=1)
-    pos = torch.cat([_positions(p_mask), _positions(p_mask)[:, -1:] + torch.arange(1, c, device=rows.device)], 1)
+    p_pos = mask_positions(p_mask)
+    pos = torch.cat([p_pos, p_pos[:, -1:] + torch.arange(1, c, device=rows.device)], dim=1)
     p = rollout.prompt_ids.shape[1]
     if rec is not None:
         split, g = rec.split, rec.group
