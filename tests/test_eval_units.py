@@ -301,3 +301,36 @@ def test_latest_model_without_summary_is_the_highest_step(tmp_path):
     (run / "summary.json").unlink()  # training still under way
     assert suites.latest_model(tmp_path / "runs") == run.resolve() / "checkpoints" / "step-000002"
     assert suites.run_eval_settings(run.resolve())["reported"] is None
+
+
+def test_a_signal_landing_after_a_batch_is_logged_does_not_log_it_twice(tmp_path):
+    """SIGTERM raises KeyboardInterrupt wherever the main thread is. Landing right after a finished batch's
+    lines were written, Grader.close() (which logs the calls still pending) must not write them again: the
+    resume log keeps one line per graded sample, which is what the interrupted run reports."""
+    from concurrent.futures import Future
+
+    from trainer.eval_grade import Grader
+    from trainer.eval_log import SampleLog
+
+    class Bar:
+        def update(self, n: int) -> None: ...
+
+    log = SampleLog(tmp_path / "x.samples.jsonl")
+    real_append, calls = log.append, []
+
+    def append_then_signal(records):
+        real_append(records)
+        calls.append(len(records))
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # the signal, between the write and the bookkeeping after it
+
+    log.append = append_then_signal
+    grader = Grader(client=None, log=log, bar=Bar(), args=evaluate.parse_args(["--completions", "x.jsonl"]))
+    fut: Future = Future()
+    fut.set_result([{"key": f"k{i}", "fp": "f"} for i in range(4)])
+    grader.pending.add(fut)
+    with pytest.raises(KeyboardInterrupt):
+        grader.finish()
+    grader.close()
+    log.close()
+    assert (tmp_path / "x.samples.jsonl").read_text().count("\n") == 4 and calls == [4]

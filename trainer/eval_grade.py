@@ -71,9 +71,11 @@ class Grader:
 
     def _take(self, fut: Future) -> None:
         recs = fut.result()
+        # out of pending before the log line is written: a SIGTERM (KeyboardInterrupt) landing between the
+        # two must not make close() log the batch a second time (a batch it interrupts is graded again)
+        self.pending.discard(fut)
         self.log.append(recs)
         self.records.update((r["key"], r) for r in recs)
-        self.pending.discard(fut)
         self.bar.update(len(recs))
 
     def finish(self) -> None:
