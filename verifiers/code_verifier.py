@@ -271,7 +271,7 @@ def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
             d = json.loads(line)
         except ValueError:
             continue
-        if isinstance(d, dict) and d.get("nonce") == nonce:
+        if isinstance(d, dict) and d.get("nonce") == nonce and "case" not in d:  # not one assert's own line
             verdict = d
             break
     if verdict is None or not verdict.get("status"):
@@ -284,7 +284,8 @@ def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if status == "pass" and res.exit_code == 0 and res.finished:
         return Verdict.correct("all tests passed")
     if status == "pass":
-        return Verdict.of(Outcome.INCORRECT, f"the tests finished but the program then exited ({res.exit_code})")
+        how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
+        return Verdict.of(Outcome.INCORRECT, f"the tests finished but the program then ended ({how})")
     if status == "assert":
         return Verdict.of(Outcome.INCORRECT, f"a test failed: {_tail(verdict.get('detail', ''))}")
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
