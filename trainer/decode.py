@@ -24,6 +24,8 @@ from trainer.lean_forward import LeanDecoder, lean_supported
 from trainer.lean_forward import mask_positions as _positions  # re-exported: logprobs, tests
 from trainer.overlap import finished_groups
 from trainer.replay import Recording
+from trainer.sampling import next_tokens as _next_tokens
+from trainer.sampling import picked_logprob as _picked_logprob
 
 
 @dataclass
@@ -130,33 +132,6 @@ def rollout_generation_config(
         use_cache=True,
         **(sampling or {"do_sample": False}),
     )
-
-
-def _top_p_filter(scores: Tensor, top_p: float) -> Tensor:
-    """Keep the smallest set of most likely tokens whose probability reaches ``top_p`` (at least one);
-    the rest get -inf. (n, V) -> (n, V)."""
-    probs, order = torch.softmax(scores, dim=-1).sort(dim=-1, descending=True)  # (n, V)
-    mass_before = probs.cumsum(dim=-1) - probs  # (n, V): probability of the more likely tokens
-    drop_sorted = mass_before >= top_p
-    drop_sorted[:, 0] = False
-    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-    return scores.masked_fill(drop, -torch.inf)
-
-
-def _next_tokens(logits: Tensor, do_sample: bool, temperature: float, top_p: float) -> tuple[Tensor, Tensor]:
-    """(n, V) float32 logits of the last position -> (n,) the next token (sampled or greedy) and (n, V)
-    the scores it was drawn from (logits / temperature, top_p applied; the raw logits when greedy)."""
-    if not do_sample:
-        return logits.argmax(dim=-1), logits
-    scores = logits / temperature if temperature != 1.0 else logits
-    if top_p < 1.0:
-        scores = _top_p_filter(scores, top_p)
-    return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1), scores
-
-
-def _picked_logprob(scores: Tensor, tokens: Tensor) -> Tensor:
-    """(n, V) scores, (n,) tokens -> (n,) log-prob of each token under softmax(scores)."""
-    return torch.log_softmax(scores, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
 
 
 def decode(
