@@ -82,7 +82,7 @@ def _assert_same(a, b, mask):
 def test_replayed_forward_equals_the_hf_forward(arch, share_prefix):
     model, ro = _rollout(arch, share_prefix)
     rows = torch.arange(len(ro))
-    assert ro.replay.usable(model, rows, ro.completion_ids.shape[1])
+    assert ro.replay.usable(model, ro.completion_ids.shape[1])
     got = _logprobs_and_grads(model, ro, rows, replay=True)
     want = _logprobs_and_grads(model, ro, rows, replay=False)
     _assert_same(got, want, ro.completion_mask)
@@ -105,7 +105,7 @@ def test_a_stale_recording_is_not_used():
     rows = torch.arange(len(ro))
     before = _logprobs_and_grads(model, ro, rows, replay=True)
     torch.optim.AdamW(model.parameters(), lr=1e-2).step()  # the gradients of the call above
-    assert not ro.replay.usable(model, rows, ro.completion_ids.shape[1])
+    assert not ro.replay.usable(model, ro.completion_ids.shape[1])
     after = _logprobs_and_grads(model, ro, rows, replay=False)
     m = ro.completion_mask.bool()
     assert (before[0][m] - after[0][m]).abs().max() > 1e-3

@@ -117,49 +117,60 @@ def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, out: Tensor | Non
     return out if b is None else out.add_(b)
 
 
-class LeanDecoder:
-    """Incremental forward with a static KV cache: ``forward(ids, mask, pos)`` appends ``ids``' keys and
-    values and returns the last position's logits; ``repeat_interleave(g)`` repeats every row g times
-    (a group's prompt encoded once for its G completions)."""
+def attention_mask(mask: Tensor | None, n: int, length: int, end: int, device) -> Tensor | None:
+    """Boolean (n, 1, L, S) mask for the last ``length`` of ``end`` positions: causal, padded keys off
+    (``mask`` (n, >= S), None: no padding); a query whose every key is padding (a left-padding position)
+    sees itself, so its (unused) output stays finite."""
+    if length == 1:  # one new token per row: it sees every unpadded key, and itself
+        if mask is None:
+            return None
+        allowed = mask[:, :end] != 0  # (n, S)
+        allowed[:, -1] = True
+        return allowed[:, None, None, :]
+    q_pos = torch.arange(end - length, end, device=device)[:, None]  # (L, 1)
+    k_pos = torch.arange(end, device=device)[None, :]  # (1, S)
+    allowed = (k_pos <= q_pos)[None]  # (1, L, S)
+    if mask is not None:
+        allowed = (allowed & (mask[:, None, :end] != 0)) | (k_pos == q_pos)[None]  # (n, L, S)
+    return allowed.expand(n, length, end)[:, None]
 
-    def __init__(self, model, rows: int, capacity: int, recording=None):
+
+class LeanWeights:
+    """A Qwen2/Llama model's weights as the lean forward uses them (``_Layer``: fused, norm scales folded),
+    its head counts, embedding and rotary. Built from the parameters as they are now: under autograd the
+    fused copies carry gradients back to them (trainer/replay.py)."""
+
+    def __init__(self, model):
         cfg, base = model.config, model.model
         att = base.layers[0].self_attn
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim, self.scaling = att.head_dim, att.scaling
         self.layers = [_Layer(layer, self.heads, self.kv_heads, self.head_dim) for layer in base.layers]
-        self.embed = base.embed_tokens.weight
+        self.embed, self.padding_idx = base.embed_tokens.weight, base.embed_tokens.padding_idx
         self.norm_eps = base.norm.variance_epsilon
         self.lm_head, self.lm_bias = (model.lm_head.weight * base.norm.weight).t(), model.lm_head.bias
         self.inv_freq = base.rotary_emb.inv_freq.float()
         self.rope_scale = base.rotary_emb.attention_scaling
+
+    def rope(self, pos: Tensor) -> Tensor:
+        """(n, L) positions -> (n, L, 1, D/2) complex rotations scale * (cos + i sin), HF's values."""
+        freqs = pos[..., None].float() * self.inv_freq  # (n, L, D/2)
+        return torch.polar(torch.full_like(freqs, self.rope_scale), freqs)[:, :, None]
+
+
+class LeanDecoder(LeanWeights):
+    """Incremental forward with a static KV cache: ``forward(ids, mask, pos)`` appends ``ids``' keys and
+    values and returns the last position's logits; ``repeat_interleave(g)`` repeats every row g times
+    (a group's prompt encoded once for its G completions)."""
+
+    def __init__(self, model, rows: int, capacity: int, recording=None):
+        super().__init__(model)
         self.rows, self.capacity, self.length = rows, capacity, 0
         self.k: list[Tensor] = []
         self.v: list[Tensor] = []
         self.recording = recording  # trainer/replay.py: keeps every layer's outputs for the training forward
         ly = self.layers[0]
         self.widths = (ly.w_qkv.shape[1], ly.w_o.shape[1], ly.w_gu.shape[1], ly.w_down.shape[1])
-
-    def _rope(self, pos: Tensor) -> Tensor:
-        """(n, L) positions -> (n, L, 1, D/2) complex rotations scale * (cos + i sin), HF's values."""
-        freqs = pos[..., None].float() * self.inv_freq  # (n, L, D/2)
-        return torch.polar(torch.full_like(freqs, self.rope_scale), freqs)[:, :, None]
-
-    def _mask(self, mask: Tensor | None, n: int, length: int, end: int, device) -> Tensor | None:
-        """Boolean (n, 1, L, S) attention mask: causal, padded keys off; a query whose every key is
-        padding (a left-padding position) sees itself, so its (unused) output stays finite."""
-        if length == 1:  # one new token per row: it sees every unpadded key, and itself
-            if mask is None:
-                return None
-            allowed = mask[:, :end] != 0  # (n, S)
-            allowed[:, -1] = True
-            return allowed[:, None, None, :]
-        q_pos = torch.arange(end - length, end, device=device)[:, None]  # (L, 1)
-        k_pos = torch.arange(end, device=device)[None, :]  # (1, S)
-        allowed = (k_pos <= q_pos)[None]  # (1, L, S)
-        if mask is not None:
-            allowed = (allowed & (mask[:, None, :end] != 0)) | (k_pos == q_pos)[None]  # (n, L, S)
-        return allowed.expand(n, length, end)[:, None]
 
     def forward(self, ids: Tensor, mask: Tensor | None, pos: Tensor) -> Tensor:
         """(n, L) new tokens, (n, S) attention mask over cached + new tokens (None: all ones), (n, L)
@@ -169,8 +180,8 @@ class LeanDecoder:
         if end > self.capacity:
             raise ValueError(f"LeanDecoder: {end} tokens exceed the cache capacity {self.capacity}")
         h = F.embedding(ids.reshape(-1), self.embed)  # (n*L, H): rows flattened, so each matmul is one call
-        cis = self._rope(pos)
-        attn_mask = self._mask(mask, n, length, end, ids.device)
+        cis = self.rope(pos)
+        attn_mask = attention_mask(mask, n, length, end, ids.device)
         hq, hk, d = self.heads, self.kv_heads, self.head_dim
         if not self.k:
             shape = (n, hk, self.capacity, d)

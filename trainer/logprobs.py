@@ -33,7 +33,7 @@ def completion_logprobs(
         idx = torch.arange(len(rollout), device=rollout.prompt_ids.device)[idx]
     c = rollout.completion_ids.shape[1]
     rec = rollout.replay
-    if rec is not None and c > 1 and rec.usable(model, idx, c):
+    if rec is not None and c > 1 and rec.usable(model, c) and whole_groups(idx, rec.group or 1):
         logits = replay_logits(model, rollout, idx, recording=rec)  # the decode's products: trainer/replay.py
     elif (
         c > 1

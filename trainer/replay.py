@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from trainer.lean_forward import LeanDecoder, _add_mm, _Layer, _norm_mm, mask_positions
+from trainer.lean_forward import LeanWeights, _add_mm, _norm_mm, attention_mask, mask_positions
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
 KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order
@@ -103,16 +103,14 @@ class Recording:
         self.tail, self.split, self.group = [], length, g
         self.logits, self.steps = None, 0  # the prefill's last logits are not sampled from
 
-    def usable(self, model, rows: Tensor, completion_len: int) -> bool:
-        g = self.group or 1
+    def usable(self, model, completion_len: int) -> bool:
+        """Whether the training forward of ``model`` may replay this recording now (the caller checks that
+        its rows are whole groups of ``self.group``)."""
         return (
             model is self.model
             and torch.is_grad_enabled()
-            and not torch.is_autocast_enabled(rows.device.type)
+            and not torch.is_autocast_enabled(next(model.parameters()).device.type)
             and self.steps == completion_len
-            and rows.numel() % g == 0
-            and bool((rows.view(-1, g) - rows.view(-1, g)[:, :1] == torch.arange(g, device=rows.device)).all())
-            and bool((rows.view(-1, g)[:, 0] % g == 0).all())
             and _versions(model) == self.versions
         )
 
@@ -178,16 +176,16 @@ def _residual_step(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, rec: Tenso
     return _add_mm(h, x, w, b) if rec is None else _Residual.apply(h, x, w, b, _pick(rec, rows, length))
 
 
-def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
+def _pass(dec: LeanWeights, ids, pos, mask, rec_layers, rows, past):
     """One forward over (m, L) tokens, matmul outputs from ``rec_layers`` (with autograd) or computed
     (None, without), in position-major row order; returns the last layer's (L*m, H) output and each
     layer's (k, v) (m, hk, S, d), ``past`` prepended."""
     m, length = ids.shape
     hq, hk, d = dec.heads, dec.kv_heads, dec.head_dim
     h = F.embedding(ids.t().reshape(-1), dec.embed, padding_idx=dec.padding_idx)  # nn.Embedding's gradient
-    cis = dec._rope(pos.t())  # (L, m, 1, D/2)
+    cis = dec.rope(pos.t())  # (L, m, 1, D/2)
     kv = []
-    for i, ly in enumerate(layers):
+    for i, ly in enumerate(dec.layers):
         r = rec_layers[i] if rec_layers is not None else dict.fromkeys(KINDS)
         qkv = _norm_step(h, ly.w_qkv, ly.b_qkv, ly.eps1, r["qkv"], rows, length).view(length, m, hq + 2 * hk, d)
         pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
@@ -205,14 +203,6 @@ def _pass(dec, layers, ids, pos, mask, rec_layers, rows, past):
     return h, kv
 
 
-def _mask(key_mask: Tensor, start: int, length: int) -> Tensor:
-    """(m, S) keys (cached + new) -> boolean (m, 1, L, S): causal, padded keys off, each query sees itself."""
-    end = key_mask.shape[1]
-    q_pos = torch.arange(start, start + length, device=key_mask.device)[:, None]
-    k_pos = torch.arange(end, device=key_mask.device)[None, :]
-    return (((k_pos <= q_pos)[None] & (key_mask[:, None, :] != 0)) | (k_pos == q_pos)[None])[:, None]
-
-
 def replay_logits(model, rollout, rows: Tensor, group_size: int = 0, recording: Recording | None = None) -> Tensor:
     """(n, C, V) logits of the completions of ``rows`` (whole groups).
 
@@ -225,9 +215,7 @@ def replay_logits(model, rollout, rows: Tensor, group_size: int = 0, recording: 
     rec = recording
     if rec is None and torch.is_grad_enabled():
         raise RuntimeError("replay_logits without a recording computes without autograd: call it under no_grad")
-    dec = _Shapes(model)
-    base = model.model
-    layers = [_Layer(layer, dec.heads, dec.kv_heads, dec.head_dim) for layer in base.layers]  # under autograd
+    dec = LeanWeights(model)  # under autograd when replaying: the fused weights lead back to the parameters
     n, c = rows.numel(), rollout.completion_ids.shape[1]
     all_rows = n == len(rollout) and bool((rows == torch.arange(n, device=rows.device)).all())
     pick = None if all_rows else rows
@@ -245,29 +233,14 @@ def replay_logits(model, rollout, rows: Tensor, group_size: int = 0, recording: 
     past = None
     if split:
         head_rows = None if all_rows else rows.view(-1, g)[:, 0] // g  # the recording's head rows
-        mask = _mask(key_mask[::g, :split], 0, split)
+        mask = attention_mask(key_mask[::g, :split], n // g, split, split, ids.device)
         head = None if rec is None else rec.head
-        _, kv = _pass(dec, layers, ids[::g, :split], pos[::g, :split], mask, head, head_rows, None)
+        _, kv = _pass(dec, ids[::g, :split], pos[::g, :split], mask, head, head_rows, None)
         past = [(k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)) for k, v in kv]
     length = ids.shape[1] - split
     tail = None if rec is None else rec.tail
-    h, _ = _pass(dec, layers, ids[:, split:], pos[:, split:], _mask(key_mask, split, length), tail, pick, past)
+    mask = attention_mask(key_mask, n, length, key_mask.shape[1], ids.device)
+    h, _ = _pass(dec, ids[:, split:], pos[:, split:], mask, tail, pick, past)
     last = h.view(length, n, -1)[p - 1 - split :].reshape(c * n, -1)  # positions whose logits were sampled
-    w_lm = (model.lm_head.weight * base.norm.weight).t()
-    eps = base.norm.variance_epsilon
-    logits = _norm_step(last, w_lm, model.lm_head.bias, eps, None if rec is None else rec.logits, pick, c)
+    logits = _norm_step(last, dec.lm_head, dec.lm_bias, dec.norm_eps, None if rec is None else rec.logits, pick, c)
     return logits.view(c, n, -1).transpose(0, 1)  # (n, C, V)
-
-
-class _Shapes:
-    """What _pass needs of the model besides the fused weights: head counts, rotary, the embedding."""
-
-    def __init__(self, model):
-        base, cfg = model.model, model.config
-        att = base.layers[0].self_attn
-        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
-        self.head_dim, self.scaling = att.head_dim, att.scaling
-        self.embed, self.padding_idx = base.embed_tokens.weight, base.embed_tokens.padding_idx
-        self.inv_freq, self.rope_scale = base.rotary_emb.inv_freq.float(), base.rotary_emb.attention_scaling
-
-    _rope = LeanDecoder._rope
