@@ -24,9 +24,11 @@ def rollout_from_ids(
     completion_ids: Sequence[Sequence[int]],
     eos_ids: Sequence[int],
     device: torch.device | str = "cpu",
+    sample_logprobs: Sequence[Sequence[float]] | None = None,
 ) -> Rollout:
     """A ``Rollout`` from token lists an engine returned: one prompt per example, G completions per
-    prompt (rows g*G .. g*G+G-1); prompts left-padded, completions right-padded, masks up to the first EOS."""
+    prompt (rows g*G .. g*G+G-1); prompts left-padded, completions right-padded, masks up to the first EOS.
+    ``sample_logprobs``: the engine's log-prob of each completion token (NaN: not reported), 0 past the mask."""
     if len(completion_ids) != len(examples) * group_size or len(prompt_ids) != len(examples):
         raise BackendError(
             f"{len(completion_ids)} completions for {len(prompt_ids)} prompts of group {group_size} "
@@ -44,6 +46,10 @@ def rollout_from_ids(
     lengths = torch.tensor([len(c) for c in completion_ids], device=device)
     mask = mask * (torch.arange(c_len, device=device)[None, :] < lengths[:, None])  # not past a row's own end
     comp = comp.masked_fill(mask == 0, pad)
+    lps = None
+    if sample_logprobs is not None:
+        rows = [list(x)[:c_len] + [0.0] * (c_len - len(x)) for x in sample_logprobs]
+        lps = torch.tensor(rows, dtype=torch.float32, device=device).masked_fill(mask == 0, 0.0)  # (N, C)
     return Rollout(
         ids,
         attn,
@@ -53,4 +59,5 @@ def rollout_from_ids(
         tokenizer.batch_decode(comp, skip_special_tokens=True),
         [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
+        lps,
     )

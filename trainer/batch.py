@@ -1,8 +1,10 @@
 """One step's training batch: the seeded ``DataStream`` of prompts -> rollout -> grades; with DAPO's
-dynamic sampling, zero-variance groups are dropped and more prompts sampled."""
+dynamic sampling, zero-variance groups are dropped and more prompts sampled. The policy samples in the
+training forward's precision (``rollout_dtype``): bf16 autocast where training autocasts (CUDA)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from functools import partial
 
@@ -13,6 +15,7 @@ from trainer.config import GRPOConfig
 from trainer.data import DataStream
 from trainer.decode import Rollout, generate_rollout
 from trainer.overlap import GroupScorer
+from trainer.policy import autocast_dtype, pick_dtype
 from trainer.rewards import RewardFn, Score, grade
 
 
@@ -42,10 +45,28 @@ def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:
     return torch.cat([torch.nn.functional.pad(t, p, value=value) for t, p in zip(tensors, pad, strict=True)])
 
 
+def rollout_dtype(cfg: GRPOConfig, device: torch.device) -> torch.dtype:
+    """The precision rollouts sample in: ``cfg.rollout_dtype``, or (auto) the training forward's: bf16 where
+    training runs under autocast (CUDA by default), else the parameters' dtype."""
+    if cfg.rollout_dtype != "auto":
+        return getattr(torch, cfg.rollout_dtype)
+    return autocast_dtype(cfg, device) or pick_dtype(cfg.dtype, device)
+
+
+def rollout_context(cfg: GRPOConfig, device: torch.device):
+    """Autocast to ``rollout_dtype`` while the policy samples, where it differs from the parameters' dtype;
+    a no-op otherwise (the CPU default: float32 throughout, the lean decode)."""
+    dt = rollout_dtype(cfg, device)
+    if dt == pick_dtype(cfg.dtype, device):
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dt)
+
+
 def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     """Stack rollouts of different widths: prompts padded on the left, completions on the right."""
     if len(parts) == 1:
         return parts[0]
+    lps = [p.sample_logprobs for p in parts]
     return Rollout(
         _pad_cat([p.prompt_ids for p in parts], pad_id, left=True),
         _pad_cat([p.prompt_mask for p in parts], 0, left=True),
@@ -55,6 +76,7 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
         sum((p.texts for p in parts), []),
         sum((p.prompts for p in parts), []),
         sum((p.references for p in parts), []),
+        None if any(x is None for x in lps) else _pad_cat(lps, 0, left=False),
     )
 
 
@@ -74,17 +96,18 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)
         # the policy's own rollouts keep the decode's products for the update's first forward (replay.py)
         sample = partial(generate_rollout, model, tokenizer, record=True) if backend is None else backend.generate
-        ro = sample(
-            examples,
-            g,
-            max_new_tokens=cfg.max_new_tokens,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
-            use_chat_template=cfg.use_chat_template,
-            share_prefix=cfg.share_prefix,
-            fast_decode=cfg.fast_decode,
-            on_groups_done=None if scorer is None else scorer.submit,
-        )
+        with rollout_context(cfg, next(model.parameters()).device) if backend is None else contextlib.nullcontext():
+            ro = sample(
+                examples,
+                g,
+                max_new_tokens=cfg.max_new_tokens,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                use_chat_template=cfg.use_chat_template,
+                share_prefix=cfg.share_prefix,
+                fast_decode=cfg.fast_decode,
+                on_groups_done=None if scorer is None else scorer.submit,
+            )
         rewards, valid, scores, dt = grade(reward_fn, ro, scorer)
         verify_s, rollouts = verify_s + dt, rollouts + 1
         good = informative_groups(rewards, valid, g) if cfg.dynamic_sampling else torch.ones(len(ro) // g, dtype=bool)

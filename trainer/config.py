@@ -64,6 +64,17 @@ class GRPOConfig(BaseModel):
         "pushed after each update; pip install .[vllm], CUDA); see trainer/rollout_backend.py",
     )
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, lt=1, description="vllm: share of GPU memory")
+    rollout_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="precision rollouts sample in; auto: the training forward's (bf16 where training autocasts, "
+        "e.g. on CUDA; else the parameters' dtype), so the sampler's distribution is the one the loss scores",
+    )
+    tis: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="truncated importance sampling: weight each token's loss term by min(pi_old/pi_sample, "
+        "tis_cap), pi_sample the sampler's recorded log-prob; auto: on when rollout_backend is vllm",
+    )
+    tis_cap: float = Field(2.0, ge=1, description="tis: the cap C on pi_old/pi_sample (verl, TRL: 2-3)")
     mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
     dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
     max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")
@@ -149,11 +160,18 @@ class GRPOConfig(BaseModel):
             raise ValueError(f"minibatch of {mb} rows is not divisible by micro_batch_size={self.micro_batch_size}")
         if self.lora is not None and self.ref_reset_every:
             raise ValueError("ref_reset_every needs full fine-tuning: with lora the reference is the frozen base model")
+        if self.rollout_dtype == "float32" and self.dtype in ("bfloat16", "float16"):
+            raise ValueError(f"rollout_dtype=float32 needs float32 parameters (dtype is {self.dtype}): use auto")
         return self
 
     @property
     def batch_size(self) -> int:
         return self.prompts_per_step * self.group_size
+
+    @property
+    def tis_on(self) -> bool:
+        """Truncated importance sampling applies: asked for, or by default where a separate engine samples."""
+        return self.tis == "on" or (self.tis == "auto" and self.rollout_backend == "vllm")
 
     @property
     def off_policy(self) -> bool:

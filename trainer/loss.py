@@ -6,6 +6,8 @@ References
 - DAPO (token-mean loss, clip-higher, dynamic sampling): https://arxiv.org/abs/2503.14476
 - Dr. GRPO (no std scaling, constant normaliser): https://arxiv.org/abs/2503.20783
 - GSPO (sequence-level importance ratio): https://arxiv.org/abs/2507.18071
+- Truncated importance sampling for the sampler/trainer gap (Yao et al. 2025, "Your efficient RL framework
+  secretly brings you off-policy RL training"): https://fengyao.notion.site/off-policy-rl
 
 Departures from the paper, all optional and off by default:
 - ``eps`` is added to the std (1e-4, as TRL), so a group with a tiny spread does not explode;
@@ -13,6 +15,10 @@ Departures from the paper, all optional and off by default:
 - A completion whose mask is all zero (e.g. the verifier's sandbox failed) contributes 0 to the
   loss and still counts in the mean over completions (``clamp(min=1)`` as TRL), so masking a
   sample scales the step by (N-1)/N instead of changing the other samples' weights.
+- Truncated importance sampling (``tis_cap``, off unless asked): each token's whole loss term (surrogate
+  and k3 alike) is weighted by min(pi_old / pi_sample, C), detached, where pi_sample is the log-prob the
+  sampler recorded. TRL and verl weight the surrogate only; here the k3 estimate, taken on the same
+  samples, is corrected the same way, so the objective is GRPO's expectation over pi_old's samples.
 """
 
 from __future__ import annotations
@@ -117,12 +123,16 @@ def grpo_loss(
     loss_type: LossType = "grpo",
     importance_level: ImportanceLevel = "token",
     max_new_tokens: int | None = None,
+    sample_logprobs: Tensor | None = None,
+    tis_cap: float | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Clipped surrogate + beta * k3, reduced per ``loss_type``. Returns (loss, detached stats).
 
     logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,) or (N, T). ``max_new_tokens`` (the
     generation budget) is required for ``dr_grpo``, whose normaliser is the constant N * max_new_tokens:
-    the padded width T would change with the batch's longest completion.
+    the padded width T would change with the batch's longest completion. ``tis_cap`` C with
+    ``sample_logprobs`` (N, T), the sampler's own log-prob of each token: every token's term is weighted by
+    ``tis_weights`` = min(pi_old / pi_sample, C) (truncated importance sampling; None: no weighting).
     """
     if loss_type == "dr_grpo" and (max_new_tokens is None or max_new_tokens < mask.shape[1]):
         raise ValueError(
@@ -151,6 +161,10 @@ def grpo_loss(
         per_token = per_token + beta * kl
     else:
         kl = torch.zeros_like(logprobs) if ref_logprobs is None else k3_kl(logprobs, ref_logprobs)
+    if tis_cap is not None:
+        if sample_logprobs is None:
+            raise ValueError("tis_cap needs sample_logprobs: the sampler's log-prob of each token")
+        per_token = per_token * tis_weights(old_logprobs, sample_logprobs, tis_cap)  # (N, T), detached
 
     if loss_type == "grpo":  # DeepSeekMath eq. 3: 1/G sum_i 1/|o_i| sum_t
         loss = ((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).mean()
@@ -172,6 +186,46 @@ def grpo_loss(
             "ratio/mean": _masked_mean(ratio.detach(), mask),
         }
     return loss, stats
+
+
+def tis_weights(old_logprobs: Tensor, sample_logprobs: Tensor, cap: float) -> Tensor:
+    """min(pi_old / pi_sample, cap) per token, detached: (N, T), (N, T) -> (N, T). A token whose sampler
+    log-prob is unknown (NaN: an engine that did not report it) gets weight 1.
+
+    >>> tis_weights(torch.tensor([[-1.0, -1.0, -1.0]]), torch.tensor([[-1.0, -2.0, float("nan")]]), 2.0)
+    tensor([[1., 2., 1.]])
+    """
+    d = (old_logprobs.detach() - sample_logprobs.to(old_logprobs.dtype)).nan_to_num(nan=0.0)  # (N, T)
+    return torch.exp(d).clamp(max=cap)
+
+
+@torch.no_grad()
+def mismatch_stats(
+    old_logprobs: Tensor, sample_logprobs: Tensor, mask: Tensor, tis_cap: float | None = None
+) -> dict[str, float]:
+    """How far the sampler's log-probs are from pi_old's over the completion tokens (mask (N, T); tokens
+    whose sampler log-prob is NaN are left out): the mean and max of |log pi_sample - log pi_old|, their
+    mean signed difference log pi_old - log pi_sample, and with ``tis_cap`` the mean TIS weight and the
+    share of tokens whose ratio the cap truncated.
+
+    >>> s = mismatch_stats(torch.tensor([[-1.0, -2.0]]), torch.tensor([[-1.5, -1.0]]), torch.ones(1, 2), 1.5)
+    >>> {k.removeprefix("mismatch/"): round(v, 4) for k, v in s.items()}
+    {'logp_abs_mean': 0.75, 'logp_abs_max': 1.0, 'logp_diff_mean': -0.25, 'tis_weight_mean': 0.9339, 'tis_capped_frac': 0.5}
+    """
+    d = old_logprobs.float() - sample_logprobs.float()  # (N, T)
+    keep = mask.bool() & ~d.isnan()  # (N, T)
+    n = int(keep.sum())
+    dk = d[keep]  # (n,)
+    out = {
+        "mismatch/logp_abs_mean": float(dk.abs().mean()) if n else 0.0,
+        "mismatch/logp_abs_max": float(dk.abs().max()) if n else 0.0,
+        "mismatch/logp_diff_mean": float(dk.mean()) if n else 0.0,
+    }
+    if tis_cap is not None:
+        w = torch.exp(dk)  # (n,)
+        out["mismatch/tis_weight_mean"] = float(w.clamp(max=tis_cap).mean()) if n else 1.0
+        out["mismatch/tis_capped_frac"] = float((w > tis_cap).float().mean()) if n else 0.0
+    return out
 
 
 def minibatch_weight(loss_type: LossType, mask_mb: Tensor, mask_all: Tensor) -> float:

@@ -38,11 +38,11 @@ from typing import Any
 import torch
 
 from trainer import cli, distributed
-from trainer.batch import collect_batch
+from trainer.batch import collect_batch, rollout_dtype
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
-from trainer.errors import DataError, exit_on_error
+from trainer.errors import ConfigError, DataError, exit_on_error
 from trainer.evaluator import evaluate, evaluate_accuracy
 from trainer.loss import masked_group_advantages
 from trainer.metrics import MetricsLogger
@@ -198,6 +198,7 @@ def _build(
             model_path=cfg.model,
             gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
             seed=cfg.seed + ctx.rank,
+            dtype=rollout_dtype(cfg, next(model.parameters()).device),  # the training forward's, unless set
         )
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
@@ -242,6 +243,11 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
     with distributed.gathered(model):  # FSDP: full weights while sampling and scoring (no-op otherwise)
         batch = collect_batch(cfg, model, tokenizer, parts.data, parts.reward_fn, backend)
         t1 = time.perf_counter()
+        if cfg.tis_on and batch.rollout.sample_logprobs is None:
+            raise ConfigError(
+                f"tis needs the sampler's log-prob of each token, and the {cfg.rollout_backend!r} rollout backend "
+                "did not record them: set `tis: off`"
+            )
         device = batch.rollout.completion_ids.device
         if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
             adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)

@@ -19,7 +19,7 @@ from trainer.batch import Batch, informative_groups
 from trainer.config import GRPOConfig
 from trainer.decode import Rollout
 from trainer.logprobs import completion_logprobs
-from trainer.loss import grpo_loss, minibatch_weight
+from trainer.loss import grpo_loss, minibatch_weight, mismatch_stats
 from trainer.policy import forward_context
 from verifiers.client import Outcome
 
@@ -104,6 +104,9 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
     loss statistics and grad_norm, averaged over the optimizer steps."""
     model, optimizer, scheduler, ctx = learner.model, learner.optimizer, learner.scheduler, learner.ctx
     batch, adv, loss_mask, old_lp, ref_lp = data.batch, data.adv, data.loss_mask, data.old_lp, data.ref_lp
+    sample_lp = batch.rollout.sample_logprobs  # (N, C) the sampler's own log-probs (None: not recorded)
+    tis_cap = cfg.tis_cap if cfg.tis_on else None  # truncated importance sampling (loss.tis_weights)
+    pi_old = torch.zeros_like(loss_mask, dtype=torch.float32) if old_lp is None else old_lp  # mu == 1: below
     n = len(batch.rollout)
     mb = n // cfg.minibatches
     params = [p for p in model.parameters() if p.requires_grad]
@@ -127,6 +130,8 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
                         rows=idx,
                         group_size=_shared_group(cfg),
                     )
+                if old_lp is None:  # one pass: these log-probs are pi_old's
+                    pi_old[idx] = logp.detach()
                 loss, stats = grpo_loss(
                     logp,
                     None if old_lp is None else old_lp[idx],
@@ -139,6 +144,8 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
                     loss_type=cfg.loss_type,
                     importance_level=cfg.importance_level,
                     max_new_tokens=cfg.max_new_tokens,
+                    sample_logprobs=None if sample_lp is None else sample_lp[idx],
+                    tis_cap=tis_cap,
                 )
                 w = minibatch_weight(cfg.loss_type, loss_mask[idx], loss_mask[idx_mb])
                 with distributed.no_sync(model, sync=j == len(micro) - 1):
@@ -152,7 +159,10 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
             optimizer.step()
             scheduler.step()
             count += 1
-    return {k: v / count for k, v in sums.items()}
+    out = {k: v / count for k, v in sums.items()}
+    if sample_lp is not None:  # the sampler/trainer gap over every completion token (loss.mismatch_stats)
+        out.update(mismatch_stats(pi_old, sample_lp, batch.rollout.completion_mask, tis_cap))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +202,7 @@ def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, 
     for o in passk.OUTCOMES:
         m[f"outcome/{o}"] = float(outcomes[o])
     for k, val in opt_stats.items():
-        prefix = "policy/" if k in ("entropy", "grad_norm") else "loss/"
+        prefix = "" if k.startswith("mismatch/") else "policy/" if k in ("entropy", "grad_norm") else "loss/"
         m[prefix + k] = val
     return m
 

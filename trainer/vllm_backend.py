@@ -9,7 +9,10 @@ Sampling matches the ``hf`` path exactly, so the ratio pi_theta / pi_old the los
 up to kernel differences: the same rendered prompt token ids (``render_prompt`` + the tokenizer, no
 special tokens added), G samples per prompt, temperature, top_p, top_k off, min_p 0, no repetition/
 presence/frequency penalties, ``max_new_tokens``, stop at the model's EOS ids (kept in the completion,
-as the hf path keeps them), greedy when ``do_sample`` is False.
+as the hf path keeps them), greedy when ``do_sample`` is False. The engine runs in the training forward's
+precision (``rollout_dtype``: bf16 where training autocasts) and reports each sampled token's log-prob
+under the distribution it was drawn from (``logprobs_mode="processed_logprobs"``: after temperature and
+top_p, as the hf decode records it), which the mismatch metrics and truncated importance sampling use.
 
 Not covered: LoRA policies (the adapters would have to be merged before each push), tensor parallel
 engines, streaming groups to the verifier before the whole batch is sampled (``overlap_scoring``
@@ -19,6 +22,7 @@ still grades the batch on worker threads; every group is submitted when generati
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,7 +61,20 @@ def sampling_kwargs(
         "ignore_eos": False,
         "skip_special_tokens": True,
         "detokenize": False,  # the texts come from the trainer's tokenizer, as on the hf path
+        "logprobs": 0,  # the sampled token's own log-prob only
     }
+
+
+def sampled_logprobs(token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]] | None) -> list[float]:
+    """The log-prob vLLM reported for each sampled token (its ``CompletionOutput.logprobs``: per position a
+    dict token id -> ``Logprob``); NaN where it reported none."""
+    if logprobs is None:
+        return [math.nan] * len(token_ids)
+    out = []
+    for tok, at in zip(token_ids, logprobs, strict=False):
+        lp = None if at is None else at.get(tok)
+        out.append(math.nan if lp is None else float(getattr(lp, "logprob", lp)))
+    return out + [math.nan] * (len(token_ids) - len(out))
 
 
 class VLLMBackend:
@@ -67,7 +84,7 @@ class VLLMBackend:
 
     def __init__(
         self, model, tokenizer, *, model_path: str | None = None, gpu_memory_utilization: float = 0.3,
-        max_model_len: int | None = None, seed: int = 0, **_: Any,
+        max_model_len: int | None = None, seed: int = 0, dtype: torch.dtype | None = None, **_: Any,
     ):  # fmt: skip
         reason = unavailable_reason()
         if reason:
@@ -80,7 +97,7 @@ class VLLMBackend:
 
         self.tokenizer = tokenizer
         self.eos = _eos_ids(model, tokenizer)
-        dtype = next(model.parameters()).dtype
+        dtype = dtype or next(model.parameters()).dtype  # train.py passes the training forward's (rollout_dtype)
         self.llm = LLM(
             model=model_path,
             tokenizer=model_path,
@@ -89,6 +106,7 @@ class VLLMBackend:
             max_model_len=max_model_len,
             seed=seed,
             enable_prefix_caching=True,  # the G samples of a prompt share its KV blocks, as share_prefix does
+            logprobs_mode="processed_logprobs",  # log-probs after temperature/top_p: the distribution sampled
         )
         self.sync_weights(model)
 
@@ -108,13 +126,18 @@ class VLLMBackend:
         )  # fmt: skip
         outs = self.llm.generate([{"prompt_token_ids": p} for p in prompt_ids], params, use_tqdm=False)
         completions: list[list[int]] = []
+        logprobs: list[list[float]] = []
         for out in outs:
             for c in out.outputs:
                 ids = list(c.token_ids)
+                logprobs.append(sampled_logprobs(ids, c.logprobs))
                 if c.finish_reason == "stop" and (not ids or ids[-1] not in self.eos):
                     ids.append(self.eos[0])  # stopped at EOS: keep it, as the hf path does
+                    logprobs[-1].append(math.nan)  # not sampled by the engine: no log-prob (TIS weight 1)
                 completions.append(ids)
-        return rollout_from_ids(self.tokenizer, examples, group_size, prompt_ids, completions, self.eos, "cuda")
+        return rollout_from_ids(
+            self.tokenizer, examples, group_size, prompt_ids, completions, self.eos, "cuda", sample_logprobs=logprobs
+        )
 
     @torch.no_grad()
     def sync_weights(self, model: torch.nn.Module) -> None:
