@@ -1,9 +1,17 @@
 """Format rewards for the R1 template: ``<think>…</think>`` then the answer. Pure functions, linear
 time on any input (``str.find``/``str.count`` only, no backtracking regex), so they run in-process.
+
+A block counts as non-empty only if it holds a **visible** character (``has_visible``): a letter, digit,
+punctuation mark or symbol of any script. Whitespace, control and format characters (zero-width space,
+BOM, word joiner, bidi marks, tags: Unicode Cc/Cf/Z*), combining marks with nothing else (M*),
+private-use and unassigned code points, and the blank "letters" (Hangul fillers, the blank braille
+pattern) show nothing to a reader, so a block made only of them is empty.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -12,11 +20,32 @@ from verifiers.base import Context, Outcome, Request, Verdict
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 TAGS = (THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
+# Letters (category Lo/So) that render as blank space: a policy's way around a letters-only rule.
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Fast path (one C-level scan): a printable ASCII character, or a word character that is not blank.
+_PLAINLY_VISIBLE = re.compile("[!-~]|[^\\W" + "".join(sorted(BLANK_LETTERS)) + "]")
+
+
+def _visible_char(c: str) -> bool:
+    return unicodedata.category(c)[0] in "LNPS" and c not in BLANK_LETTERS
+
+
+def has_visible(text: str) -> bool:
+    """True if ``text`` holds at least one character a reader sees (see the module docstring). Linear:
+    one regex scan with a single-character class, then at most one pass over the *distinct* characters.
+
+    >>> has_visible("\u200b\ufeff\u2060 \u0301"), has_visible("\u200b\u221e")
+    (False, True)
+    """
+    if _PLAINLY_VISIBLE.search(text):
+        return True
+    return any(_visible_char(c) for c in set(text))
 
 
 def think_format(completion: str) -> tuple[bool, str]:
     """Exactly one non-empty ``<think>…</think>`` first, then a non-empty answer, optionally inside one
-    ``<answer>…</answer>`` with nothing after it. Leading whitespace is allowed.
+    ``<answer>…</answer>`` with nothing after it. Leading whitespace is allowed; non-empty means it holds
+    a visible character (``has_visible``).
 
     >>> think_format("<think>2+2 is 4</think><answer>4</answer>")
     (True, 'ok')
@@ -29,11 +58,11 @@ def think_format(completion: str) -> tuple[bool, str]:
     if completion.count(THINK_OPEN) != 1 or completion.count(THINK_CLOSE) != 1:
         return False, "needs exactly one <think> and one </think>"
     close = text.find(THINK_CLOSE)
-    if not text[len(THINK_OPEN) : close].strip():
-        return False, "empty <think> block"
+    if not has_visible(text[len(THINK_OPEN) : close]):
+        return False, "empty <think> block (no visible character)"
     rest = text[close + len(THINK_CLOSE) :].strip()
-    if not rest:
-        return False, "no answer after </think>"
+    if not has_visible(rest):
+        return False, "no answer after </think> (no visible character)"
     n_open, n_close = rest.count(ANSWER_OPEN), rest.count(ANSWER_CLOSE)
     if n_open == 0 and n_close == 0:
         return True, "ok"
@@ -41,8 +70,8 @@ def think_format(completion: str) -> tuple[bool, str]:
         return False, "needs at most one <answer>…</answer>"
     if not rest.startswith(ANSWER_OPEN) or not rest.endswith(ANSWER_CLOSE):
         return False, "text outside <answer>…</answer> after </think>"
-    if not rest[len(ANSWER_OPEN) : -len(ANSWER_CLOSE)].strip():
-        return False, "empty <answer> block"
+    if not has_visible(rest[len(ANSWER_OPEN) : -len(ANSWER_CLOSE)]):
+        return False, "empty <answer> block (no visible character)"
     return True, "ok"
 
 
