@@ -293,3 +293,26 @@ def test_token_logprobs_and_entropy():
     assert torch.allclose(token_logprobs(logits, targets, 0.7).double(), want, atol=1e-6)
     p = torch.softmax(logits, -1)
     assert torch.allclose(token_entropy(logits).double(), -(p * p.log()).sum(-1), atol=1e-6)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "token_mean", "dr_grpo"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_tis_weights_every_token_term_by_the_capped_ratio(loss_type, level):
+    """A sampler whose log-prob is log(pi_old) - log(k) on every token: ratio k, so the loss (surrogate and
+    k3 alike) and its gradient are k times the unweighted ones, or cap times them when k exceeds the cap."""
+    logp, old, ref, adv, mask = _inputs(7)
+    kw = dict(beta=0.04, loss_type=loss_type, importance_level=level, max_new_tokens=BUDGET)
+
+    def run(**tis):
+        a = logp.clone().requires_grad_(True)
+        loss, _ = grpo_loss(a, old, ref, adv, mask, **kw, **tis)
+        loss.backward()
+        return loss.detach(), a.grad
+
+    base, g0 = run()
+    for k, cap, want in [(1.5, 2.0, 1.5), (0.25, 2.0, 0.25), (3.0, 2.0, 2.0)]:
+        loss, g = run(sample_logprobs=old - math.log(k), tis_cap=cap)
+        assert loss.item() == pytest.approx(want * base.item(), rel=1e-9)
+        assert torch.allclose(g, want * g0, atol=1e-12)
+    same, g1 = run(sample_logprobs=old, tis_cap=2.0)  # the sampler is pi_old: weights of exactly 1
+    assert same.item() == base.item() and torch.equal(g1, g0)

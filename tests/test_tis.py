@@ -8,6 +8,7 @@ corrected by truncated importance sampling (trainer/loss.py ``tis_weights``, ``m
   TIS changes nothing there); a rollout backend sampling at another temperature shows a large gap, which
   the TIS metrics report; a backend that records no log-probs is refused when TIS is on.
 - Rollouts sample in the training forward's precision: bf16 autocast sampling when training autocasts.
+- top_p < 1: the recorded log-prob is of the nucleus, so pi_old/pi_sample is the kept mass, <= 1.
 - Dynamic sampling's refills keep the sampler's log-probs; vLLM's reported log-probs reach the Rollout.
 """
 
@@ -32,6 +33,7 @@ from trainer.metrics import MetricsLogger
 from trainer.policy import make_optimizer, make_reference, seed_everything
 from trainer.rewards import PythonReward
 from trainer.train import StepParts, run_step
+from trainer.update import score_logprobs
 from trainer.vllm_backend import sampled_logprobs
 
 torch.set_num_threads(1)
@@ -256,3 +258,21 @@ def test_engine_log_probs_reach_the_rollout_nan_where_not_reported():
                           sample_logprobs=[[-0.25, -1.5], [math.nan]])  # fmt: skip
     assert ro.sample_logprobs[0].tolist() == [-0.25, -1.5] and math.isnan(ro.sample_logprobs[1, 0])
     assert ro.sample_logprobs[1, 1] == 0.0  # past the row's end
+
+
+def test_top_p_samples_log_probs_of_the_nucleus_so_every_weight_is_its_kept_mass():
+    """With top_p < 1 the recorded log-prob is the token's under the truncated, renormalised distribution:
+    log pi_sample = log pi_old - log Z_t, Z_t <= 1 the nucleus mass at that position. So pi_old/pi_sample is
+    Z_t on every token: TIS scales each token's term down by its position's kept mass, never up."""
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
+    torch.manual_seed(0)
+    ro = generate_rollout(model, tok, EXAMPLES, 4, max_new_tokens=6, top_p=0.7)
+    cfg = GRPOConfig(group_size=4, prompts_per_step=6, top_p=0.7)
+    old = score_logprobs(model, ro, cfg)  # (N, C) pi_old: the full softmax at the temperature
+    m = ro.completion_mask.bool()
+    ratio = torch.exp(old - ro.sample_logprobs)[m]  # Z_t per token
+    assert (ratio <= 1 + 1e-5).all() and (ratio > 0.7 - 1e-5).all()  # a nucleus holds top_p or more
+    assert ratio.min() < 0.99  # and here it truncates something
+    stats = mismatch_stats(old, ro.sample_logprobs, ro.completion_mask, 2.0)
+    assert stats["mismatch/logp_diff_mean"] < 0 and stats["mismatch/tis_capped_frac"] == 0.0
