@@ -139,3 +139,32 @@ def test_unreachable_target_from_the_environment_is_an_error(monkeypatch):
     assert verl.client_for().target == "127.0.0.1:1"
     with pytest.raises(VerifierError, match="UNAVAILABLE|DEADLINE_EXCEEDED"):
         compute_score("openai/gsm8k", "#### 1", "1", deadline_s=2.0)
+
+
+# What verl's own grader for each data source accepts (verl/utils/reward_score/__init__.py): prime_math
+# (numina_*) takes the whole response as the answer when there is no \boxed{} or "answer is" marker, and
+# math_dapo (math_dapo, aime*) reads the last "Answer: ..." line. Each must be graded, not NO_ANSWER.
+VERL_ACCEPTS = [
+    ("numina_olympiads", "\\frac{1}{2}", "\\frac{1}{2}", "CORRECT"),
+    ("numina_cn_k12", "The answer is \\frac{3}{4}", "\\frac{3}{4}", "CORRECT"),
+    ("numina_synthetic_math", "$\\sqrt{2}$", "\\sqrt{2}", "CORRECT"),
+    ("numina_amc_aime", "7 * 6 = 42, so the answer is 42.", "42", "CORRECT"),
+    ("numina_aops_forum", "\\frac{1}{3}", "\\frac{1}{2}", "INCORRECT"),
+    ("math_dapo", "Adding them up.\nAnswer: 42", "42", "CORRECT"),
+    ("aime_2025", "Answer: 33", "33", "CORRECT"),
+    ("aime_2025", "Answer: 34", "33", "INCORRECT"),
+    ("BytedTsinghua-SIA/DAPO-Math-17k", "Answer: \\frac{1}{2}", "\\frac{1}{2}", "CORRECT"),
+]
+
+
+@pytest.mark.parametrize("source,response,truth,outcome", VERL_ACCEPTS, ids=[f"{c[0]}-{c[3]}" for c in VERL_ACCEPTS])
+def test_routes_grade_what_verls_own_grader_accepts(verifier_server, source, response, truth, outcome):
+    s = compute_score(source, response, truth, target=verifier_server.target)
+    assert s["outcome"] == outcome, s
+    assert s["score"] == (1.0 if outcome == "CORRECT" else 0.0)
+
+
+def test_boxed_only_sources_stay_boxed_only(verifier_server):
+    # verl's math.compute_score (lighteval/MATH) reads only the last \boxed{}: a bare answer is not one
+    s = compute_score("lighteval/MATH", "\\frac{1}{2}", "\\frac{1}{2}", target=verifier_server.target)
+    assert s["outcome"] == "NO_ANSWER"

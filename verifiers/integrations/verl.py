@@ -63,9 +63,15 @@ class Route:
 
 
 _MATH = Route("math")
+_MATH_ANYWHERE = Route("math", {"fallback": "full"})
 _CODE = Route("code", io_tests=True)
 # The data sources verl's own default_compute_score knows (verl/utils/reward_score/__init__.py), plus a few
-# common hub names. GSM8K answers end with "#### 72" rather than \boxed{}: the last number is the answer.
+# common hub names, each accepting at least what verl's grader for it accepts:
+# - gsm8k: answers end with "#### 72" rather than \boxed{}: the last number is the answer;
+# - lighteval/MATH (verl's math.py): the last \boxed{} only;
+# - math_dapo, aime* (math_dapo.py): the last "Answer: ..." line; numina_* (prime_math): "the answer is
+#   ...", or the whole response when it has no marker. Both: fallback "full" (the math verifier extracts
+#   the final answer from the text, as Math-Verify does), with \boxed{} and <answer> still first.
 DEFAULT_ROUTES: dict[str, Route] = {
     "openai/gsm8k": Route("math", {"fallback": "last_number"}),
     "gsm8k": Route("math", {"fallback": "last_number"}),
@@ -73,11 +79,11 @@ DEFAULT_ROUTES: dict[str, Route] = {
     "DigitalLearningGmbH/MATH-lighteval": _MATH,
     "HuggingFaceH4/MATH-500": _MATH,
     "math": _MATH,
-    "math_dapo": _MATH,
-    "math_dapo_reasoning": _MATH,
-    "BytedTsinghua-SIA/DAPO-Math-17k": _MATH,
-    "aime*": _MATH,
-    "numina_*": _MATH,
+    "math_dapo": _MATH_ANYWHERE,
+    "math_dapo_reasoning": _MATH_ANYWHERE,
+    "BytedTsinghua-SIA/DAPO-Math-17k": _MATH_ANYWHERE,
+    "aime*": _MATH_ANYWHERE,
+    "numina_*": _MATH_ANYWHERE,
     "codecontests": _CODE,
     "deepmind/code_contests": _CODE,
     "apps": _CODE,
