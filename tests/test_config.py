@@ -164,7 +164,8 @@ def test_make_train_flags_map_onto_the_pipeline_model(tmp_path):
     assert (cfg.model, cfg.data, cfg.eval_data, cfg.target, cfg.name, cfg.seed, cfg.runs) == (
         "m", "d.jsonl", "e.jsonl", "h:1", "2024", 3, "r")  # fmt: skip
     assert (cfg.grpo.verifier, cfg.grpo.lr, cfg.tiny.hidden_size, cfg.eval.k) == ("math", 1e-4, 32, 0)
-    assert cfg.warmstart.steps == 1200  # configs/default.yaml is read when no --config is given
+    assert cfg.warmstart.steps == 0  # --model and no --config: configs/real_model.yaml (issue 31)
+    assert pipeline.load_args(["--runs", "r"]).warmstart.steps == 1200  # no --model: configs/default.yaml
     with pytest.raises(ConfigError, match="grpo.group_size"):
         pipeline.load_args(["--grpo.group_size", "1"])
     with pytest.raises(ConfigError, match="tiny.width"):

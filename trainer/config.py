@@ -122,7 +122,9 @@ class GRPOConfig(BaseModel):
     keep_checkpoints: int = Field(2, ge=1, description="how many step checkpoints to keep")
     eval_every: int = Field(0, ge=0, description="greedy held-out accuracy every K steps (0: off)")
     eval_limit: int | None = Field(None, ge=1, description="grade only the first K eval examples")
-    log_completions_every: int = Field(10, ge=0, description="write sampled completions every K steps")
+    log_completions_every: int = Field(
+        10, ge=0, description="write sampled completions every K steps, and on the first and last (0: never)"
+    )
     seed: int = Field(0, description="seeds data order, sampling and init of adapters")
     device: str = Field("auto", description="'auto' (cuda if available, else cpu), or a torch device")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
@@ -172,6 +174,11 @@ class GRPOConfig(BaseModel):
     def tis_on(self) -> bool:
         """Truncated importance sampling applies: asked for, or by default where a separate engine samples."""
         return self.tis == "on" or (self.tis == "auto" and self.rollout_backend == "vllm")
+
+    def logs_completions_at(self, step: int) -> bool:
+        """Sampled completions are written every log_completions_every steps, and on the first and last step."""
+        every = self.log_completions_every
+        return bool(every) and (step % every == 0 or step in (1, self.steps))
 
     @property
     def off_policy(self) -> bool:

@@ -90,11 +90,14 @@ def evaluate_heldout(
     return {k: greedy[k] for k in ("accuracy", "n", "reward_mean", "outcomes", "ungraded")} | sampled
 
 
-def figure_lines(before: dict[str, Any], after: dict[str, Any], verifier: str) -> list[str]:
-    """The end-of-run figures, greedy first: the same numbers summary.json holds."""
+def figure_lines(
+    before: dict[str, Any], after: dict[str, Any], verifier: str, start: str = "after warm start"
+) -> list[str]:
+    """The end-of-run figures, greedy first: the same numbers summary.json holds. ``start`` names the
+    "before" model ("after warm start" for the embedded task, "before GRPO" for a model of one's own)."""
     gain = 100 * (after["accuracy"] - before["accuracy"])
     lines = [f"held-out accuracy (greedy, {after['n']} problems, verifier {verifier}): "
-             f"{before['accuracy']:.3f} after warm start -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)"]  # fmt: skip
+             f"{before['accuracy']:.3f} {start} -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)"]  # fmt: skip
     k = after.get("k")
     if k and before.get("sampled_accuracy") is not None and after.get("sampled_accuracy") is not None:
         lines.append(f"held-out accuracy (sampled, T={after['temperature']:g}, {k} per problem): "

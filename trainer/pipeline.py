@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -34,11 +33,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer import cli, task, tiny
+from trainer import cli, interrupt, own_model, preflight, run_folder, task, tiny
 from trainer.config import GRPOConfig, load_config
-from trainer.errors import DataError, exit_on_error
+from trainer.errors import Stopped, exit_on_error
 from trainer.heldout import evaluate_heldout, figure_lines
+from trainer.outcome_watch import OutcomeWatch
 from trainer.progress import MetricsBar
+from trainer.run_folder import make_run_dir, prepare_data, relink_latest
 from trainer.sections import EvalSection, TaskSection, TinySection
 from trainer.warmstart import WarmStartConfig, warm_start
 
@@ -62,7 +63,7 @@ __all__ = [
     "verifier_service",
 ]
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+DEFAULT_CONFIG = run_folder.DEFAULT_CONFIG  # with --model and no --config: run_folder.REAL_MODEL_CONFIG
 ALIASES = {"verifier": "grpo.verifier"}  # make train VERIFIER=...: the GRPO reward
 
 
@@ -102,45 +103,9 @@ def load(path: str | Path | None, over: dict[str, Any]) -> PipelineConfig:
 
 
 def load_args(argv: list[str]) -> PipelineConfig:
-    """``make train``'s command line: ``--config FILE`` (default configs/default.yaml), then overrides."""
-    return cli.load(PipelineConfig, argv, default_config=DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None,
-                    aliases=ALIASES)  # fmt: skip
-
-
-def make_run_dir(runs: Path, name: str) -> Path:
-    run = runs / name
-    n = 1
-    while run.exists():
-        n += 1
-        run = runs / f"{name}-{n}"
-    run.mkdir(parents=True)
-    latest = runs / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(run.name)
-    return run
-
-
-def prepare_data(cfg: PipelineConfig, run: Path) -> dict[str, Path | None]:
-    """The embedded task's splits, or the user's DATA (with a held-out part split off when needed)."""
-    out = run / "data"
-    if cfg.data is None:
-        sizes = {k: v for k, v in cfg.task.sizes().items() if v}
-        paths = task.build(out, cfg.seed, sizes, cfg.task.task_config())
-        return {"warmstart": paths.get("warmstart"), "train": paths["train"], "heldout": paths["heldout"]}
-    rows = task.read_jsonl(cfg.data)
-    ws = Path(cfg.warmstart_data) if cfg.warmstart_data else None
-    if cfg.eval_data:
-        return {"warmstart": ws, "train": Path(cfg.data), "heldout": Path(cfg.eval_data)}
-    k = cfg.eval.heldout_from_data
-    if len(rows) <= k:
-        raise DataError(f"{cfg.data}: {len(rows)} rows, not enough to hold out {k}; pass --eval-data FILE")
-    random.Random(cfg.seed).shuffle(rows)
-    return {
-        "warmstart": ws,
-        "train": task.write_jsonl(rows[k:], out / "train.jsonl"),
-        "heldout": task.write_jsonl(rows[:k], out / "heldout.jsonl"),
-    }
+    """``make train``'s command line: ``--config FILE`` (default configs/default.yaml, or
+    configs/real_model.yaml with --model), then overrides; a run resumed in place reads its config.yaml."""
+    return run_folder.load(PipelineConfig, argv, ALIASES).cfg
 
 
 @contextmanager
@@ -184,6 +149,19 @@ class Run:
     target: str = ""
     phases: dict[str, float] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
+    resume: Path | None = None  # the checkpoint a run resumed in place continues from
+    extra: dict[str, Any] = field(default_factory=dict)  # GRPO settings the model imposes (an adapter's lora)
+    watch: OutcomeWatch | None = None
+
+    @property
+    def own_task(self) -> bool:
+        """The embedded task (its wording: warm start, estimates, final answers only)."""
+        return self.cfg.data is None
+
+    def save_results(self) -> None:
+        """The stage results a resumed run reuses (warm start, evaluation before)."""
+        keep = {k: v for k, v in self.results.items() if k in ("warmstart", "eval_before")}
+        (self.dir / "stages.json").write_text(json.dumps(keep, indent=2) + "\n")
 
     def mark(self, phase: str) -> None:
         """Seconds since the last mark go to ``phase`` (summary.json's phases_s)."""
@@ -193,47 +171,86 @@ class Run:
         """The pipeline's ``grpo`` section pointed at this run (folder, data, seed, model, threads)."""
         raw = self.cfg.grpo.model_dump()
         raw.update(run_dir=str(self.dir), data=str(self.paths["train"]), eval_data=str(self.paths["heldout"]),
-                   seed=self.cfg.seed, **extra)  # fmt: skip
+                   seed=self.cfg.seed, resume=str(self.resume) if self.resume else None, **self.extra, **extra)  # fmt: skip
         if self.cfg.threads and "threads" not in self.cfg.grpo.model_fields_set:
             raw["threads"] = self.cfg.threads
         return load_config(None, raw)
 
 
-def start(cfg: PipelineConfig) -> Run:
-    """Threads, the run folder (runs/latest points at it) and the data splits."""
+def start(loaded: run_folder.Loaded) -> Run:
+    """Threads, the run folder (runs/latest points at it; an existing one when resumed in place), the data
+    splits, and the settings printed with where each came from."""
     import torch
 
-    t0 = time.time()
+    t0, cfg = time.time(), loaded.cfg
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    name = cfg.name or f"{Path(cfg.model).name if cfg.model else 'default'}-s{cfg.seed}-{stamp}"
-    run_dir = make_run_dir(Path(cfg.runs), name)
+    for note in loaded.notes:
+        say(note)
+    if loaded.run_dir is not None:  # resumed in place: its data, its stage results, runs/latest -> it
+        run_dir = loaded.run_dir
+        relink_latest(Path(cfg.runs), run_dir)
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        name = cfg.name or f"{Path(cfg.model).name if cfg.model else 'default'}-s{cfg.seed}-{stamp}"
+        run_dir = make_run_dir(Path(cfg.runs), name)
     say(f"run: {run_dir}  ({run_dir.parent / 'latest'} -> {run_dir.name})")
-    r = Run(cfg, run_dir, t0)
-    r.paths = prepare_data(cfg, run_dir)
+    for line in run_folder.settings_lines(cfg, loaded.sources):
+        say(line)
+    r = Run(cfg, run_dir, t0, resume=loaded.resume)
+    if r.resume is not None:
+        g = cfg.grpo
+        r.paths = {"warmstart": None, "train": Path(g.data), "heldout": Path(g.eval_data)}
+        r.results = json.loads((run_dir / "stages.json").read_text()) if (run_dir / "stages.json").exists() else {}
+    else:
+        r.paths = prepare_data(cfg, run_dir)
     return r
 
 
 def load_model(r: Run) -> None:
-    """The policy: the user's --model, or the tiny model built here."""
+    """The policy: the user's --model (a PEFT adapter folder: its base + the adapter, trained), or the tiny
+    model built here. A model with nothing to train stops here, before anything starts."""
     from trainer.train import load_policy
 
-    model = r.cfg.model or str(tiny.build(r.dir / "init", r.cfg.tiny.tiny_config(), seed=r.cfg.seed))
-    r.grpo = r.grpo_config(model=model)
-    r.model, r.tok = load_policy(r.grpo)
+    model, tok, src = None, None, r.cfg.model
+    if own_model.is_adapter(src):
+        r.extra["lora"] = own_model.lora_section(own_model.adapter_info(src))
+        model, tok = own_model.load_adapter(src)
+        say(
+            f"MODEL={src} is a LoRA adapter: training it on its base {model.peft_config['default'].base_model_name_or_path}"
+        )
+    path = src or str(tiny.build(r.dir / "init", r.cfg.tiny.tiny_config(), seed=r.cfg.seed))
+    r.grpo = r.grpo_config(model=path)
+    r.model, r.tok = load_policy(r.grpo, model, tok)
+    own_model.check_trainable(r.model, path)
+
+
+def preflight_stage(r: Run) -> None:
+    """Before the service starts: the verifiers' tags survive decoding, one prompt renders (prompt.txt)."""
+    prompt = task.read_jsonl(r.paths["train"])[0]["prompt"]
+    rep = preflight.check(r.tok, r.model, [r.grpo.verifier, r.cfg.eval.verifier], prompt, model_dir=r.cfg.model,
+                          use_chat_template=r.grpo.use_chat_template, max_new_tokens=r.grpo.max_new_tokens)  # fmt: skip
+    for w in rep.warnings:
+        say(f"warning: {w}")
+    preflight.raise_errors(rep)
+    path = preflight.write_prompt(rep, r.dir, r.grpo.use_chat_template)
+    say(f"preflight: ok (the tags {r.grpo.verifier} and {r.cfg.eval.verifier} read survive decoding); "
+        f"the rendered prompt ({rep.prompt_tokens} tokens): {path}")  # fmt: skip
 
 
 def warm_start_stage(r: Run) -> None:
     """Supervised steps on the warm-start rows (worked solutions mixed with estimates); saved to warmstart/."""
     ws, rows_path = r.cfg.warmstart, r.paths.get("warmstart")
+    if r.resume is not None:  # the checkpoint holds the weights
+        r.results.setdefault("warmstart", {"steps": 0})
+        return
     r.results["warmstart"] = {"steps": 0}
     if not rows_path or not ws.steps:
         return
     rows = task.read_jsonl(rows_path)
-    worked = sum(task.BARE_THINK not in x["completion"] for x in rows)
-    say(f"warm start: {ws.steps} supervised steps on {rows_path} "
-        f"({worked} of {len(rows)} completions show their work; the rest only estimate)")  # fmt: skip
+    worked = sum(task.BARE_THINK not in x.get("completion", "") for x in rows)
+    what = f" ({worked} of {len(rows)} completions show their work; the rest only estimate)" if r.own_task else ""
+    say(f"warm start: {ws.steps} supervised steps on {rows_path}{what}")
     from tqdm import tqdm
 
     bar = tqdm(total=ws.steps, desc="warm start", unit="step", dynamic_ncols=True)
@@ -247,6 +264,7 @@ def warm_start_stage(r: Run) -> None:
     bar.close()
     r.model.save_pretrained(r.dir / "warmstart")
     r.tok.save_pretrained(r.dir / "warmstart")
+    r.save_results()
 
 
 def connect(r: Run) -> None:
@@ -262,20 +280,29 @@ def _heldout(r: Run, model, out: str) -> dict[str, Any]:
                             use_chat_template=r.grpo.use_chat_template)  # fmt: skip
 
 
+def _start_name(r: Run) -> str:
+    return "after warm start" if r.results.get("warmstart", {}).get("steps") else "before GRPO"
+
+
 def eval_before(r: Run) -> None:
+    if r.resume is not None and "eval_before" in r.results:  # resumed in place: evaluated when it began
+        say(f"held-out accuracy {_start_name(r)}: {r.results['eval_before']['accuracy']:.3f} (from stages.json)")
+        return
     before = r.results["eval_before"] = _heldout(r, r.model, "eval_before.jsonl")
-    say(f"held-out accuracy after the warm start: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
+    say(f"held-out accuracy {_start_name(r)}: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
     with (r.dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
         f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
+    r.save_results()
 
 
 def grpo(r: Run) -> None:
     from trainer.train import train
 
     g = r.grpo
-    say(f"GRPO: {g.steps} steps x {g.prompts_per_step} prompts x G={g.group_size} on {r.paths['train']} "
-        "(final answers only: no worked solutions)")  # fmt: skip
-    with MetricsBar(r.dir / "metrics.jsonl", g.steps):
+    what = " (final answers only: no worked solutions)" if r.own_task else ""
+    say(f"GRPO: {g.steps} steps x {g.prompts_per_step} prompts x G={g.group_size} on {r.paths['train']}{what}")
+    r.watch = OutcomeWatch(g.steps, g.verifier)
+    with MetricsBar(r.dir / "metrics.jsonl", g.steps, r.watch), interrupt.deferred():
         r.results["grpo"] = train(g, r.model, r.tok)
 
 
@@ -301,9 +328,10 @@ def summarise(r: Run) -> dict[str, Any]:
         "verifier": r.grpo.verifier,
         "checkpoint": str(Path(checkpoint).resolve()),
         "run_dir": str(r.dir.resolve()),
+        "warnings": [r.watch.message] if r.watch is not None and r.watch.message else [],
     }
     (r.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    for line in figure_lines(res["eval_before"], res["eval_after"], cfg.eval.verifier):
+    for line in figure_lines(res["eval_before"], res["eval_after"], cfg.eval.verifier, _start_name(r)):
         print(line)
     print(f"wall {summary['wall_s']:.0f} s; run: {r.dir} ({r.dir.parent / 'latest'}); curves: {r.dir / 'curves.png'}; "
           f"checkpoint: {checkpoint}")  # fmt: skip
@@ -312,7 +340,11 @@ def summarise(r: Run) -> dict[str, Any]:
 
 Stage = Callable[[Run], None]
 # (phase in summary.json's phases_s, stage); the second list runs while the verifier service is up
-BEFORE_SERVICE: tuple[tuple[str, Stage], ...] = (("setup_s", load_model), ("warmstart_s", warm_start_stage))
+BEFORE_SERVICE: tuple[tuple[str, Stage], ...] = (
+    ("setup_s", load_model),
+    ("preflight_s", preflight_stage),
+    ("warmstart_s", warm_start_stage),
+)
 WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
     ("service_s", connect),
     ("eval_before_s", eval_before),
@@ -321,16 +353,36 @@ WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
 )
 
 
+def resume_command(r: Run) -> str:
+    runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={r.cfg.runs}"
+    return (
+        f"make train NAME={r.dir.name}{runs}  (or: python -m trainer.pipeline --name {r.dir.name} --runs {r.cfg.runs})"
+    )
+
+
 def run(argv: list[str] | None = None) -> dict[str, Any]:
-    """``make train``: the stages in order; returns summary.json's contents."""
-    r = start(load_args(list(sys.argv[1:] if argv is None else argv)))
-    for phase, stage in BEFORE_SERVICE:
-        stage(r)
-        r.mark(phase)
-    with verifier_service(r.cfg.target, r.dir / "verifier.log") as r.target:
-        for phase, stage in WITH_SERVICE:
-            stage(r)
-            r.mark(phase)
+    """``make train``: the stages in order; returns summary.json's contents. Ctrl-C or SIGTERM during GRPO
+    writes a checkpoint of the step under way and raises Stopped saying how to resume."""
+    r = start(run_folder.load(PipelineConfig, list(sys.argv[1:] if argv is None else argv), ALIASES))
+    try:
+        with interrupt.immediate():
+            for phase, stage in BEFORE_SERVICE:
+                stage(r)
+                r.mark(phase)
+            with verifier_service(r.cfg.target, r.dir / "verifier.log") as r.target:
+                for phase, stage in WITH_SERVICE:
+                    stage(r)
+                    r.mark(phase)
+    except interrupt.Interrupted as e:
+        raise interrupt.Interrupted(
+            e.step, e.checkpoint, f"interrupted at step {e.step}; resume with: {resume_command(r)}"
+        ) from None
+    except KeyboardInterrupt:
+        from trainer.checkpoint import list_checkpoints
+
+        done = list_checkpoints(r.dir)
+        how = f"resume with: {resume_command(r)}" if done else "no checkpoint yet: the same command starts it again"
+        raise Stopped(f"interrupted ({done[-1].name if done else 'before GRPO'}); {how}") from None
     return summarise(r)
 
 
@@ -340,7 +392,11 @@ def main(argv: list[str] | None = None) -> None:
     if cli.wants_help(argv):
         print(cli.help_text(PipelineConfig, __doc__, ALIASES))
         return
-    run(argv)
+    try:
+        run(argv)
+    except interrupt.Interrupted as e:
+        print(str(e), file=sys.stderr, flush=True)
+        raise SystemExit(interrupt.exit_status()) from None
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ KL and step time (tqdm). Used by ``make train`` (trainer/pipeline.py)."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
 
@@ -11,10 +12,11 @@ from pathlib import Path
 class MetricsBar:
     """Follows run/metrics.jsonl in a thread and shows reward, accuracy, KL and step time on a tqdm bar."""
 
-    def __init__(self, path: Path, total: int):
+    def __init__(self, path: Path, total: int, watch=None):
         from tqdm import tqdm
 
         self.path, self.bar = path, tqdm(total=total, desc="GRPO", unit="step", dynamic_ncols=True)
+        self.watch = watch  # trainer.outcome_watch.OutcomeWatch: a warning when the first steps grade one outcome
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
 
@@ -45,7 +47,13 @@ class MetricsBar:
                 }
                 if m.get("eval/accuracy") is not None:
                     post["eval_acc"] = m["eval/accuracy"]
-                self.bar.set_postfix({k: f"{v:.3f}" for k, v in post.items() if v is not None}, refresh=False)
+                note = self.watch.update(m) if self.watch is not None else None
+                if note:
+                    self.bar.write(note, file=sys.stderr)
+                shown = {k: f"{v:.3f}" for k, v in post.items() if v is not None}
+                if self.watch is not None and self.watch.flag:
+                    shown["warning"] = self.watch.flag
+                self.bar.set_postfix(shown, refresh=False)
                 self.bar.refresh()
 
     def __enter__(self) -> MetricsBar:

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from trainer import cli, distributed
+from trainer import cli, distributed, interrupt
 from trainer.batch import collect_batch, rollout_dtype
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
@@ -155,6 +155,9 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             if cfg.save_every and step % cfg.save_every == 0:
                 _save(cfg, step, *state, ctx)  # rank 0 writes
                 saved = step
+            if interrupt.requested():  # SIGINT/SIGTERM inside interrupt.deferred(): this step's checkpoint, then stop
+                done = checkpoint_dir(cfg.run_dir, step) if saved == step else _save(cfg, step, *state, ctx)
+                raise interrupt.Interrupted(step, done)
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
         if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
             final = _save(cfg, cfg.steps, *state, ctx)
@@ -278,7 +281,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
             "perf/tokens": float(tokens),
         }
     )
-    if cfg.log_completions_every and step % cfg.log_completions_every == 0:
+    if cfg.logs_completions_at(step):  # every K steps, and the first and last
         parts.logger.log_completions(step, _completion_rows(batch, adv))
     return m
 
