@@ -95,7 +95,8 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
             prompts = [e.prompt for e in examples for _ in range(g)]
             scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)
         # the policy's own rollouts keep the decode's products for the update's first forward (replay.py)
-        sample = partial(generate_rollout, model, tokenizer, record=True) if backend is None else backend.generate
+        own = partial(generate_rollout, model, tokenizer, record=True, fast_path=cfg.fast_path)
+        sample = own if backend is None else backend.generate
         with rollout_context(cfg, next(model.parameters()).device) if backend is None else contextlib.nullcontext():
             ro = sample(
                 examples,

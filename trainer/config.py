@@ -54,6 +54,12 @@ class GRPOConfig(BaseModel):
         description="sample with the trainer's own decode loop (one forward per token, temperature/top_p/EOS only); "
         "False, or a model/generation_config it does not cover (repetition penalty, beams, ...): model.generate",
     )
+    fast_path: bool = Field(
+        True,
+        description="lean forward for Qwen2/Llama models it reproduces (decode, scoring, replay of the decode's "
+        "products in the first training forward); False: the HF forward everywhere, same numbers, slower: for "
+        "comparing the two (docs/train.md, Supported architectures)",
+    )
     overlap_scoring: bool = Field(
         True, description="send each group to the verifier as soon as its completions are decoded (trainer/overlap.py)"
     )

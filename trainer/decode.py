@@ -201,13 +201,14 @@ def decode(
     return torch.stack(new, dim=1)  # (N, C)
 
 
-def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, fast_decode: bool, capacity: int, record: bool = False):
-    """(cache, lean) to decode from: the lean forward where it applies, else an HF cache (None unless shared).
+def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, record: bool = False):
+    """(cache, lean) to decode from: the lean forward where ``lean_ok`` and it applies, else an HF cache (None
+    unless shared).
     ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times.
     ``record``: the lean decoder keeps its matmul products for the training forward (trainer/replay.py)."""
     cache = lean = None
     u_ids, u_mask = ids[:: group_size or 1, :-1], attn[:: group_size or 1, :-1]  # (P_u, P-1)
-    if fast_decode and lean_supported(model):
+    if lean_ok and lean_supported(model):
         max_new = capacity - ids.shape[1]
         keep = record and Recording.fits(len(ids), capacity, model, max_new)
         rec = Recording(model, capacity, max_new) if keep else None
@@ -238,14 +239,18 @@ def _sample_tokens(
     fast_decode: bool,
     on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
     record: bool = False,
+    fast_path: bool = True,
 ) -> tuple[Tensor, Tensor, Recording | None]:
     """(N, P) left-padded prompts, each repeated G times in a row -> (N, C) new tokens, (N, C) the
     log-prob of each under the distribution it was drawn from, and the decode's Recording if ``record``
     (and the lean decoder ran)."""
     shared = share_prefix and group_size > 1 and ids.shape[1] > 1
     capacity = ids.shape[1] + max_new_tokens
-    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, fast_decode, capacity, record)
+    lean_ok = fast_decode and fast_path
+    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, lean_ok, capacity, record)
     if fast_decode and fast_decode_supported(model):
+        if cache is None and lean is None and not fast_path:
+            cache = _new_cache(model)  # decode() runs the HF forward, not the lean one
         logps: list[Tensor] = []
         tokens = decode(
             model,
@@ -307,6 +312,7 @@ def generate_rollout(
     fast_decode: bool = True,
     on_groups_done: Callable[[list[int], list[str]], None] | None = None,
     record: bool = False,
+    fast_path: bool = True,
 ) -> Rollout:
     """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
 
@@ -317,6 +323,8 @@ def generate_rollout(
     each group's final texts as soon as all its rows produced EOS, while decoding goes on (overlap.py).
     ``record``: keep the lean decode's matmul products (``Rollout.replay``) so that the training forward
     at these weights does not recompute them (trainer/replay.py).
+    ``fast_path`` False: never the lean forward (the decode loop runs the HF forward; nothing recorded), to
+    compare against it (``GRPOConfig.fast_path``).
     """
     device = next(model.parameters()).device
     texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
@@ -347,6 +355,7 @@ def generate_rollout(
                 fast_decode=fast_decode,
                 on_finished=hook,
                 record=record,
+                fast_path=fast_path,
             )
         completion_ids = completion_ids.clone()  # (N, C)
         sample_logprobs = sample_logprobs.clone()  # (N, C)

@@ -15,10 +15,14 @@ arithmetic. ``LeanDecoder`` runs the same computation on the model's own weights
 
 It is exact to the HF model up to float rounding (tests/test_lean_forward.py: fp32 logits and log-probs
 to 1e-5 against HF's, left padding, grouped-query attention; sampled tokens identical under one seed).
-``lean_supported`` accepts only what it reproduces: ``Qwen2ForCausalLM`` / ``LlamaForCausalLM`` themselves
-(not peft, DDP or FSDP wrappers), float32 weights outside autocast, SiLU MLP, default RoPE, full
-attention in every layer (no sliding window), no module hooks; anything else takes the HF forward.
-The weights are read at construction (build one per rollout: the optimizer changes them in place
+``lean_supported`` accepts only what it reproduces: ``Qwen2ForCausalLM`` / ``LlamaForCausalLM`` from
+transformers themselves (not peft, DDP or FSDP wrappers, not a remote-code class of the same name) whose
+every submodule is of its family's own classes or an exact ``nn.Linear`` / ``nn.Embedding`` / SiLU (an
+adapter injected in place by ``add_adapter``, a quantised or parametrized linear, a user's subclass is
+none), no quantisation config, no module hooks (forward or backward), float32 ``nn.Parameter`` weights
+outside autocast, SiLU MLP, default RoPE, full attention in every layer (no sliding window), eager or SDPA
+attention, and no attention dropout while training; anything else takes the HF forward (docs/train.md,
+"Supported architectures"). The weights are read at construction (build one per rollout: the optimizer changes them in place
 between rollouts, the fused copies do not follow). Given a ``Recording`` (trainer/replay.py) it writes
 the outputs of its matmul steps (q/k/v, attention output + residual, gate/up, MLP output + residual,
 logits) there, for the update's first training forward.
@@ -26,37 +30,74 @@ logits) there, for the update's first training forward.
 
 from __future__ import annotations
 
+import sys
+
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-SUPPORTED = ("Qwen2ForCausalLM", "LlamaForCausalLM")
+SUPPORTED = ("Qwen2ForCausalLM", "LlamaForCausalLM")  # transformers' own classes (checked by identity)
+_PARTS = ("Model", "DecoderLayer", "Attention", "MLP", "RMSNorm", "RotaryEmbedding")  # each family's modules
+
+
+def _family_module(model):
+    """transformers' modeling module of ``model``'s exact class when it is a SUPPORTED one, else None."""
+    cls = type(model)
+    if cls.__name__ not in SUPPORTED or not cls.__module__.startswith("transformers.models."):
+        return None
+    module = sys.modules.get(cls.__module__)
+    return module if getattr(module, cls.__name__, None) is cls else None
+
+
+def _plain_modules(model, module) -> bool:
+    """Every submodule is one of the family's own classes or an exact torch linear / embedding / SiLU (exact
+    types: adapter layers, quantised or parametrized linears, subclasses are refused), without hooks, and
+    no attention dropout applies (eval mode, or a zero probability)."""
+    from transformers.activations import SiLUActivation
+
+    prefix = type(model).__name__.removesuffix("ForCausalLM")
+    allowed = {type(model), nn.Linear, nn.Embedding, nn.ModuleList, nn.SiLU, SiLUActivation}
+    allowed |= {getattr(module, prefix + part, None) for part in _PARTS}
+    for m in model.modules():
+        if type(m) not in allowed:
+            return False
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
+            return False  # e.g. accelerate offloading (weights move in hooks), or hooks that see activations
+        if m.training and getattr(m, "attention_dropout", 0.0):
+            return False
+    return True
+
+
+def _config_supported(cfg) -> bool:
+    """The settings the lean forward reproduces: SiLU MLP, default RoPE, full attention in every layer
+    (eager or SDPA), no quantisation."""
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    return (
+        rope.get("rope_type", rope.get("type", "default")) == "default"
+        and getattr(cfg, "hidden_act", None) == "silu"
+        and getattr(cfg, "pretraining_tp", 1) == 1
+        and all(t == "full_attention" for t in getattr(cfg, "layer_types", None) or [])
+        and not getattr(cfg, "use_sliding_window", False)
+        and getattr(cfg, "_attn_implementation", None) in (None, "eager", "sdpa")
+        and getattr(cfg, "quantization_config", None) is None
+    )
 
 
 def lean_supported(model) -> bool:
     """True when ``LeanDecoder`` computes exactly what ``model``'s own forward computes (see module doc)."""
-    if type(model).__name__ not in SUPPORTED:  # peft / DDP / FSDP wrappers and other architectures
+    module = _family_module(model)  # peft / DDP / FSDP wrappers and other architectures: None
+    if module is None or not _config_supported(model.config) or getattr(model, "hf_quantizer", None) is not None:
         return False
-    cfg = model.config
-    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
-    if rope.get("rope_type", rope.get("type", "default")) != "default":
+    if len(model.model.layers) != model.config.num_hidden_layers or not _plain_modules(model, module):
         return False
-    if getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "pretraining_tp", 1) != 1:
-        return False
-    if any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or []):
-        return False
-    if getattr(cfg, "use_sliding_window", False):
-        return False
-    layers = model.model.layers
-    if len(layers) != cfg.num_hidden_layers:
-        return False
-    for m in model.modules():
-        if m._forward_hooks or m._forward_pre_hooks:  # e.g. accelerate offloading: weights move in hooks
-            return False
     params = list(model.parameters())
     if params[0].device.type == "meta" or torch.is_autocast_enabled(params[0].device.type):
         return False
-    return all(p.device == params[0].device and p.dtype == torch.float32 for p in params)
+    device = params[0].device
+    return all(
+        type(p) is nn.Parameter and type(p.data) is torch.Tensor and p.dtype == torch.float32 and p.device == device
+        for p in params
+    )
 
 
 def mask_positions(mask: Tensor) -> Tensor:

@@ -20,23 +20,27 @@ def completion_logprobs(
     with_entropy: bool = False,
     rows: Tensor | slice | None = None,
     group_size: int = 0,
+    fast_path: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
     """Log-probs (n, C) of the sampled completion tokens (and entropies (n, C)) under ``model``.
 
     Position ids follow the attention mask, as in ``generate``, so left padding does not shift them;
     prompt columns that are padding in every selected row are dropped first. With ``group_size`` > 1
     and ``rows`` made of whole groups, each prompt runs once and its KV cache (part of the autograd
-    graph) is repeated for the G completions: the same numbers for less compute.
+    graph) is repeated for the G completions: the same numbers for less compute. A lean-supported model
+    runs the lean forward (trainer/replay.py: the decode's recording with gradients, in full without);
+    ``fast_path`` False: always the HF forward (``GRPOConfig.fast_path``, for comparisons).
     """
     idx = torch.arange(len(rollout), device=rollout.prompt_ids.device) if rows is None else rows
     if isinstance(idx, slice):
         idx = torch.arange(len(rollout), device=rollout.prompt_ids.device)[idx]
     c = rollout.completion_ids.shape[1]
-    rec = rollout.replay
+    rec = rollout.replay if fast_path else None
     if rec is not None and c > 1 and rec.usable(model, c) and whole_groups(idx, rec.group or 1):
         logits = replay_logits(model, rollout, idx, recording=rec)  # the decode's products: trainer/replay.py
     elif (
         c > 1
+        and fast_path
         and not torch.is_grad_enabled()
         and lean_supported(model)
         and (group_size <= 1 or whole_groups(idx, group_size))

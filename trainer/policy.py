@@ -82,10 +82,46 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _disable_dropout(model: torch.nn.Module) -> None:
+_DROPOUT_MODULES = (
+    torch.nn.Dropout,
+    torch.nn.Dropout1d,
+    torch.nn.Dropout2d,
+    torch.nn.Dropout3d,
+    torch.nn.AlphaDropout,
+    torch.nn.FeatureAlphaDropout,
+)
+
+
+def _is_dropout_name(name: str) -> bool:
+    return any(w in name for w in ("dropout", "pdrop", "layerdrop", "drop_path", "drop_prob"))
+
+
+def _zero_dropout_attrs(obj, seen: set[int]) -> None:
+    """Sets every non-zero float attribute of ``obj`` whose name says it is a dropout probability to 0, and
+    those of the configs it holds (its ``config``, a multimodal config's ``text_config``, ...)."""
+    from transformers import PretrainedConfig
+
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    for name, value in list(vars(obj).items()):
+        if isinstance(value, float) and value and _is_dropout_name(name):
+            setattr(obj, name, 0.0)
+        elif isinstance(value, PretrainedConfig):
+            _zero_dropout_attrs(value, seen)
+
+
+def disable_dropout(model: torch.nn.Module) -> None:
+    """Every dropout probability of ``model`` to 0, so that rollouts, pi_old, pi_ref and the training forward
+    score one policy: ``nn.Dropout`` modules (LoRA's too), the probabilities attention modules copy from
+    the config at init (``attention_dropout``, applied by HF only in train mode), and the config's own
+    (``attention_dropout``, ``hidden_dropout``, ``resid_pdrop``, ..., read by some models at forward time).
+    The saved checkpoint's config says 0 too."""
+    seen: set[int] = set()
     for m in model.modules():
-        if isinstance(m, torch.nn.Dropout):
+        if isinstance(m, _DROPOUT_MODULES):
             m.p = 0.0
+        _zero_dropout_attrs(m, seen)  # its attributes, and its config (HF modules keep it as ``self.config``)
 
 
 def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
@@ -106,7 +142,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = model.to(device=device, dtype=dtype)
-    _disable_dropout(model)
+    disable_dropout(model)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False  # training forwards; generate() still asks for its cache
@@ -126,7 +162,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
         model = peft.get_peft_model(model, pc)
         if cfg.gradient_checkpointing:
             model.enable_input_require_grads()
-    _disable_dropout(model)  # LoRA dropout too (TRL's disable_dropout): rollouts and scoring see one policy
+    disable_dropout(model)  # LoRA dropout too (TRL's disable_dropout): rollouts and scoring see one policy
     model.train()
     return model, tokenizer
 

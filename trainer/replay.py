@@ -11,9 +11,12 @@ RMSNorm on the narrow side); rotary, attention and SiLU are recomputed, so autog
 The gradient is the one of the ordinary forward up to float rounding (tests/test_replay.py: log-probs to
 1e-5 and every parameter's gradient to 1e-5 relative, against the HF model's own forward).
 
-It applies only where it is exact: the recording's model object, every parameter unchanged since the
-rollout (their version counters), gradients on, no autocast, whole groups when the prompt was shared.
-Anything else (a stale recording, a DDP/FSDP wrapper, rows from two rollouts) takes the ordinary forward.
+It applies only where it is exact: the recording's model object, still ``lean_supported``, no optimizer
+step anywhere in the process since the rollout (a global ``torch.optim`` step hook counts them: the fused
+AdamW the trainer uses by default does not bump the parameters' version counters, and a user's optimizer
+may write through ``p.data``), every parameter's version counter unchanged (in-place edits outside an
+optimizer), gradients on, no autocast, whole groups when the prompt was shared. Anything else (a stale
+recording, a DDP/FSDP wrapper, rows from two rollouts) takes the ordinary forward.
 """
 
 from __future__ import annotations
@@ -21,11 +24,20 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from trainer.lean_forward import LeanWeights, _add_mm, _norm_mm, attention_mask, mask_positions
+from trainer.lean_forward import LeanWeights, _add_mm, _norm_mm, attention_mask, lean_supported, mask_positions
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
 KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order
+_optimizer_steps = [0]  # optimizer steps taken in this process (every torch.optim.Optimizer, any model)
+
+
+def _count_step(optimizer, args, kwargs) -> None:
+    _optimizer_steps[0] += 1
+
+
+register_optimizer_step_post_hook(_count_step)
 
 
 def _versions(model) -> tuple[int, ...]:
@@ -47,7 +59,7 @@ class Recording:
     drawn from."""
 
     def __init__(self, model, capacity: int, max_new_tokens: int):
-        self.model, self.versions = model, _versions(model)
+        self.model, self.versions, self.optimizer_steps = model, _versions(model), _optimizer_steps[0]
         self.layers = model.config.num_hidden_layers
         self.max_new = max_new_tokens
         self.capacity = capacity - 1  # positions fed: the last sampled token never is
@@ -105,13 +117,15 @@ class Recording:
 
     def usable(self, model, completion_len: int) -> bool:
         """Whether the training forward of ``model`` may replay this recording now (the caller checks that
-        its rows are whole groups of ``self.group``)."""
+        its rows are whole groups of ``self.group``): the weights are the ones it was recorded under."""
         return (
             model is self.model
+            and self.optimizer_steps == _optimizer_steps[0]
             and torch.is_grad_enabled()
             and not torch.is_autocast_enabled(next(model.parameters()).device.type)
             and self.steps == completion_len
             and _versions(model) == self.versions
+            and lean_supported(model)
         )
 
 

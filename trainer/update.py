@@ -68,7 +68,12 @@ def score_logprobs(model, rollout: Rollout, cfg: GRPOConfig) -> Tensor:
             out = torch.cat(
                 [
                     completion_logprobs(
-                        model, rollout, temperature=cfg.temperature, rows=s, group_size=_shared_group(cfg)
+                        model,
+                        rollout,
+                        temperature=cfg.temperature,
+                        rows=s,
+                        group_size=_shared_group(cfg),
+                        fast_path=cfg.fast_path,
                     )[0]
                     for s in _chunks(len(rollout), cfg.micro_batch_size)
                 ]
@@ -129,6 +134,7 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
                         with_entropy=True,
                         rows=idx,
                         group_size=_shared_group(cfg),
+                        fast_path=cfg.fast_path,
                     )
                 if old_lp is None:  # one pass: these log-probs are pi_old's
                     pi_old[idx] = logp.detach()
