@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer import cli, passk, suites
-from trainer.errors import Stopped, exit_on_error
+from trainer import cli, passk, preflight, suites
+from trainer.errors import ModelError, Stopped, exit_on_error
 from trainer.eval_args import EvalArgs, parse_args
 from trainer.eval_generate import generate_into, load_model
 from trainer.eval_grade import DETAIL_CHARS, Grader, LocalService, check_verifiers
@@ -104,6 +104,8 @@ def run(a: EvalArgs) -> dict[str, Any]:
         if plan.reused:
             print(f"resuming: {len(plan.reused)} of {len(plan.keys)} samples already graded in {log.path}",
                   file=sys.stderr)  # fmt: skip
+        if plan.to_generate:
+            check_model(a, plan, model, source)  # before the service starts or the model is loaded
         done = _grade_all(a, plan, log, model, source, out.with_suffix(".server.log")) if left else {}
     finally:
         log.close()
@@ -131,6 +133,30 @@ def run(a: EvalArgs) -> dict[str, Any]:
     print(md)
     print(f"report: {out}  table: {out.with_suffix('.md')}  samples: {log.path}")
     return report
+
+
+def check_model(a: EvalArgs, plan: Plan, model: str, source: str) -> None:
+    """Preflight (trainer/preflight.py) on the model's tokenizer: a tag a verifier needs that decoding drops
+    is an error; one the format verifier (or math) reads is a warning."""
+    from transformers import AutoTokenizer
+
+    from trainer.eval_plan import generation_settings
+
+    try:
+        tok = AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"cannot load the tokenizer of {model!r}: {e}") from None
+    chat, max_new = generation_settings(a, source)
+    rep = preflight.check(tok, None, sorted(plan.verifiers), plan.to_generate[0][0].prompt, use_chat_template=chat,
+                          max_new_tokens=max_new, model_dir=model)  # fmt: skip
+    fmt = a.format_verifier if a.format_verifier not in ("auto", "none") else "think_format"
+    code_only = a.format_verifier == "auto" and plan.verifiers <= {"code"}  # auto: no format rate for code
+    if a.format_verifier != "none" and not code_only and fmt not in plan.verifiers:
+        errors, warnings = preflight.tag_findings(tok, [fmt], model)
+        rep.warnings += [f"the format rate will read 0: {w}" for w in errors + warnings]
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    preflight.raise_errors(rep)
 
 
 def _terminated(signum: int, frame: object) -> None:

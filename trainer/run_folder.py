@@ -119,10 +119,11 @@ def place(runs: Path, name: str | None, resume: str | None, steps: int) -> tuple
     if ck is None:
         return None, None, f"{where} exists but has no checkpoint to resume (it stopped before GRPO's first step)"
     if (where / "summary.json").exists() and steps <= _step(ck):
+        at = "" if runs == Path("runs") else f" RUNS={runs}"
         raise ConfigError(
             f"{where} is a finished run ({_step(ck)} steps, summary.json). Start another one: "
-            f"`make train NAME={name}-2 ...`; or train this one further, from its step {_step(ck)}: "
-            f"`make train NAME={name} ARGS='--grpo.steps {_step(ck) * 2}'`"
+            f"`make train NAME={name}-2{at} ...`; or train this one further, from its step {_step(ck)}: "
+            f"`make train NAME={name}{at} ARGS='--grpo.steps {_step(ck) * 2}'`"
         )
     return where, ck, f"resuming {where} from {ck.name} (an existing run folder with a checkpoint)"
 
