@@ -55,7 +55,7 @@ def raw_round(pool, problems: list[dict], bodies: list[str]) -> tuple[float, lis
 
 def service_items(problems: list[dict], bodies: list[str], tag: str = "") -> list[dict]:
     return [{"verifier": "code", "completion": program(p, b, tag), "reference": p["test"],
-             "options": {"entry_point": p["entry_point"]}, "timeout_s": 10} for p, b in zip(problems, bodies, strict=True)]  # fmt: skip
+             "options": {"entry_point": p["entry_point"], "prelude": p["prompt"]}, "timeout_s": 10} for p, b in zip(problems, bodies, strict=True)]  # fmt: skip
 
 
 def main() -> None:

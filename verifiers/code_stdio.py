@@ -225,8 +225,22 @@ class _BadChecker(Exception):
 
 
 def _checker(spec: judges.StdioSpec, i: int, actual: str, ctx: Context) -> tuple[bool, str]:
+    """The checker's word on one case. A checker that fails (crashes, times out) on the program's output
+    rejects it, unless it also fails on the expected output: then the checker is broken (BAD_REFERENCE),
+    and printing garbage that crashes it never turns a 0 into a masked sample."""
     case_input, expected = spec.cases[i]
-    stdin = judges.checker_stdin(spec.checker, case_input, expected, actual)
+    ok, said, failed = _run_checker(spec.checker, case_input, expected, actual, ctx)
+    if not failed:
+        return ok, said or ("accepted" if ok else "rejected by the checker")
+    _, said_on_expected, broken = _run_checker(spec.checker, case_input, expected, expected, ctx)
+    if broken:
+        raise _BadChecker(f"the checker failed on case {i} ({failed}), on the expected output too: {said_on_expected}")
+    return False, f"the checker failed on this output ({failed}), not on the expected one: {said}"
+
+
+def _run_checker(checker: str, case_input: str, expected: str, actual: str, ctx: Context) -> tuple[bool, str, str]:
+    """(accepted, what it said, how it failed: '' when it accepted or rejected)."""
+    stdin = judges.checker_stdin(checker, case_input, expected, actual)
     job = Job(code=judges.CHECKER_RUNNER, stdin=stdin, timeout_s=CHECKER_TIMEOUT_S, limits=Limits(memory_mb=1024),
               deadline=ctx.deadline)  # fmt: skip
     res = ctx.run_job(job)
@@ -234,9 +248,8 @@ def _checker(spec: judges.StdioSpec, i: int, actual: str, ctx: Context) -> tuple
         raise _SandboxFailed(res.sandbox_error)
     said = _clip(res.stdout + res.stderr, 300)
     if res.exit_code in (0, 1) and not res.timed_out:
-        return res.exit_code == 0, said or ("accepted" if res.exit_code == 0 else "rejected by the checker")
-    how = "timed out" if res.timed_out else f"exited {res.exit_code}"
-    raise _BadChecker(f"the checker failed on case {i} ({how}): {said}")
+        return res.exit_code == 0, said, ""
+    return False, said, "timed out" if res.timed_out else f"exited {res.exit_code}"
 
 
 def verdict(cases: list[CaseVerdict], mode: str) -> Verdict:

@@ -50,22 +50,23 @@ PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
 
 HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
-# The code kind's declared warm-up (CodeVerifier.warmup): the harness module, built once per worker.
-CODE_WARMUP = f"""import sys, types
-c = types.ModuleType("rlvr_code")
-exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), c.__dict__)
-sys.modules["rlvr_code"] = c
+WIRE_SOURCE = (Path(__file__).resolve().parent / "code_wire.py").read_text()
+_BUILD = f"""import types
+w = sys.modules["rlvr_code_wire"] = types.ModuleType("rlvr_code_wire")
+exec(compile({WIRE_SOURCE!r}, "code_wire.py", "exec"), w.__dict__)
+m = types.ModuleType("rlvr_code")
+exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), m.__dict__)
+sys.modules["rlvr_code"] = m
 """
+# The code kind's declared warm-up (CodeVerifier.warmup): the harness modules, built once per worker.
+CODE_WARMUP = "import sys\n" + _BUILD
 # The job: the harness module is already in the warm worker (CODE_WARMUP); a worker started without it
-# builds it first.
-HARNESS = f"""import sys
-m = sys.modules.get("rlvr_code")
-if m is None:
-    import types
-    m = types.ModuleType("rlvr_code")
-    exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), m.__dict__)
-m.main()
-"""
+# builds it first (before any of the job's input is read).
+HARNESS = (
+    "import sys\nm = sys.modules.get('rlvr_code')\nif m is None:\n"
+    + "".join("    " + line + "\n" for line in _BUILD.splitlines())
+    + "m.main()\n"
+)
 
 
 def candidate_code(completion: str, tags: tuple[str, ...] = PY_TAGS) -> str:
@@ -118,6 +119,7 @@ class CodeVerifier:
         "mode": "assert (default: an assert script or MBPP list, Python) or stdio (stdin/stdout cases)",
         "language": "python (default), c, cpp, java, javascript, go, rust",
         "entry_point": "the function check(candidate) is called with (assert mode)",
+        "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt)",
         "case_timeout_s": "seconds per test case (default 5)",
         "compile_timeout_s": "seconds for the compiler (compiled languages, default 30)",
         "reward": "all (default: every test passes) or fraction (the share passed)",
@@ -172,6 +174,7 @@ class CodeVerifier:
                 "candidate": code,
                 "tests": req.reference if tests is None else tests,
                 "entry_point": req.options.get("entry_point", ""),
+                "prelude": req.options.get("prelude", ""),
                 "nonce": nonce,
             }
         )
@@ -288,4 +291,8 @@ def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
         return Verdict.of(Outcome.INCORRECT, f"the tests finished but the program then ended ({how})")
     if status == "assert":
         return Verdict.of(Outcome.INCORRECT, f"a test failed: {_tail(verdict.get('detail', ''))}")
+    if status == "exited":
+        return Verdict.of(Outcome.INCORRECT, f"{verdict.get('detail', '')}; stderr: {_tail(res.stderr)}")
+    if status == "bad_reference":
+        return Verdict.of(Outcome.BAD_REFERENCE, f"the prelude failed: {_tail(verdict.get('detail', ''))}")
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))

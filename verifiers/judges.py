@@ -20,7 +20,8 @@ Reference shapes (``options["mode"] = "stdio"``):
   ``checker``). The checker is a testlib-style program: it is run as
   ``checker.py <input file> <output file> <answer file>`` (the case's input, the candidate's output,
   the expected output, each a file in its working directory); exit code 0 accepts, 1 rejects, and
-  anything else (an exception, a time-out) means the checker itself failed (``BAD_REFERENCE``).
+  anything else (an exception, a time-out) rejects the output too, unless the checker also fails when
+  given the expected output as the program's: then the checker itself is broken (``BAD_REFERENCE``).
   Its stdout/stderr becomes the case's detail.
 """
 
