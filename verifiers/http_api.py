@@ -41,7 +41,9 @@ from google.protobuf import json_format
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers import http_protojson as protojson
 from verifiers import http_v1
+from verifiers.bounds import ServiceBounds
 from verifiers.http_common import HttpError, body_doc, error_response
+from verifiers.http_limits import InputLimits, uvicorn_http_options
 from verifiers.http_openrlhf import openrlhf_router
 from verifiers.http_sandboxfusion import sandboxfusion_router
 
@@ -63,43 +65,6 @@ class HttpContext:
 
     def abort(self, code: Any, details: str) -> None:
         raise HttpError(code.name, details)
-
-
-class BodyLimit:
-    """ASGI middleware: a request body over ``max_bytes`` gets 413 (gRPC's RESOURCE_EXHAUSTED) unread."""
-
-    def __init__(self, app: Any, max_bytes: int):
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await self._refuse(scope, receive, send)
-        seen = 0
-
-        async def counted() -> dict:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
-
-    async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
-        msg = f"request body over the limit of {self.max_bytes} bytes (the server's --max-message-mb)"
-        await error_response("RESOURCE_EXHAUSTED", msg, 413)(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _to_json(message: Any) -> Response:
@@ -195,7 +160,7 @@ def _ops_routes(app: FastAPI) -> None:
 
 
 def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_body_bytes: int = 64 << 20,
-               workers: int = 32) -> FastAPI:  # fmt: skip
+               workers: int = 32, bounds: ServiceBounds | None = None) -> FastAPI:  # fmt: skip
     """The ASGI app. ``servicer`` is a ``verifiers.server.Servicer`` over ``service``."""
     app = FastAPI(title="rlvr verifier service", version="1",
                   description="Reward verification over HTTP/JSON; the same core as the gRPC service.")  # fmt: skip
@@ -213,7 +178,7 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     _ops_routes(app)
     app.include_router(openrlhf_router)
     app.include_router(sandboxfusion_router)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(InputLimits, max_bytes=max_body_bytes, max_depth=(bounds or ServiceBounds()).max_json_depth)
     return app
 
 
@@ -224,7 +189,7 @@ class ListenError(OSError):
 class HttpServer:
     """uvicorn on its own thread, on a socket bound up front (so ``port`` is known before it starts)."""
 
-    def __init__(self, app: FastAPI, host: str, port: int, grace_s: float = 10.0):
+    def __init__(self, app: FastAPI, host: str, port: int, grace_s: float = 10.0, bounds: ServiceBounds | None = None):
         self.app = app
         self.host = host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -240,8 +205,10 @@ class HttpServer:
             raise ListenError(msg) from None
         self.sock.listen(1024)
         self.port = self.sock.getsockname()[1]
+        bounds = bounds or ServiceBounds()
+        head = uvicorn_http_options(bounds.max_header_bytes, bounds.max_headers)  # 431 before a long head is kept
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=grace_s)  # fmt: skip
+                                timeout_graceful_shutdown=grace_s, **head)  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                         name="http")  # fmt: skip

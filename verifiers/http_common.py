@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 # gRPC status name → HTTP status (FAILED_PRECONDITION: 412; RESOURCE_EXHAUSTED: 429, or 413 for a body
-# over the size limit, answered by BodyLimit before any servicer runs)
+# over the size limit, answered by http_limits.InputLimits before any route runs)
 HTTP_STATUS = {
     "OK": 200,
     "INVALID_ARGUMENT": 400,

@@ -36,6 +36,7 @@ from grpc_reflection.v1alpha import reflection
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
+from verifiers import bounds as service_bounds
 from verifiers import kinds
 from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
@@ -223,8 +224,10 @@ def _start_http(args: argparse.Namespace, service: VerifierService, max_body_byt
     from verifiers.http_api import HttpServer, create_app
 
     servicer = Servicer(service, AdminToken(args.admin_token))  # the same servicer code the gRPC routes run
-    app = create_app(service, servicer, reward_verifier=args.reward_verifier, max_body_bytes=max_body_bytes)
-    http = HttpServer(app, args.host, args.http_port, grace_s=args.grace_s).start()
+    bounds = getattr(args, "bounds", None)
+    app = create_app(service, servicer, reward_verifier=args.reward_verifier, max_body_bytes=max_body_bytes,
+                     bounds=bounds)  # fmt: skip
+    http = HttpServer(app, args.host, args.http_port, grace_s=args.grace_s, bounds=bounds).start()
     log.info("HTTP listening on %s:%d (/v1, /get_reward, /run_code, /metrics, /docs)", args.host, http.port)
     return http
 
@@ -303,9 +306,11 @@ def main(argv: list[str] | None = None) -> None:
                    help="verifier for OpenRLHF's /get_reward when the URL names none (?verifier=NAME)")
     p.add_argument("--log-level", default="INFO")
     service_limits.add_arguments(p)
+    service_bounds.add_arguments(p)
     args = p.parse_args(argv)
     try:
         args.limits = service_limits.from_args(args)  # validated here, before anything starts
+        args.bounds = service_bounds.from_args(args)
     except service_limits.LimitsError as e:
         p.error(str(e))
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,0 +1,121 @@
+"""Every input is bounded before it is buffered (issue 30): HTTP request head (431), body (413), JSON
+nesting (400, no traceback at ERROR). A real uvicorn server on loopback, in process (no sandbox pool:
+think_format grades on the host)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import httpx
+import pytest
+
+from verifiers.bounds import ServiceBounds
+from verifiers.http_api import HttpServer, create_app
+from verifiers.registry import Registry
+from verifiers.server import AdminToken, Servicer
+from verifiers.service import VerifierService
+
+BOUNDS = ServiceBounds()
+
+
+@pytest.fixture()
+def base(tmp_path):
+    registry = Registry(str(tmp_path / "r.sqlite"))
+    service = VerifierService(registry, None)
+    app = create_app(service, Servicer(service, AdminToken("")), max_body_bytes=1 << 20, bounds=BOUNDS)
+    srv = HttpServer(app, "127.0.0.1", 0, bounds=BOUNDS).start()
+    srv.set_serving(True)
+    try:
+        yield f"http://127.0.0.1:{srv.port}"
+    finally:
+        srv.stop()
+        service.close()
+        registry.close()
+
+
+def _raw(base: str, head: bytes, body: bytes = b"") -> bytes:
+    """Send ``head`` (request line + headers, without the blank line) and ``body``; the status line back."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        try:
+            s.sendall(head + b"\r\n" + body)
+        except (BrokenPipeError, ConnectionResetError):  # the server answered and closed mid-send
+            pass
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.split(b"\r\n", 1)[0]
+
+
+GOOD = b'{"verifier": "think_format", "completion": "<think>a</think>b"}'
+
+
+def _post(path: str, extra: bytes, body: bytes = GOOD) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n").encode() + extra  # fmt: skip
+
+
+def test_a_plain_request_still_answers(base):
+    assert _raw(base, _post("/v1/verify", b""), GOOD).startswith(b"HTTP/1.1 200")
+
+
+def test_an_oversized_header_gets_431(base):
+    big = b"X-Big: " + b"a" * (128 << 10) + b"\r\n"  # 128 KiB in one header (was 200 OK)
+    assert _raw(base, _post("/v1/verify", big), GOOD).startswith(b"HTTP/1.1 431")
+
+
+def test_an_unfinished_huge_header_is_cut_off_at_the_limit(base):
+    # the head never ends: the server answers 431 once the limit is passed, without waiting for the rest
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        sent, status = 0, b""
+        s.settimeout(10)
+        try:
+            while sent < (16 << 20):
+                s.sendall(b"a" * 65536)
+                sent += 65536
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            pass
+        try:
+            status = s.recv(4096)
+        except (ConnectionResetError, TimeoutError):
+            pass
+    assert sent < (16 << 20) and (not status or status.startswith(b"HTTP/1.1 431")), (sent, status[:40])
+
+
+def test_too_many_headers_get_431(base):
+    many = b"".join(b"X-H%d: v\r\n" % i for i in range(5000))  # 5,000 small headers (was 200 OK)
+    assert _raw(base, _post("/v1/verify", many), GOOD).startswith(b"HTTP/1.1 431")
+
+
+def test_just_under_the_header_limits_is_fine(base):
+    some = b"".join(b"X-H%d: v\r\n" % i for i in range(BOUNDS.max_headers - 10))
+    assert _raw(base, _post("/v1/verify", some), GOOD).startswith(b"HTTP/1.1 200")
+
+
+def test_a_body_over_the_limit_gets_413(base):
+    r = httpx.post(base + "/v1/verify", content=b" " * (2 << 20), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "--max-message-mb" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/v1/verify", "/v1/verify_batch", "/v1/verifiers", "/get_reward", "/run_code"])
+def test_deep_json_is_400_without_a_traceback(base, path, caplog):
+    deep = b"[" * 1200 + b"]" * 1200  # 2.4 kB (was 500 and a RecursionError at ERROR)
+    with caplog.at_level(logging.ERROR):
+        r = httpx.post(base + path, content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert f"nested deeper than {BOUNDS.max_json_depth}" in r.json()["error"]["message"]
+    assert "--max-json-depth" in r.json()["error"]["message"]
+    assert not [x for x in caplog.records if x.levelno >= logging.ERROR]
+
+
+def test_deep_json_inside_a_string_is_not_nesting(base):
+    body = b'{"verifier": "think_format", "completion": "<think>' + b"[{" * 2000 + b'</think>b"}'
+    r = httpx.post(base + "/v1/verify", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200 and r.json()["outcome"] == "OUTCOME_CORRECT"
