@@ -82,6 +82,7 @@ def _shard(batch: Batch, rank: int, world: int) -> Batch:
     ro = batch.rollout.select(rows)
     width = int(ro.completion_mask.sum(1).max())
     ro.completion_ids, ro.completion_mask = ro.completion_ids[:, :width], ro.completion_mask[:, :width]
+    ro.sample_logprobs = None if ro.sample_logprobs is None else ro.sample_logprobs[:, :width]
     return Batch(ro, batch.rewards[rows], batch.valid[rows], batch.scores[rank * n : (rank + 1) * n], 0.0, 1)
 
 
