@@ -8,34 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from transformers import AutoTokenizer
 
+from tests.own_model_helpers import TAGS, bpe_tokenizer
 from trainer import preflight, run_folder
 from trainer.config import GRPOConfig
 from trainer.errors import CheckpointError, ConfigError
 from trainer.outcome_watch import OutcomeWatch
-
-TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
-CHAT = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
-
-
-def bpe_tokenizer(tags_special: bool) -> PreTrainedTokenizerFast:
-    """A byte-level BPE trained on a few lines, as a user would make one; the R1 tags special or not."""
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + (TAGS if tags_special else [])
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tk.train_from_iterator(["Natalia sold 48 clips in April. How many? The answer is 72."] * 20, trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    if not tags_special:
-        tok.add_tokens(TAGS)
-    tok.padding_side = "right"
-    tok.chat_template = CHAT
-    return tok
 
 
 def test_a_special_think_tag_is_an_error_naming_the_token_and_the_fix():
@@ -60,7 +39,7 @@ def test_tags_as_normal_tokens_pass_and_the_prompt_is_rendered(tmp_path):
     tok = bpe_tokenizer(tags_special=False)
     rep = preflight.check(tok, None, ["r1", "math"], "What is 4+8?", max_new_tokens=16)
     assert rep.errors == [] and rep.warnings == []
-    assert rep.prompt == "<|im_start|>user\nWhat is 4+8?<|im_end|>\n<|im_start|>assistant"
+    assert rep.prompt == "<|im_start|>user\nWhat is 4+8?<|im_end|>\n<|im_start|>assistant\n"
     path = preflight.write_prompt(rep, tmp_path, True)
     assert path.read_text().endswith(rep.prompt + "\n") and "chat template" in path.read_text()
     plain = preflight.check(tok, None, ["r1"], "What is 4+8?", use_chat_template=False)
