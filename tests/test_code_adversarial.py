@@ -453,6 +453,48 @@ VALUES_FAMILY = [
         OK,
         "a plain global the tests name is handed over as a value",
     ),
+    (
+        "solution-class-methods",
+        "class Solution:\n    def twoSum(self, nums, t):\n        seen = {}\n        for i, x in enumerate(nums):\n"
+        "            if t - x in seen:\n                return [seen[t - x], i]\n            seen[x] = i\n",
+        "assert Solution().twoSum([2, 7, 11, 15], 9) == [0, 1]\ns = Solution()\nassert s.twoSum([3, 3], 6) == [0, 1]\n",
+        {},
+        OK,
+        "LeetCode style: an instance of the candidate's class stays in its process, the tests call its methods",
+    ),
+    (
+        "object-keeps-state",
+        "class C:\n    def __init__(self):\n        self.n = 0\n    def inc(self):\n        self.n += 1\n        return self.n\n",
+        "c = C()\nc.inc()\nassert c.inc() == 2\n",
+        {},
+        OK,
+        "the handle is one object: its state lives on between method calls",
+    ),
+    ("object-truth", "class R:\n    pass\n", "assert R()\n", {}, ERR, "a handle has no truth value"),
+    (
+        "object-equality",
+        "class P:\n    def __init__(self, x):\n        self.x = x\n    def __eq__(self, o):\n        return True\n",
+        "assert P(1) == P(2)\n",
+        {},
+        ERR,
+        "not supported: candidate objects cannot be compared, only their methods' plain results",
+    ),
+    (
+        "method-returns-object",
+        "class S:\n    def me(self):\n        return self\n    def __eq__(self, o):\n        return True\n",
+        "assert S().me() == 1\n",
+        {},
+        ERR,
+        "a method's result must be plain data",
+    ),
+    (
+        "object-as-argument",
+        "class S:\n    pass\ndef f(x):\n    return 1\n",
+        "assert f(S()) == 1\n",
+        {},
+        ERR,
+        "not supported: a candidate object cannot be passed back into a call",
+    ),
 ]
 
 
@@ -547,3 +589,75 @@ def test_a_checker_that_crashes_on_the_output_rejects_it(service):
     wrong = [f"{cid}: got {v.outcome}, want {want}: {why} | {v.detail[:200]}"
              for (cid, _, _, want, why), v in zip(CHECKER_FAMILY, got, strict=True) if v.outcome != want]  # fmt: skip
     assert not wrong, "\n".join(wrong)
+
+
+# -- the wire between the two processes (verifiers/code_wire.py), on the host -----------------------------------
+def _plain():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary()
+    scalars = scalars | st.complex_numbers(allow_nan=False) | st.builds(range, st.integers(), st.integers())
+    keys = st.none() | st.booleans() | st.integers() | st.text() | st.binary()
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner) | st.lists(inner).map(tuple) | st.dictionaries(keys, inner)
+        | st.frozensets(keys) | st.sets(keys),
+        max_leaves=20,
+    )  # fmt: skip
+
+
+def _types(v) -> str:
+    """The value's types all the way down, as text (set members in sorted order)."""
+    t = type(v).__name__
+    if isinstance(v, (set, frozenset)):
+        return t + "{" + ",".join(sorted(map(_types, v))) + "}"
+    if isinstance(v, (list, tuple)):
+        return t + "[" + ",".join(map(_types, v)) + "]"
+    if isinstance(v, dict):
+        return t + "{" + ",".join(sorted(_types(k) + ":" + _types(x) for k, x in v.items())) + "}"
+    return t
+
+
+def test_plain_data_round_trips_exactly():
+    from hypothesis import given, settings
+
+    from verifiers.code_wire import decode, encode
+
+    @settings(max_examples=300, deadline=None)
+    @given(_plain())
+    def check(v):
+        back = decode(encode(v))
+        assert back == v and _types(back) == _types(v)  # same types all the way down (True is not 1, (1,) not [1])
+
+    check()
+
+
+class _Liar(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_Liar(1), [1, _Liar(2)], {"k": object()}, lambda: 0, (i for i in range(2)), type, Exception("x"), bytearray(b"x")],
+)
+def test_what_is_not_plain_data_is_refused(value):
+    from verifiers.code_wire import NotPlain, encode
+
+    with pytest.raises(NotPlain):
+        encode(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['["x", 1]', "[1, 2]", '["s", [["l", []]]]', '["d", [1]]', "9" * 5000, '["r", ["l", []], 1, 1]', "nope",
+     '["c", "1", 2]', '["b", "zz"]', '["l", [' * 300 + "]]" * 300, '{"a": 1}'],
+)  # fmt: skip
+def test_a_hostile_answer_decodes_to_an_error_never_an_object(text):
+    """Whatever the candidate's process writes, the tests' process gets plain data or NotPlain."""
+    from verifiers.code_wire import NotPlain, decode
+
+    with pytest.raises(NotPlain):
+        decode(text)

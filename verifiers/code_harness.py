@@ -1,30 +1,27 @@
 """The sandbox half of the ``code`` verifier's assert mode. Never runs in the service process.
 
 The warm-up (``code_verifier.CODE_WARMUP``) builds this source once per warm worker as the module
-``rlvr_code`` (next to ``rlvr_code_wire``, verifiers/code_wire.py), so a job is two lines
-(``rlvr_code.main()``). Two processes grade a job, and the tests never run in the candidate's:
+``rlvr_code`` (next to ``rlvr_code_wire``, verifiers/code_wire.py), so a job is ``rlvr_code.main()``.
+Two processes grade a job, and the tests never run in the candidate's:
 
 * **the candidate's process** is forked first thing, before the job's stdin (the tests, the nonce) is
   read, so none of it is in its memory. It keeps only stdin = /dev/null, stdout = stderr (its prints
-  count against the sandbox's output cap and show in an error's detail) and two pipes to the tests'
-  process; it receives the candidate's code over the pipe, runs it, then answers calls: the name of
-  one of its globals and plain arguments in, one plain value (or the name and message of the
-  exception raised) out, encoded by code_wire (a value that is not plain data is refused).
-* **the tests' process** (the job itself, a fresh fork of the warm worker in which no candidate code
-  ever runs, so its builtins and modules are pristine) makes itself non-dumpable before the fork (the
-  candidate's process cannot open its /proc files or memory or ptrace it), ignores SIGINT, drops
-  writable directories from ``sys.path`` (a module file the candidate writes is never imported), runs
-  the trusted ``prelude`` (the problem's own code, e.g. HumanEval's prompt: the helpers its tests call),
-  then the tests with ``candidate`` (and every other candidate global the tests name, unless the
-  prelude or the builtins define it) bound to a proxy that calls into the candidate's process. A
-  candidate module the tests name is imported afresh here; a non-plain value is not bound at all.
+  count against the output cap) and two pipes to the tests' process; it receives the candidate's code,
+  runs it, then answers calls: a global's name and plain arguments in, one plain value (code_wire), the
+  built-in class and message of the exception raised, or a handle to a new instance of a class out.
+* **the tests' process** (the job, a fresh fork of the warm worker in which no candidate code ever runs:
+  its builtins and modules are pristine) is non-dumpable (the candidate's process cannot open its /proc
+  files or memory, or ptrace it), ignores SIGINT, imports only from directories the job cannot write,
+  runs the trusted ``prelude`` (the problem's own code: HumanEval's prompt and its helpers), then the
+  tests with ``candidate`` and every other candidate global the tests name (unless the builtins or the
+  prelude define it) bound to proxies into the candidate's process; a candidate's module the tests name
+  is the real module of that name, imported here; any other non-plain value is not bound.
 
 ``main`` reads ``{"candidate", "tests", "entry_point", "prelude", "nonce"}`` on stdin (``tests``: a script,
 or a list of independent asserts, MBPP style, each reported on its own line ``{"nonce", "case",
-"status"}``) and writes one verdict line carrying the nonce to a private copy of stdout that only the
-tests' process holds: ``pass`` | ``assert`` | ``error`` | ``exited`` (the candidate's process ended
-before the tests finished) | ``bad_reference`` (the prelude failed). Reaching ``pass`` is the only way
-to pass.
+"status"}``) and writes the verdict line carrying the nonce to a copy of stdout only the tests' process
+holds: ``pass`` | ``assert`` | ``error`` | ``exited`` (the candidate's process ended before the tests
+finished) | ``bad_reference`` (the prelude failed). Reaching ``pass`` is the only way to pass.
 """
 
 import builtins
@@ -96,10 +93,12 @@ def _exit(e):
     os._exit(code & 0xFF if type(code) is int else 0 if code is None else 1)
 
 
-def _answer(ns, msg):
+def _answer(ns, objects, msg):
+    of = msg.get("of")
     try:
         args, kwargs = wire.decode(msg["args"])
-        r = ns[msg["call"]](*args, **kwargs)
+        target = ns[msg["call"]] if of is None else getattr(objects[of], msg["call"])
+        r = target(*args, **kwargs)
     except SystemExit as e:
         _exit(e)
     except BaseException as e:
@@ -108,6 +107,9 @@ def _answer(ns, msg):
     try:
         return {"value": wire.encode(r)}
     except (wire.NotPlain, RecursionError) as e:
+        if of is None and isinstance(target, type):  # a new instance of a class: it stays here, the tests get a handle
+            objects.append(r)
+            return {"object": len(objects) - 1, "type": str(getattr(target, "__name__", "candidate"))[:100]}
         return {"raise": ["TypeError", f"{msg['call']} returned {e}: only plain data reaches the tests"]}
 
 
@@ -136,11 +138,12 @@ def _candidate(req_r, rep_w):
             os._exit(1)
         _send(wf, {"names": {n: k for n in q["names"] if n in ns and (k := _kind(ns[n])) is not None}})
         _flush()
+        objects = []
         while True:
             line = rf.readline()
             if not line:
                 os._exit(0)
-            reply = _answer(ns, json.loads(line))
+            reply = _answer(ns, objects, json.loads(line))
             _flush()
             _send(wf, reply)
     except SystemExit as e:
@@ -183,7 +186,8 @@ class Candidate:
         self.say("exited", f"the candidate's program ended ({how}) before the tests finished")
         os._exit(1)
 
-    def proxy(self, name):
+    def proxy(self, name, of=None):
+        """A function that calls the candidate's global ``name`` (or method ``name`` of its object ``of``)."""
         ask = self.ask
 
         def call(*args, **kwargs):
@@ -194,16 +198,43 @@ class Candidate:
                     f"{name}: an argument is not plain data ({e}): the candidate runs in a process of its own and "
                     "receives only numbers, strings, bytes, None and containers of them"
                 ) from None
-            reply = ask({"call": name, "args": payload})
-            if "value" in reply and type(reply["value"]) is str:
+            reply = ask({"call": name, "args": payload, "of": of})
+            if type(reply.get("value")) is str:
                 try:
                     return wire.decode(reply["value"])
                 except wire.NotPlain as e:
                     raise TypeError(f"{name} returned something that is not plain data: {e}") from None
+            if of is None and type(reply.get("object")) is int:
+                return Remote(self, reply["object"], reply.get("type"))
             raise _rebuilt(reply.get("raise"))
 
         call.__name__ = call.__qualname__ = name
         return call
+
+
+class Remote:
+    """An instance of one of the candidate's classes (``Solution()``), living in the candidate's process: the
+    tests may call its methods, plain data in and out, and nothing else. Comparing it, testing its truth,
+    hashing it or passing it to a call is a TypeError, so it can never stand in for an expected value."""
+
+    __slots__ = ("_cand", "_id", "_what")
+
+    def __init__(self, cand, ident, what):
+        self._cand, self._id, self._what = cand, ident, what if type(what) is str else "candidate"
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._cand.proxy(name, self._id)
+
+    def _refuse(self, *_):
+        raise TypeError(f"a {self._what} object lives in the candidate's process: the tests can only call its methods")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = __iter__ = _refuse
+    __hash__ = None
+
+    def __repr__(self):
+        return f"<{self._what} object in the candidate's process>"
 
 
 def _rebuilt(raised):
