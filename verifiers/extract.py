@@ -9,13 +9,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from verifiers.math_forms import hedge_around
+
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 MAX_ANSWERS = 8  # more different boxed answers than this is answer spraying, whatever they are
 FULL_TAIL = 10_000  # fallback "full" hands the sandbox this many characters from the end of the text
 
 # Last number of a text: sign, digits with optional thousands commas, decimals, an optional /denominator.
 # No nested quantifiers, so re scans it in linear time.
-_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+)?")
+_NUMBER = re.compile(r"-?[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?:\s*/\s*[0-9]+)?")
 
 
 def strip_think(text: str) -> str:
@@ -55,7 +57,12 @@ def boxed_all(text: str) -> list[str]:
     >>> boxed_all(r"so \\boxed{\\frac{1}{2}} and \\boxed {3}")
     ['\\\\frac{1}{2}', '3']
     """
-    out: list[str] = []
+    return [text[k + 1 : m] for _, k, m in boxed_spans(text)]
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, int]]:
+    """(start of ``\\boxed``, its ``{``, its ``}``) of every box, in order."""
+    out: list[tuple[int, int, int]] = []
     nxt = {tag: text.find(tag) for tag in ("\\boxed", "\\fbox")}
     i = 0
     while True:
@@ -75,7 +82,7 @@ def boxed_all(text: str) -> list[str]:
         m = _match_brace(text, k)
         if m < 0:
             return out  # unbalanced: not a complete answer
-        out.append(text[k + 1 : m])
+        out.append((j, k, m))
         i = m + 1
 
 
@@ -94,10 +101,15 @@ def last_number(text: str) -> str | None:
     >>> last_number("so 12 apples, then 1,234.5 left")
     '1234.5'
     """
+    last = _last_number(text)
+    return None if last is None else last.group(0).replace(",", "").replace(" ", "")
+
+
+def _last_number(text: str) -> re.Match | None:
     last = None
     for last in _NUMBER.finditer(text):  # noqa: B007 - we want the final match
         pass
-    return None if last is None else last.group(0).replace(",", "").replace(" ", "")
+    return last
 
 
 def _canon(answer: str) -> str:
@@ -113,6 +125,7 @@ class Extraction:
     answers: list[str]  # one final answer, or several different boxed ones (graded together)
     source: str  # boxed | answer | last_number | full
     sprayed: int = 0  # how many different boxed answers there were, when more than MAX_ANSWERS
+    hedge: str | None = None  # a word offering another answer or a condition in the answer's sentence
 
 
 def extract(completion: str, fallback: str = "none") -> Extraction | None:
@@ -124,22 +137,28 @@ def extract(completion: str, fallback: str = "none") -> Extraction | None:
        sandbox to extract from the way Math-Verify does).
     """
     visible = strip_think(completion)
-    boxed = [b.strip() for b in boxed_all(visible)]
-    boxed = [b for b in boxed if b]
-    if boxed:
+    spans = [(j, m, visible[k + 1 : m].strip()) for j, k, m in boxed_spans(visible)]
+    spans = [sp for sp in spans if sp[2]]
+    if spans:
+        boxed = [b for _, _, b in spans]
         distinct: dict[str, str] = {}
         for b in reversed(boxed):
             distinct.setdefault(_canon(b), b)
         if len(distinct) > MAX_ANSWERS:
             return Extraction([boxed[-1]], "boxed", sprayed=len(distinct))
-        return Extraction(list(distinct.values()), "boxed")
+        # ``\boxed{3} (or possibly 4)``, ``maybe \boxed{3}``: not one answer
+        start, end, _ = spans[-1]
+        return Extraction(list(distinct.values()), "boxed", hedge=hedge_around(visible, start, end + 1))
     tag = answer_tag(visible)
     if tag is not None and tag.strip():
         inner = [b.strip() for b in boxed_all(tag) if b.strip()]
         return Extraction([inner[-1] if inner else tag.strip()], "answer")
     if fallback == "last_number":
-        n = last_number(visible)
-        return None if n is None else Extraction([n], "last_number")
+        n = _last_number(visible)
+        if n is None:
+            return None
+        number = n.group(0).replace(",", "").replace(" ", "")
+        return Extraction([number], "last_number", hedge=hedge_around(visible, n.start(), n.end()))
     if fallback == "full" and visible.strip():
         return Extraction([visible[-FULL_TAIL:]], "full")
     return None

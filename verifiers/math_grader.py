@@ -17,11 +17,12 @@ An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_to
 * ``full``: the pred is the whole completion, extracted the way Math-Verify does (LaTeX + expression
   extractors, boxed first).
 
-Where this departs from Math-Verify's ``verify``: two exact numbers are compared exactly (rationals) or
-to 40 significant digits (irrationals), never by rounding to 6 decimals, so ``1/2004!`` is not
-``1/2006!`` and ``e^{-1000}`` is not ``e^{-1001}``; a float that rounds to 0 is compared relatively;
-``rel_tol`` compares numbers relatively; running out of memory reports a timeout, not a wrong answer.
-Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction for speed.
+Where this departs from Math-Verify's ``verify``: the comparison rules of ``math_equal.py`` (exact
+numbers compared exactly, ∞ equal only to the same ∞, an equation counts only as ``name = value``);
+answers are read as written (``math_forms.py``: Unicode, ``1\\,000``, ``1.5e3``; ``7 0`` is no number);
+an answer that hedges (``3 \\text{ (or possibly 4)}``) is INCORRECT, never stripped; a unit other than
+the reference's is INCORRECT unless it converts to the same quantity; running out of memory reports a
+timeout, not a wrong answer. Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction.
 """
 
 import json
@@ -32,14 +33,17 @@ import time
 import sympy
 from antlr4.atn.PredictionMode import PredictionMode
 from latex2sympy2_extended import latex2sympy2
-from math_verify import grader
 from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-try:  # in the sandbox the host ships math_text.py as the module rlvr_math_text (math_verifier.WARMUP)
+try:  # in the sandbox the host ships math_forms/text/equal.py as these modules (math_verifier.WARMUP)
+    import rlvr_math_equal as equal
+    import rlvr_math_forms as forms
     import rlvr_math_text as _text
 except ImportError:  # on the host
+    from verifiers import math_equal as equal
+    from verifiers import math_forms as forms
     from verifiers import math_text as _text
 BadReference = _text.BadReference
 DELIMITERS = _text.DELIMITERS
@@ -64,11 +68,6 @@ FULL_TAIL = 10_000  # full mode reads the last this-many characters of the compl
 
 class SoftTimeout(BaseException):
     """Raised by SIGALRM inside this sandbox job (never in a server thread) to end one item."""
-
-
-class _State:
-    rel_tol = None  # options["rel_tol"] of the item being graded
-    out_of_memory = False
 
 
 # -- two-stage antlr parsing ---------------------------------------------------------------------------
@@ -102,11 +101,21 @@ _l2s.create_parser, _l2s.parse = _create_parser_sll, _parse_two_stage
 
 
 # -- parsing -----------------------------------------------------------------------------------------
+REALS = "(-\\infty, \\infty)"
+
+
+def written(text):
+    """The answer as the parser should read it: spacing squashed, Unicode and typesetting forms rewritten
+    (math_forms.normalize), ``\\sqrt(x)`` repaired, 'all real numbers' as the interval."""
+    s = forms.normalize(upright_constants(fix_malformed(squash_space(text))))
+    return REALS if forms.all_reals(s) else s
+
+
 def parse_whole(answer):
-    """Parse a complete final answer, or return [] — never a piece of it."""
-    s = fix_malformed(squash_space(answer))
-    s = upright_constants(s)
-    if not s:
+    """Parse a complete final answer, or return [] — never a piece of it. Digits separated by a space
+    outside a thousands group (``7 0``) are not a number: [] (never the product 7·0)."""
+    s = written(answer)
+    if not s or forms.spaced_digits(s):
         return []
     got = mv_parse("$" + escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
                    extraction_mode="first_match", parsing_timeout=None)  # fmt: skip
@@ -136,11 +145,13 @@ def parse_gold(gold):
     made only of words. Raises BadReference rather than ever keeping a fragment of it."""
     g = squash_space(gold)
     inner = sole_region(g)
-    g = inner if inner is not None else g
+    g = written(inner if inner is not None else g)
     plain = TEXT_UNWRAP.sub(r"\1", g)
     if ONLY_WORDS.fullmatch(plain) and words_of(plain):
         return ["text", text_key(plain)]
-    if any(d in g for d in DELIMITERS):  # text around math regions: Math-Verify's extraction, LaTeX only
+    if any(
+        d in g.replace("\\$", "") for d in DELIMITERS
+    ):  # text around math regions: Math-Verify's extraction, LaTeX only
         got = mv_parse(g, LATEX, parsing_timeout=None)
         got = got if got and not isinstance(got[0], str) else []
     else:
@@ -154,88 +165,11 @@ def parse_gold(gold):
 
 
 def parse_full(text):
-    return mv_parse(upright_constants(text[-FULL_TAIL:]), BOTH, parsing_timeout=None)
+    return mv_parse(forms.normalize(upright_constants(text[-FULL_TAIL:])), BOTH, parsing_timeout=None)
 
 
-# -- comparison ----------------------------------------------------------------------------------------
-_mv_numeric_eq = grader.sympy_numeric_eq
-
-
-def _plain_number(x):
-    return isinstance(x, sympy.Expr) and grader.get_pct_val(x) is None and x.is_number
-
-
-def _close(a, b, rel_tol, digits=40):
-    """|a - b| <= rel_tol * max(|a|, |b|), evaluated to ``digits`` significant digits."""
-    x, y = sympy.N(a, digits), sympy.N(b, digits)
-    if not (x.is_number and y.is_number) or x.has(sympy.nan, sympy.zoo) or y.has(sympy.nan, sympy.zoo):
-        return False
-    diff, scale = abs(sympy.N(x - y, digits)), max(abs(x), abs(y))
-    if scale == 0:
-        return bool(diff == 0)
-    return bool(diff <= rel_tol * scale)
-
-
-def numeric_eq(a, b, float_rounding, numeric_precision):
-    """Replaces Math-Verify's numeric comparison (its set/tuple/interval/matrix code calls this too)."""
-    try:
-        if not (_plain_number(a) and _plain_number(b)):
-            return _mv_numeric_eq(a, b, float_rounding, numeric_precision)
-        x, y = grader.safe_sympy_doit(a), grader.safe_sympy_doit(b)
-        if _State.rel_tol is not None:
-            return _close(x, y, _State.rel_tol)
-        if not x.has(sympy.Float) and not y.has(sympy.Float):
-            if x.is_Rational and y.is_Rational:
-                return bool(x == y)
-            return _close(x, y, 1e-30)
-        ok = _mv_numeric_eq(a, b, float_rounding, numeric_precision)
-        if ok and max(abs(sympy.N(x)), abs(sympy.N(y))) < 10.0**-float_rounding:
-            return _close(x, y, 10.0**-float_rounding)  # rounding both to 0 proves nothing
-        return bool(ok)
-    except MemoryError:
-        _State.out_of_memory = True
-        raise
-
-
-grader.sympy_numeric_eq = numeric_eq
-_mv_symbolic_eq = grader.sympy_symbolic_eq
-_PROBES = (sympy.Rational(7310, 10007), sympy.Rational(-13, 7))  # arbitrary points, exact
-
-
-def _differs_somewhere(a, b):
-    """True when a and b take clearly different values at two arbitrary points (so a - b is not
-    identically zero and ``simplify`` cannot prove otherwise); False when undecided."""
-    symbols = sorted(a.free_symbols | b.free_symbols, key=str)
-    for p in _PROBES:
-        point = {s: p + sympy.Rational(i, 97) for i, s in enumerate(symbols)}
-        x, y = sympy.N(a.subs(point), 30), sympy.N(b.subs(point), 30)
-        if not (x.is_number and y.is_number) or x.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):
-            return False
-        if x.has(sympy.Float) is False or y.has(sympy.Float) is False:
-            return False
-        if not abs(x - y) > 1e-12 * max(1, abs(x), abs(y)):
-            return False
-    return True
-
-
-def symbolic_eq(a, b):
-    """Math-Verify's ``simplify(a - b) == 0``, after two cheap tests on expressions with variables:
-    ``expand(a - b) == 0`` proves polynomial identities; different values at two points disprove."""
-    try:
-        if isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr) and (a.free_symbols or b.free_symbols):
-            if sympy.expand(a - b) == 0:
-                return True
-            if _differs_somewhere(a, b):
-                return False
-    except MemoryError:
-        _State.out_of_memory = True
-        raise
-    except Exception:
-        pass
-    return _mv_symbolic_eq(a, b)
-
-
-grader.sympy_symbolic_eq = symbolic_eq
+# -- comparison: math_equal.py's rules, patched into Math-Verify's grader ---------------------------
+equal.install()
 
 
 def equivalent(gold, pred):
@@ -258,26 +192,64 @@ def grade(item, gold_cache):
             gold = gold_cache[item["gold"]] = e
     if isinstance(gold, BadReference):
         return {"bad_reference": str(gold)}
-    _State.rel_tol = item.get("rel_tol")
+    equal.State.rel_tol = item.get("rel_tol")
     if gold[0] == "text":
         return _grade_text(gold[1], item)
     if gold[0] == "unparsed":
         return _grade_unparsed(gold[1], item)
     if item.get("mode") == "full":
-        pred = parse_full(item["preds"][0])
-        if not pred:
-            return {"no_answer": "no math found in the completion"}
-        ok = equivalent(gold, pred)
-        return {"ok": ok, "why": f"gold={_show(gold)} pred={_show(pred)}"}
+        return _grade_full(gold, item)
+    for p in item["preds"]:  # a doubt, condition or alternative in the answer: never stripped, never paid
+        word = forms.hedge(written(p), forms.INSIDE, allowed=item["gold"])
+        if word:
+            return {"ok": False, "why": f"the answer {clip(p)} hedges ({word!r}): not one answer"}
     # an answer that does not parse is kept as its exact text: it can only equal a gold spelled the same
     preds = [parse_whole(p) or [squash_space(p)] for p in item["preds"]]
     if len(preds) == 1:
-        return {"ok": equivalent(gold, preds[0]), "why": f"gold={_show(gold)} pred={_show(preds[0])}"}
+        pred, why = _in_gold_units(item["gold"], item["preds"][0], preds[0])
+        if pred is None:
+            return {"ok": False, "why": why}
+        return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}{why}"}
     every = all(equivalent(gold, p) for p in preds)
-    together = every or equivalent(gold, parse_whole(", ".join(item["preds"])) or [])
+    # together: the boxes in the order written (extract.py lists them last-first), as one list or as a tuple
+    # (x = \boxed{2}, y = \boxed{3} for (2, 3)); a set reference ignores the order anyway
+    listed = ", ".join(reversed(item["preds"]))
+    together = every or any(equivalent(gold, parse_whole(t) or []) for t in (listed, f"({listed})"))
     why = f"{len(preds)} different boxed answers, " + ("all equal to the gold" if every else
           "equal to the gold together" if together else "not all equal to the gold (answer spraying)")  # fmt: skip
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
+
+
+def _grade_full(gold, item):
+    """Fallback ``full``: Math-Verify's extraction from the whole text; an answer whose sentence offers
+    another candidate or a condition (``It is either 3 or 4.``) is not one answer."""
+    text = forms.normalize(upright_constants(item["preds"][0][-FULL_TAIL:]))
+    pred = parse_full(item["preds"][0])
+    if not pred:
+        return {"no_answer": "no math found in the completion"}
+    found = pred[-1] if isinstance(pred[-1], str) else ""
+    at = text.rfind(found) if found else -1
+    word = forms.hedge(found, forms.INSIDE, allowed=item["gold"])
+    if at >= 0 and not word:
+        word = forms.hedge_around(text, at, at + len(found))
+    if word:
+        return {"ok": False, "why": f"the answer {clip(found)} is hedged in its sentence ({word!r})"}
+    return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}"}
+
+
+def _in_gold_units(gold_text, pred_text, pred):
+    """(pred, note): the parsed answer, converted to the reference's unit where both carry units of one
+    dimension (``0.1 \\text{ m}`` against ``10 \\text{ cm}``); (None, why) where their units differ."""
+    inner = sole_region(squash_space(gold_text))
+    gu = forms.unit_of(written(inner if inner is not None else gold_text))
+    pu = forms.unit_of(written(pred_text))
+    if gu is None or pu is None or gu == pu:
+        return pred, ""
+    gf, pf = forms.unit_factor(gu), forms.unit_factor(pu)
+    if gf is None or pf is None or gf[0] != pf[0] or not isinstance(pred[0], sympy.Expr):
+        return None, f"the answer is in {pu!r}, the reference in {gu!r}"
+    scaled = pred[0] * sympy.Rational(repr(pf[1])) / sympy.Rational(repr(gf[1]))
+    return [scaled], f" (converted from {pu} to {gu})"
 
 
 def _answer_texts(item):
@@ -314,7 +286,7 @@ def main():
     gold_cache = {}
     t0 = time.monotonic()
     for i, item in enumerate(q["items"]):
-        _State.out_of_memory = False
+        equal.State.out_of_memory = False
         # "timeout": the item's own time, from its start; "left": what was left of its request's deadline
         # when the job was sent, from the job's start (an item that waited behind others spent that wait)
         own = float(item.get("timeout") or 5.0)
@@ -322,7 +294,7 @@ def main():
         signal.setitimer(signal.ITIMER_REAL, max(min(own, left), 0.01))
         try:
             res = grade(item, gold_cache)
-            if _State.out_of_memory:
+            if equal.State.out_of_memory:
                 res = {"timeout": "the comparison ran out of memory"}
         except SoftTimeout:
             res = {"timeout": "the comparison took too long"}

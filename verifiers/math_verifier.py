@@ -31,8 +31,17 @@ from sandbox.pool import GRACE_S, Deadline, Job, Limits, Result
 from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
 from verifiers.extract import Extraction, extract
 
-GRADER_SOURCE = (Path(__file__).resolve().parent / "math_grader.py").read_text()
-TEXT_SOURCE = (Path(__file__).resolve().parent / "math_text.py").read_text()  # imported by the grader
+_HERE = Path(__file__).resolve().parent
+GRADER_SOURCE = (_HERE / "math_grader.py").read_text()
+TEXT_SOURCE = (_HERE / "math_text.py").read_text()  # imported by the grader
+# the grader's own modules, built in this order in the sandbox as rlvr_<file name>
+MODULES = tuple(
+    (f"rlvr_{n}", n + ".py", (_HERE / f"{n}.py").read_text()) for n in ("math_forms", "math_text", "math_equal")
+)
+_BUILD = "".join(
+    f"_m = sys.modules[{name!r}] = types.ModuleType({name!r})\nexec(compile({src!r}, {fn!r}, 'exec'), _m.__dict__)\n"
+    for name, fn, src in MODULES
+)
 MAX_ITEMS = 32  # items per sandbox job
 ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before the pool kills the job
 FALLBACKS = ("none", "last_number", "full")
@@ -42,8 +51,7 @@ JOB_CODE = f"""import sys
 m = sys.modules.get("rlvr_math")
 if m is None:
     import types
-    t = sys.modules["rlvr_math_text"] = types.ModuleType("rlvr_math_text")
-    exec(compile({TEXT_SOURCE!r}, "math_text.py", "exec"), t.__dict__)
+    exec({_BUILD!r})
     m = types.ModuleType("rlvr_math")
     exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
 m.main()
@@ -93,9 +101,7 @@ _WARM_PAIRS = [
 ]
 MATH_WARMUP = f"""
 import sys, types
-t = sys.modules["rlvr_math_text"] = types.ModuleType("rlvr_math_text")
-exec(compile({TEXT_SOURCE!r}, "math_text.py", "exec"), t.__dict__)
-m = types.ModuleType("rlvr_math")
+{_BUILD}m = types.ModuleType("rlvr_math")
 exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
 sys.modules["rlvr_math"] = m
 for g, p in {_WARM_PAIRS!r}:
@@ -115,7 +121,7 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_INT = re.compile(r"[+-]?\d{1,100}")
+_INT = re.compile(r"[+-]?[0-9]{1,100}")  # ASCII digits only: others (``４２``) are the sandbox's to read
 
 
 def _int_literal(s: str) -> str | None:
@@ -321,6 +327,8 @@ class MathVerifier:
             return Verdict.of(Outcome.NO_ANSWER, where + " after the reasoning")
         if ext.sprayed:
             return Verdict.of(Outcome.INCORRECT, f"answer spraying: {ext.sprayed} different boxed answers")
+        if ext.hedge:
+            return Verdict.of(Outcome.INCORRECT, f"{ext.source}: the answer's sentence hedges ({ext.hedge!r})")
         fast = None if rel_tol is not None else _integers(req.reference, ext)
         if fast is not None:
             return fast

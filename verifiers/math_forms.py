@@ -1,0 +1,213 @@
+"""How final answers are written, read as text: Unicode and typesetting forms, digit groups, units and
+hedges. Nothing here parses math (plain ``re`` and string scans, linear time), so the host imports it
+(``extract.py``: hedges around the answer) and the sandbox does too: ``math_verifier`` ships this source
+as the module ``rlvr_math_forms`` next to ``rlvr_math`` and ``rlvr_math_text``.
+
+* ``normalize``: Unicode math (``½``, ``x²``, ``√2``, ``π``, full-width digits), ``\\color``, ``1.5e3``
+  and thousands groups (``1 000``, ``1\\,000``) rewritten as the LaTeX the parser reads;
+  ``spaced_digits`` finds digits separated by a space outside a thousands group (``7 0``): such an
+  answer is not a number at all (never the product 7·0).
+* ``hedge``: a word that offers an alternative or a condition (``possibly``, ``if``, ``otherwise`` …).
+* ``unit_of`` / ``unit_factor``: the unit written after a quantity, so that ``10 m`` is not ``10 cm``.
+"""
+
+import re
+import unicodedata
+
+# -- Unicode and typesetting ---------------------------------------------------------------------------
+_FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
+              "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8),
+              "⅞": (7, 8), "⅐": (1, 7), "⅑": (1, 9), "⅒": (1, 10)}  # fmt: skip
+_SYMBOLS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "⋅": "\\cdot ", "÷": "\\div ",
+            "−": "-", "–": "-", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "±": "\\pm ", "∓": "\\mp ",
+            "°": "^\\circ ", "∪": "\\cup ", "∩": "\\cap ", "∈": "\\in ", "ℝ": "\\mathbb{R}", "θ": "\\theta ",
+            "α": "\\alpha ", "β": "\\beta ", "γ": "\\gamma ", "λ": "\\lambda ", "φ": "\\phi ", "⁄": "/",
+            "∅": "\\emptyset "}  # fmt: skip
+_SUPER = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ", "0123456789+-()n", strict=True))
+_SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₍₎", "0123456789+-()", strict=True))
+_ROOTS = {"√": "\\sqrt", "∛": "\\sqrt[3]", "∜": "\\sqrt[4]"}
+_RADICAND = re.compile(r"\s*(?:\((?P<p>[^()]*)\)|(?P<t>\d+(?:\.\d+)?|[A-Za-z]|\\[A-Za-z]+))")
+
+
+def _unicode(s):
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c in _SUPER or c in _SUB:
+            table, mark, j = (_SUPER, "^", i) if c in _SUPER else (_SUB, "_", i)
+            while j < len(s) and s[j] in table:
+                j += 1
+            out.append(mark + "{" + "".join(table[x] for x in s[i:j]) + "}")
+            i = j
+            continue
+        if c in _ROOTS:
+            m = _RADICAND.match(s, i + 1)
+            if m:
+                out.append(_ROOTS[c] + "{" + (m.group("p") if m.group("p") is not None else m.group("t")) + "}")
+                i = m.end()
+                continue
+            out.append(_ROOTS[c])
+        elif c in _FRACTIONS:
+            a, b = _FRACTIONS[c]
+            out.append(("+" if out and out[-1][-1:].isdigit() else "") + f"\\frac{{{a}}}{{{b}}}")
+        else:
+            out.append(_SYMBOLS.get(c, c))
+        i += 1
+    return unicodedata.normalize("NFKC", "".join(out))
+
+
+_COLOR = re.compile(r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9. ]*\}|\\(?:displaystyle|textstyle|boldsymbol|bm)\b\s*")
+_SCI = re.compile(r"(?<![\w.\\^{])(\d+(?:\.\d*)?|\.\d+)[eE]([+-]?\d{1,4})(?![\w.])")
+_GAP = r"(?: |\\,|\\ |~|\\;|\\:|\\thinspace ?)"
+_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?:" + _GAP + r"\d{3})+)(?!\d|" + _GAP + r"\d)")
+_SPACED = re.compile(r"(\\[A-Za-z]+\s*)?\d(?:\s|\\[,;: !]|~)+\d")
+
+
+def normalize(s):
+    """The text with Unicode math, colour commands, e-notation and thousands groups written as the LaTeX
+    a parser reads (``½`` → ``\\frac{1}{2}``, ``x²`` → ``x^{2}``, ``√2`` → ``\\sqrt{2}``, ``４２`` → ``42``,
+    ``\\color{red}{3}`` → ``{3}``, ``1.5e3`` → ``(1.5\\times 10^{3})``, ``1\\,000`` → ``1000``)."""
+    if not s.isascii():
+        s = _unicode(s)
+    if "\\" in s:
+        s = _COLOR.sub("", s)
+    s = _SCI.sub(r"(\1\\times 10^{\2})", s)
+    return _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
+
+
+def spaced_digits(s):
+    """True when two digits are separated only by spacing (``7 0``, ``4 \\ 5``) outside a thousands
+    group (``normalize`` has joined those) and not as a command's arguments (``\\frac 1 2``)."""
+    return any(m.group(1) is None for m in _SPACED.finditer(s))
+
+
+_REALS = re.compile(r"(?:[a-z]\s*(?:\\in|=)\s*)?(?:\\mathbb\s*\{?r\}?|the set of all real numbers"
+                    r"|(?:the set of |the )?(?:all|any|every) reals?(?: numbers?| values?)?|real numbers|reals)\.?")  # fmt: skip
+
+
+_UNWRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox)\s*\{([^{}]*)\}")
+
+
+def all_reals(answer):
+    """True when the answer says 'all real numbers' (``\\text{all real numbers}``, ``x \\in \\mathbb{R}``)."""
+    return bool(_REALS.fullmatch(" ".join(_UNWRAP.sub(r"\1", answer).lower().replace("$", " ").split())))
+
+
+# -- hedges --------------------------------------------------------------------------------------------
+# Inside an answer, a word that offers an alternative, a condition or a negation makes it not one answer.
+# ("or" alone is not here: ``2 \text{ or } 3`` is read as the set {2, 3}, which equals only that set.)
+INSIDE = ("possibly", "maybe", "perhaps", "probably", "likely", "either", "otherwise", "unless", "if", "iff",
+          "when", "whenever", "assuming", "provided", "not", "except", "but", "guess", "alternatively",
+          "might", "unsure", "unclear")  # fmt: skip
+# Around it (the rest of the answer's sentence): fewer words, since prose follows answers; here "or" is one.
+AROUND = ("or", "possibly", "maybe", "perhaps", "probably", "either", "otherwise", "unless", "if", "guess",
+          "alternatively")  # fmt: skip
+BEFORE = ("possibly", "maybe", "perhaps", "probably", "either", "guess")  # earlier in the sentence
+_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]+")
+_NOT_HEDGES = re.compile(r"\bor,? (?:equivalently|simply|in other words|written as|as a)\b|\beither (?:way|case)\b",
+                         re.I)  # fmt: skip
+
+
+def hedge(text, words=INSIDE, allowed=""):
+    """The first hedge word of ``text`` (outside LaTeX command names) that ``allowed`` (the reference's
+    own text) does not also use, else None."""
+    text = _NOT_HEDGES.sub(" ", text)
+    ok = {w.lower() for w in _WORDS.findall(allowed)}
+    for w in _WORDS.findall(text):
+        if w.lower() in words and w.lower() not in ok:
+            return w
+    return None
+
+
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\s*\n|\n")
+
+
+def sentence_around(text, start, end):
+    """(before, after): the text of the sentence holding ``text[start:end]``, on each side of it (at most
+    200 characters each)."""
+    a = max(text.rfind(c, max(0, start - 200), start) for c in ("\n", ". ", "! ", "? "))
+    before = text[max(a + 1, start - 200) : start]
+    m = _SENTENCE_END.search(text, end, end + 200)
+    return before, text[end : m.start() if m else min(len(text), end + 200)]
+
+
+_OR_BEFORE = re.compile(r"(?<![A-Za-z])or[\s$,(\\]*$", re.I)
+
+
+def hedge_around(text, start, end):
+    """A hedge in the sentence around the answer at ``text[start:end]``: an ``or`` right before it (``3 or
+    4``), a doubt earlier in the sentence (``maybe``), or an alternative or condition after it."""
+    before, after = sentence_around(text, start, end)
+    if _OR_BEFORE.search(before):
+        return "or"
+    return hedge(before, BEFORE) or hedge(after, AROUND)
+
+
+# -- units ---------------------------------------------------------------------------------------------
+# unit -> (dimension, factor to the dimension's base unit); names and plurals map to these symbols
+_FACTORS = {"mm": ("L", 1e-3), "cm": ("L", 1e-2), "m": ("L", 1), "km": ("L", 1e3), "in": ("L", 0.0254),
+            "ft": ("L", 0.3048), "yd": ("L", 0.9144), "mi": ("L", 1609.344), "mg": ("M", 1e-3), "g": ("M", 1),
+            "kg": ("M", 1e3), "lb": ("M", 453.59237), "oz": ("M", 28.349523125), "ms": ("T", 1e-3),
+            "s": ("T", 1), "min": ("T", 60), "h": ("T", 3600), "day": ("T", 86400), "week": ("T", 604800),
+            "ml": ("V", 1e-3), "l": ("V", 1), "dollar": ("$", 1), "cent": ("$", 0.01)}  # fmt: skip
+_NAMES = {"millimeter": "mm", "millimetre": "mm", "centimeter": "cm", "centimetre": "cm", "meter": "m",
+          "metre": "m", "kilometer": "km", "kilometre": "km", "inch": "in", "inche": "in", "foot": "ft",
+          "feet": "ft", "yard": "yd", "mile": "mi", "milligram": "mg", "gram": "g", "kilogram": "kg",
+          "pound": "lb", "lbs": "lb", "ounce": "oz", "millisecond": "ms", "second": "s", "sec": "s",
+          "minute": "min", "mins": "min", "hour": "h", "hr": "h", "hrs": "h", "days": "day", "weeks": "week",
+          "milliliter": "ml", "millilitre": "ml", "liter": "l", "litre": "l", "$": "dollar", "usd": "dollar",
+          "cents": "cent"}  # fmt: skip
+_NO_UNIT = {"unit", "units", "square unit", "square units", "sq unit", "sq units", "cubic unit",
+            "cubic units", "degree", "degrees", "deg", "radian", "radians", "rad", "percent"}  # fmt: skip
+_MATH_NAMES = {"sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", "pi", "infty", "sqrt", "frac",
+               "and", "or", "cdot", "times", "circ", "le", "ge", "ne", "mod", "pmod", "dfrac", "tfrac"}  # fmt: skip
+_TEXT_TAIL = re.compile(r"\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{\s*([A-Za-z$][A-Za-z .$/-]*?)\s*\}"
+                        r"(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$")  # fmt: skip
+_PLAIN_TAIL = re.compile(r"(?<=[\d}\s])([A-Za-z]{1,12}(?:\s*/\s*[A-Za-z]{1,5})?)(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$")
+
+
+def _canon(word):
+    w = " ".join(word.replace("\\", " ").split()).strip(" .").lower()
+    if w in _NO_UNIT or not w:
+        return None
+    if w in _FACTORS:
+        return w
+    return _NAMES.get(w) or _NAMES.get(w[:-1] if w.endswith("s") else w) or (w[:-1] if w.endswith("s") else w)
+
+
+def unit_of(answer):
+    """The unit written after the quantity of ``answer`` (``10 \\text{ cm}`` → ``cm``, ``3 apples`` →
+    ``apple``, ``\\$5`` → ``dollar``; ``m/s``, ``cm^2`` kept whole), else None. A plain word counts only
+    after a space or a digit and when it is a known unit or a word of three letters or more (``2x`` and
+    ``2xy`` are products, not units)."""
+    s = " ".join(answer.split())
+    if s.startswith("\\$") and re.match(r"\\\$\s*[\d.]", s):
+        return "dollar"
+    m = _TEXT_TAIL.search(s)
+    plain = False
+    if m is None:
+        m, plain = _PLAIN_TAIL.search(s), True
+    if m is None or not re.search(r"\d", s[: m.start()]):
+        return None
+    parts = [_canon(p) for p in m.group(1).split("/")]
+    if None in parts:
+        return None
+    if plain and not all(p in _FACTORS or len(p) >= 3 and p not in _MATH_NAMES for p in parts):
+        return None
+    power = re.sub(r"\D", "", m.group(2) or "")
+    return "/".join(parts) + (f"^{power}" if power else "")
+
+
+def unit_factor(unit):
+    """(dimension, factor to its base unit) of a unit from ``unit_of``, or None when it is not one we
+    convert (``m/s`` and ``cm^2`` included: each part's factor, to its power)."""
+    base, _, power = unit.partition("^")
+    dims, factor = [], 1.0
+    for i, part in enumerate(base.split("/")):
+        if part not in _FACTORS:
+            return None
+        d, f = _FACTORS[part]
+        dims.append(d)
+        factor = factor * f if i == 0 else factor / f
+    p = int(power or 1)
+    return "/".join(dims) + f"^{p}", factor**p
