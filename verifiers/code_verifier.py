@@ -5,11 +5,14 @@
 reasoning (``py``/``python3`` for Python, ``c++``, ``js``, ``golang``, ``rs`` …), else the last bare
 ```` ``` ```` block, else the whole visible text. ``reference`` holds the tests:
 
-* default, assert style (Python only): a script run after the candidate in the same sandbox process —
-  HumanEval's ``test`` (``def check(candidate)``; ``options["entry_point"]`` names the function passed
-  to it), or plain ``assert f(1) == 2`` lines. Passing means the harness reached its end and printed a
-  marker carrying a per-job random nonce on a private copy of stdout. A JSON list of assert strings
-  (MBPP's ``test_list``) is graded one test at a time, with a verdict per test.
+* default, assert style (Python only): a script of tests — HumanEval's ``test`` (``def check(candidate)``;
+  ``options["entry_point"]`` names the function passed to it), or plain ``assert f(1) == 2`` lines — run
+  in a process of its own, never the candidate's (verifiers/code_harness.py): the names the tests use
+  that the candidate defines are proxies that exchange plain data with the candidate's process, and
+  ``options["prelude"]`` (trusted problem code, e.g. HumanEval's prompt) gives the tests their helpers.
+  Passing means the tests' process reached its end and printed a marker carrying a per-job random nonce
+  on a private copy of stdout. A JSON list of assert strings (MBPP's ``test_list``) is graded one test
+  at a time, with a verdict per test.
 * ``options["mode"] = "stdio"``: a JSON list of ``{"input", "output"}`` cases, or ``{"cases", "checker"}``
   (verifiers/judges.py). Each case runs with its own timeout and the program sees only the input; its
   output is judged *on the host* (``judge`` = ``tokens`` (default), ``exact``, ``float`` with
@@ -21,15 +24,14 @@ reasoning (``py``/``python3`` for Python, ``c++``, ``js``, ``golang``, ``rs`` �
 tests; ``partial`` and ``partial=true`` are the old spellings). The verdict carries one ``CaseVerdict``
 per test and the first failing test's diff or message in ``detail``.
 
-What is defended (each has a case in ``tests/test_code.py``'s table): exiting before the tests finish
-(``sys.exit(0)``, ``os._exit(0)``, ``raise SystemExit``, ``exit()``, killing itself, forging the
-worker's "finished" byte); returning objects whose ``__eq__`` lies (functions the tests call must
-return plain built-in values: exact types, checked recursively); patching ``builtins``/``math`` that
-the tests use (restored after every call, and the tests get their own builtins); trace hooks that skip
-asserts; re-reading the tests from stdin (it is replaced by /dev/null before the candidate runs);
-reading the expected output in stdio mode (it never enters the sandbox); flooding stdout or stderr
-(the sandbox's output cap ends the program: RUNTIME_ERROR "output limit exceeded", reward 0, in both
-modes, even with partial credit). What is not: see ``docs/verifiers.md`` ("Not defended").
+What is defended (each family is a table in ``tests/test_code_adversarial.py``): exiting before the tests
+finish (``sys.exit(0)``, ``os._exit(0)``, killing itself or the tests' process, forging the worker's
+"finished" byte); results that are not plain data (lying ``__eq__``, subclasses of built-in types) from
+any kind of callable; shadowing the tests' builtins, modules or helpers; walking frames to the harness,
+patching it or forging its verdict; re-reading the tests; a stdio checker crashed on purpose; flooding
+stdout or stderr (the sandbox's output cap ends the program: RUNTIME_ERROR "output limit exceeded",
+reward 0, in both modes, even with partial credit). What is not: see ``docs/verifiers.md`` ("Not
+defended, or not supported").
 """
 
 from __future__ import annotations
