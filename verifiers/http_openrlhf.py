@@ -9,14 +9,19 @@ logged per sample, so each is a list aligned with the queries.
 
 Here the response is the query with its prompt prefix removed (``split_completion``), the label is
 the reference, and the verifier is the query parameter ``verifier`` (default: the server's
-``--reward-verifier``). The whole request is one ``VerifierService.verify_batch`` call. OpenRLHF has no
+``--reward-verifier``). The whole request is one ``VerifierService.verify_batch`` call. The body is read
+as JSON whatever its Content-Type (OpenRLHF sends ``application/json``; ``curl -d`` sends a form type,
+none at all is common), as the ``/v1`` routes read theirs. OpenRLHF has no
 "cannot grade" value, so an infrastructure failure scores 0 and is flagged in ``extra_logs.sandbox_error``.
 """
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from verifiers.base import Outcome, ServiceError
 from verifiers.base import Request as VerifyRequest
@@ -77,13 +82,29 @@ def reward_response(verdicts: list) -> dict:
     return {"rewards": rewards, "scores": rewards, "extra_logs": logs}
 
 
-@openrlhf_router.post("/get_reward", response_model=RewardResponse)
+def parse_body(raw: bytes) -> RewardRequest:
+    """The JSON body, whatever the Content-Type header said; FastAPI's 422 (as for a typed body) otherwise."""
+    try:
+        return RewardRequest.model_validate(json.loads(raw or b"{}"))
+    except ValidationError as e:
+        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
+        raise RequestValidationError([{"type": "json_invalid", "loc": ("body",), "msg": f"JSON decode error: {e}",
+                                       "input": {}}]) from None  # fmt: skip
+
+
+BODY_DOC = {
+    "requestBody": {"required": True, "content": {"application/json": {"schema": RewardRequest.model_json_schema()}}}
+}
+
+
+@openrlhf_router.post("/get_reward", response_model=RewardResponse, openapi_extra=BODY_DOC)
 async def get_reward(
-    body: RewardRequest,
     request: Request,
     verifier: str = Query("", description="verifier to grade with (default: the server's --reward-verifier)"),
 ) -> dict:
     """OpenRLHF remote reward: one reward per query, graded by a named verifier."""
+    body = parse_body(await request.body())
     name = verifier or request.app.state.reward_verifier
     if not name:
         raise HttpError("INVALID_ARGUMENT", "no verifier named: add ?verifier=NAME to the URL "

@@ -7,8 +7,11 @@ of a warm worker, with the same limits as the built-ins) through ``HARNESS``, wh
 calls the entrypoint and prints one result line.
 
 Return values: a number or a bool is the reward, clamped to [0, 1] (1 → CORRECT, less → INCORRECT);
-``None`` means "cannot grade" (NO_ANSWER, reward 0); anything else, NaN, an exception or an exit
-without a result is RUNTIME_ERROR, and so is writing more than the sandbox's output cap (its one
+``None`` means "cannot grade" (NO_ANSWER, reward 0); ``raise BadReference("why")`` (a name the source
+sees without importing it; any exception class named ``BadReference`` counts, so a module tested on
+its own may define its own) means "this reference is unusable": BAD_REFERENCE, reward 0, which the
+trainer masks out of the loss like a SANDBOX_ERROR (not the model's fault). Anything else, NaN,
+another exception or an exit without a result is RUNTIME_ERROR, and so is writing more than the sandbox's output cap (its one
 verdict: "output limit exceeded", reward 0, as for any program). The verifier's own prints go to stderr, and the result line
 carries a per-job random prefix, so text the verifier prints cannot pose as its result.
 
@@ -61,7 +64,10 @@ def _main():
         return emit(error="syntax", line=e.lineno, msg=e.msg, text=(e.text or "").strip()[:200])
     except (ValueError, RecursionError, MemoryError) as e:
         return emit(error="syntax", line=None, msg=f"{type(e).__name__}: {e}", text="")
-    ns = {"__name__": "verifier", "__builtins__": __builtins__}
+    class BadReference(Exception):  # raised by a verifier: the reference cannot be graded (BAD_REFERENCE)
+        pass
+
+    ns = {"__name__": "verifier", "__builtins__": __builtins__, "BadReference": BadReference}
     try:
         exec(code, ns)
     except BaseException as e:
@@ -72,6 +78,8 @@ def _main():
     try:
         r = fn(q["completion"], q["reference"], q["options"])
     except BaseException as e:
+        if type(e).__name__ == "BadReference":
+            return emit(error="bad_reference", msg=str(e)[:600])
         return emit(error="raised", msg=tb(e))
     steps = None
     if isinstance(r, dict) and "reward" in r:
@@ -153,6 +161,8 @@ def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_compl
                          "give example_completion / example_reference)")  # fmt: skip
     if err == "type":
         raise BadRequest(f"{where}: the dry run {call} {out['msg']}")
+    if err == "bad_reference":  # it graded: the example's reference is one it refuses, which is its job
+        return
     try:
         check_steps(out.get("steps") or [], example_completion, "returned steps")
     except BadSteps as e:
@@ -187,6 +197,10 @@ class PythonVerifier:
         if out is None:
             why = res.stderr.strip()[-300:] or f"exit code {res.exit_code}"
             return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name} exited without a result: {why}")
+        if out.get("error") == "bad_reference":
+            return Verdict.of(
+                Outcome.BAD_REFERENCE, f"{self.name}: bad reference: {out.get('msg') or '(no reason given)'}"
+            )
         if "error" in out:
             msg = out.get("msg") or f"syntax error at line {out.get('line')}"
             return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name}: {msg}".strip())
