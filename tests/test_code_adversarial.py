@@ -661,3 +661,27 @@ def test_a_hostile_answer_decodes_to_an_error_never_an_object(text):
 
     with pytest.raises(NotPlain):
         decode(text)
+
+
+@pytest.mark.docker
+def test_humaneval_through_the_suite_canonical_pass_stubs_and_poly_hack_fail(service):
+    """All 164 canonical solutions with the suite's own requests (prelude = the prompt) get reward 1; the
+    same problems with ``return None`` bodies get 0; HumanEval/32 with the candidate's own ``poly`` that
+    always says 0 gets 0 (the tests' poly is the prompt's)."""
+    from trainer.suites import humaneval_problems
+
+    problems = humaneval_problems()
+    reqs = [
+        Request("code", p.prompt + p.solution, p.reference, options=dict(p.options), timeout_s=20) for p in problems
+    ]
+    reqs += [Request("code", p.prompt + "    return None\n", p.reference, options=dict(p.options), timeout_s=20)
+             for p in problems]  # fmt: skip
+    p32 = next(p for p in problems if p.id == "HumanEval/32")
+    hack = p32.prompt + "    return 0.0\n\n\ndef poly(xs, x):\n    return 0\n"
+    reqs.append(Request("code", hack, p32.reference, options=dict(p32.options), timeout_s=20))
+    got = service.verify_batch(reqs)
+    n = len(problems)
+    canon = [f"{p.id}: {v.outcome} {v.detail[:150]}" for p, v in zip(problems, got[:n], strict=True) if v.reward != 1.0]
+    assert not canon, "\n".join(canon)
+    assert sum(v.reward for v in got[n : 2 * n]) == 0
+    assert got[-1].outcome == "INCORRECT", got[-1].detail
