@@ -84,7 +84,7 @@ def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path, capsys):
         "--model", str(model_dir), "--data", str(data), "--verifier", "think_format", "--runs", str(tmp_path / "runs"),
         "--name", "local", "--eval.heldout_from_data", "8", "--eval.max_new_tokens", "8",
         "--grpo.steps", "2", "--grpo.prompts_per_step", "2", "--grpo.group_size", "4", "--grpo.max_new_tokens", "24",
-        "--grpo.eval_every", "0", "--grpo.lr", "1e-3",
+        "--grpo.eval_every", "0", "--grpo.lr", "1e-3", "--eval.k", "8",  # MODEL= reads configs/real_model.yaml: k 4
     ])  # fmt: skip
     run = tmp_path / "runs" / "local"
     assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
@@ -96,7 +96,7 @@ def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path, capsys):
         assert ev["k"] == 8 and ev["n_samples"] == 64 and ev["temperature"] == 1.0
         assert 0.0 <= ev["sampled_accuracy"] <= ev["pass@8"] <= 1.0
     b, a = summary["eval_before"], summary["eval_after"]
-    assert f"{b['accuracy']:.3f} after warm start -> {a['accuracy']:.3f} after GRPO" in printed
+    assert f"{b['accuracy']:.3f} before GRPO -> {a['accuracy']:.3f} after GRPO" in printed  # no warm start here
     assert f"(sampled, T=1, 8 per problem): {b['sampled_accuracy']:.3f} -> {a['sampled_accuracy']:.3f}" in printed
     assert f"pass@8 (T=1): {b['pass@8']:.3f} -> {a['pass@8']:.3f}" in printed
     trained = AutoModelForCausalLM.from_pretrained(summary["checkpoint"])
@@ -106,5 +106,5 @@ def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path, capsys):
     ]
     assert any(changed)
     lines = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in lines] == [0, 1, 2]  # step 0: held-out accuracy after the warm start
+    assert [m["step"] for m in lines] == [0, 1, 2]  # step 0: held-out accuracy before GRPO
     assert lines[0]["eval/accuracy"] == summary["eval_before"]["accuracy"]
