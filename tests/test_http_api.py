@@ -142,8 +142,9 @@ def test_registration_needs_the_token_and_round_trips(http, grpc_client):
     assert grpc_client.get_verifier("r1_http").kind == "composite"
     names = [v["name"] for v in http.get("/v1/verifiers").json()["verifiers"]]
     assert "r1_http" in names and "math" in names
-    got = http.get("/v1/verifiers/r1_http").json()
+    got = http.get("/v1/verifiers/r1_http", headers=AUTH).json()  # the definition: the admin's (issue 30)
     assert [c["verifier"] for c in got["composite"]["components"]] == ["think_format", "math"]
+    assert "composite" not in http.get("/v1/verifiers/r1_http").json()  # name, kind, description only
     r = http.post("/v1/verify", json={"verifier": "r1_http", "completion": "<think>t</think>\\boxed{2}",
                                       "reference": "2"})  # fmt: skip
     assert r.json()["reward"] == 1.0 and r.json()["components"] == {"think_format": 1.0, "math": 1.0}

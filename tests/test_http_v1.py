@@ -76,15 +76,15 @@ class Recorder:
     def __getattr__(self, name):
         return getattr(self.service, name)
 
-    def verify(self, req, deadline=None):
+    def verify(self, req, deadline=None, *, caller=None):
         self.asked += 1
-        v = self.service.verify(req, deadline)
+        v = self.service.verify(req, deadline, caller=caller)
         self.calls.append(([req], [copy.deepcopy(v)]))
         return v
 
-    def verify_batch(self, reqs, deadline=None):
+    def verify_batch(self, reqs, deadline=None, *, caller=None):
         self.asked += 1
-        vs = self.service.verify_batch(reqs, deadline)
+        vs = self.service.verify_batch(reqs, deadline, caller=caller)
         self.calls.append((reqs, copy.deepcopy(vs)))
         return vs
 
@@ -95,11 +95,11 @@ class Replay:
     def __init__(self, reqs, verdicts):
         self.reqs, self.verdicts = reqs, verdicts
 
-    def verify(self, req, deadline=None):
+    def verify(self, req, deadline=None, *, caller=None):
         assert [req] == self.reqs
         return self.verdicts[0]
 
-    def verify_batch(self, reqs, deadline=None):
+    def verify_batch(self, reqs, deadline=None, *, caller=None):
         assert reqs == self.reqs
         return self.verdicts
 

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import logging
 import socket
+import subprocess
+import sys
 
 import httpx
 import pytest
 
-from verifiers.bounds import ServiceBounds
+from verifiers.base import CaseStatus, CaseVerdict, Outcome, Request, Verdict
+from verifiers.bounds import ServiceBounds, machine_memory_bytes
+from verifiers.cache import VerdictCache
 from verifiers.http_api import HttpServer, create_app
+from verifiers.launch import ROOT
 from verifiers.registry import Registry
 from verifiers.server import AdminToken, Servicer
-from verifiers.service import VerifierService
+from verifiers.service import VerifierService, cut_details
 
 BOUNDS = ServiceBounds()
 
@@ -119,3 +124,60 @@ def test_deep_json_inside_a_string_is_not_nesting(base):
     body = b'{"verifier": "think_format", "completion": "<think>' + b"[{" * 2000 + b'</think>b"}'
     r = httpx.post(base + "/v1/verify", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 200 and r.json()["outcome"] == "OUTCOME_CORRECT"
+
+
+# -- memory bounded by bytes ------------------------------------------------------------------------
+def _stdio_verdict(i: int) -> Verdict:
+    """The shape of a stdio verdict of 1,000 cases (~300 kB: each case's detail a diff)."""
+    cases = [CaseVerdict(CaseStatus.WRONG_ANSWER, f"case {k}: expected {i} got " + "x" * 280) for k in range(1000)]
+    return Verdict(0.0, Outcome.INCORRECT, "wrong answer on 1000 of 1000 cases", cases=cases)
+
+
+def test_the_cache_holds_bytes_not_just_entries():
+    cache = VerdictCache(max_items=50_000, max_bytes=8 << 20)
+    for i in range(200):  # 200 x ~300 kB = ~60 MB offered to an 8 MiB budget
+        cache.put(str(i), _stdio_verdict(i))
+    assert cache.bytes <= 8 << 20 and 0 < len(cache) < 30
+    assert cache.get("199") is not None and cache.get("0") is None  # the oldest went first
+
+
+def test_one_verdict_too_big_for_the_budget_is_not_kept():
+    cache = VerdictCache(max_items=10, max_bytes=1 << 20)
+    cache.put("big", _stdio_verdict(0))  # ~300 kB: more than an eighth of 1 MiB
+    assert len(cache) == 0 and cache.bytes == 0
+
+
+def test_details_are_cut_to_the_cap_saying_so():
+    v = _stdio_verdict(0)
+    v.detail = "d" * 10_000
+    cut_details(v, 256)
+    assert len(v.detail) < 400 and "--max-detail-chars" in v.detail and "9744 more characters" in v.detail
+    assert all(len(c.detail) < 400 and c.detail.endswith("--max-detail-chars]") for c in v.cases)
+    short = Verdict(0.0, Outcome.INCORRECT, "short")
+    cut_details(short, 256)
+    assert short.detail == "short"
+
+
+def test_the_default_budget_is_a_small_fraction_of_the_machine():
+    assert 16 << 20 <= ServiceBounds().cache_bytes() <= max(16 << 20, machine_memory_bytes() // 32)
+    assert ServiceBounds(cache_mb=64).cache_bytes() == 64 << 20
+
+
+def test_the_service_uses_the_budget(tmp_path):
+    registry = Registry(str(tmp_path / "r.sqlite"))
+    service = VerifierService(registry, None, bounds=ServiceBounds(cache_mb=32, max_detail_chars=300))
+    try:
+        assert service.cache.max_bytes == 32 << 20
+        v = service.verify(Request("think_format", "no think tag at all " * 100))
+        assert len(v.detail) <= 300 + 100
+    finally:
+        service.close()
+        registry.close()
+
+
+@pytest.mark.parametrize("args,named", [(["--cache-mb", "-1"], "--cache-mb '-1'"),
+                                        (["--max-headers", "2"], "--max-headers '2'")])  # fmt: skip
+def test_a_bad_bound_stops_the_server_before_it_starts(args, named):
+    r = subprocess.run([sys.executable, "-m", "verifiers.server", *args, "--port", "0"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    assert r.returncode == 2 and named in r.stderr, r.stderr

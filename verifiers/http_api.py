@@ -42,6 +42,7 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers import http_protojson as protojson
 from verifiers import http_v1
 from verifiers.bounds import ServiceBounds
+from verifiers.callers import CLIENT_ID_KEY, http_caller
 from verifiers.http_common import HttpError, body_doc, error_response
 from verifiers.http_limits import InputLimits, uvicorn_http_options
 from verifiers.http_openrlhf import openrlhf_router
@@ -51,11 +52,15 @@ from verifiers.http_sandboxfusion import sandboxfusion_router
 class HttpContext:
     """What the servicer asks of a ``grpc.ServicerContext``, answered from an HTTP request."""
 
-    def __init__(self, headers: Any):
-        self._authorization = headers.get("authorization", "")
+    def __init__(self, headers: Any, client: Any = None):
+        self._metadata = tuple((k, headers[k]) for k in ("authorization", CLIENT_ID_KEY) if headers.get(k))
+        self._peer = f"ipv4:{client[0]}:{client[1]}" if client else ""
 
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return (("authorization", self._authorization),) if self._authorization else ()
+        return self._metadata
+
+    def peer(self) -> str:
+        return self._peer
 
     def time_remaining(self) -> float | None:
         return None  # no deadline, as for a gRPC call without one
@@ -74,7 +79,7 @@ def _to_json(message: Any) -> Response:
 async def _call_servicer(request: Request, method: str, message: Any) -> Response:
     """Run servicer.<method>(message, HttpContext) on the worker threads (it blocks on grading)."""
     app = request.app
-    fn = functools.partial(getattr(app.state.servicer, method), message, HttpContext(request.headers))
+    fn = functools.partial(getattr(app.state.servicer, method), message, HttpContext(request.headers, request.client))
     try:
         reply = await asyncio.get_running_loop().run_in_executor(app.state.executor, fn)
     except HttpError as e:
@@ -103,8 +108,11 @@ async def _fast_or_servicer(request: Request, method: str, cls: type) -> Respons
     except http_v1.Slow:
         return await _call_servicer(request, method, await _parse(request, cls))
     app = request.app
+    caller = http_caller(request.client, request.headers)
+    show_cached = app.state.servicer.admin.allows(HttpContext(request.headers))  # as the servicer decides
+    work = functools.partial(run, app.state.service, reqs, caller=caller, show_cached=show_cached)
     try:
-        out = await asyncio.get_running_loop().run_in_executor(app.state.executor, run, app.state.service, reqs)
+        out = await asyncio.get_running_loop().run_in_executor(app.state.executor, work)
     except HttpError as e:
         return error_response(e.status, e.message, e.http_status)
     return Response(out, media_type="application/json")

@@ -11,6 +11,8 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from verifiers.callers import CALLER, http_caller
+
 # gRPC status name → HTTP status (FAILED_PRECONDITION: 412; RESOURCE_EXHAUSTED: 429, or 413 for a body
 # over the size limit, answered by http_limits.InputLimits before any route runs)
 HTTP_STATUS = {
@@ -51,8 +53,18 @@ def error_response(status: str, message: str, http_status: int | None = None) ->
 
 
 async def run_blocking(request: Request, fn: Any, *args: Any) -> Any:
-    """Run ``fn(*args)`` on the app's worker threads (grading blocks)."""
-    return await asyncio.get_running_loop().run_in_executor(request.app.state.executor, fn, *args)
+    """Run ``fn(*args)`` on the app's worker threads (grading blocks), as the request's caller
+    (``callers.CALLER``: it scopes the verdict cache)."""
+    caller = http_caller(request.client, request.headers)
+
+    def as_caller() -> Any:
+        token = CALLER.set(caller)
+        try:
+            return fn(*args)
+        finally:
+            CALLER.reset(token)
+
+    return await asyncio.get_running_loop().run_in_executor(request.app.state.executor, as_caller)
 
 
 # -- OpenAPI from the proto descriptors ----------------------------------------------------------------

@@ -154,19 +154,23 @@ def _dumps(obj: dict) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def verify_one(service: Any, req: Request) -> bytes:
-    """What the servicer's Verify answers, as JSON bytes; ServiceError → HttpError (same status, message)."""
+def verify_one(service: Any, req: Request, *, caller: str = "", show_cached: bool = True) -> bytes:
+    """What the servicer's Verify answers, as JSON bytes; ServiceError → HttpError (same status, message).
+    ``caller`` scopes the cache; ``show_cached``: whether the caller may see a cache hit (the admin)."""
     try:
-        v = service.verify(req, None)  # no deadline, as HttpContext.time_remaining() says for the servicer
+        v = service.verify(req, None, caller=caller)  # no deadline, as HttpContext.time_remaining() says
     except ServiceError as e:
         raise HttpError(e.status, str(e)) from None
+    v.cached = v.cached and show_cached
     return _dumps(verdict_dict(v, req.id))
 
 
-def verify_batch(service: Any, reqs: list[Request]) -> bytes:
+def verify_batch(service: Any, reqs: list[Request], *, caller: str = "", show_cached: bool = True) -> bytes:
     """What the servicer's VerifyBatch answers, as JSON bytes."""
     try:
-        verdicts = service.verify_batch(reqs, None)
+        verdicts = service.verify_batch(reqs, None, caller=caller)
     except ServiceError as e:
         raise HttpError(e.status, str(e)) from None
+    for v in verdicts:
+        v.cached = v.cached and show_cached
     return _dumps({"results": [verdict_dict(v, r.id) for v, r in zip(verdicts, reqs, strict=True)]})

@@ -15,10 +15,15 @@ at scrape time from the objects themselves, so they cannot drift from what the s
     rlvr_sandbox_restarts_total                     sandboxes replaced (died, hung, asked to retire)
     rlvr_cache_hits_total / rlvr_cache_misses_total
     rlvr_run_code_total{language, status}           SandboxFusion /run_code calls (Success | Failed | SandboxError)
+    rlvr_queue_depth{class}                         waiting now: HTTP requests per lane (host | sandbox) and
+                                                    sandbox jobs for a slot (sandbox_job, verifiers/fair.py)
+    rlvr_queue_wait_seconds{class}                  how long each waited (histogram)
+    rlvr_cache_bytes / rlvr_cache_entries           what the verdict cache holds (its byte budget: --cache-mb)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -38,8 +43,14 @@ class _LiveCollector:
     def __init__(self, pool: Any, cache: Any):
         self.pool = pool
         self.cache = cache
+        self.queues: dict[str, Callable[[], int]] = {}  # class -> its depth now
 
     def collect(self):
+        if self.queues:
+            depth = GaugeMetricFamily("rlvr_queue_depth", "work waiting now, by class", labels=["class"])
+            for name, fn in self.queues.items():
+                depth.add_metric([name], fn())
+            yield depth
         if self.pool is not None:
             s = self.pool.stats()
             yield GaugeMetricFamily("rlvr_sandbox_pool_size", "sandboxes the pool is configured for", s["size"])
@@ -52,6 +63,8 @@ class _LiveCollector:
         if self.cache is not None:
             yield CounterMetricFamily("rlvr_cache_hits", "verdicts answered from the cache", self.cache.hits)
             yield CounterMetricFamily("rlvr_cache_misses", "cache lookups that had to grade", self.cache.misses)
+            yield GaugeMetricFamily("rlvr_cache_bytes", "bytes the verdict cache holds (estimate)", self.cache.bytes)
+            yield GaugeMetricFamily("rlvr_cache_entries", "verdicts in the cache", len(self.cache))
 
 
 class ServiceMetrics:
@@ -70,6 +83,8 @@ class ServiceMetrics:
                                      buckets=LATENCY_BUCKETS, registry=r)  # fmt: skip
         self.run_code = Counter("rlvr_run_code", "SandboxFusion /run_code calls by language and status",
                                 ["language", "status"], registry=r)  # fmt: skip
+        self.queue_wait = Histogram("rlvr_queue_wait_seconds", "time work waited for a thread or a sandbox slot",
+                                    ["class"], buckets=LATENCY_BUCKETS, registry=r)  # fmt: skip
         self._live: _LiveCollector | None = None
 
     def watch(self, pool: Any, cache: Any) -> None:
@@ -77,6 +92,15 @@ class ServiceMetrics:
         if self._live is None:
             self._live = _LiveCollector(pool, cache)
             self.registry.register(self._live)
+
+    def watch_queue(self, name: str, depth: Callable[[], int]) -> None:
+        """Report ``depth()`` as ``rlvr_queue_depth{class=name}`` at scrape time."""
+        if self._live is None:
+            self.watch(None, None)
+        self._live.queues[name] = depth
+
+    def observe_queue_wait(self, name: str, seconds: float) -> None:
+        self.queue_wait.labels(name).observe(seconds)
 
     # -- called by the service --------------------------------------------------------------------
     def observe_verdict(self, verifier: str, outcome: str, seconds: float) -> None:

@@ -8,6 +8,7 @@ are not cached here: the remote may change what its verifier means without this 
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 
@@ -28,12 +29,19 @@ class Unreachable(ServiceError):
     status = "FAILED_PRECONDITION"
 
 
+# host:port only: a DNS name or IPv4 address, or an IPv6 address in brackets. No scheme: gRPC's target
+# syntax also reaches unix sockets (unix:///var/run/docker.sock), which a remote verifier must never name.
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
+
+
 def check_target(target: str) -> None:
+    """Raises BadRequest unless ``target`` is ``host:port`` (no scheme, no path, no socket file)."""
     if not target or len(target) > 256 or any(c.isspace() for c in target):
         raise BadRequest(f"remote.target {target!r} is not an address: give host:port of a VerifierService")
     host, sep, port = target.rpartition(":")
-    if "://" not in target and not (sep and host and port.isdigit() and 0 < int(port) < 65536):
-        raise BadRequest(f"remote.target {target!r} is not host:port (e.g. 127.0.0.1:50052)")
+    if not (sep and _HOST.fullmatch(host) and port.isdigit() and 0 < int(port) < 65536):
+        raise BadRequest(f"remote.target {target[:100]!r} is not host:port (e.g. 127.0.0.1:50052): schemes "
+                         "(dns:, unix:, ipv4:, …) and socket paths are not accepted")  # fmt: skip
 
 
 def _channel(target: str) -> grpc.Channel:

@@ -36,10 +36,12 @@ from grpc_reflection.v1alpha import reflection
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
+from verifiers import admin_token as token_source
 from verifiers import bounds as service_bounds
 from verifiers import kinds
 from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
+from verifiers.callers import grpc_caller
 from verifiers.errors import ListenError
 from verifiers.registry import Registry
 from verifiers.remote import INSTANCE_HEADER
@@ -71,10 +73,11 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
     )
 
 
-def info_to_proto(v, builtin: bool) -> pb.VerifierInfo:
+def info_to_proto(v, builtin: bool, with_spec: bool = True) -> pb.VerifierInfo:
+    """The verifier's name, kind, description, version and (``with_spec``: for the admin) its definition."""
     info = pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
                            version=getattr(v, "version", 1))  # fmt: skip
-    if not builtin:  # the spec oneof field has the kind's name (verifiers/kinds.py)
+    if not builtin and with_spec:  # the spec oneof field has the kind's name (verifiers/kinds.py)
         getattr(info, v.kind).CopyFrom(kinds.kind(v.kind).to_proto(v.spec()))
     return info
 
@@ -106,6 +109,14 @@ class AdminToken:
                 else "the admin token is wrong"
             )
 
+    def allows(self, context: grpc.ServicerContext) -> bool:
+        """Whether this call may see what only the admin sees (definitions, cache hits); open without a token."""
+        try:
+            self.check(context)
+        except Unauthenticated:
+            return False
+        return True
+
 
 REPLY_RESERVE_S = 0.1  # of the client's deadline, kept back to send the reply
 
@@ -128,22 +139,26 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
     def Verify(self, request, context):
         try:
-            v = self.service.verify(request_from_proto(request), _deadline(context))
+            v = self.service.verify(request_from_proto(request), _deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
+        v.cached = v.cached and self.admin.allows(context)  # a cache hit is the admin's to see (docs/security.md)
         return verdict_to_proto(v, request.id)
 
     def VerifyBatch(self, request, context):
         reqs = [request_from_proto(r) for r in request.items]
         try:
-            verdicts = self.service.verify_batch(reqs, _deadline(context))
+            verdicts = self.service.verify_batch(reqs, _deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
+        if not self.admin.allows(context):
+            for v in verdicts:
+                v.cached = False
         return pb.VerifyBatchResponse(results=[verdict_to_proto(v, r.id) for v, r in zip(verdicts, reqs, strict=True)])
 
     def ListVerifiers(self, request, context):
-        reg = self.service.registry
-        return pb.ListVerifiersResponse(verifiers=[info_to_proto(v, reg.is_builtin(v.name)) for v in reg.all()])
+        reg, spec = self.service.registry, self.admin.allows(context)  # definitions: the admin's only
+        return pb.ListVerifiersResponse(verifiers=[info_to_proto(v, reg.is_builtin(v.name), spec) for v in reg.all()])
 
     def GetVerifier(self, request, context):
         # tells a server registering this one as a remote that it would be talking to itself
@@ -152,7 +167,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
             v = self.service.get_verifier(request.name)
         except ServiceError as e:
             _abort(context, e)
-        return info_to_proto(v, self.service.registry.is_builtin(v.name))
+        return info_to_proto(v, self.service.registry.is_builtin(v.name), self.admin.allows(context))
 
     def RegisterVerifier(self, request, context):
         try:
@@ -244,7 +259,7 @@ def serve(args: argparse.Namespace) -> int:
     limits = args.limits
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()))  # every built-in kind's warm-up
-    service = VerifierService(registry, pool, limits=limits)
+    service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  workers=min(32, limits.max_concurrent_rpcs),
                                                  max_message_bytes=limits.max_message_mb << 20,
@@ -298,8 +313,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="where registered verifiers are kept: a SQLite file, or postgresql://user[:pass]@host[:port]/db "
                    "shared by replicas (docs/scale.md)")  # fmt: skip
     p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
-    p.add_argument("--admin-token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""),
-                   help="require 'authorization: Bearer <token>' on mutating RPCs (env VERIFIER_ADMIN_TOKEN)")  # fmt: skip
+    token_source.add_arguments(p)
     p.add_argument("--http-port", type=int, default=None,
                    help="also serve HTTP/JSON on this port (/v1, /get_reward, /run_code, /metrics); 0 picks a free one")
     p.add_argument("--reward-verifier", default="",
@@ -311,7 +325,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args.limits = service_limits.from_args(args)  # validated here, before anything starts
         args.bounds = service_bounds.from_args(args)
-    except service_limits.LimitsError as e:
+        args.admin_token = token_source.resolve(args, may_reexec=argv is None)  # re-execs to drop an env token
+    except (service_limits.LimitsError, token_source.TokenError) as e:
         p.error(str(e))
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

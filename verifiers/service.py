@@ -12,7 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from sandbox.pool import Deadline, Job, PoolSaturated, Result, SandboxError, SandboxPool
 from verifiers import kinds
 from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
+from verifiers.bounds import ServiceBounds
 from verifiers.cache import VerdictCache
+from verifiers.callers import CALLER
 from verifiers.limits import ServiceLimits
 from verifiers.metrics import ServiceMetrics
 from verifiers.registry import NAME_RE, Registry, build, check_name
@@ -26,11 +28,12 @@ REGISTER_BUDGET_S = 30.0  # registration's checks (dry run, reachability) withou
 
 class VerifierService:
     def __init__(self, registry: Registry, pool: SandboxPool | None, *, cache_items: int = 50_000,
-                 limits: ServiceLimits | None = None):  # fmt: skip
+                 limits: ServiceLimits | None = None, bounds: ServiceBounds | None = None):  # fmt: skip
         self.limits = limits or ServiceLimits()
+        self.bounds = bounds or ServiceBounds()
         self.registry = registry
         self.pool = pool
-        self.cache = VerdictCache(cache_items)
+        self.cache = VerdictCache(cache_items, self.bounds.cache_bytes())
         self.metrics = ServiceMetrics()  # counted here, in the core, so every transport is covered
         self.metrics.watch(pool, self.cache)
         self.instance_id = uuid.uuid4().hex  # lets a remote registration notice it points back here
@@ -75,25 +78,27 @@ class VerifierService:
             raise BadRequest(f"field 'completion' is {len(req.completion)} characters, over the server's limit of "
                              f"{self.limits.max_completion_chars} (--max-completion-chars)")  # fmt: skip
 
-    def verify(self, req: Request, deadline: Deadline | None = None) -> Verdict:
+    def verify(self, req: Request, deadline: Deadline | None = None, *, caller: str | None = None) -> Verdict:
         """Grade one request by ``deadline`` (the caller's, e.g. its gRPC deadline), else by its grading
         budget (``timeout_s``, else the verifier's default) from now: that one deadline is the request's
         from here down to the worker; the budget also bounds the time its programs get (a job's
-        ``timeout_s``). Raises ServiceError for bad requests."""
+        ``timeout_s``). ``caller`` (default: ``callers.CALLER``) scopes the cache. Raises ServiceError
+        for bad requests."""
+        caller = CALLER.get() if caller is None else caller
         try:
-            verdict = self._verify(req, deadline)
+            verdict = self._verify(req, deadline, caller)
         except ServiceError as e:
             self.metrics.observe_error(e.status)
             raise
         self.metrics.observe_verdict(req.verifier, verdict.outcome.value, verdict.elapsed_s)
         return verdict
 
-    def _verify(self, req: Request, deadline: Deadline | None) -> Verdict:
+    def _verify(self, req: Request, deadline: Deadline | None, caller: str) -> Verdict:
         self.validate(req)
         verifier = self.registry.get(req.verifier)
         t0 = time.monotonic()
         version = self.registry.cache_version(verifier)
-        key = None if version is None else self.cache.key(req, version)
+        key = None if version is None else self.cache.key(req, version, caller)
         hit = None if key is None else self.cache.get(key)
         if hit is not None:
             hit.elapsed_s = time.monotonic() - t0
@@ -105,7 +110,7 @@ class VerifierService:
             run_job=self.run_job,
             lookup=self.registry.get,
             deadline=deadline,
-            verify=lambda sub: self.verify(sub, deadline),  # a component spends from the same deadline
+            verify=lambda sub: self.verify(sub, deadline, caller=caller),  # spends from the same deadline
             parallelism=self.parallelism,
         )
         try:
@@ -116,14 +121,17 @@ class VerifierService:
             log.exception("verifier %s failed", req.verifier)
             verdict = Verdict.of(Outcome.SANDBOX_ERROR, f"verifier {req.verifier} failed: {type(e).__name__}: {e}")
         verdict.reward = min(1.0, max(0.0, float(verdict.reward)))
+        cut_details(verdict, self.bounds.max_detail_chars)
         verdict.elapsed_s = time.monotonic() - t0
         # a TIMEOUT under a caller's deadline shorter than the budget says nothing about the next call's
         if key is not None and not (verdict.outcome is Outcome.TIMEOUT and cut):
             self.cache.put(key, verdict)
         return verdict
 
-    def verify_batch(self, reqs: list[Request], deadline: Deadline | None = None) -> list[Verdict]:
+    def verify_batch(self, reqs: list[Request], deadline: Deadline | None = None, *,
+                     caller: str | None = None) -> list[Verdict]:  # fmt: skip
         """Fan out across the pool; results in request order; one item's failure never fails the batch."""
+        caller = CALLER.get() if caller is None else caller
         self.metrics.observe_batch(len(reqs))
         if len(reqs) > self.limits.max_batch:
             self.metrics.observe_error(BadRequest.status)
@@ -141,7 +149,7 @@ class VerifierService:
 
         def one(r: Request) -> Verdict:
             try:
-                return self.verify(r, deadline)
+                return self.verify(r, deadline, caller=caller)
             except ServiceError as e:  # e.g. unregistered between validation and grading
                 return Verdict.of(Outcome.SANDBOX_ERROR, f"{e.status}: {e}")
 
@@ -165,3 +173,18 @@ class VerifierService:
 
     def unregister(self, name: str) -> None:
         self.registry.remove(name)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, saying how much was cut (--max-detail-chars)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … [{len(text) - limit} more characters cut: the server's --max-detail-chars]"
+
+
+def cut_details(v: Verdict, limit: int) -> None:
+    """Bound what a verdict carries back and into the cache: its detail and each case's."""
+    v.detail = cut(v.detail, limit)
+    for c in v.cases:
+        if len(c.detail) > limit:
+            c.detail = cut(c.detail, limit)
