@@ -32,6 +32,11 @@ def _resume(cfg, model, optimizer, scheduler, stream, ref) -> int:
     """Load the checkpoint named by cfg.resume into the live objects; returns its step (0: fresh start)."""
     path = resolve_resume(cfg.resume, cfg.run_dir) if cfg.resume else None
     if path is None:
+        if cfg.resume == "auto":  # never a silent fresh start (make train refuses one: trainer/run_folder.py)
+            print(
+                f"resume auto: no checkpoint in {Path(cfg.run_dir) / 'checkpoints'}; starting at step 1",
+                file=sys.stderr,
+            )
         return 0
     if distributed.is_sharded(model):
         raise distributed.DistributedError(f"--resume {path}: resuming a `parallel: fsdp` run is not supported yet")
