@@ -115,7 +115,7 @@ serve: setup
 	  $(if $(PIDS),--pids $(PIDS)) $(if $(OUTPUT_CAP),--output-cap-bytes $(OUTPUT_CAP)) \
 	  $(if $(MAX_TIMEOUT_S),--max-timeout-s $(MAX_TIMEOUT_S)) $(if $(MAX_MESSAGE_MB),--max-message-mb $(MAX_MESSAGE_MB)) \
 	  $(if $(MAX_BATCH),--max-batch $(MAX_BATCH)) $(if $(MAX_COMPLETION_CHARS),--max-completion-chars $(MAX_COMPLETION_CHARS)) \
-	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) \
+	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) $(if $(MAX_QUEUE_S),--max-queue-s $(MAX_QUEUE_S)) \
 	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
 test: setup image-langs postgres

@@ -109,6 +109,7 @@ class SandboxConfig:
     preload: tuple[str, ...] = ("sympy", "math_verify", "latex2sympy2_extended")
     warmup: str = ""  # code run once in each worker after the preloads (builds lazy state before forking)
     max_waiters: int = 4096  # callers allowed to queue for a sandbox; beyond that: PoolSaturated at once
+    max_wait_s: float = 300.0  # a job without a deadline waits this long for a sandbox (never its own timeout)
     start_timeout_s: float = 60.0
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
     cgroup_parent: str = ""  # docker: the containers' parent cgroup ("/": each competes for CPU like one host process)

@@ -246,10 +246,11 @@ class SandboxPool:
         With ``job.deadline`` (a request's, sandbox/deadline.py) the wait for a sandbox, the program's
         time and the worker's answer all come out of it: the program gets what is left less the worker's
         time to answer (``reserve(grace_s)``), at most ``job.timeout_s``; ``wait_s`` may only shorten the
-        wait. Without one the job enters here: it waits up to ``wait_s`` (default: its timeout) for a
-        sandbox, then runs for ``timeout_s`` and its worker has ``grace_s`` more to answer."""
+        wait. Without one the job enters here: it waits up to ``wait_s`` for a
+        sandbox (default: the pool's queue limit, ``max_wait_s``; never the program's own time limit, so a
+        queue does not eat into it), then runs for ``timeout_s`` and its worker has ``grace_s`` more to answer."""
         if job.deadline is None:
-            c = self._acquire(job.timeout_s if wait_s is None else wait_s)
+            c = self._acquire(self.cfg.max_wait_s if wait_s is None else wait_s)
             deadline = Deadline.after(job.timeout_s + self.cfg.grace_s)
         else:
             deadline = job.deadline
@@ -304,7 +305,8 @@ class SandboxPool:
                 except queue.Empty:
                     live = len(self._all)
                     hint = (
-                        "the pool is saturated; retry later, pass a longer wait_s or raise SandboxConfig.size"
+                        "the pool is saturated; retry later, or wait longer (wait_s, SandboxConfig.max_wait_s; a"
+                        " server's --max-queue-s) or raise SandboxConfig.size (--pool-size)"
                         if live == self.size
                         else f"only {live} of {self.size} sandboxes are up (replacements failing? see the log)"
                     )

@@ -30,6 +30,7 @@ FLAGS = {  # flag -> the Makefile variable that sets it
     "--pids": "PIDS",
     "--output-cap-bytes": "OUTPUT_CAP",
     "--max-timeout-s": "MAX_TIMEOUT_S",
+    "--max-queue-s": "MAX_QUEUE_S",
     "--max-message-mb": "MAX_MESSAGE_MB",
     "--max-batch": "MAX_BATCH",
     "--max-completion-chars": "MAX_COMPLETION_CHARS",

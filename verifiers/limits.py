@@ -55,6 +55,13 @@ class ServiceLimits(BaseModel):
     max_timeout_s: float = Field(
         120.0, gt=0, le=3600, description="wall-time ceiling: the largest timeout_s a request may ask for"
     )
+    max_queue_s: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="longest a job without a request deadline (SandboxFusion's /run_code) waits"
+        " for a free sandbox; past it: SandboxError. A program's own time limit never bounds (nor pays for) the wait",
+    )
     max_message_mb: int = Field(
         64, ge=1, le=2047, description="largest gRPC message, MiB (bigger requests: RESOURCE_EXHAUSTED)"
     )
@@ -72,7 +79,7 @@ class ServiceLimits(BaseModel):
 
         return SandboxConfig(backend=self.backend, size=self.pool_size or (os.cpu_count() or 1),
                              memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids,
-                             output_bytes=self.output_cap_bytes, **extra)  # fmt: skip
+                             output_bytes=self.output_cap_bytes, max_wait_s=self.max_queue_s, **extra)  # fmt: skip
 
 
 def _flag(name: str) -> str:
