@@ -9,8 +9,10 @@ like the Python image (sandbox/image.py): no image registry, only the Debian pac
      with /proc mounted for the JDK's post-install step), then apt caches and docs are dropped;
   3. the same runtime layer (the worker) and ``docker import``, with the Python image's config.
 
-Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18, Go 1.19 (its standard
-library ships precompiled, so a job's build needs no warm cache), rustc 1.63. Both steps are cached by
+Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18 with TypeScript 4.8 (the
+``typescript`` module, used to strip types as SandboxFusion's ``tsx`` does), Go 1.19 (its standard
+library ships precompiled, so a job's build needs no warm cache), rustc 1.63; bash is in the base
+root filesystem already. Both steps are cached by
 their inputs; ``python -m sandbox.image_langs`` builds it, ``make image LANGS=all`` from make.
 """
 
@@ -33,6 +35,7 @@ TOOLCHAIN_PACKAGES = [
     "libc6-dev",
     "default-jdk-headless",
     "nodejs",
+    "node-typescript",
     "golang-go",
     "rustc",
 ]

@@ -115,3 +115,33 @@ def test_the_pool_applies_its_cap_to_every_job_and_a_job_cannot_raise_it(service
     assert r.output_limit_exceeded
     r = pool.run(Job(code=f"import sys\nsys.stdout.write('a' * {CAP // 3})\nsys.stderr.write('b' * {CAP // 3})"))
     assert r.ok and not r.output_limit_exceeded and len(r.stdout) + len(r.stderr) == 2 * (CAP // 3)
+
+
+# -- compiled languages: the server's cap, not a default ----------------------------------------------------
+C_SUM_AFTER = (
+    "#include <stdio.h>\n#include <string.h>\nint main(){{static char b[1024];memset(b,120,sizeof b);"
+    "for(int i=0;i<{kib};i++)fwrite(b,1,sizeof b,{stream});fflush({stream});"
+    'long x,y;scanf("%ld %ld",&x,&y);printf("%ld\\n",x+y);return 0;}}\n'
+)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_c_program_past_the_servers_cap_is_runtime_error(tmp_path, stream):
+    # 256 KiB then the right answer: within the default 1 MiB cap it would be graded on its output
+    # (stderr: CORRECT); a server started with --output-cap-bytes 65536 must end it at 64 KiB
+    from tests.langs_helpers import ensure_langs_image
+    from verifiers.client import VerifierClient
+    from verifiers.launch import LocalServer
+
+    ensure_langs_image()
+    source = C_SUM_AFTER.format(kib=256, stream=stream)
+    quiet = C_SUM_AFTER.format(kib=8, stream="stderr")  # 8 KiB of warnings: within the cap
+    opts = {"mode": "stdio", "language": "c", "case_timeout_s": "5"}
+    with LocalServer(pool_size=1, extra_args=["--output-cap-bytes", "65536"], log_path=str(tmp_path / "s.log"),
+                     registry=str(tmp_path / "registry.sqlite")) as srv, VerifierClient(srv.target) as c:  # fmt: skip
+        v = c.verify("code", f"```c\n{source}```", SUM_CASES, options=opts, timeout_s=60)
+        assert (v.outcome, v.reward) == ("RUNTIME_ERROR", 0.0), v.detail
+        assert v.detail.startswith(OUTPUT_LIMIT_DETAIL), v.detail
+        ok = c.verify("code", f"```c\n{quiet}```", SUM_CASES, options=opts, timeout_s=60)
+        assert ok.outcome == "CORRECT", ok.detail

@@ -14,12 +14,26 @@ Status rules as SandboxFusion's: a command with status ``Error`` (our sandbox fa
 with its stderr as the message; a time limit or a non-zero return code → ``Failed``; else ``Success``.
 A process killed by signal N returns ``-N``, as an asyncio subprocess reports it.
 
-Languages: ``RUNNERS`` maps a language to the function that runs it through ``VerifierService.run_job``
-(today ``python``: one job, a fresh process forked from the warm worker, code as ``main.py`` in
-``/tmp/job`` where ``files`` are written first). A language added to the sandbox plugs in with one
-entry (a compiled one returns its compile step as ``compile_result``). Any other language answers
-SandboxFusion's error shape: ``status: "SandboxError"`` and a message naming the languages served.
-``fetch_files`` is not supported (a non-empty list gets the same error shape); verl sends ``[]``.
+Languages: ``RUNNERS`` maps each served name to the function that runs it. ``python``: one job through
+``VerifierService.run_job``, a fresh process forked from the warm worker, code as ``main.py`` in
+``/tmp/job`` where ``files`` are written first. Every other language the ``code`` verifier runs, under
+SandboxFusion's names (``cpp``, ``java``, ``go``, ``rust``, ``nodejs``/``js``, ``typescript``/``ts``,
+``bash``; also ``c`` and ``javascript``): one job in the toolchain pool (verifiers/lang_pool.py), the
+driver compiling once under ``compile_timeout`` and running once under ``run_timeout``, with the
+service's output cap. As SandboxFusion reports them: a compiled language (``c``, ``cpp``, ``java``,
+``go``, ``rust``) has its compile step in ``compile_result``; a failed compile is ``Finished`` with a
+non-zero ``return_code`` (a time-out: ``TimeLimitExceeded``), ``run_result`` is null and the status
+``Failed`` (verl: compile error). ``nodejs``, ``typescript`` and ``bash`` have no compile step
+(``compile_result`` null): TypeScript's types are stripped, so a syntax error is the run's failure.
+``memory_limit_MB`` is the program's address-space limit; the JVM and V8 reserve more than they use, so
+for them it is at least their default (languages.py). A program that passes the output cap is killed:
+``Finished`` with ``return_code`` -9 and "output limit exceeded" in its stderr.
+Any other language answers SandboxFusion's error shape: ``status: "SandboxError"`` and a message naming
+the languages served. ``fetch_files`` is not supported (a non-empty list gets the same error shape);
+verl sends ``[]``.
+
+Queueing: the wait for a free sandbox is bounded by the server's queue limit (``--max-queue-s``), never
+by ``run_timeout`` (the program keeps all of it however long it queued); past the limit: SandboxError.
 """
 
 from __future__ import annotations
@@ -35,7 +49,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from sandbox.pool import Job, Limits, Result
+from verifiers import lang_pool, languages
 from verifiers.http_common import HttpError, run_blocking
+from verifiers.limits import OUTPUT_LIMIT_DETAIL
 
 sandboxfusion_router = APIRouter(tags=["sandboxfusion"])
 MAX_RUN_TIMEOUT_S = 120.0  # the service's per-item ceiling (service.MAX_TIMEOUT_S)
@@ -44,7 +60,8 @@ MAX_FILES_BYTES = 16 << 20
 
 class RunCodeRequest(BaseModel):
     code: str = Field(..., description="the program")
-    language: str = Field(..., description="python (others: SandboxError naming what this server runs)")
+    language: str = Field(..., description="python, cpp, c, java, nodejs, typescript, go, rust, bash (others: "
+                                           "SandboxError naming what this server runs)")  # fmt: skip
     stdin: str | None = Field(None, description="given to the program on stdin")
     compile_timeout: float = Field(10, description="seconds, compiled languages")
     run_timeout: float = Field(10, description="seconds of wall time for the run")
@@ -72,7 +89,7 @@ class RunCodeResponse(BaseModel):
 
 RunJob = Callable[[Job], Result]
 # language → runner(request, run_job) -> (compile_result, run_result)
-Runner = Callable[[RunCodeRequest, RunJob], tuple[CommandRunResult | None, CommandRunResult]]
+Runner = Callable[[RunCodeRequest, RunJob], tuple[CommandRunResult | None, CommandRunResult | None]]
 
 
 def command_result(res: Result) -> CommandRunResult:
@@ -132,7 +149,93 @@ def run_python(req: RunCodeRequest, run_job: RunJob) -> tuple[None, CommandRunRe
     return None, command_result(run_job(job))
 
 
-RUNNERS: dict[str, Runner] = {"python": run_python}
+# SandboxFusion's language name (and a few of ours) -> the code verifier's language
+TOOLCHAIN_NAMES = {"c": "c", "cpp": "cpp", "java": "java", "go": "go", "rust": "rust", "nodejs": "javascript",
+                   "javascript": "javascript", "js": "javascript", "typescript": "typescript", "ts": "typescript",
+                   "bash": "bash"}  # fmt: skip
+SHOWN_COMPILE = {"c", "cpp", "java", "go", "rust"}  # SandboxFusion reports a compile step for these
+SIGKILL = 9
+
+
+def _code(exit_code: int | None, sig: int | None) -> int:
+    return -sig if sig is not None else (exit_code if exit_code is not None else 1)
+
+
+def compile_command_result(comp: dict) -> CommandRunResult:
+    """The driver's compile report as a CommandRunResult (its message: the compiler's output tail)."""
+    if comp.get("status") == "timeout":
+        return CommandRunResult(status="TimeLimitExceeded", execution_time=comp["elapsed"], stdout="",
+                                stderr=comp["message"])  # fmt: skip
+    code = 0 if comp["ok"] else _code(comp.get("exit"), comp.get("signal"))
+    return CommandRunResult(status="Finished", execution_time=comp["elapsed"], return_code=code, stdout="",
+                            stderr=comp["message"])  # fmt: skip
+
+
+def case_command_result(d: dict, cap: int) -> CommandRunResult:
+    """One case the driver ran, as a CommandRunResult."""
+    out = base64.b64decode(d.get("stdout") or "").decode("utf-8", "replace")
+    err, elapsed = d.get("stderr") or "", d.get("elapsed")
+    if d["status"] == "timeout":
+        return CommandRunResult(status="TimeLimitExceeded", execution_time=elapsed, stdout=out, stderr=err)
+    if d["status"] == "output":
+        err += f"\n{OUTPUT_LIMIT_DETAIL}: more than {cap} bytes written to stdout and stderr"
+        return CommandRunResult(status="Finished", execution_time=elapsed, return_code=-SIGKILL, stdout=out,
+                                stderr=err)  # fmt: skip
+    code = 0 if d["status"] == "ok" else _code(d.get("exit"), d.get("signal"))
+    return CommandRunResult(status="Finished", execution_time=elapsed, return_code=code, stdout=out, stderr=err)
+
+
+def _run_as_mb(req: RunCodeRequest, lang: languages.Language) -> int | None:
+    if req.memory_limit_MB <= 0:
+        return None  # the language's default
+    vm = lang.run_as_mb > Limits().memory_mb  # the JVM, V8: address space reserved, not used
+    return max(req.memory_limit_MB, lang.run_as_mb) if vm else req.memory_limit_MB
+
+
+def run_toolchain(name: str, req: RunCodeRequest, run_job: RunJob | None = None
+                  ) -> tuple[CommandRunResult | None, CommandRunResult | None]:  # fmt: skip
+    """A non-Python program: one job in the toolchain pool (``run_job`` is the Python pool's: unused)."""
+    lang = languages.for_source(languages.language(name), req.code)
+    blobs = {p: base64.b64encode(b).decode() for p, b in decoded_files(req.files).items()}
+    job, nonce = lang_pool.driver_job(lang, req.code, [req.stdin or ""], case_timeout_s=req.run_timeout,
+                                      compile_timeout_s=req.compile_timeout, run_as_mb=_run_as_mb(req, lang),
+                                      blobs=blobs)  # fmt: skip
+    res = lang_pool.run_job(job)
+    if res.sandbox_error:
+        return None, CommandRunResult(status="Error", stderr=res.sandbox_error)
+    lines = lang_pool.driver_lines(res.stdout, nonce)
+    comp = next((d["compile"] for d in lines if "compile" in d), None)
+    if comp is None:
+        if res.timed_out:  # the job's time ran out before the compiler answered
+            return CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stderr=res.stderr), None
+        why = f"the toolchain driver reported nothing (exit {res.exit_code}): {res.stderr[-300:]}"
+        return None, CommandRunResult(status="Error", stderr=why)
+    shown = compile_command_result(comp) if lang.compile and name in SHOWN_COMPILE else None
+    if not comp["ok"]:  # typescript's transpile is part of its run, as SandboxFusion's tsx does it
+        return (shown, None) if shown else (None, compile_command_result(comp))
+    case = next((d for d in lines if d.get("case") == 0), None)
+    if case is not None:
+        return shown, case_command_result(case, lang_pool.output_cap())
+    if res.output_limit_exceeded:
+        return shown, case_command_result({"status": "output", "elapsed": res.wall_s}, lang_pool.output_cap())
+    if res.timed_out:
+        return shown, CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stdout="", stderr="")
+    return shown, CommandRunResult(status="Error", stderr=f"the toolchain driver died (exit {res.exit_code})")
+
+
+def _toolchain_runner(name: str) -> Runner:
+    def run(req: RunCodeRequest, run_job: RunJob) -> tuple[CommandRunResult | None, CommandRunResult | None]:
+        return run_toolchain(name, req, run_job)
+
+    return run
+
+
+RUNNERS: dict[str, Runner] = {"python": run_python, **{k: _toolchain_runner(v) for k, v in TOOLCHAIN_NAMES.items()}}
+
+
+def language_label(language: str) -> str:
+    """The metrics label of a request's language: the code verifier's name, or "other"."""
+    return "python" if language == "python" else TOOLCHAIN_NAMES.get(language, "other")
 
 
 def overall_status(compile_result: CommandRunResult | None, run_result: CommandRunResult | None) -> tuple[str, str]:
@@ -174,6 +277,6 @@ async def run_code_route(body: RunCodeRequest, request: Request) -> Any:
     """Run a program in the sandbox and answer in SandboxFusion's shape (verl's sandbox_fusion_url)."""
     service = request.app.state.service
     resp = await run_blocking(request, run_code, body, service.run_job)
-    service.metrics.observe_run_code(body.language if body.language in RUNNERS else "other", resp.status)
+    service.metrics.observe_run_code(language_label(body.language), resp.status)
     # already a RunCodeResponse: written as is (FastAPI would validate it again against response_model)
     return Response(resp.model_dump_json(), media_type="application/json")

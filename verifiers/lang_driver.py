@@ -2,8 +2,9 @@
 
 Runs as one job in the toolchain sandbox (never in the service process). Reads on stdin
 ``{"nonce", "files", "compile", "compile_timeout", "compile_as_mb", "run", "env", "inputs",
-"case_timeout", "run_as_mb", "output_budget", "stop_on_error"}`` and writes lines on stdout:
-``{"nonce", "compile": {"ok", "message", "elapsed"}}`` then, per case as it ends, ``{"nonce",
+"case_timeout", "run_as_mb", "output_budget", "stop_on_error"}`` (optional ``"blobs"``: relative path →
+base64 content, written first, directories made) and writes lines on stdout:
+``{"nonce", "compile": {"ok", "message", "elapsed", "status", "exit", "signal"}}`` then, per case as it ends, ``{"nonce",
 "case", "status", "exit", "signal", "elapsed", "stdout" (base64), "stderr" (tail)}``. Statuses: ``ok`` (ran and exited 0: judged on the host),
 ``timeout``, ``runtime`` (non-zero exit or killed by a signal), ``output`` (stdout + stderr of the case
 passed what is left of the output budget), ``skipped``.
@@ -155,6 +156,11 @@ def main():
         os.write(mark, ("\n" + json.dumps(dict(d, nonce=nonce)) + "\n").encode())
 
     env = dict(os.environ, **q["env"])
+    for name, data in (q.get("blobs") or {}).items():
+        if os.path.dirname(name):
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, "wb") as f:
+            f.write(base64.b64decode(data))
     for name, text in q["files"].items():
         with open(name, "w", encoding="utf-8") as f:
             f.write(text)
@@ -167,9 +173,9 @@ def main():
         if kind == "timeout":
             message = f"compilation did not finish in {q['compile_timeout']:g} s\n" + message
         ok = kind == "ok"
-        say(compile={"ok": ok, "message": message, "elapsed": elapsed})
+        say(compile={"ok": ok, "message": message, "elapsed": elapsed, "status": kind, "exit": code, "signal": sig})
     else:
-        say(compile={"ok": True, "message": "", "elapsed": 0.0})
+        say(compile={"ok": True, "message": "", "elapsed": 0.0, "status": "none", "exit": None, "signal": None})
     budget, failed = int(q["output_budget"]), False
     for i, text in enumerate(q["inputs"] if ok else []):
         if failed and q["stop_on_error"]:

@@ -7,34 +7,67 @@ every capability dropped, unprivileged uid, pids/memory/CPU cgroup limits) with 
 /tmp allows exec (compiled binaries run from the job's scratch directory), larger memory and /tmp for
 compilers, and no Python preloads.
 
-Knobs (environment, read when the pool starts): ``RLVR_LANGS_POOL_SIZE`` (default: CPU count, at least
-2), ``RLVR_LANGS_MEMORY_MB`` (2048), ``RLVR_LANGS_IMAGE`` (default: the tag the sources describe;
-``make image LANGS=all`` builds it). A missing image is a ``SANDBOX_ERROR`` whose detail says so.
+Its limits are the service's (``configure(limits)``, called by the server with its validated
+``ServiceLimits``): the output cap (``--output-cap-bytes``: every language, not only Python), CPUs,
+the queue limit (``--max-queue-s``) and, unless set below, the pool size (``--pool-size``). Compilers
+need more than a Python job, so memory is at least 2048 MiB and processes at least 256.
+Environment overrides, read when the pool starts: ``RLVR_LANGS_POOL_SIZE`` (default: the service's
+pool size, else the CPU count, at least 2), ``RLVR_LANGS_MEMORY_MB``, ``RLVR_LANGS_IMAGE`` (default: the
+tag the sources describe; ``make image LANGS=all`` builds it). A missing image is a ``SANDBOX_ERROR``
+whose detail says so.
+
+Every non-Python submission is one job running ``lang_driver.py`` (``driver_job`` builds it; its
+answer lines are read back with ``driver_lines``): the code verifier's stdio mode and SandboxFusion's
+``/run_code`` share it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import subprocess
 import threading
+from pathlib import Path
 
-from sandbox.pool import OUTPUT_CAP, Job, Result, SandboxConfig, SandboxError, SandboxPool
+from sandbox.pool import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError, SandboxPool
+from verifiers import languages
+from verifiers.limits import ServiceLimits
+
+DRIVER_JOB = (Path(__file__).resolve().parent / "lang_driver.py").read_text() + "\nmain()\n"
+DRIVER_MARGIN_S = 3.0  # the driver's own start-up and reporting, beyond compile + cases
+CASE_START_S = 0.5  # per case: spawning the program
 
 _lock = threading.Lock()
 _pool: SandboxPool | None = None
+_limits = ServiceLimits()
+
+
+def configure(limits: ServiceLimits) -> None:
+    """Use the service's limits for the toolchain pool (a running pool is restarted on its next use)."""
+    global _limits
+    with _lock:
+        _limits = limits
+    if _pool is not None and _pool.cfg != config():
+        close()
 
 
 def config() -> SandboxConfig:
     from sandbox import image_langs
 
+    lim = _limits
+    size = os.environ.get("RLVR_LANGS_POOL_SIZE") or lim.pool_size or max(2, os.cpu_count() or 2)
     return SandboxConfig(
-        size=int(os.environ.get("RLVR_LANGS_POOL_SIZE") or max(2, os.cpu_count() or 2)),
+        size=int(size),
         image=os.environ.get("RLVR_LANGS_IMAGE") or image_langs.image_tag(),
-        memory_mb=int(os.environ.get("RLVR_LANGS_MEMORY_MB") or 2048),
-        pids=256,
+        memory_mb=int(os.environ.get("RLVR_LANGS_MEMORY_MB") or max(2048, lim.memory_mb)),
+        cpus=lim.cpus,
+        pids=max(256, lim.pids),
         tmpfs_mb=256,
         preload=(),
         tmpfs_exec=True,
+        output_bytes=lim.output_cap_bytes,
+        max_wait_s=lim.max_queue_s,
     )
 
 
@@ -55,15 +88,65 @@ def get() -> SandboxPool:
 
 
 def output_cap() -> int:
-    return _pool.cfg.output_bytes if _pool is not None else OUTPUT_CAP
+    """The output cap a toolchain job runs under (the service's, once configured)."""
+    return _pool.cfg.output_bytes if _pool is not None else (_limits.output_cap_bytes or OUTPUT_CAP)
 
 
 def run_job(job: Job) -> Result:
-    """Run a job in the toolchain pool; infrastructure failures become ``Result.sandbox_error``."""
+    """Run a job in the toolchain pool; infrastructure failures become ``Result.sandbox_error``. With
+    ``job.deadline`` (a request's) the wait for a sandbox spends from it; without one the wait is bounded
+    by the queue limit, never by the job's own time."""
     try:
-        return get().run(job)  # with job.deadline (a request's), the wait for a sandbox spends from it too
+        return get().run(job)
     except SandboxError as e:
         return Result(sandbox_error=str(e), id=job.id)
+
+
+def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,
+               compile_timeout_s: float, stop_on_error: bool = True, run_as_mb: int | None = None,
+               blobs: dict[str, str] | None = None, job_id: str = "") -> tuple[Job, str]:  # fmt: skip
+    """(the job, its nonce) that compiles ``code`` once and runs it on each input (lang_driver.py).
+    ``blobs``: relative path → base64, written into the job's directory first. Without a deadline: the
+    caller may set ``job.deadline`` (the job's ``timeout_s`` is what the driver needs)."""
+    cap = output_cap()
+    compile_s = compile_timeout_s if lang.compile else 0.0
+    nonce = secrets.token_hex(16)
+    q = {
+        "nonce": nonce,
+        "files": {lang.source: code},
+        "blobs": blobs or {},
+        "compile": lang.compile,
+        "compile_timeout": compile_s,
+        "compile_as_mb": languages.COMPILE_AS_MB,
+        "compile_nproc": languages.COMPILE_NPROC,
+        "run": lang.run,
+        "env": lang.env,
+        "inputs": inputs,
+        "case_timeout": case_timeout_s,
+        "run_as_mb": run_as_mb or lang.run_as_mb,
+        "run_nproc": languages.RUN_NPROC,
+        # the program's share of the cap: the driver's lines carry its stdout as base64 (4/3 larger)
+        "output_budget": max(0, (cap - 8192 - 2600 * len(inputs)) * 3 // 4),
+        "stop_on_error": stop_on_error,
+    }
+    need = compile_s + len(inputs) * (case_timeout_s + CASE_START_S) + DRIVER_MARGIN_S
+    limits = Limits(memory_mb=languages.COMPILE_AS_MB, nproc=languages.COMPILE_NPROC, fsize_mb=64)
+    return Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=need, limits=limits, id=job_id), nonce
+
+
+def driver_lines(stdout: str, nonce: str) -> list[dict]:
+    """The driver's answer lines (those carrying ``nonce``; the program cannot forge them)."""
+    found = []
+    for line in stdout.splitlines():
+        if nonce not in line:
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and d.get("nonce") == nonce:
+            found.append(d)
+    return found
 
 
 def close() -> None:

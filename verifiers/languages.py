@@ -18,7 +18,12 @@ java        javac 17 (class from ``public class X``)  ``java X``   4096 / 2048 M
 javascript  — (syntax errors are runtime errors)      node 18      — / 2048 MiB
 go          go 1.19 ``go build`` (GOPATH mode)         ``./main``   4096 / 1024 MiB
 rust        rustc 1.63 ``-O --edition 2021``          ``./main``   4096 / 1024 MiB
+typescript  TypeScript 4.8 ``transpileModule``        node 18      4096 / 2048 MiB
+bash        —                                         bash 5.2     — / 1024 MiB
 =========== ========================================= ============ ===============================
+
+TypeScript is transpiled (types stripped, no type check), as SandboxFusion's ``tsx`` runs it: a syntax
+error is a compile error, a type error is not.
 
 The JVM and V8 reserve far more address space than they touch, hence their larger run limits; the
 memory they can really use is bounded by the sandbox's cgroup (``memory_mb`` of the pool) in every
@@ -34,7 +39,7 @@ from dataclasses import dataclass, field
 
 from verifiers.base import BadRequest
 
-LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust")
+LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash")
 ALIASES = {
     "py": "python",
     "python3": "python",
@@ -43,8 +48,12 @@ ALIASES = {
     "c++17": "cpp",
     "js": "javascript",
     "node": "javascript",
+    "nodejs": "javascript",  # SandboxFusion's name
     "golang": "go",
     "rs": "rust",
+    "ts": "typescript",
+    "sh": "bash",
+    "shell": "bash",
 }
 COMPILE_TIMEOUT_S = 30.0
 COMPILE_AS_MB = 4096
@@ -53,6 +62,21 @@ RUN_NPROC = 64
 _JAVA_CLASS = re.compile(r"public\s+(?:final\s+)?class\s+([A-Za-z_$][A-Za-z0-9_$]*)")
 _JAVA_PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_][\w.]*)\s*;", re.MULTILINE)
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
+# main.ts -> main.js with the image's TypeScript module (node-typescript): types stripped, syntax errors
+# reported as the compiler's (file(line,col): error TSnnnn: ...), exit 1.
+_TS_STRIP = """
+const ts = require("typescript"), fs = require("fs");
+const out = ts.transpileModule(fs.readFileSync("main.ts", "utf8"), {fileName: "main.ts", reportDiagnostics: true,
+  compilerOptions: {module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true}});
+const errors = (out.diagnostics || []).filter((d) => d.category === ts.DiagnosticCategory.Error);
+for (const d of errors) {
+  const at = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : null;
+  const where = at ? `(${at.line + 1},${at.character + 1})` : "";
+  console.error(`main.ts${where}: error TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\\n")}`);
+}
+if (errors.length) process.exit(1);
+fs.writeFileSync("main.js", out.outputText);
+"""
 
 
 @dataclass(frozen=True)
@@ -107,6 +131,10 @@ _TABLE = {
     "rust": Language(
         "rust", ("rust", "rs"), "main.rs", ["rustc", "-O", "--edition", "2021", "-o", "main", "main.rs"], ["./main"]
     ),
+    "typescript": Language(
+        "typescript", ("typescript", "ts"), "main.ts", ["node", "-e", _TS_STRIP], ["node", "main.js"], run_as_mb=2048
+    ),
+    "bash": Language("bash", ("bash", "sh", "shell"), "main.sh", None, ["bash", "main.sh"]),
 }
 
 

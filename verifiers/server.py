@@ -38,7 +38,7 @@ from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
 from verifiers import admin_token as token_source
 from verifiers import bounds as service_bounds
-from verifiers import kinds
+from verifiers import kinds, lang_pool
 from verifiers import limits as service_limits
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
 from verifiers.callers import grpc_caller
@@ -260,6 +260,7 @@ def serve(args: argparse.Namespace) -> int:
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()))  # every built-in kind's warm-up
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
+    lang_pool.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  workers=min(32, limits.max_concurrent_rpcs),
                                                  max_message_bytes=limits.max_message_mb << 20,
