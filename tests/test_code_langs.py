@@ -57,6 +57,21 @@ PROGRAMS = {
         'fn main(){panic!("boom-rust");}\n',
         'fn main(){ let x: i32 = "s"; }\n',
     ),
+    "typescript": (
+        'const v: number[] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+        "const add = (a: number, b: number): number => a + b;\nconsole.log(add(v[0], v[1]));\n",
+        'const v: string[] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/);\nconsole.log(v[0] + v[1]);\n',
+        "for (;;) {}\n",
+        'throw new Error("boom-typescript");\n',
+        "const x: number = ;\n",  # a syntax error (types are stripped, not checked: as SandboxFusion's tsx)
+    ),
+    "bash": (
+        "read a b\necho $((a + b))\n",
+        "read a b\necho $((a - b))\n",
+        "while :; do :; done\n",
+        "echo boom-bash >&2\nexit 3\n",
+        None,
+    ),
 }
 LANGS = list(PROGRAMS)
 
