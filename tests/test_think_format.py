@@ -31,6 +31,12 @@ CASES = [
     ("<think>a</think><answer>4</answer> trailing", False, "text after </answer>"),
     ("<think>a</think>pre <answer>4</answer>", False, "text before <answer>"),
     ("</think><think>a</think>4", False, "close before open"),
+    ("<think>\u200b\u200b</think>4", False, "zero-width-space think"),
+    ("<think>\ufeff\u2060\u200d</think><answer>4</answer>", False, "bom and joiners think"),
+    ("<think>a</think>\u200b", False, "zero-width-space answer"),
+    ("<think>a</think><answer>\u2060\u0301</answer>", False, "invisible answer tags"),
+    ("<think>\u3164</think>4", False, "hangul-filler think"),
+    ("<think>\u200bok</think>\u200b4", True, "visible text among zero-width spaces"),
 ]
 
 
