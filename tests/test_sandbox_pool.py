@@ -188,6 +188,27 @@ def test_backpressure_wait_deadline_and_queue_bound():
         assert p.run(Job(code="print(1)")).ok
 
 
+@pytest.mark.docker
+def test_a_job_without_a_deadline_waits_the_queue_limit_not_its_own_timeout():
+    # a 0.5 s program queued 2 s behind another still runs, with all of its 0.5 s; past the pool's
+    # queue limit (max_wait_s) it is refused instead
+    ensure_image()
+    with SandboxPool(SandboxConfig(size=1, preload=(), max_wait_s=30)) as p:
+        hold = threading.Thread(target=p.run, args=(Job(code="import time\ntime.sleep(2)", timeout_s=5),))
+        hold.start()
+        assert _wait_for(lambda: p.stats()["idle"] == 0, 10)
+        r = p.run(Job(code="print('ran')", timeout_s=0.5))
+        hold.join()
+        assert r.ok and r.stdout == "ran\n" and r.time_limit_s == 0.5, r
+    with SandboxPool(SandboxConfig(size=1, preload=(), max_wait_s=0.3)) as p:
+        hold = threading.Thread(target=p.run, args=(Job(code="import time\ntime.sleep(2)", timeout_s=5),))
+        hold.start()
+        assert _wait_for(lambda: p.stats()["idle"] == 0, 10)
+        with pytest.raises(PoolSaturated, match="no sandbox became free within 0.3 s"):
+            p.run(Job(code="print(1)", timeout_s=10))
+        hold.join()
+
+
 # -- lifecycle and cleanup ----------------------------------------------------------------------
 @pytest.mark.docker
 def test_close_removes_every_container_and_later_runs_fail_clearly():
