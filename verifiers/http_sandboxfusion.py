@@ -205,12 +205,14 @@ def run_toolchain(name: str, req: RunCodeRequest, run_job: RunJob | None = None
         return None, CommandRunResult(status="Error", stderr=res.sandbox_error)
     lines = lang_pool.driver_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
+    step_shown = lang.compile is not None and name in SHOWN_COMPILE
     if comp is None:
         if res.timed_out:  # the job's time ran out before the compiler answered
-            return CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stderr=res.stderr), None
+            late = CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stderr=res.stderr)
+            return (late, None) if step_shown else (None, late)
         why = f"the toolchain driver reported nothing (exit {res.exit_code}): {res.stderr[-300:]}"
         return None, CommandRunResult(status="Error", stderr=why)
-    shown = compile_command_result(comp) if lang.compile and name in SHOWN_COMPILE else None
+    shown = compile_command_result(comp) if step_shown else None
     if not comp["ok"]:  # typescript's transpile is part of its run, as SandboxFusion's tsx does it
         return (shown, None) if shown else (None, compile_command_result(comp))
     case = next((d for d in lines if d.get("case") == 0), None)
