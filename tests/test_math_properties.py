@@ -3,7 +3,11 @@
 1. reformatting the whitespace of a reference or an answer (newlines, tabs, no-break spaces, spaces
    around operators and matrix separators) never changes the verdict;
 2. a part of a reference that is not equal to the whole (one entry of a matrix or tuple, one term or some
-   of the terms of a sum) is never CORRECT, however the reference is laid out.
+   of the terms of a sum) is never CORRECT, however the reference is laid out;
+3. appending a hedge, a second different answer or an ∞ to an answer (inside the box or around it) never
+   raises its reward (each is graded 0);
+4. writing a correct answer with Unicode forms (``½``, ``x²``, ``√2``, ``π``, full-width digits), thousands
+   spaces, e-notation or other whitespace never lowers its reward.
 
 ``make test`` runs a bounded number of examples; RLVR_PROPERTY_EXAMPLES raises it (``bench/fuzz.py``
 does, for a longer search).
@@ -134,3 +138,121 @@ def test_a_part_of_the_reference_is_never_correct(client, shape, data):
     assert got[0].outcome == "CORRECT", f"the whole {whole!r} vs the reference {gold!r}: {got[0].detail}"
     for p, r in zip(parts, got[1:], strict=True):
         assert r.outcome != "CORRECT", f"part {p!r} of {gold!r} graded CORRECT: {r.detail}"
+
+
+# -- hedging, a second answer or ∞ never raises a reward; Unicode and spacing never lower it ------------------
+# (reference, a correct answer, a wrong value of the same kind)
+KNOWN = [
+    ("3", "3", "4"),
+    ("-7", "-7", "7"),
+    ("\\frac{1}{2}", "\\frac{1}{2}", "\\frac{1}{3}"),
+    ("\\frac{1}{2}", "0.5", "0.25"),
+    ("2\\sqrt{3}", "\\sqrt{12}", "3\\sqrt{2}"),
+    ("x^2 + 1", "1 + x^2", "x^2 - 1"),
+    ("\\pi", "\\pi", "2\\pi"),
+    ("(1, 2)", "(1, 2)", "(2, 1)"),
+    ("\\{1, 2\\}", "\\{2, 1\\}", "\\{1, 3\\}"),
+    ("[0, 1)", "[0, 1)", "[0, 1]"),
+    ("x = 3", "x = 3", "x = 4"),
+    ("10 \\text{ cm}", "10 \\text{ cm}", "10 \\text{ m}"),
+    ("1000", "1000", "100"),
+]
+HEDGES = [
+    "{a} \\text{{ (or possibly {b})}}",
+    "{a} \\text{{ or }} {b}",
+    "{a}, {b}",
+    "\\text{{maybe }} {a}",
+    "{a} \\text{{ if }} n > 0",
+    "{a} \\text{{ (probably)}}",
+    "\\text{{either }} {a} \\text{{ or }} {b}",
+    "{a} \\text{{ or }} \\infty",
+    "{a}, \\infty",
+    "\\infty",
+    "{a} \\text{{ otherwise }} {b}",
+    "{a} \\text{{ unless }} n = 0",
+]
+AROUND = [
+    "The answer is $\\boxed{{{a}}}$ (or possibly ${b}$).",
+    "Maybe the answer is $\\boxed{{{a}}}$.",
+    "It is ${b}$ or $\\boxed{{{a}}}$.",
+    "$\\boxed{{{a}}}$ or $\\boxed{{{b}}}$",
+    "$\\boxed{{{a}}}$ if $n$ is odd, otherwise ${b}$.",
+]
+
+
+def reward_of(client, gold, completions, options=None):
+    items = [{"verifier": "math", "completion": c, "reference": gold, "options": options or {}} for c in completions]
+    return [r.reward for r in client.verify_batch(items)]
+
+
+@pytest.mark.docker
+@SETTINGS
+@given(known=st.sampled_from(KNOWN), data=st.data())
+def test_a_hedge_a_second_answer_or_infinity_never_raises_the_reward(client, known, data):
+    gold, right, wrong = known
+    a = data.draw(st.sampled_from([right, wrong]), label="answer")
+    b = wrong if a == right else right
+    inside = data.draw(st.lists(st.sampled_from(HEDGES), min_size=2, max_size=4, unique=True), label="inside")
+    around = data.draw(st.lists(st.sampled_from(AROUND), min_size=1, max_size=2, unique=True), label="around")
+    completions = [boxed(a)] + [boxed(h.format(a=a, b=b)) for h in inside] + [t.format(a=a, b=b) for t in around]
+    got = reward_of(client, gold, completions)
+    assert got[0] == (1.0 if a == right else 0.0), f"{a!r} vs {gold!r}: {got[0]}"
+    for c, r in zip(completions[1:], got[1:], strict=True):
+        assert r <= got[0], f"{c!r} vs {gold!r} raised the reward {got[0]} -> {r}"
+        assert r == 0.0, f"hedged {c!r} vs {gold!r} was paid"
+
+
+# Unicode and typesetting forms: (LaTeX, its Unicode or other written form)
+FORMS = [
+    ("\\frac{1}{2}", "½"),
+    ("\\frac{3}{4}", "¾"),
+    ("x^2", "x²"),
+    ("x^3", "x³"),
+    ("\\sqrt{2}", "√2"),
+    ("\\sqrt{3}", "√3"),
+    ("\\pi", "π"),
+    ("\\cdot", "·"),
+    ("\\le", "≤"),
+    ("\\infty", "∞"),
+    ("-", "−"),
+    ("1000", "1\\,000"),
+    ("1000", "1 000"),
+    ("1500", "1.5e3"),
+]
+UNICODE_PAIRS = [
+    ("\\frac{1}{2}", "\\frac{1}{2}"),
+    ("\\frac{3}{4} + x^2", "x^2 + \\frac{3}{4}"),
+    ("2\\sqrt{2}", "2\\sqrt{2}"),
+    ("x^3 - x^2", "x^3 - x^2"),
+    ("\\sqrt{3}\\pi", "\\pi\\sqrt{3}"),
+    ("(-\\infty, 2]", "(-\\infty, 2]"),
+    ("x \\le 2", "x \\le 2"),
+    ("1000 - 1", "999"),
+    ("1500", "1500"),
+    ("-7", "-7"),
+    ("2 \\cdot 3", "6"),
+    ("\\frac{\\pi}{2}", "\\frac{\\pi}{2}"),
+]
+FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+
+
+def rewrite(answer: str, draw) -> str:
+    """The answer with some of its LaTeX written in Unicode (or another form), some digits full-width."""
+    for latex, form in FORMS:
+        if latex in answer and draw(st.booleans()):
+            answer = answer.replace(latex, form)
+    if draw(st.booleans()):
+        answer = answer.translate(FULLWIDTH)
+    return answer
+
+
+@pytest.mark.docker
+@SETTINGS
+@given(pair=st.sampled_from(UNICODE_PAIRS), data=st.data())
+def test_unicode_and_spacing_forms_never_lower_the_reward(client, pair, data):
+    gold, answer = pair
+    variants = [rewrite(answer, data.draw) for _ in range(3)] + [reformat(answer, data.draw) for _ in range(2)]
+    got = reward_of(client, gold, [boxed(answer)] + [boxed(v) for v in variants])
+    assert got[0] == 1.0, f"{answer!r} vs {gold!r} not paid"
+    for v, r in zip(variants, got[1:], strict=True):
+        assert r >= got[0], f"{v!r} (a form of {answer!r}) vs {gold!r}: reward {r} < {got[0]}"

@@ -56,7 +56,12 @@ def _unicode(s):
     return unicodedata.normalize("NFKC", "".join(out))
 
 
-_COLOR = re.compile(r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9. ]*\}|\\(?:displaystyle|textstyle|boldsymbol|bm)\b\s*")
+_COLOR = re.compile(r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9. ]*\}|\\(?:displaystyle|textstyle|boldsymbol|bm)\b\s*"
+                    r"|\\[hv]?phantom\s*\{[^{}]*\}")  # fmt: skip
+_ANNOUNCE = re.compile(r"^\\(?:text|textbf|textit|mathrm|mbox)\s*\{\s*(?:the )?(?:final )?answer(?: is)?\s*:?\s*\}\s*",
+                       re.I)  # fmt: skip
+# a space wider than a thin one between two operands: two things side by side, not one expression
+_WIDE = re.compile(r"[\d)\]]\s*(?:\\(?:quad|qquad|enspace|hspace\*?\s*\{[^{}]*\}|hskip\s*[\d.]+[a-z]*)\s*)+[\d(]")
 _SCI = re.compile(r"(?<![\w.\\^{])(\d+(?:\.\d*)?|\.\d+)[eE]([+-]?\d{1,4})(?![\w.])")
 _GAP = r"(?: |\\,|\\ |~|\\;|\\:|\\thinspace ?)"
 _THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?:" + _GAP + r"\d{3})+)(?!\d|" + _GAP + r"\d)")
@@ -67,18 +72,20 @@ def normalize(s):
     """The text with Unicode math, colour commands, e-notation and thousands groups written as the LaTeX
     a parser reads (``½`` → ``\\frac{1}{2}``, ``x²`` → ``x^{2}``, ``√2`` → ``\\sqrt{2}``, ``４２`` → ``42``,
     ``\\color{red}{3}`` → ``{3}``, ``1.5e3`` → ``(1.5\\times 10^{3})``, ``1\\,000`` → ``1000``)."""
-    if not s.isascii():
-        s = _unicode(s)
+    if not s.isascii():  # invisible format characters (zero-width space, BOM, word joiner) are dropped
+        s = _unicode("".join(c for c in s if unicodedata.category(c) != "Cf"))
     if "\\" in s:
-        s = _COLOR.sub("", s)
+        s = _ANNOUNCE.sub("", _COLOR.sub("", s))
+    s = s.replace(":=", "=")
     s = _SCI.sub(r"(\1\\times 10^{\2})", s)
     return _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
 
 
 def spaced_digits(s):
     """True when two digits are separated only by spacing (``7 0``, ``4 \\ 5``) outside a thousands
-    group (``normalize`` has joined those) and not as a command's arguments (``\\frac 1 2``)."""
-    return any(m.group(1) is None for m in _SPACED.finditer(s))
+    group (``normalize`` has joined those) and not as a command's arguments (``\\frac 1 2``), or two
+    operands by a wide space (``7 \\quad 0``, ``3 \\quad (4)``)."""
+    return any(m.group(1) is None for m in _SPACED.finditer(s)) or bool(_WIDE.search(s))
 
 
 _REALS = re.compile(r"(?:[a-z]\s*(?:\\in|=)\s*)?(?:\\mathbb\s*\{?r\}?|the set of all real numbers"
@@ -108,6 +115,29 @@ _NOT_HEDGES = re.compile(r"\bor,? (?:equivalently|simply|in other words|written 
                          re.I)  # fmt: skip
 
 
+_TEXTLIKE = re.compile(r"\\(?:text[a-z]*|math(?:rm|it|sf|tt|normal)|mbox|hbox|emph|operatorname)\s*\{([^{}]*)\}")
+
+
+def hedge_inside(answer, allowed=""):
+    """The hedge in a final answer: a ``?``; text (which the parser drops) that holds a digit or a letter
+    outside ASCII (``3 \\text{ (4)}``, ``3 \\text{ (или 4)}``) or an ``or`` that is more than the separator
+    of a list of alternatives (``3 \\text{ (or 4)}``, ``3 \\text{ or more}``); or a word of ``INSIDE``.
+    What the reference ``allowed`` itself writes does not count."""
+    if "?" in answer and "?" not in allowed:
+        return "?"
+    texts = [m.group(1) for m in _TEXTLIKE.finditer(_NOT_HEDGES.sub(" ", answer))]
+    whole = len(texts) == 1 and _TEXTLIKE.fullmatch(answer.strip())
+    for t in texts:
+        if t in allowed:
+            continue
+        if not whole and (re.search(r"\d", t) or not t.isascii()):
+            return t.strip()
+        inner = t.strip(" ,;:~").lower()
+        if inner != "or" and re.search(r"(?<![a-z])or(?![a-z])", inner):
+            return "or"
+    return hedge(answer, INSIDE, allowed)
+
+
 def hedge(text, words=INSIDE, allowed=""):
     """The first hedge word of ``text`` (outside LaTeX command names) that ``allowed`` (the reference's
     own text) does not also use, else None."""
@@ -131,16 +161,24 @@ def sentence_around(text, start, end):
     return before, text[end : m.start() if m else min(len(text), end + 200)]
 
 
-_OR_BEFORE = re.compile(r"(?<![A-Za-z])or[\s$,(\\]*$", re.I)
+# right before the answer: "3 or $4$", "not $5$" (a number the sentence rules out is not its answer)
+_OR_BEFORE = re.compile(r"(?<![A-Za-z])(or|not|never|nor|except|isn't)[\s$,(\\]*$", re.I)
 
 
 def hedge_around(text, start, end):
     """A hedge in the sentence around the answer at ``text[start:end]``: an ``or`` right before it (``3 or
     4``), a doubt earlier in the sentence (``maybe``), or an alternative or condition after it."""
     before, after = sentence_around(text, start, end)
-    if _OR_BEFORE.search(before):
-        return "or"
-    return hedge(before, BEFORE) or hedge(after, AROUND)
+    m = _OR_BEFORE.search(before)
+    if m:
+        return m.group(1)
+    nxt = _NEXT_HEDGE.match(text, end + len(after), end + len(after) + 80)
+    return hedge(before, BEFORE) or hedge(after, AROUND) or (nxt.group(1) if nxt else None)
+
+
+# what opens the next sentence or line and still hedges the answer before it ("\n(or possibly 4)")
+_NEXT_HEDGE = re.compile(r"[\s.!?]*\(?\s*(or|possibly|maybe|perhaps|probably|alternatively|otherwise|wait)\b",
+                         re.I)  # fmt: skip
 
 
 # -- units ---------------------------------------------------------------------------------------------
@@ -161,7 +199,7 @@ _NO_UNIT = {"unit", "units", "square unit", "square units", "sq unit", "sq units
             "cubic units", "degree", "degrees", "deg", "radian", "radians", "rad", "percent"}  # fmt: skip
 _MATH_NAMES = {"sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", "pi", "infty", "sqrt", "frac",
                "and", "or", "cdot", "times", "circ", "le", "ge", "ne", "mod", "pmod", "dfrac", "tfrac"}  # fmt: skip
-_TEXT_TAIL = re.compile(r"\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{\s*([A-Za-z$][A-Za-z .$/-]*?)\s*\}"
+_TEXT_TAIL = re.compile(r"\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{(?:\s|~|\\[,;: ])*([A-Za-z$][A-Za-z .$/-]*?)\s*\}"
                         r"(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$")  # fmt: skip
 _PLAIN_TAIL = re.compile(r"(?<=[\d}\s])([A-Za-z]{1,12}(?:\s*/\s*[A-Za-z]{1,5})?)(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$")
 
@@ -173,6 +211,23 @@ def _canon(word):
     if w in _FACTORS:
         return w
     return _NAMES.get(w) or _NAMES.get(w[:-1] if w.endswith("s") else w) or (w[:-1] if w.endswith("s") else w)
+
+
+_CONNECTORS = {"or", "and", "then", "so"}
+
+
+def units_in(answer):
+    """Every unit the answer names: the one after its quantity (``unit_of``) and the words of each text
+    command (connectors like ``or`` aside). Two or more means two quantities (``10 \\text{ m} \\text{ or }
+    10 \\text{ cm}``), never one answer."""
+    found = set()
+    for m in _TEXTLIKE.finditer(answer):
+        words = [w for w in re.findall(r"[A-Za-z$/]+", m.group(1)) if w.lower() not in _CONNECTORS]
+        unit = _canon(" ".join(words)) if words else None
+        if unit:
+            found.add(unit)
+    tail = unit_of(answer)
+    return {u.partition("^")[0] for u in (found | {tail} if tail else found)}
 
 
 def unit_of(answer):

@@ -26,6 +26,7 @@ timeout, not a wrong answer. Parsing is Math-Verify's, with ANTLR's two-stage (S
 """
 
 import json
+import re
 import signal
 import sys
 import time
@@ -120,8 +121,18 @@ def parse_whole(answer):
     got = mv_parse("$" + escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
                    extraction_mode="first_match", parsing_timeout=None)  # fmt: skip
     if got:
-        return got + [s]
+        written_eqs = len(re.findall(r"(?<![<>!=])=(?!=)", s))
+        return got + [s] if (_equations(got[0]) or 0) >= written_eqs or _equations(got[0]) is None else []
     return parse_plain_expr(s)
+
+
+def _equations(value):
+    """How many equations the parsed value holds (None where it cannot say): an answer whose ``=`` signs
+    are more than that was parsed in part (``x = 5 \\text{ cm and } y = 3 \\text{ cm}`` read as x = 5)."""
+    try:
+        return len(value.find(sympy.Eq))
+    except Exception:
+        return None
 
 
 def parse_plain_expr(s):
@@ -200,7 +211,7 @@ def grade(item, gold_cache):
     if item.get("mode") == "full":
         return _grade_full(gold, item)
     for p in item["preds"]:  # a doubt, condition or alternative in the answer: never stripped, never paid
-        word = forms.hedge(written(p), forms.INSIDE, allowed=item["gold"])
+        word = forms.hedge_inside(written(p), allowed=item["gold"])
         if word:
             return {"ok": False, "why": f"the answer {clip(p)} hedges ({word!r}): not one answer"}
     # an answer that does not parse is kept as its exact text: it can only equal a gold spelled the same
@@ -229,7 +240,7 @@ def _grade_full(gold, item):
         return {"no_answer": "no math found in the completion"}
     found = pred[-1] if isinstance(pred[-1], str) else ""
     at = text.rfind(found) if found else -1
-    word = forms.hedge(found, forms.INSIDE, allowed=item["gold"])
+    word = forms.hedge_inside(found, allowed=item["gold"])
     if at >= 0 and not word:
         word = forms.hedge_around(text, at, at + len(found))
     if word:
@@ -240,9 +251,11 @@ def _grade_full(gold, item):
 def _in_gold_units(gold_text, pred_text, pred):
     """(pred, note): the parsed answer, converted to the reference's unit where both carry units of one
     dimension (``0.1 \\text{ m}`` against ``10 \\text{ cm}``); (None, why) where their units differ."""
-    inner = sole_region(squash_space(gold_text))
-    gu = forms.unit_of(written(inner if inner is not None else gold_text))
-    pu = forms.unit_of(written(pred_text))
+    inner = written(sole_region(squash_space(gold_text)) or gold_text)
+    gu, pu = forms.unit_of(inner), forms.unit_of(written(pred_text))
+    several = forms.units_in(written(pred_text))
+    if len(several) > 1 and several != forms.units_in(inner):
+        return None, f"the answer names quantities in several units ({', '.join(sorted(several))})"
     if gu is None or pu is None or gu == pu:
         return pred, ""
     gf, pf = forms.unit_factor(gu), forms.unit_factor(pu)
