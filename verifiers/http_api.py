@@ -25,12 +25,10 @@ becomes an HTTP status by ``HTTP_STATUS`` and the body ``{"error": {"code", "sta
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import uvicorn
@@ -43,10 +41,13 @@ from verifiers import http_protojson as protojson
 from verifiers import http_v1
 from verifiers.bounds import ServiceBounds
 from verifiers.callers import CLIENT_ID_KEY, http_caller
-from verifiers.http_common import HttpError, body_doc, error_response
+from verifiers.fair import Lane
+from verifiers.http_common import HttpError, body_doc, error_response, lane_for, run_in_lane
 from verifiers.http_limits import InputLimits, uvicorn_http_options
 from verifiers.http_openrlhf import openrlhf_router
 from verifiers.http_sandboxfusion import sandboxfusion_router
+
+HOST_WORKERS = 16  # threads of the host lane (grading in this process: CPU-bound, the GIL's anyway)
 
 
 class HttpContext:
@@ -76,12 +77,20 @@ def _to_json(message: Any) -> Response:
     return Response(protojson.to_json(message), media_type="application/json")
 
 
+def _servicer_lane(app: FastAPI, method: str, message: Any) -> str:
+    if method == "Verify":
+        return lane_for(app, [message.verifier])
+    if method == "VerifyBatch":
+        return lane_for(app, [item.verifier for item in message.items])
+    return "host" if method in ("ListVerifiers", "GetVerifier") else "sandbox"  # registration: dry runs
+
+
 async def _call_servicer(request: Request, method: str, message: Any) -> Response:
-    """Run servicer.<method>(message, HttpContext) on the worker threads (it blocks on grading)."""
+    """Run servicer.<method>(message, HttpContext) on the worker threads of its lane (it blocks on grading)."""
     app = request.app
     fn = functools.partial(getattr(app.state.servicer, method), message, HttpContext(request.headers, request.client))
     try:
-        reply = await asyncio.get_running_loop().run_in_executor(app.state.executor, fn)
+        reply = await run_in_lane(request, _servicer_lane(app, method, message), fn)
     except HttpError as e:
         return error_response(e.status, e.message, e.http_status)
     return _to_json(reply)
@@ -112,7 +121,8 @@ async def _fast_or_servicer(request: Request, method: str, cls: type) -> Respons
     show_cached = app.state.servicer.admin.allows(HttpContext(request.headers))  # as the servicer decides
     work = functools.partial(run, app.state.service, reqs, caller=caller, show_cached=show_cached)
     try:
-        out = await asyncio.get_running_loop().run_in_executor(app.state.executor, work)
+        names = [r.verifier for r in reqs] if isinstance(reqs, list) else [reqs.verifier]
+        out = await run_in_lane(request, lane_for(app, names), work)
     except HttpError as e:
         return error_response(e.status, e.message, e.http_status)
     return Response(out, media_type="application/json")
@@ -175,7 +185,17 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     app.state.service = service
     app.state.servicer = servicer
     app.state.reward_verifier = reward_verifier
-    app.state.executor = ThreadPoolExecutor(workers, thread_name_prefix="http")
+    # two lanes of worker threads: verifiers that grade in this process never wait behind sandbox jobs
+    metrics = getattr(service, "metrics", None)
+    observe = metrics.observe_queue_wait if metrics is not None else None
+    app.state.lanes = {
+        "host": Lane("http_host", HOST_WORKERS, observe),
+        "sandbox": Lane("http_sandbox", workers, observe),
+    }
+    for lane in app.state.lanes.values():
+        if metrics is not None:
+            metrics.watch_queue(lane.name, lane.depth)
+    app.state.executor = app.state.lanes["sandbox"].executor  # the blocking pool other routes knew
     app.state.serving = threading.Event()
 
     @app.exception_handler(HttpError)
@@ -239,5 +259,6 @@ class HttpServer:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join()
-        self.app.state.executor.shutdown(wait=False, cancel_futures=True)
+        for lane in self.app.state.lanes.values():
+            lane.shutdown()
         self.sock.close()

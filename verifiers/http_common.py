@@ -4,7 +4,6 @@ wire contract)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import Request
@@ -52,10 +51,28 @@ def error_response(status: str, message: str, http_status: int | None = None) ->
     return JSONResponse({"error": {"code": code, "status": status, "message": message}}, code, headers=headers)
 
 
+def lane_for(app: Any, verifiers: Any) -> str:
+    """``host`` when none of ``verifiers`` may wait for a sandbox (verifiers/fair.py), else ``sandbox``."""
+    needs = getattr(app.state.service, "needs_sandbox", None)
+    if needs is None:
+        return "sandbox"
+    return "sandbox" if any(needs(name) for name in set(verifiers)) else "host"
+
+
+async def run_in_lane(request: Request, lane: str, fn: Any) -> Any:
+    """Run ``fn()`` on the threads of one lane (``host`` or ``sandbox``): sandbox work never holds the host's."""
+    return await request.app.state.lanes[lane].run(fn)
+
+
 async def run_blocking(request: Request, fn: Any, *args: Any) -> Any:
     """Run ``fn(*args)`` on the app's worker threads (grading blocks), as the request's caller
-    (``callers.CALLER``: it scopes the verdict cache)."""
+    (``callers.CALLER``: it scopes the verdict cache and takes turns for the sandbox). OpenRLHF's
+    /get_reward with a verifier that needs no sandbox runs in the host lane, everything else (/run_code)
+    in the sandbox lane."""
     caller = http_caller(request.client, request.headers)
+    lane = "sandbox"
+    if request.url.path == "/get_reward":
+        lane = lane_for(request.app, [request.query_params.get("verifier") or request.app.state.reward_verifier])
 
     def as_caller() -> Any:
         token = CALLER.set(caller)
@@ -64,7 +81,7 @@ async def run_blocking(request: Request, fn: Any, *args: Any) -> Any:
         finally:
             CALLER.reset(token)
 
-    return await asyncio.get_running_loop().run_in_executor(request.app.state.executor, as_caller)
+    return await run_in_lane(request, lane, as_caller)
 
 
 # -- OpenAPI from the proto descriptors ----------------------------------------------------------------

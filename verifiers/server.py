@@ -10,8 +10,10 @@ every container of the pool is removed, exit 0.
 Registration: RegisterVerifier / UnregisterVerifier change the registry (persisted in the SQLite file
 given by ``--registry``, or in PostgreSQL with ``--registry postgresql://…``, which replicas share: a
 verifier registered through one is served by all, see docs/scale.md). With an admin token
-(``--admin-token`` or ``VERIFIER_ADMIN_TOKEN``) they need ``authorization: Bearer <token>`` metadata
-(UNAUTHENTICATED otherwise); verifying, listing and GetVerifier stay open. The token is compared in constant time and goes nowhere else.
+(``--admin-token-file``; ``--admin-token`` or ``VERIFIER_ADMIN_TOKEN`` make the server re-exec without it:
+verifiers/admin_token.py) they need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise);
+verifying and listing stay open, a verifier's definition (its spec) and ``cached`` flags are the admin's
+(docs/security.md). The token is compared in constant time and goes nowhere else.
 
 HTTP/JSON (``--http-port H``, 0 picks a free port, printed as ``HTTP SERVING on host:port`` before the
 gRPC line): the same servicer behind /v1/..., OpenRLHF's /get_reward (``--reward-verifier``),
@@ -241,7 +243,7 @@ def _start_http(args: argparse.Namespace, service: VerifierService, max_body_byt
     servicer = Servicer(service, AdminToken(args.admin_token))  # the same servicer code the gRPC routes run
     bounds = getattr(args, "bounds", None)
     app = create_app(service, servicer, reward_verifier=args.reward_verifier, max_body_bytes=max_body_bytes,
-                     bounds=bounds)  # fmt: skip
+                     bounds=bounds, workers=args.limits.max_concurrent_rpcs)  # fmt: skip
     http = HttpServer(app, args.host, args.http_port, grace_s=args.grace_s, bounds=bounds).start()
     log.info("HTTP listening on %s:%d (/v1, /get_reward, /run_code, /metrics, /docs)", args.host, http.port)
     return http
@@ -262,7 +264,7 @@ def serve(args: argparse.Namespace) -> int:
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
     lang_pool.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
-                                                 workers=min(32, limits.max_concurrent_rpcs),
+                                                 workers=limits.max_concurrent_rpcs,  # a thread per admitted RPC
                                                  max_message_bytes=limits.max_message_mb << 20,
                                                  max_concurrent_rpcs=limits.max_concurrent_rpcs)  # fmt: skip
     _set_health(health_servicer, False)

@@ -4,6 +4,7 @@ converts proto ↔ these objects."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 import uuid
@@ -15,6 +16,8 @@ from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, 
 from verifiers.bounds import ServiceBounds
 from verifiers.cache import VerdictCache
 from verifiers.callers import CALLER
+from verifiers.composite import Composite
+from verifiers.fair import FairGate, GateSaturated
 from verifiers.limits import ServiceLimits
 from verifiers.metrics import ServiceMetrics
 from verifiers.registry import NAME_RE, Registry, build, check_name
@@ -24,6 +27,8 @@ log = logging.getLogger(__name__)
 MAX_TIMEOUT_S = ServiceLimits().max_timeout_s  # defaults; a server's own are in VerifierService.limits
 MAX_BATCH = ServiceLimits().max_batch
 REGISTER_BUDGET_S = 30.0  # registration's checks (dry run, reachability) without a caller's deadline
+# the verifiers the running request is (part of): a sandbox job marks them all as needing the sandbox
+VIA: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("via", default=())
 
 
 class VerifierService:
@@ -42,26 +47,65 @@ class VerifierService:
         # fan-out is wide: enough callers waiting that every slot's next job coalesces many items.
         width = max(64, 16 * self.parallelism)
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
+        # sandbox slots handed out round-robin between callers (verifiers/fair.py), not first come first served
+        cfg = getattr(pool, "cfg", None)
+        self.gate = None if pool is None else FairGate(pool.size, getattr(cfg, "max_waiters", 4096),
+                                                       lambda s: self.metrics.observe_queue_wait("sandbox_job", s))  # fmt: skip
+        if self.gate is not None:
+            self.metrics.watch_queue("sandbox_job", self.gate.depth)
+        self._sandboxed: set[str] = set()  # verifiers seen running sandbox jobs (e.g. through a sub-request)
 
     def close(self) -> None:
         self._fanout.shutdown(wait=False, cancel_futures=True)
 
     # -- sandbox access for verifiers ---------------------------------------------------------------
     def run_job(self, job: Job) -> Result:
+        """Run ``job`` in the sandbox, as the current caller (``callers.CALLER``: whose turn it waits for)."""
         t0 = time.monotonic()
+        self._sandboxed.update(VIA.get())
         result = self._run_job(job)
         self.metrics.observe_job(result, time.monotonic() - t0)
         return result
 
+    def needs_sandbox(self, name: str) -> bool:
+        """Whether grading with ``name`` may wait for a sandbox (the HTTP routes run it in their sandbox lane).
+        Built-ins that declare no sandbox entry grade in this process, until seen running a job (a sub-request)."""
+        if name in self._sandboxed:
+            return True
+        try:
+            v = self.registry.get(name)
+        except ServiceError:
+            return False  # refused at once (NOT_FOUND)
+        if isinstance(v, Composite):
+            return any(self.needs_sandbox(p.verifier) for p in v.parts)
+        return getattr(v, "sandbox_entry", None) != ""  # registered kinds (python, remote, model) count as slow
+
     def _run_job(self, job: Job) -> Result:
         if self.pool is None:
             return Result(sandbox_error="no sandbox pool configured", id=job.id)
+        cfg = getattr(self.pool, "cfg", None)
+        if job.deadline is None:  # the pool's queue limit (--max-queue-s), as the pool itself would wait
+            wait_s = getattr(cfg, "max_wait_s", self.limits.max_queue_s)
+        else:
+            wait_s = job.deadline.reserve(getattr(cfg, "grace_s", 0.0)).remaining()
+        t0 = time.monotonic()
         try:
-            return self.pool.run(job)  # waits for a sandbox at most until the job's (the request's) deadline
+            if not self.gate.acquire(CALLER.get(), wait_s):
+                return Result(sandbox_error=f"no sandbox became free within {wait_s:.1f} s (pool size {self.pool.size}, "
+                              f"{self.gate.depth()} jobs waiting): the pool is saturated; retry later, or wait longer "
+                              "(the server's --max-queue-s) or raise --pool-size", id=job.id)  # fmt: skip
+        except GateSaturated as e:
+            return Result(sandbox_error=f"sandbox pool saturated: {e}", id=job.id)
+        try:
+            if job.deadline is not None:
+                return self.pool.run(job)  # waits for a sandbox at most until the job's (the request's) deadline
+            return self.pool.run(job, wait_s=max(0.0, wait_s - (time.monotonic() - t0)))
         except PoolSaturated as e:
             return Result(sandbox_error=str(e), id=job.id)
         except SandboxError as e:
             return Result(sandbox_error=str(e), id=job.id)
+        finally:
+            self.gate.release()
 
     # -- grading --------------------------------------------------------------------------------------
     def validate(self, req: Request) -> None:
@@ -85,11 +129,15 @@ class VerifierService:
         ``timeout_s``). ``caller`` (default: ``callers.CALLER``) scopes the cache. Raises ServiceError
         for bad requests."""
         caller = CALLER.get() if caller is None else caller
+        token, via = CALLER.set(caller), VIA.set((*VIA.get(), req.verifier))
         try:
             verdict = self._verify(req, deadline, caller)
         except ServiceError as e:
             self.metrics.observe_error(e.status)
             raise
+        finally:
+            VIA.reset(via)
+            CALLER.reset(token)
         self.metrics.observe_verdict(req.verifier, verdict.outcome.value, verdict.elapsed_s)
         return verdict
 
