@@ -16,6 +16,13 @@ A run lives in ``runs/<name>/`` (``runs/latest`` points at it): ``config.yaml``,
 
 The verifier service: ``--target host:port`` (or ``VERIFIER_TARGET``) uses a running one; otherwise a
 local one is started on a free loopback port for the run and stopped afterwards.
+
+With ``--model`` and no ``--config`` the settings come from configs/real_model.yaml; every run prints the
+settings that matter and where each came from (trainer/run_folder.py). Before the service starts, a
+preflight (trainer/preflight.py) checks that the tags the verifiers read survive decoding and writes the
+rendered prompt to ``prompt.txt``. ``--name`` of a run folder with a checkpoint resumes it in place;
+Ctrl-C/SIGTERM during GRPO writes the step's checkpoint and prints the command that resumes it
+(trainer/interrupt.py). ``--model`` may be a PEFT adapter folder (trainer/own_model.py).
 """
 
 from __future__ import annotations
