@@ -120,8 +120,9 @@ _TEXTLIKE = re.compile(r"\\(?:text[a-z]*|math(?:rm|it|sf|tt|normal)|mbox|hbox|em
 
 def hedge_inside(answer, allowed=""):
     """The hedge in a final answer: a ``?``; text (which the parser drops) that holds a digit or a letter
-    outside ASCII (``3 \\text{ (4)}``, ``3 \\text{ (или 4)}``) or an ``or`` that is more than the separator
-    of a list of alternatives (``3 \\text{ (or 4)}``, ``3 \\text{ or more}``); or a word of ``INSIDE``.
+    outside ASCII (``3 \\text{ (4)}``, ``3 \\text{ (или 4)}``) or an ``or``/``and`` that is more than the
+    separator of a list (``3 \\text{ (or 4)}``, ``3 \\text{ or more}``, ``x = 5 \\text{ cm and } y = 3``: read
+    as x = 5 alone); or a word of ``INSIDE``.
     What the reference ``allowed`` itself writes does not count."""
     if "?" in answer and "?" not in allowed:
         return "?"
@@ -133,8 +134,9 @@ def hedge_inside(answer, allowed=""):
         if not whole and (re.search(r"\d", t) or not t.isascii()):
             return t.strip()
         inner = t.strip(" ,;:~").lower()
-        if inner != "or" and re.search(r"(?<![a-z])or(?![a-z])", inner):
-            return "or"
+        for word in ("or", "and"):  # a connector with more words: the parser may keep only what precedes it
+            if inner != word and re.search(rf"(?<![a-z]){word}(?![a-z])", inner):
+                return word
     return hedge(answer, INSIDE, allowed)
 
 

@@ -26,7 +26,6 @@ timeout, not a wrong answer. Parsing is Math-Verify's, with ANTLR's two-stage (S
 """
 
 import json
-import re
 import signal
 import sys
 import time
@@ -121,18 +120,8 @@ def parse_whole(answer):
     got = mv_parse("$" + escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
                    extraction_mode="first_match", parsing_timeout=None)  # fmt: skip
     if got:
-        written_eqs = len(re.findall(r"(?<![<>!=])=(?!=)", s))
-        return got + [s] if (_equations(got[0]) or 0) >= written_eqs or _equations(got[0]) is None else []
+        return got + [s]
     return parse_plain_expr(s)
-
-
-def _equations(value):
-    """How many equations the parsed value holds (None where it cannot say): an answer whose ``=`` signs
-    are more than that was parsed in part (``x = 5 \\text{ cm and } y = 3 \\text{ cm}`` read as x = 5)."""
-    try:
-        return len(value.find(sympy.Eq))
-    except Exception:
-        return None
 
 
 def parse_plain_expr(s):
