@@ -137,3 +137,14 @@ def test_resuming_in_place_refuses_other_fixed_settings(tmp_path):
     assert got.run_dir == runs / "t7" and got.cfg.model == "a" and got.cfg.grpo.steps == 9
     with pytest.raises(ConfigError, match="model: b .the run has a.*make train NAME=t7"):
         run_folder.load(PipelineConfig, ["--name", "t7", "--runs", str(runs), "--model", "b"], ALIASES)
+
+
+def test_python_m_trainer_train_runs_the_preflight_before_the_service(tmp_path):
+    from tests.own_model_helpers import gsm8k_style, save_model_folder
+    from trainer.train import train
+
+    model_dir = save_model_folder(tmp_path / "m", tags_special=True)
+    cfg = GRPOConfig(model=str(model_dir), data=str(gsm8k_style(tmp_path / "d.jsonl")), verifier="r1",
+                     verifier_target="127.0.0.1:1", run_dir=str(tmp_path / "run"), steps=1, report_to=[])  # fmt: skip
+    with pytest.raises(preflight.PreflightError, match="'<think>' is a special token"):
+        train(cfg)  # no service at 127.0.0.1:1: the preflight stops it first

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from trainer import cli, distributed, interrupt
+from trainer import cli, distributed, interrupt, own_model, preflight
 from trainer.batch import collect_batch, rollout_dtype
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
@@ -183,6 +183,10 @@ def _build(
     if cfg.data is None:
         raise DataError("no data: set `data:` to a JSONL file of {prompt, answer} or {prompt, tests} rows")
     stream = DataStream(load_examples(cfg.data), cfg.seed)
+    check = preflight.check(tokenizer, model, [cfg.verifier], stream.examples[0].prompt, model_dir=cfg.model,
+                            use_chat_template=cfg.use_chat_template, max_new_tokens=cfg.max_new_tokens)  # fmt: skip
+    preflight.raise_errors(check)  # the verifier's tags survive decoding (trainer/preflight.py)
+    own_model.check_trainable(model, cfg.model or "(passed in)")  # not an empty parameter list at the optimizer
     eval_examples = load_examples(cfg.eval_data)[: cfg.eval_limit] if cfg.eval_data and cfg.eval_every else []
     ref = make_reference(cfg, model)
     train_model = distributed.wrap(model, ctx, cfg.parallel)  # DDP/FSDP under torchrun, else model itself
