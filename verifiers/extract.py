@@ -152,7 +152,10 @@ def extract(completion: str, fallback: str = "none") -> Extraction | None:
     tag = answer_tag(visible)
     if tag is not None and tag.strip():
         inner = [b.strip() for b in boxed_all(tag) if b.strip()]
-        return Extraction([inner[-1] if inner else tag.strip()], "answer")
+        end = visible.rfind("</answer>")
+        start = visible.rfind("<answer>", 0, end)
+        around = hedge_around(visible, start, end + len("</answer>"))  # "<answer>3</answer> (or 4)"
+        return Extraction([inner[-1] if inner else tag.strip()], "answer", hedge=around)
     if fallback == "last_number":
         n = _last_number(visible)
         if n is None:
