@@ -105,9 +105,10 @@ def test_where_a_run_goes(tmp_path):
     assert run_folder.place(runs, "t7", None, 10)[:2] == (runs / "t7", ck)  # NAME= of an interrupted run
     assert run_folder.place(runs, "t7", "auto", 10)[1] == ck
     assert run_folder.place(runs, None, str(ck), 10)[:2] == (runs / "t7", ck)
-    _run_with_checkpoint(runs, "done", 10, finished=True)
+    done = _run_with_checkpoint(runs, "done", 10, finished=True)
     with pytest.raises(ConfigError, match=r"finished run .*make train NAME=done-2 RUNS=.*--grpo.steps 20"):
-        run_folder.place(runs, "done", None, 10)
+        run_folder.refuse_finished(runs / "done", done, 10, runs)
+    run_folder.refuse_finished(runs / "done", done, 11, runs)  # more steps: trained further, in place
     (runs / "empty").mkdir()
     where, resume, note = run_folder.place(runs, "empty", None, 10)
     assert where is None and resume is None and "no checkpoint" in note
@@ -137,6 +138,10 @@ def test_resuming_in_place_refuses_other_fixed_settings(tmp_path):
     assert got.run_dir == runs / "t7" and got.cfg.model == "a" and got.cfg.grpo.steps == 9
     with pytest.raises(ConfigError, match="model: b .the run has a.*make train NAME=t7"):
         run_folder.load(PipelineConfig, ["--name", "t7", "--runs", str(runs), "--model", "b"], ALIASES)
+    (runs / "t7" / "config.yaml").write_text(json.dumps({"name": "t7", "runs": str(runs), "grpo": {"steps": 3}}))
+    (runs / "t7" / "summary.json").write_text("{}")  # finished at its own 3 steps: the same command again refuses
+    with pytest.raises(ConfigError, match="is a finished run"):
+        run_folder.load(PipelineConfig, ["--name", "t7", "--runs", str(runs)], ALIASES)  # default.yaml says 500
 
 
 def test_python_m_trainer_train_runs_the_preflight_before_the_service(tmp_path):

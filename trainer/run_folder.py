@@ -118,14 +118,19 @@ def place(runs: Path, name: str | None, resume: str | None, steps: int) -> tuple
     ck = _newest(where)
     if ck is None:
         return None, None, f"{where} exists but has no checkpoint to resume (it stopped before GRPO's first step)"
-    if (where / "summary.json").exists() and steps <= _step(ck):
+    return where, ck, f"resuming {where} from {ck.name} (an existing run folder with a checkpoint)"
+
+
+def refuse_finished(run_dir: Path, ck: Path, steps: int, runs: Path) -> None:
+    """A finished run (summary.json) resumed with no more steps to train: say what to run instead."""
+    if (run_dir / "summary.json").exists() and steps <= _step(ck):
+        name = run_dir.name
         at = "" if runs == Path("runs") else f" RUNS={runs}"
         raise ConfigError(
-            f"{where} is a finished run ({_step(ck)} steps, summary.json). Start another one: "
+            f"{run_dir} is a finished run ({_step(ck)} steps, summary.json). Start another one: "
             f"`make train NAME={name}-2{at} ...`; or train this one further, from its step {_step(ck)}: "
             f"`make train NAME={name}{at} ARGS='--grpo.steps {_step(ck) * 2}'`"
         )
-    return where, ck, f"resuming {where} from {ck.name} (an existing run folder with a checkpoint)"
 
 
 def load(model: type[BaseModel], argv: list[str], aliases: dict[str, str]) -> Loaded:
@@ -153,6 +158,7 @@ def load(model: type[BaseModel], argv: list[str], aliases: dict[str, str]) -> Lo
     _check_fixed(saved, over, run_dir)
     saved.pop("name", None)
     cfg = cli.build(model, cli.merge(dict(saved), over), f" ({saved_path} with the command line's overrides)")
+    refuse_finished(run_dir, ck, cfg.grpo.steps, Path(cfg.runs))  # type: ignore[attr-defined]
     out.cfg, out.sources = cfg, sources(SHOWN, saved, str(saved_path), over)
     return out
 
