@@ -241,8 +241,9 @@ def preflight_stage(r: Run) -> None:
         say(f"warning: {w}")
     preflight.raise_errors(rep)
     path = preflight.write_prompt(rep, r.dir, r.grpo.use_chat_template)
-    say(f"preflight: ok (the tags {r.grpo.verifier} and {r.cfg.eval.verifier} read survive decoding); "
-        f"the rendered prompt ({rep.prompt_tokens} tokens): {path}")  # fmt: skip
+    names = " and ".join(dict.fromkeys([r.grpo.verifier, r.cfg.eval.verifier]))
+    say(f"preflight: ok (the tags that {names} read survive decoding); the rendered prompt "
+        f"({rep.prompt_tokens} tokens): {path}")  # fmt: skip
 
 
 def warm_start_stage(r: Run) -> None:
