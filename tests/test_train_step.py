@@ -2,7 +2,7 @@
 pure reward, no service), as a notebook or a benchmark would drive the loop one step at a time.
 
 - the step draws ``prompts_per_step`` prompts from ``parts.data``, grades G completions of each, moves the
-  policy and logs the completions on the steps ``log_completions_every`` names;
+  policy and logs the completions on the steps ``log_completions_every`` names (and the first and last);
 - two runs from the same seed give the same metrics (the parts carry all the state a step needs);
 - ``StepParts`` is frozen: a step cannot swap the run's model or optimizer.
 """
@@ -54,7 +54,7 @@ def test_run_step_moves_the_policy_and_logs_on_schedule(tmp_path):
     assert any(not torch.equal(a, b) for a, b in zip(before, p.model.parameters(), strict=True))
     p.logger.close()
     logged = [json.loads(x) for x in p.logger.completions_path.read_text().splitlines()]
-    assert {r["step"] for r in logged} == {2} and len(logged) == 8
+    assert {r["step"] for r in logged} == {1, 2} and len(logged) == 16  # every 2 steps, and the first one
 
 
 def test_same_seed_same_metrics(tmp_path):
