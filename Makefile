@@ -44,10 +44,10 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image image-langs bwrap postgres proto serve test test-fast lint format train r1 eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap podman postgres proto serve test test-fast lint format train r1 eval bench clean
 
 help:
-	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap if it can (idempotent; every target runs it)"
+	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap and Podman if it can (idempotent; every target runs it)"
 	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
 	@echo "make r1         the R1 pipeline on the embedded default: cold-start SFT -> RL -> rejection sampling -> SFT -> RL (CONFIG=… SEED=… OUT=… ARGS=…; resumable per stage)"
 	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
@@ -57,12 +57,13 @@ help:
 	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image (C, C++, Java, Node, Go, Rust)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
+	@echo "make podman     install rootless Podman (--backend podman) and load the sandbox image into it; a note if it cannot"
 	@echo "make postgres   install PostgreSQL if missing (the registry tests start a throwaway cluster); a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
 	@echo "make bench      run the benchmarks in bench/ (prints figures)"
 	@echo "make lint       ruff check + format check;  make clean: remove sandbox containers and var/tmp"
 
-setup: venv docker image bwrap
+setup: venv docker image bwrap podman
 
 venv: $(STAMP)
 
@@ -93,6 +94,13 @@ bwrap: venv
 	@mkdir -p var/log
 	@sh sandbox/install_bwrap.sh >var/log/install_bwrap.log 2>&1 && grep -q '^bwrap backend: usable' var/log/install_bwrap.log \
 	  || echo "note: bubblewrap sandbox backend not available ($$(tail -n 1 var/log/install_bwrap.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_bwrap.log"
+
+# Best effort, like bwrap: rootless Podman (sandbox/podman.py; as root it runs as the user rlvr-podman),
+# the sandbox image loaded into it offline from Docker's copy. Once done it only checks (under a second).
+podman: venv image
+	@mkdir -p var/log
+	@sh sandbox/install_podman.sh >var/log/install_podman.log 2>&1 && grep -q '^podman backend: usable' var/log/install_podman.log \
+	  || echo "note: podman sandbox backend not available ($$(grep '^podman backend' var/log/install_podman.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_podman.log"
 
 # Best effort, like bwrap: PostgreSQL binaries for the registry tests on the shared (postgresql://) backend.
 # The tests start their own throwaway cluster (initdb in a temp dir, loopback port) and skip, saying why,

@@ -22,6 +22,7 @@ import select
 import socket
 import struct
 import threading
+from collections.abc import Callable
 
 import docker
 import docker.errors
@@ -43,25 +44,39 @@ LABEL = "rlvr.sandbox"
 OWNER_LABEL = "rlvr.owner"  # "<hostname>:<pid>" of the process that owns the container
 STARTED_LABEL = "rlvr.owner_started"  # that process's start time (clock ticks), against pid reuse
 WORKER_CMD = ["python3", "-s", "/opt/sandbox/worker.py"]
-_client: docker.DockerClient | None = None
+_clients: dict[str, docker.DockerClient] = {}
 _client_lock = threading.Lock()
 
 
-def client() -> docker.DockerClient:
-    """One SDK client per process (DOCKER_HOST honoured); its connection pool serves every thread."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            try:
-                _client = docker.from_env(max_pool_size=64, timeout=60)
-            except docker.errors.DockerException as e:
-                raise SandboxError(f"Docker engine not reachable ({e}): run `make setup` or start dockerd") from None
-        return _client
-
-
-def docker_available() -> bool:
+def _docker_engine() -> docker.DockerClient:
     try:
-        return bool(client().ping())
+        return docker.from_env(max_pool_size=64, timeout=60)
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"Docker engine not reachable ({e}): run `make setup` or start dockerd") from None
+
+
+# engine name -> how to connect to it: "docker" (DOCKER_HOST honoured); sandbox/podman.py adds "podman"
+# (the same API, served by `podman system service` on a user's socket)
+ENGINES: dict[str, Callable[[], docker.DockerClient]] = {"docker": _docker_engine}
+
+
+def client(engine: str = "docker") -> docker.DockerClient:
+    """One SDK client per engine and process; its connection pool serves every thread."""
+    with _client_lock:
+        if engine not in _clients:
+            _clients[engine] = ENGINES[engine]()
+        return _clients[engine]
+
+
+def forget_client(engine: str) -> None:
+    """Drop the cached client of ``engine`` (its API moved or was not up yet)."""
+    with _client_lock:
+        _clients.pop(engine, None)
+
+
+def docker_available(engine: str = "docker") -> bool:
+    try:
+        return bool(client(engine).ping())
     except (SandboxError, docker.errors.DockerException, OSError):
         return False
 
@@ -71,18 +86,20 @@ def _labels() -> dict[str, str]:
     return {LABEL: "1", OWNER_LABEL: owner(), STARTED_LABEL: start_time(os.getpid())}
 
 
-def _tmpfs(cfg: SandboxConfig) -> dict[str, str]:
+def _tmpfs(cfg: SandboxConfig, inodes: bool = True) -> dict[str, str]:
     tmp_exec = "exec" if cfg.tmpfs_exec else "noexec"
+    tmp_n, shm_n = (f",nr_inodes={cfg.tmpfs_inodes}", f",nr_inodes={cfg.tmpfs_inodes // 4}") if inodes else ("", "")
     return {
-        "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={cfg.tmpfs_mb}m,nr_inodes={cfg.tmpfs_inodes},mode=1777",
-        "/dev/shm": f"rw,nosuid,nodev,noexec,size=16m,nr_inodes={cfg.tmpfs_inodes // 4},mode=1777",
+        "/tmp": f"rw,nosuid,nodev,{tmp_exec},size={cfg.tmpfs_mb}m{tmp_n},mode=1777",
+        "/dev/shm": f"rw,nosuid,nodev,noexec,size=16m{shm_n},mode=1777",
     }
 
 
-def container_spec(cfg: SandboxConfig, uid: int) -> dict:
-    """Keyword arguments of ``APIClient.create_container`` (host config included) for one sandbox."""
-    host = client().api.create_host_config(
-        network_mode="none", read_only=True, tmpfs=_tmpfs(cfg), ipc_mode="private", pids_limit=cfg.pids,
+def container_spec(cfg: SandboxConfig, uid: int, engine: str = "docker", inodes: bool = True) -> dict:
+    """Keyword arguments of ``APIClient.create_container`` (host config included) for one sandbox
+    (``inodes``: bound the tmpfs inode counts; Podman 4.3 rejects the option)."""
+    host = client(engine).api.create_host_config(
+        network_mode="none", read_only=True, tmpfs=_tmpfs(cfg, inodes), ipc_mode="private", pids_limit=cfg.pids,
         mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m", nano_cpus=int(cfg.cpus * 1e9),
         cap_drop=["ALL"], security_opt=["no-new-privileges"], log_config=LogConfig(type="none"),
         cgroup_parent=cfg.cgroup_parent or None, runtime=cfg.runtime or None, auto_remove=True,
@@ -106,26 +123,26 @@ def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
 
 
 # -- stale containers, by label --------------------------------------------------------------------
-def list_containers(owner_: str | None = None) -> list[tuple[str, str, str]]:
+def list_containers(owner_: str | None = None, engine: str = "docker") -> list[tuple[str, str, str]]:
     """(short id, owner, owner start time) of every sandbox container, or of one owner's."""
     labels = [LABEL] + ([f"{OWNER_LABEL}={owner_}"] if owner_ else [])
     try:
-        rows = client().api.containers(all=True, filters={"label": labels})
+        rows = client(engine).api.containers(all=True, filters={"label": labels})
     except (SandboxError, docker.errors.DockerException, OSError):
         return []
     return [(r["Id"][:12], r["Labels"].get(OWNER_LABEL, ""), r["Labels"].get(STARTED_LABEL, "")) for r in rows]
 
 
-def remove_containers(ids: list[str]) -> None:
+def remove_containers(ids: list[str], engine: str = "docker") -> None:
     """Force-remove containers (concurrently: one API call each); gone already is fine."""
 
     def rm(cid: str) -> None:
         try:
-            client().api.remove_container(cid, force=True)
+            client(engine).api.remove_container(cid, force=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as e:
-            if e.status_code != 409:  # 409: removal already in progress (AutoRemove)
+            if e.status_code not in (404, 409):  # 409: removal already in progress (AutoRemove)
                 log.warning("could not remove container %s: %s", cid, e)
 
     threads = [threading.Thread(target=rm, args=(cid,)) for cid in ids]
@@ -135,32 +152,36 @@ def remove_containers(ids: list[str]) -> None:
         t.join()
 
 
-def remove_stale_containers(all_owners: bool = False, mine: bool = False) -> int:
+def remove_stale_containers(all_owners: bool = False, mine: bool = False, engine: str = "docker") -> int:
     """Remove sandbox containers whose owner process on this host is gone (or every one of them;
     ``mine``: this process's own leftovers)."""
     stale = []
     host, me = socket.gethostname(), owner()
-    for cid, owner_, started in list_containers():
+    for cid, owner_, started in list_containers(engine=engine):
         h, _, pid = owner_.rpartition(":")
         gone = h != host or not pid.isdigit() or not pid_alive(int(pid))
         reused = not gone and started and started != start_time(int(pid))
         if all_owners or gone or reused or (mine and owner_ == me):
             stale.append(cid)
-    remove_containers(stale)
+    remove_containers(stale, engine)
     return len(stale)
 
 
 # -- one sandbox -----------------------------------------------------------------------------------
 class DockerSandbox(WorkerSandbox):
     backend = "docker"
+    engine = "docker"  # a key of ENGINES: which API server creates the containers
+    tmpfs_inodes = True  # the engine takes nr_inodes= on a tmpfs
+    readonly_tmpfs: tuple[str, ...] = ()  # places the engine would make writable: empty, read-only tmpfs
 
     def __init__(self, cfg: SandboxConfig):
         self._identify(cfg)
+        self.uid = self.container_uid(self.uid)
         self._sock: socket.socket | None = None
         self._stream = bytearray()  # the worker's stderr, multiplexed (first 64 KiB)
         self._ended = False
         self._drain_lock, self._destroyed = threading.Lock(), False
-        self._fifos = FifoPair(self.uid)
+        self._fifos = FifoPair(self.host_uid(self.uid))
         try:
             self._start()
             self.chan = FrameChannel(self.name, self._fifos.out_fd, None, self._sock, self._drain, self._exit_reason)
@@ -173,11 +194,28 @@ class DockerSandbox(WorkerSandbox):
             self.destroy()
             raise
 
+    @classmethod
+    def container_uid(cls, uid: int) -> int:
+        """The uid the worker runs as inside the container (the engine may map only so many)."""
+        return uid
+
+    @classmethod
+    def security_opts(cls) -> list[str]:
+        """Options beyond no-new-privileges (Docker: none; its default seccomp profile applies)."""
+        return []
+
+    @classmethod
+    def host_uid(cls, uid: int) -> int:
+        """The host uid a container's ``uid`` is (root Docker: the same; rootless Podman: mapped)."""
+        return uid
+
     def _start(self) -> None:
-        api, cfg = client().api, self.cfg
+        api, cfg = client(self.engine).api, self.cfg
         env = self.worker_env() | {"RLVR_CHANNEL": "/run/rlvr"}
-        spec = container_spec(cfg, self.uid)
+        spec = container_spec(cfg, self.uid, self.engine, self.tmpfs_inodes)
         spec["host_config"]["Mounts"] = [Mount("/run/rlvr", self._fifos.dir, type="bind", read_only=True)]
+        spec["host_config"]["Tmpfs"].update({p: "ro,nosuid,nodev,noexec,size=4k" for p in self.readonly_tmpfs})
+        spec["host_config"]["SecurityOpt"] += self.security_opts()
         api.create_container(cfg.image, WORKER_CMD, name=self.name, stdin_open=True, environment=env, **spec)
         sock = api.attach_socket(self.name, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         self._sock = getattr(sock, "_sock", sock)
@@ -203,7 +241,7 @@ class DockerSandbox(WorkerSandbox):
     def _exit_reason(self) -> str:
         code = "unknown status"
         try:
-            code = f"status {client().api.wait(self.name, timeout=2)['StatusCode']}"
+            code = f"status {client(self.engine).api.wait(self.name, timeout=2)['StatusCode']}"
         except (docker.errors.DockerException, OSError, KeyError, ValueError):
             pass  # removed already (AutoRemove) or the engine is gone
         self._drain()
@@ -227,7 +265,7 @@ class DockerSandbox(WorkerSandbox):
         with self._drain_lock:
             first, self._destroyed = not self._destroyed, True
         if first:
-            remove_containers([self.name])
+            remove_containers([self.name], self.engine)
         if self._sock is not None:
             try:
                 self._sock.close()
@@ -239,8 +277,13 @@ class DockerSandbox(WorkerSandbox):
     def preflight(cls, cfg: SandboxConfig) -> None:
         if not docker_available():
             raise SandboxError("Docker engine not reachable (docker info failed): run `make setup` or start dockerd")
+        cls.check_image(cfg)
+
+    @classmethod
+    def check_image(cls, cfg: SandboxConfig) -> None:
+        """Fail unless the engine holds the sandbox image; then remove what crashed runs left behind."""
         try:
-            client().api.inspect_image(cfg.image)
+            client(cls.engine).api.inspect_image(cfg.image)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"sandbox image {cfg.image} is missing: run `make image`") from None
         except docker.errors.DockerException as e:
@@ -251,4 +294,4 @@ class DockerSandbox(WorkerSandbox):
 
     @classmethod
     def remove_stale(cls, mine: bool = False) -> int:
-        return remove_stale_containers(mine=mine)
+        return remove_stale_containers(mine=mine, engine=cls.engine)

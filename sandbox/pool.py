@@ -61,6 +61,12 @@ def _docker() -> type[Backend]:
     return DockerSandbox
 
 
+def _podman() -> type[Backend]:
+    from sandbox.podman import PodmanSandbox
+
+    return PodmanSandbox
+
+
 def _bwrap() -> type[Backend]:
     from sandbox.bwrap import BwrapSandbox
 
@@ -69,7 +75,11 @@ def _bwrap() -> type[Backend]:
 
 # backend name -> its class, or a function returning it (imported on first use: a bwrap host never
 # loads the Docker SDK), or "module:Class". Real import statements, so tests/test_layering.py sees them.
-BACKENDS: dict[str, str | type[Backend] | Callable[[], type[Backend]]] = {"docker": _docker, "bwrap": _bwrap}
+BACKENDS: dict[str, str | type[Backend] | Callable[[], type[Backend]]] = {
+    "docker": _docker,
+    "podman": _podman,
+    "bwrap": _bwrap,
+}
 _DOCKER_NAMES = ("LABEL", "OWNER_LABEL", "STARTED_LABEL", "docker_available", "hardening_flags",
                  "list_containers", "remove_stale_containers")  # fmt: skip
 
@@ -118,7 +128,7 @@ class SandboxPool:
         self._cls = backend_class(self.cfg.backend)
         if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
             raise SandboxError(f"output cap {self.cfg.output_bytes} bytes: choose 1 to {MAX_OUTPUT_CAP} bytes")
-        if not self.cfg.image and self.cfg.backend == "docker":
+        if not self.cfg.image and self.cfg.backend in ("docker", "podman"):
             from sandbox.image import image_tag
 
             self.cfg.image = image_tag()

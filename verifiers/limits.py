@@ -37,8 +37,10 @@ class ServiceLimits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # -- the sandbox --------------------------------------------------------------------------------
-    backend: Literal["docker", "bwrap"] = Field(
-        "docker", description="sandbox backend: docker (default; use it for training) or bwrap (weaker, no Docker)"
+    backend: Literal["docker", "podman", "bwrap"] = Field(
+        "docker",
+        description="sandbox backend: docker (default; use it for training), podman (rootless, no Docker daemon)"
+        " or bwrap (no container engine; docs/sandbox.md compares them)",
     )
     pool_size: int = Field(0, ge=0, le=512, description="sandboxes kept warm; 0: one per CPU core")
     memory_mb: int = Field(1536, ge=128, le=1 << 20, description="memory limit of each sandbox, MiB (no swap)")

@@ -1,8 +1,8 @@
-"""The security battery's pools: one per backend, module-scoped, size 2.
+"""The security battery's pools: one per backend (Docker, rootless Podman, bubblewrap), module-scoped, size 2.
 
 The Docker pool needs the engine and the sandbox image (`make setup`; the image is built here if only
-the tag is missing). The bwrap pool is skipped, with the reason, where bubblewrap cannot create
-namespaces. Both are started with a secret in this process's environment, so the battery can check
+the tag is missing). The Podman pool is skipped, with the reason, where Podman is not installed or
+has no user to run as (`make podman`); the bwrap pool where bubblewrap cannot create namespaces. Both are started with a secret in this process's environment, so the battery can check
 that it never reaches a job.
 """
 
@@ -38,17 +38,28 @@ def bwrap_skip_reason() -> str:
     return "" if ok else why
 
 
+def podman_skip_reason() -> str:
+    from sandbox.podman import podman_available
+
+    ok, why = podman_available()
+    return "" if ok else why
+
+
 def make_pool(backend: str, **kw) -> SandboxPool:
-    if backend == "docker":
-        ensure_image()
-    else:
+    if backend in ("docker", "podman"):
+        ensure_image()  # podman loads it from Docker's copy (offline) when it lacks it
+    if backend == "podman":
+        why = podman_skip_reason()
+        if why:
+            pytest.skip(f"podman backend unavailable here: {why}")
+    elif backend == "bwrap":
         why = bwrap_skip_reason()
         if why:
             pytest.skip(f"bwrap backend unavailable here: {why}")
     return SandboxPool(SandboxConfig(backend=backend, **kw))
 
 
-BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
+BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("podman", marks=pytest.mark.docker), "bwrap"]
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -1,0 +1,57 @@
+"""The sandbox backends beyond the shared battery (tests/security/): how each is chosen and what is
+particular to it. Podman: rootless, its own seccomp profile without namespace creation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sandbox.pool import Job, SandboxConfig, SandboxPool
+from verifiers import limits as service_limits
+
+
+def test_podman_is_chosen_with_the_backend_flag():
+    parser = argparse.ArgumentParser()
+    service_limits.add_arguments(parser)
+    cfg = service_limits.from_args(parser.parse_args(["--backend", "podman"])).sandbox_config()
+    assert cfg.backend == "podman"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--backend", "lxc"])
+
+
+def test_the_podman_seccomp_profile_takes_namespace_creation_out():
+    from sandbox.podman import DEFAULT_PROFILES, NAMESPACE_FLAGS, seccomp_profile
+
+    base_path = next((p for p in DEFAULT_PROFILES if os.path.exists(p)), "")
+    base = json.loads(Path(base_path).read_text()) if base_path else {
+        "defaultAction": "SCMP_ACT_ERRNO",
+        "syscalls": [{"names": ["read", "clone", "unshare", "setns", "clone3"], "action": "SCMP_ACT_ALLOW"}],
+    }  # fmt: skip
+    rules = seccomp_profile(base)["syscalls"]
+    unconditional = {n for r in rules if r["action"] == "SCMP_ACT_ALLOW" and not r.get("args") for n in r["names"]}
+    assert not unconditional & {"clone", "clone3", "unshare", "setns"}
+    assert "read" in unconditional
+    clone = [r for r in rules if "clone" in r["names"] and r["action"] == "SCMP_ACT_ALLOW"]
+    assert clone and all(a["value"] == NAMESPACE_FLAGS and a["op"] == "SCMP_CMP_MASKED_EQ" for a in clone[-1]["args"])
+
+
+@pytest.mark.docker
+def test_podman_runs_the_worker_as_a_mapped_user_without_root_anywhere():
+    from sandbox.podman import podman_available, podman_user
+
+    ok, why = podman_available()
+    if not ok:
+        pytest.skip(f"podman backend unavailable here: {why}")
+    code = "import json, os; print(os.getuid(), json.dumps(open('/proc/self/uid_map').read().split()))"
+    with SandboxPool(SandboxConfig(backend="podman", size=1, preload=())) as pool:
+        r = pool.run(Job(code=code), wait_s=60)
+    assert r.ok, r
+    uid, umap = r.stdout.split(" ", 1)
+    umap = json.loads(umap)
+    assert int(uid) != 0
+    # the container's root is the ordinary user Podman runs as; every other uid is a subordinate one
+    assert umap[:3] == ["0", str(podman_user().pw_uid), "1"] and umap[1] != "0"
