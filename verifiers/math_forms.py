@@ -81,6 +81,29 @@ def normalize(s):
     return _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
 
 
+_BASE = re.compile(r"(?<![\w.\\^{])([0-9]+)_\s*(?:\{\s*\(?([0-9]{1,2})\)?\s*\}|([0-9]))")
+
+
+def _in_base(m):
+    digits, base = m.group(1), int(m.group(2) or m.group(3))
+    try:
+        return str(int(digits, base)) if 2 <= base <= 36 else m.group(0)
+    except ValueError:
+        return m.group(0)
+
+
+def bases(s):
+    """The bases of the numerals written in ``s`` (``1010_2``, ``12_{4}``): the parser drops the subscript."""
+    return {int(m.group(2) or m.group(3)) for m in _BASE.finditer(s)}
+
+
+def in_decimal(s):
+    """Numerals in a base written as their decimal value (``12_{4}`` → ``6``), or None when one has a digit
+    its base does not have (``19_{8}``). For answers to a reference written in decimal."""
+    out = _BASE.sub(_in_base, s)
+    return None if _BASE.search(out) else out
+
+
 def spaced_digits(s):
     """True when two digits are separated only by spacing (``7 0``, ``4 \\ 5``) outside a thousands
     group (``normalize`` has joined those) and not as a command's arguments (``\\frac 1 2``), or two

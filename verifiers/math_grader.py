@@ -203,8 +203,11 @@ def grade(item, gold_cache):
         word = forms.hedge_inside(written(p), allowed=item["gold"])
         if word:
             return {"ok": False, "why": f"the answer {clip(p)} hedges ({word!r}): not one answer"}
+    texts, why = _numerals(item["gold"], item["preds"])
+    if texts is None:
+        return {"ok": False, "why": why}
     # an answer that does not parse is kept as its exact text: it can only equal a gold spelled the same
-    preds = [parse_whole(p) or [squash_space(p)] for p in item["preds"]]
+    preds = [parse_whole(p) or [squash_space(p)] for p in texts]
     if len(preds) == 1:
         pred, why = _in_gold_units(item["gold"], item["preds"][0], preds[0])
         if pred is None:
@@ -218,6 +221,24 @@ def grade(item, gold_cache):
     why = f"{len(preds)} different boxed answers, " + ("all equal to the gold" if every else
           "equal to the gold together" if together else "not all equal to the gold (answer spraying)")  # fmt: skip
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
+
+
+def _numerals(gold_text, preds):
+    """(answers, why): numerals in a base (``12_{4}``, whose subscript the parser drops) read as their
+    decimal value against a decimal reference; against a reference in base b, only base b (compared as
+    written, digits against digits); (None, why) where an answer's numeral is in another base or invalid."""
+    gold_bases = forms.bases(gold_text)
+    if gold_bases:
+        other = set().union(*(forms.bases(p) for p in preds)) - gold_bases
+        return (
+            (None, f"the answer writes base {sorted(other)[0]}, the reference base {sorted(gold_bases)[0]}")
+            if other
+            else (preds, "")
+        )
+    texts = [forms.in_decimal(p) for p in preds]
+    if None in texts:
+        return None, f"the answer {clip(preds[texts.index(None)])} has a digit its base does not have"
+    return texts, ""
 
 
 def _grade_full(gold, item):

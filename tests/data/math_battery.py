@@ -170,6 +170,14 @@ HEDGES_INSIDE = [("3", h, I, "the answer hedges or offers alternatives") for h i
     ("3", "3 (or 4)", I, "a plain-text alternative"),
     ("3", "3 \\text{ (o\u200br 4)}", I, "a zero-width space inside 'or'"),
     ("3", "\\text{3}", C, "the number written as text"),
+    ("3", "3 \\; \\text{or} \\; 4", I, "the alternatives {3, 4}"),
+    ("3", "3 \\lor 4", I, "a logical or"),
+    ("3", "\\underbrace{3}_{\\text{or 4}}", I, "an alternative under a brace"),
+    ("3", "3\\text{\\ or\\ 4}", I, "an alternative behind escaped spaces"),
+    ("3", "3 \\cancel{4}", I, "a struck-out number beside it"),
+    ("3", "3 \\% or 4", I, "a percent and an alternative"),
+    ("3", "3\u0338", I, "3 with a combining slash ('not 3')"),
+    ("3", "\\begin{array}{c} 3 \\\\ 4 \\end{array}", I, "two rows"),
     ("5 \\text{ μm}", "5 \\text{ μm}", C, "the reference's own non-ASCII unit"),
 ]
 
@@ -298,6 +306,21 @@ FRAGMENTS = [
     ("\\frac{1}{2004!}", "\\frac{1}{2006!}", I, "a different tiny number"),
 ]
 
+# -- numerals in a base: the parser drops the subscript, so 12_4 would be 12 -------------------------------------
+BASES = [
+    ("12", "12_{4}", I, "12 in base 4 is 6"),
+    ("6", "12_{4}", C, "12 in base 4 is 6"),
+    ("6", "12_4", C, "the same, without braces"),
+    ("3", "3_{4}", C, "a digit below the base"),
+    ("19", "19_{8}", I, "9 is not a digit in base 8"),
+    ("1010_2", "1010", C, "the digits, against a reference in base 2"),
+    ("1010_2", "1010_{2}", C, "the same numeral"),
+    ("1010_2", "1010_3", I, "another base"),
+    ("1010_2", "10", I, "the decimal value where the reference writes base 2"),
+    ("x_1", "x_1", C, "a subscript of a letter is a name"),
+    ("a_{12}", "a_{12}", C, "an indexed name"),
+]
+
 # -- several answers -------------------------------------------------------------------------------------------------
 MULTIPLE = [
     ("2", "\\boxed{1} or \\boxed{2}", I, "two different boxes", RAW),
@@ -322,6 +345,7 @@ CASES = (
     + _family("typesetting", TYPESETTING)
     + _family("false_negatives", FALSE_NEGATIVES)
     + _family("fragments", FRAGMENTS)
+    + _family("bases", BASES)
     + _family("multiple", MULTIPLE)
     + _family("controls", CONTROLS)
 )
