@@ -12,8 +12,8 @@ Where these depart from Math-Verify:
   ``simplify``.
 * ``expr_eq``: an equation against a value counts only as ``name = value`` or ``value = name``
   (Math-Verify takes any equation's right side, so ``1 + 1 = 3`` was 3); an inequality in one variable
-  against an interval is the set it defines (``x \\le 2`` is ``(-\\infty, 2]``); a reference
-  ``x \\in S`` is the set S.
+  against an interval is the set it defines (``x \\le 2`` is ``(-\\infty, 2]``). A reference ``x \\in S``
+  against an inequality stays Math-Verify's default (not equal), as its test suite expects.
 """
 
 import sympy
@@ -155,9 +155,6 @@ def expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_co
     """Math-Verify's comparison (its sets, tuples and intervals call this for their elements), except: an
     equation against a value counts only as ``name = value`` (Math-Verify takes any equation's right
     side), and an inequality in one variable against an interval is compared as the set it defines."""
-    if isinstance(gold, sympy.Eq) and _is_name(gold.lhs) and isinstance(gold.rhs, sympy.Set):
-        if not grader.is_equation(pred):  # x \\in [-2, 7] (read as Eq(x, [-2, 7])) is the set [-2, 7]
-            gold = gold.rhs
     if grader.is_equation(pred) and not grader.is_equation(gold):
         pred = assigned_value(pred, float_rounding, numeric_precision)
         if pred is None:
