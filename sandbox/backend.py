@@ -12,8 +12,9 @@ The pool above knows nothing else about it:
     sandbox.destroy()           stop and remove it (idempotent; safe from any thread)
     cls.remove_stale(mine)      remove sandboxes whose owner process is gone (mine: this process's own)
 
-Two backends today: sandbox/docker.py (containers through the Docker SDK) and sandbox/bwrap.py
-(bubblewrap, for hosts without Docker). Neither knows the other; both subclass ``WorkerSandbox``
+Three backends today: sandbox/docker.py (containers through the Docker SDK), sandbox/podman.py (the
+same containers from a rootless Podman) and sandbox/bwrap.py (bubblewrap, for hosts without a container
+engine). Docker's and bwrap's know nothing of each other; both subclass ``WorkerSandbox``
 (below) for what they share: identity, the worker's environment, the ready frame, ``run``.
 """
 
@@ -114,9 +115,12 @@ class SandboxConfig:
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
     cgroup_parent: str = ""  # docker: the containers' parent cgroup ("/": each competes for CPU like one host process)
     grace_s: float = GRACE_S  # past a job's timeout, how long its worker may take before it is declared dead
-    backend: str = "docker"  # a key of sandbox.pool.BACKENDS: "docker" or "bwrap" (weaker: see docs/sandbox.md)
+    backend: str = "docker"  # a key of sandbox.pool.BACKENDS: "docker", "podman" or "bwrap" (docs/sandbox.md)
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
-    pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: this venv's)
+    pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: the image's, else this venv's)
+    # bwrap: the root file system whose /usr (and /bin, /lib links) the sandbox sees. "": the sandbox image's
+    # (var/cache/rootfs-*, from `make image`) when it is there, else the host's; "/": the host's
+    rootfs: str = ""
     output_bytes: int = OUTPUT_CAP  # the output cap, applied to every job this pool runs (see job_limits)
     tmpfs_exec: bool = False  # docker: /tmp without noexec (the toolchain pool runs compiled binaries there)
 

@@ -1,27 +1,30 @@
-"""The second backend, for machines without Docker: the same worker as PID 1 of a bubblewrap sandbox.
+"""The backend for machines without a container engine: the same worker as PID 1 of a bubblewrap sandbox.
 
-Chosen explicitly: ``SandboxPool(SandboxConfig(backend="bwrap"))``. Weaker than the Docker backend;
-docs/sandbox.md lists what it does not stop.
+Chosen explicitly: ``SandboxPool(SandboxConfig(backend="bwrap"))`` (``--backend bwrap``); docs/sandbox.md
+compares it with the container backends, protection by protection, from the security battery.
 
-Each sandbox is ``bwrap --unshare-{user,pid,net,ipc,uts} --disable-userns --as-pid-1 ... python3 -s worker.py`` with
+Each sandbox is ``bwrap --unshare-{user,pid,net,ipc,uts} --disable-userns --as-pid-1 --seccomp FD ...
+python3 -s worker.py`` with
 
 * new user, PID, network (loopback only), IPC, UTS and cgroup namespaces; ``--die-with-parent``;
   ``--new-session``; every capability dropped; no-new-privileges (bwrap always sets it); no further
   user namespaces inside;
-* a read-only view of the host's ``/usr`` (and the ``/bin``, ``/lib*`` links into it), the dynamic
-  linker cache, the worker and an optional read-only package directory (``/opt/pylibs``); nothing
-  else of the host: no ``/home``, ``/root``, ``/etc`` (beyond ld.so.cache), ``/run``, ``/var`` or the
-  Docker socket; the root and ``/dev`` are remounted read-only;
+* a seccomp filter generated at start with libseccomp (sandbox/seccomp.py): Docker's default profile's
+  refusals for a container without capabilities (namespaces, mounts, keyrings, BPF, perf, io_uring,
+  ptrace, modules, clocks, ...); said at start-up when libseccomp is missing;
+* a read-only view of the sandbox image's own root file system (``var/cache/rootfs-*`` and its packages
+  ``var/cache/pylibs-*``, left there by ``make image``): its ``/usr`` (and the ``/bin``, ``/lib*`` links)
+  and the dynamic linker cache, the worker, the packages as ``/opt/pylibs``; where that is not there,
+  the host's ``/usr`` and this venv's packages instead (said at start-up); nothing else of the host:
+  no ``/home``, ``/root``, ``/etc``, ``/run``, ``/var`` or the Docker socket; the root and ``/dev`` are
+  remounted read-only;
 * fresh tmpfs for ``/tmp`` and ``/dev/shm`` (bounded size); a private ``/proc`` and minimal ``/dev``;
 * an empty environment apart from PATH/LANG and the preload list;
-* run as root on the host: each sandbox gets its own unprivileged uid (via ``setpriv``), and, where
-  the host lets us create them, its own memory (swap equal to it) and pids cgroup;
+* run as root on the host: each sandbox gets its own unprivileged uid (via ``setpriv``);
+* memory (swap equal to it), pids and CPU quota cgroups per sandbox where they can be made
+  (sandbox/cgroups.py: v2 as root or delegated, v1 as root), rlimits only otherwise (said at start-up);
 * the worker's per-job rlimits, kill-all and wipe, exactly as in a container. RLIMIT_NPROC is counted
   inside the sandbox's user namespace, so it bounds a fork bomb per sandbox even without cgroups.
-
-Not here, unlike Docker: a seccomp filter (the job can make every system call the kernel offers
-unprivileged users), a CPU quota, and, without cgroups (not root, or cgroups not writable), any cap
-on the sum of memory of the job's processes (each is still limited by RLIMIT_AS).
 """
 
 from __future__ import annotations
@@ -37,20 +40,20 @@ import sysconfig
 import threading
 from pathlib import Path
 
+from sandbox import cgroups, seccomp
 from sandbox.backend import (
     SandboxConfig,
     SandboxError,
     WorkerSandbox,
-    pid_alive,
 )
+from sandbox.cgroups import SandboxCgroups
 from sandbox.framing import FrameChannel
 
 log = logging.getLogger(__name__)
 
 WORKER_DIR = Path(__file__).resolve().parent
 WORKER_FILES = ("worker.py", "worker_io.py", "worker_clean.py")  # shown read-only in /opt/sandbox
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-CGROUP_PARENT = "rlvr-sandbox"
+_seccomp_on = False  # set by preflight: libseccomp generated the filter here
 NAMESPACES = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
               "--unshare-cgroup-try", "--disable-userns"]  # fmt: skip
 
@@ -87,17 +90,47 @@ def _as_user(cmd: list[str], uid: int) -> list[str]:
     return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", *cmd]
 
 
-def _fs_args() -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr"]
+def _fs_args(root: str = "/") -> list[str]:
+    """``root``'s /usr (and the /bin, /lib* links into it) and its dynamic linker cache, read-only."""
+    base = Path(root)
+    args = ["--ro-bind", str(base / "usr"), "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        p = Path("/") / top
+        p = base / top
         if p.is_symlink():
             args += ["--symlink", os.readlink(p), f"/{top}"]
         elif p.is_dir():
             args += ["--ro-bind", str(p), f"/{top}"]
-    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    args += ["--ro-bind-try", str(base / "etc/ld.so.cache"), "/etc/ld.so.cache"]
     args += ["--proc", "/proc", "--dev", "/dev"]
     return args
+
+
+def image_rootfs() -> tuple[str, str]:
+    """(root file system, package directory) of the sandbox image, as `make image` left them under
+    var/cache; ("", "") when they are not there (another host built the image, or it came from a registry)."""
+    from sandbox.image import pylibs_cache, rootfs_cache
+
+    root, pylibs = rootfs_cache(), pylibs_cache()
+    if (root / ".complete").exists() and (pylibs / ".complete").exists() and (root / "usr/bin/python3").exists():
+        return str(root), str(pylibs)
+    return "", ""
+
+
+def resolve_root(cfg: SandboxConfig) -> str:
+    """Fill in ``cfg.rootfs``, ``python`` and ``pylibs``; return how the root was chosen (logged at start)."""
+    if not cfg.rootfs:
+        cfg.rootfs, pylibs = image_rootfs()
+        if cfg.rootfs:
+            cfg.python, cfg.pylibs = "/usr/bin/python3", cfg.pylibs or pylibs
+            return f"the sandbox image's root file system ({cfg.rootfs})"
+        cfg.rootfs = "/"
+        why = "the sandbox image's root file system is not under var/cache (`make image` builds it)"
+        if not cfg.pylibs:
+            cfg.pylibs = default_pylibs(cfg.python)
+        return f"the host's /usr ({why})"
+    if not cfg.pylibs and cfg.rootfs == "/":
+        cfg.pylibs = default_pylibs(cfg.python)
+    return f"{cfg.rootfs}'s /usr"
 
 
 def default_pylibs(python: str) -> str:
@@ -111,56 +144,6 @@ def default_pylibs(python: str) -> str:
     return sysconfig.get_paths()["purelib"]
 
 
-class _Cgroups:
-    """Per-sandbox memory and pids cgroups (v1 or v2) when we may create them; else inactive."""
-
-    def __init__(self, name: str, memory_mb: int, pids: int):
-        self.dirs: list[Path] = []
-        if os.geteuid() != 0:
-            return
-        try:
-            if (CGROUP_ROOT / "cgroup.controllers").exists():  # v2
-                parent = CGROUP_ROOT / CGROUP_PARENT
-                parent.mkdir(exist_ok=True)
-                (parent / "cgroup.subtree_control").write_text("+memory +pids")
-                d = parent / name
-                d.mkdir()
-                self.dirs.append(d)
-                (d / "memory.max").write_text(str(memory_mb << 20))
-                (d / "memory.swap.max").write_text("0")
-                (d / "pids.max").write_text(str(pids))
-            else:  # v1
-                for ctl in ("memory", "pids"):
-                    d = CGROUP_ROOT / ctl / CGROUP_PARENT / name
-                    d.mkdir(parents=True)
-                    self.dirs.append(d)
-                mem, pid = self.dirs
-                (mem / "memory.limit_in_bytes").write_text(str(memory_mb << 20))
-                try:
-                    (mem / "memory.memsw.limit_in_bytes").write_text(str(memory_mb << 20))
-                except OSError:
-                    pass  # swap accounting off: there is no swap to limit
-                (pid / "pids.max").write_text(str(pids))
-        except OSError as e:
-            log.warning("bwrap sandbox without cgroups (%s): memory is bounded per process only", e)
-            self.remove()
-
-    @property
-    def active(self) -> bool:
-        return bool(self.dirs)
-
-    def enter_script(self) -> str:
-        return "".join(f'echo $$ > "{d}/cgroup.procs" && ' for d in self.dirs)
-
-    def remove(self) -> None:
-        for d in self.dirs:
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-        self.dirs = []
-
-
 class BwrapSandbox(WorkerSandbox):
     """The worker behind a pipe pair: its stdin/stdout are the frame channel (no proxy in between)."""
 
@@ -169,13 +152,17 @@ class BwrapSandbox(WorkerSandbox):
     def __init__(self, cfg: SandboxConfig):
         self._identify(cfg)
         self._destroy_lock, self._destroyed = threading.Lock(), False
-        self.cgroups = _Cgroups(self.name, cfg.memory_mb, cfg.pids)
+        self.cgroups = SandboxCgroups(self.name, cfg.memory_mb, cfg.pids, cfg.cpus)
+        fd = seccomp.filter_fd() if _seccomp_on else -1
         try:
             kw = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-            self.proc = _spawner.popen(self.command(), env=_env(), **kw)
+            self.proc = _spawner.popen(self.command(fd), env=_env(), pass_fds=[fd] if fd >= 0 else [], **kw)
         except BaseException:
             self.cgroups.remove()
             raise
+        finally:
+            if fd >= 0:
+                os.close(fd)
         try:
             stdout, stdin = self.proc.stdout.fileno(), self.proc.stdin.fileno()
             self.chan = FrameChannel(self.name, stdout, stdin, exit_reason=self._exit_reason)
@@ -191,19 +178,28 @@ class BwrapSandbox(WorkerSandbox):
             raise SandboxError(why)
         if os.geteuid() == 0 and not shutil.which("setpriv"):
             raise SandboxError("running as root, the bwrap backend needs setpriv (util-linux) to drop to a user")
-        if not cfg.pylibs:
-            cfg.pylibs = default_pylibs(cfg.python)
+        root = resolve_root(cfg)
+        global _seccomp_on
+        try:
+            seccomp.filter_bytes()
+            _seccomp_on, filt = (
+                True,
+                f"seccomp filter on ({len(seccomp.DENIED)} calls refused, clone without namespaces)",
+            )
+        except (seccomp.SeccompUnavailable, OSError) as e:
+            _seccomp_on, filt = False, f"NO seccomp filter ({e})"
+        log.warning("bwrap backend: root: %s; %s; limits: %s", root, filt, cgroups.describe())
         cls.remove_stale()
 
     @classmethod
     def remove_stale(cls, mine: bool = False) -> int:
         """Sandbox processes die with their owner (--die-with-parent); only empty cgroups can stay."""
-        return _remove_stale_cgroups()
+        return cgroups.remove_stale()
 
-    def command(self) -> list[str]:
+    def command(self, seccomp_fd: int = -1) -> list[str]:
         cfg = self.cfg
         cmd = [bwrap_path() or "bwrap", *NAMESPACES, "--die-with-parent", "--new-session",
-               "--as-pid-1", "--cap-drop", "ALL", "--hostname", "sandbox", *_fs_args(),
+               "--as-pid-1", "--cap-drop", "ALL", "--hostname", "sandbox", *_fs_args(cfg.rootfs or "/"),
                "--size", str(cfg.tmpfs_mb << 20), "--tmpfs", "/tmp",
                "--size", str(16 << 20), "--tmpfs", "/dev/shm",
                ]  # fmt: skip
@@ -215,6 +211,7 @@ class BwrapSandbox(WorkerSandbox):
         env = dict(_env(), PYTHONPATH="/opt/pylibs", PYTHONDONTWRITEBYTECODE="1", HOME="/tmp") | self.worker_env()
         for k, v in env.items():
             cmd += ["--setenv", k, v]
+        cmd += ["--seccomp", str(seccomp_fd)] if seccomp_fd >= 0 else []
         cmd += [cfg.python, "-s", "/opt/sandbox/worker.py"]
         if os.geteuid() != 0:
             return cmd
@@ -285,24 +282,3 @@ class _Spawner:
 
 
 _spawner = _Spawner()
-
-
-def _remove_stale_cgroups() -> int:
-    """Empty per-sandbox cgroups a crashed run left behind (a live one is not empty: rmdir fails)."""
-    removed = 0
-    for parent in (
-        CGROUP_ROOT / CGROUP_PARENT,
-        CGROUP_ROOT / "memory" / CGROUP_PARENT,
-        CGROUP_ROOT / "pids" / CGROUP_PARENT,
-    ):
-        if parent.is_dir():
-            for d in parent.iterdir():
-                if d.is_dir() and d.name.startswith("rlvr-sbx-"):
-                    pid = d.name.split("-")[2]
-                    if not pid.isdigit() or not pid_alive(int(pid)):
-                        try:
-                            d.rmdir()
-                            removed += 1
-                        except OSError:
-                            pass
-    return removed

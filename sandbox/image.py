@@ -102,7 +102,7 @@ def _run(cmd: list[str], **kw) -> None:
 
 def build_rootfs() -> Path:
     """debootstrap a minbase Debian with python3; cached by its inputs."""
-    dest = CACHE / f"rootfs-{rootfs_hash()}"
+    dest = rootfs_cache()
     if (dest / ".complete").exists():
         return dest
     if os.geteuid() != 0:
@@ -129,9 +129,19 @@ def build_rootfs() -> Path:
     return dest
 
 
+def rootfs_cache() -> Path:
+    """Where ``build_rootfs`` keeps the image's root filesystem (the bwrap backend binds its /usr)."""
+    return CACHE / f"rootfs-{rootfs_hash()}"
+
+
+def pylibs_cache() -> Path:
+    """Where ``build_runtime_layer`` keeps the image's Python packages (bwrap shows them as /opt/pylibs)."""
+    return CACHE / f"pylibs-{_sha([' '.join(RUNTIME_PACKAGES).encode()])}"
+
+
 def build_runtime_layer(layer: Path) -> None:
     """Python packages (host pip, --target) and the worker, laid out as they appear in the image."""
-    pylibs = CACHE / f"pylibs-{_sha([' '.join(RUNTIME_PACKAGES).encode()])}"
+    pylibs = pylibs_cache()
     if not (pylibs / ".complete").exists():
         shutil.rmtree(pylibs, ignore_errors=True)
         _run(

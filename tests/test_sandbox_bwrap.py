@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -46,6 +47,9 @@ def test_the_worker_is_pid_1_of_its_own_namespace_as_a_distinct_user(pool):
 def test_as_root_each_sandbox_has_memory_and_pids_cgroups(pool):
     for c in pool._all:
         assert c.cgroups.active, "no cgroup: see the warning logged at start"
+        assert {"memory", "pids"} <= set(c.cgroups.controllers)
+        if os.path.isdir("/sys/fs/cgroup/cpu") or os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            assert "cpu" in c.cgroups.controllers
         procs = [int(p) for d in c.cgroups.dirs for p in (d / "cgroup.procs").read_text().split()]
         assert c.proc.pid in procs
 
@@ -86,3 +90,31 @@ def test_unusable_bwrap_is_reported_with_what_to_do(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap to be found
     with pytest.raises(SandboxError, match="install_bwrap.sh"):
         SandboxPool(SandboxConfig(backend="bwrap", size=1)).start()
+
+
+@needs_bwrap
+def test_the_seccomp_filter_refuses_namespaces_mounts_and_kernel_interfaces(pool):
+    code = (
+        "import ctypes, json, os, subprocess\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(f, *a):\n    r = f(*a)\n    return ctypes.get_errno() if r == -1 else r\n"
+        "print(json.dumps({'unshare': call(libc.unshare, 0x40000000),\n"
+        "  'mount': call(libc.mount, b'none', b'/tmp', b'tmpfs', 0, None),\n"
+        "  'keyctl': call(libc.syscall, 250, 0, 0), 'bpf': call(libc.syscall, 321, 0, 0, 0),\n"
+        "  'child': subprocess.run(['/usr/bin/python3', '-c', 'print(1)'], capture_output=True).stdout.decode()}))\n"
+    )
+    r = pool.run(Job(code=code, mode="spawn"), wait_s=60)
+    rep = json.loads(r.stdout)
+    assert rep == {"unshare": errno.EPERM, "mount": errno.EPERM, "keyctl": errno.EPERM, "bpf": errno.EPERM,
+                   "child": "1\n"}, r  # fmt: skip
+
+
+@needs_bwrap
+def test_the_root_is_the_sandbox_images_not_the_hosts_usr(pool):
+    from sandbox.bwrap import image_rootfs
+
+    if not image_rootfs()[0]:
+        pytest.skip("the sandbox image's root file system is not under var/cache (`make image` builds it)")
+    assert pool.cfg.rootfs == image_rootfs()[0]
+    r = pool.run(Job(code="import os; print(os.path.exists('/usr/bin/bwrap'), os.path.exists('/usr/bin/python3'))"))
+    assert r.stdout == "False True\n", r  # bwrap is on the host's /usr, not in the image

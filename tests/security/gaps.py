@@ -1,7 +1,8 @@
 """The protections a backend knowingly lacks on this host: each is a row of docs/sandbox.md's table.
 
 A battery test whose protection is a known gap here still runs its attack, marked ``xfail(strict=True)``:
-it must *succeed* (so the documented gap is measured, and the day it is closed the test says so).
+it must *succeed* (so the documented gap is measured, and the day it is closed the test says so); the
+CPU row is not strict, since a loaded host can hold a job under its quota without one.
 """
 
 from __future__ import annotations
@@ -34,5 +35,6 @@ def known_gap(pool: SandboxPool, protection: str) -> str:
 def expect_gap(request: pytest.FixtureRequest, pool: SandboxPool, protection: str) -> None:
     """Mark the calling test a strict xfail when ``protection`` is a known gap of this backend here."""
     why = known_gap(pool, protection)
-    if why:
-        request.applymarker(pytest.mark.xfail(reason=f"documented gap ({protection}): {why}", strict=True))
+    if why:  # cpu: a loaded host may give the sandbox under a core anyway, so the gap may not show
+        strict = protection != "cpu"
+        request.applymarker(pytest.mark.xfail(reason=f"documented gap ({protection}): {why}", strict=strict))

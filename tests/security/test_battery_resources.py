@@ -102,6 +102,32 @@ def test_cpu_loop_is_killed_by_the_cpu_limit(pool):
     assert_serving(pool)
 
 
+def test_busy_processes_get_no_more_than_the_cpu_quota(pool, request):
+    expect_gap(request, pool, "cpu")  # docs/sandbox.md: where there is no CPU quota per sandbox
+    r = run(
+        pool,
+        """
+        import json, os, time
+        t0, kids = time.monotonic(), []
+        for _ in range(3):  # three spinning processes: more than one core's worth of demand
+            pid = os.fork()
+            if pid == 0:
+                end = time.monotonic() + 1.5
+                while time.monotonic() < end:
+                    pass
+                os._exit(0)
+            kids.append(pid)
+        for p in kids:
+            os.waitpid(p, 0)
+        print(json.dumps({"cores": os.times().children_user / (time.monotonic() - t0)}))
+        """,
+        timeout_s=30,
+    )
+    # CPU seconds used per second of wall time: the quota (1 core) holds it near cpus; without one the
+    # three processes take what the host's free cores give (a ratio, not a timing: load only lowers it)
+    assert report(r)["cores"] < pool.cfg.cpus * 1.3, report(r)
+
+
 def test_sleeping_forever_is_killed_at_the_timeout(pool):
     t0 = time.monotonic()
     r = run(
