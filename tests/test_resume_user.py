@@ -25,6 +25,7 @@ SMALL = [
     "--eval.max_new_tokens", "24", "--grpo.max_new_tokens", "32", "--grpo.prompts_per_step", "2",
     "--grpo.group_size", "4", "--grpo.eval_every", "0", "--grpo.lr", "1e-3", "--threads", "1",
     "--grpo.steps", str(STEPS),
+    "--grpo.verifier", "think_format",  # graded on the host: no sandbox time limit to hit on a loaded machine
 ]  # fmt: skip
 
 
@@ -37,6 +38,10 @@ def steps_logged(metrics: Path) -> list[int]:
     if not metrics.exists():
         return []
     return [json.loads(ln)["step"] for ln in metrics.read_text().splitlines() if ln.endswith("}")]
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln]
 
 
 def final_weights(run: Path) -> dict[str, torch.Tensor]:
@@ -73,10 +78,13 @@ def test_sigterm_then_the_printed_command_resumes_to_the_same_weights(tmp_path, 
     plain = subprocess.run(pipeline(runs, "plain", verifier_server.target), cwd=ROOT, capture_output=True,
                            text=True, timeout=600)  # fmt: skip
     assert plain.returncode == 0, plain.stderr[-3000:]
+    rewards = [[m.get("reward/mean") for m in read(run / "metrics.jsonl")] for run in (runs / "t7", runs / "plain")]
+    assert rewards[0] == rewards[1]  # the same samples graded the same, step by step
     a, b = final_weights(runs / "t7"), final_weights(runs / "plain")
     start = load_file(str(runs / "plain" / "warmstart" / "model.safetensors"))
     assert any(not torch.equal(a[k], start[k]) for k in a)  # GRPO moved the weights: the comparison means something
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    diff = {k: (a[k] - b[k]).abs().max().item() for k in a if not torch.equal(a[k], b[k])}
+    assert a.keys() == b.keys() and not diff, diff
 
 
 def test_resume_auto_without_a_checkpoint_refuses_before_anything_starts(tmp_path):
