@@ -7,8 +7,12 @@ as the module ``rlvr_math_forms`` next to ``rlvr_math`` and ``rlvr_math_text``.
   and thousands groups (``1 000``, ``1\\,000``) rewritten as the LaTeX the parser reads;
   ``spaced_digits`` finds digits separated by a space outside a thousands group (``7 0``): such an
   answer is not a number at all (never the product 7·0).
-* ``hedge``: a word that offers an alternative or a condition (``possibly``, ``if``, ``otherwise`` …).
-* ``unit_of`` / ``unit_factor``: the unit written after a quantity, so that ``10 m`` is not ``10 cm``.
+* ``bases`` / ``in_decimal``: numerals in a base (``12_{4}``), whose subscript the parser drops.
+* ``all_reals``: 'all real numbers' in words.
+* ``hedge_inside`` / ``hedge_around`` / ``hedge``: a word that offers an alternative, a condition or a
+  doubt (``possibly``, ``if``, ``otherwise`` …) in the answer or in the sentence around it.
+* ``unit_of`` / ``units_in`` / ``unit_factor``: the unit written after a quantity, so that ``10 m`` is
+  not ``10 cm`` (and ``0.1 m`` is).
 """
 
 import re
