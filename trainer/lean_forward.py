@@ -49,10 +49,11 @@ def _family_module(model):
     return module if getattr(module, cls.__name__, None) is cls else None
 
 
-def _plain_modules(model, module) -> bool:
+def _plain_modules(model, module, device: torch.device) -> bool:
     """Every submodule is one of the family's own classes or an exact torch linear / embedding / SiLU (exact
-    types: adapter layers, quantised or parametrized linears, subclasses are refused), without hooks, and
-    no attention dropout applies (eval mode, or a zero probability)."""
+    types: adapter layers, quantised or parametrized linears, subclasses are refused), without hooks, no
+    attention dropout applies (eval mode, or a zero probability), and every parameter is a plain float32
+    ``nn.Parameter`` (not a tensor subclass) on ``device``."""
     from transformers.activations import SiLUActivation
 
     prefix = type(model).__name__.removesuffix("ForCausalLM")
@@ -65,6 +66,9 @@ def _plain_modules(model, module) -> bool:
             return False  # e.g. accelerate offloading (weights move in hooks), or hooks that see activations
         if m.training and getattr(m, "attention_dropout", 0.0):
             return False
+        for p in m._parameters.values():  # (its own, not recursing: cheaper than parameters(recurse=False))
+            if p is not None and (type(p) is not nn.Parameter or p.dtype != torch.float32 or p.device != device):
+                return False
     return True
 
 
@@ -88,16 +92,12 @@ def lean_supported(model) -> bool:
     module = _family_module(model)  # peft / DDP / FSDP wrappers and other architectures: None
     if module is None or not _config_supported(model.config) or getattr(model, "hf_quantizer", None) is not None:
         return False
-    if len(model.model.layers) != model.config.num_hidden_layers or not _plain_modules(model, module):
+    if len(model.model.layers) != model.config.num_hidden_layers:
         return False
-    params = list(model.parameters())
-    if params[0].device.type == "meta" or torch.is_autocast_enabled(params[0].device.type):
+    first = next(model.parameters(), None)
+    if first is None or first.device.type == "meta" or torch.is_autocast_enabled(first.device.type):
         return False
-    device = params[0].device
-    return all(
-        type(p) is nn.Parameter and type(p.data) is torch.Tensor and p.dtype == torch.float32 and p.device == device
-        for p in params
-    )
+    return _plain_modules(model, module, first.device)
 
 
 def mask_positions(mask: Tensor) -> Tensor:
