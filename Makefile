@@ -44,7 +44,7 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image image-langs bwrap podman postgres proto serve test test-fast lint format train r1 eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap podman postgres service-image proto serve test test-fast lint format train r1 eval bench clean
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap and Podman if it can (idempotent; every target runs it)"
@@ -57,6 +57,7 @@ help:
 	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image (C, C++, Java, Node, Go, Rust)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
+	@echo "make service-image  build the service image offline (rlvr-service:<hash>; server as uid 10001; deploy/README.md)"
 	@echo "make podman     install rootless Podman (--backend podman) and load the sandbox image into it; a note if it cannot"
 	@echo "make postgres   install PostgreSQL if missing (the registry tests start a throwaway cluster); a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
@@ -102,6 +103,14 @@ podman: venv image
 	@sh sandbox/install_podman.sh >var/log/install_podman.log 2>&1 && grep -q '^podman backend: usable' var/log/install_podman.log \
 	  || echo "note: podman sandbox backend not available ($$(grep '^podman backend' var/log/install_podman.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_podman.log"
 
+# The verifier service as one image, built offline like the sandbox image (deploy/service_image.py);
+# docker-compose (Debian's) for deploy/compose.yaml and its test, best effort.
+service-image: venv image
+	@$(PY) -m deploy.service_image
+	@command -v docker-compose >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] \
+	  || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose >/dev/null 2>&1 \
+	  || echo "note: docker-compose not installed: the compose test will skip (apt-get install docker-compose)"
+
 # Best effort, like bwrap: PostgreSQL binaries for the registry tests on the shared (postgresql://) backend.
 # The tests start their own throwaway cluster (initdb in a temp dir, loopback port) and skip, saying why,
 # where there is none.
@@ -126,7 +135,7 @@ serve: setup
 	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) $(if $(MAX_QUEUE_S),--max-queue-s $(MAX_QUEUE_S)) \
 	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
-test: setup image-langs postgres
+test: setup image-langs postgres service-image
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: venv

@@ -125,8 +125,8 @@ def resolve_root(cfg: SandboxConfig) -> str:
             return f"the sandbox image's root file system ({cfg.rootfs})"
         cfg.rootfs = "/"
         why = "the sandbox image's root file system is not under var/cache (`make image` builds it)"
-        if not cfg.pylibs:
-            cfg.pylibs = default_pylibs(cfg.python)
+        if not cfg.pylibs:  # the service image names its packages' directory
+            cfg.pylibs = os.environ.get("RLVR_SANDBOX_PYLIBS") or default_pylibs(cfg.python)
         return f"the host's /usr ({why})"
     if not cfg.pylibs and cfg.rootfs == "/":
         cfg.pylibs = default_pylibs(cfg.python)
