@@ -229,6 +229,9 @@ class PodmanSandbox(DockerSandbox):
         if not image_present(cfg.image):
             load_image(cfg.image)
         cls.check_image(cfg)
+        if not CGROUP_V2.exists() and cfg.cgroup_parent:
+            log.warning("podman backend: cgroup_parent %r ignored (rootless on cgroup v1)", cfg.cgroup_parent)
+            cfg.cgroup_parent = ""
         if not CGROUP_V2.exists():
             log.warning("podman backend on a cgroup v1 host: no memory, pids or CPU quota per container "
                         "(rootless Podman ignores them); each job is bounded by its rlimits only")  # fmt: skip
