@@ -141,7 +141,7 @@ class _Layer:
         self.w_down, self.b_down = mlp.down_proj.weight.t(), mlp.down_proj.bias
 
 
-def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
+def norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
     """RMSNorm(x) @ w (+ b) for (m, H) rows, the norm's scale already folded into ``w``: 1/rms(x) scales
     each output row after the matmul (the same product, fewer ops than normalising first). The result
     goes into ``out`` when given (a Recording's buffer, trainer/replay.py)."""
@@ -152,7 +152,7 @@ def _norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, out: Tensor | N
     return torch.mul(y, r, out=out) if b is None else torch.addcmul(b, y, r, out=out)
 
 
-def _add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
+def add_mm(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
     """The residual stream plus a projection, h + x @ w (+ b), the add fused into the matmul (into ``out``)."""
     out = torch.addmm(h, x, w) if out is None else torch.addmm(h, x, w, out=out)
     return out if b is None else out.add_(b)
@@ -232,7 +232,7 @@ class LeanDecoder(LeanWeights):
         slots = [(None,) * 4] * len(self.layers) if rec is None else rec.slots(n, start, length, h, self.widths)
         for i, ly in enumerate(self.layers):
             s_qkv, s_attn, s_gu, s_mlp = slots[i]  # where the outputs go when recording (else None)
-            qkv = _norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, s_qkv)
+            qkv = norm_mm(h, ly.eps1, ly.w_qkv, ly.b_qkv, s_qkv)
             qkv = qkv.view(n, length, hq + 2 * hk, d)
             pairs = torch.view_as_complex(qkv[:, :, : hq + hk].unflatten(-1, (d // 2, 2)))
             qk = torch.view_as_real(pairs * cis).flatten(-2)  # rotary on q and k: (n, L, hq + hk, d)
@@ -247,13 +247,13 @@ class LeanDecoder(LeanWeights):
                 enable_gqa=hq != hk,
             )
             a = a.transpose(1, 2).reshape(n * length, hq * d)
-            h = _add_mm(h, a, ly.w_o, ly.b_o, s_attn)
-            gate, up = _norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, s_gu).chunk(2, dim=-1)
-            h = _add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down, s_mlp)
+            h = add_mm(h, a, ly.w_o, ly.b_o, s_attn)
+            gate, up = norm_mm(h, ly.eps2, ly.w_gu, ly.b_gu, s_gu).chunk(2, dim=-1)
+            h = add_mm(h, F.silu(gate) * up, ly.w_down, ly.b_down, s_mlp)
         self.length = end
         last = h.view(n, length, -1)[:, -1]  # (n, H)
         logits_out = None if rec is None else rec.logits_product(n, self.lm_head.shape[1], h)
-        logits = _norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias, logits_out)  # (n, V)
+        logits = norm_mm(last, self.norm_eps, self.lm_head, self.lm_bias, logits_out)  # (n, V)
         if rec is not None:
             rec.flush()
         return logits

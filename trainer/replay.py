@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from trainer.lean_forward import LeanWeights, _add_mm, _norm_mm, attention_mask, lean_supported, mask_positions
+from trainer.lean_forward import LeanWeights, add_mm, attention_mask, lean_supported, mask_positions, norm_mm
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
 KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order
@@ -148,7 +148,7 @@ class _Residual(torch.autograd.Function):
 
 
 class _NormProduct(torch.autograd.Function):
-    """RMSNorm(x) @ w (+ b), the norm's scale folded into ``w`` (the lean decoder's _norm_mm), its value
+    """RMSNorm(x) @ w (+ b), the norm's scale folded into ``w`` (the lean decoder's norm_mm), its value
     taken from a recording; the backward is the normalised matmul's, on the narrow side (x normalised,
     (m, H)): no elementwise op touches the wide output."""
 
@@ -181,13 +181,13 @@ def _pick(buf: Tensor, rows: Tensor | None, length: int) -> Tensor:
 def _norm_step(h: Tensor, w: Tensor, b: Tensor | None, eps: float, rec: Tensor | None, rows, length: int) -> Tensor:
     """RMSNorm(h) @ w (+ b): from the recording, or computed (no recording: scoring without gradients)."""
     if rec is None:
-        return _norm_mm(h, eps, w, b)
+        return norm_mm(h, eps, w, b)
     return _NormProduct.apply(h, w, b, _pick(rec, rows, length), eps)
 
 
 def _residual_step(h: Tensor, x: Tensor, w: Tensor, b: Tensor | None, rec: Tensor | None, rows, length: int) -> Tensor:
     """h + x @ w (+ b): from the recording, or computed."""
-    return _add_mm(h, x, w, b) if rec is None else _Residual.apply(h, x, w, b, _pick(rec, rows, length))
+    return add_mm(h, x, w, b) if rec is None else _Residual.apply(h, x, w, b, _pick(rec, rows, length))
 
 
 def _pass(dec: LeanWeights, ids, pos, mask, rec_layers, rows, past):
