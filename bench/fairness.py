@@ -15,18 +15,21 @@ commit before the fix), B's calls then capped at ``--cap-s``.
 
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import subprocess
 import sys
-import tempfile
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-import httpx
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root, not bench/ (bench/math.py shadows stdlib math)
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import httpx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEAP = {"verifier": "think_format", "completion": "<think>a</think>b"}
@@ -140,13 +143,14 @@ def main() -> None:
     p.add_argument("--sandboxed", type=int, default=3)
     p.add_argument("--cap-s", type=float, default=60.0)
     p.add_argument("--old-root", default="")
+    p.add_argument("--old-rounds", type=int, default=0, help="rounds on --old-root (default: --rounds)")
     a = p.parse_args()
     print(f"flood: {a.flood} x /run_code sleeping {a.sleep_s:g} s from one caller; pool {a.pool}; B: {a.cheap} "
           f"cheap + {a.sandboxed} sandboxed sequential calls; cap {a.cap_s:g} s")  # fmt: skip
     ours = [one_round(ROOT, a) for _ in range(a.rounds)]
     report(f"this checkout ({ROOT})", ours)
     if a.old_root:
-        old = [one_round(Path(a.old_root), a) for _ in range(a.rounds)]
+        old = [one_round(Path(a.old_root), a) for _ in range(a.old_rounds or a.rounds)]
         report(f"older checkout ({a.old_root})", old)
 
 

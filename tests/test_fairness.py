@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from tests.http_helpers import http_service
+from verifiers.fair import FairGate, GateSaturated
 
-pytestmark = pytest.mark.docker
 FLOOD, SLEEP_S = 40, 6
 
 
@@ -28,6 +28,7 @@ def _run_code(http: httpx.Client, code: str, who: str, run_timeout: float = 20) 
     return r.json()
 
 
+@pytest.mark.docker
 def test_a_flood_of_slow_sandbox_jobs_delays_only_its_sender(tmp_path):
     with http_service(tmp_path, pool_size=1) as (srv, http):
         done: list[tuple[float, str]] = []
@@ -69,3 +70,92 @@ def _sandbox_waiting(metrics: str) -> float:
     """Jobs waiting for a sandbox: in the fair queue, and in the pool's own (where they waited before)."""
     waiting = ('rlvr_queue_depth{class="sandbox_job"}', "rlvr_sandbox_pool_waiters")
     return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(waiting))
+
+
+def _grants(gate: FairGate, arrivals: list[str]) -> list[str]:
+    """Queue one job per entry of ``arrivals`` (in that order) behind a held slot; the order they get it."""
+    order: list[str] = []
+    threads = []
+    for i, who in enumerate(arrivals):
+        t = threading.Thread(target=lambda w=who: gate.acquire(w, 60) and order.append(w))
+        t.start()
+        threads.append(t)
+        while gate.depth() < i + 1:
+            time.sleep(0.001)
+    for n in range(len(arrivals)):
+        gate.release()
+        while len(order) < n + 1:
+            time.sleep(0.001)
+    for t in threads:
+        t.join()
+    return order
+
+
+def test_the_sandbox_turns_go_round_robin_between_callers():
+    gate = FairGate(1)
+    assert gate.acquire("flood", 0)  # the flood holds the only slot
+    got = _grants(gate, ["flood", "flood", "flood", "other", "flood", "third", "other"])
+    # each caller in turn, least recently served first; a caller's own jobs in their order
+    assert got == ["other", "third", "flood", "other", "flood", "flood", "flood"]
+
+
+def test_a_wait_past_its_time_leaves_the_queue_and_too_many_are_refused():
+    gate = FairGate(1, max_waiters=1)
+    assert gate.acquire("a", 0)
+    assert gate.acquire("b", 0.05) is False and gate.depth() == 0
+    t = threading.Thread(target=gate.acquire, args=("c", 5))
+    t.start()
+    while gate.depth() < 1:
+        time.sleep(0.001)
+    with pytest.raises(GateSaturated):
+        gate.acquire("d", 1)
+    gate.release()
+    t.join()
+
+
+ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+
+
+def _slow_add(i: int) -> str:
+    return f"```python\nimport time\n\ndef add(a, b):  # {i}\n    time.sleep({SLEEP_S})\n    return a + b\n```"
+
+
+@pytest.mark.docker
+def test_over_grpc_too(tmp_path):
+    import grpc
+
+    from proto.verifier.v1 import verifier_pb2 as pb
+    from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
+
+    with http_service(tmp_path, pool_size=1) as (srv, http), grpc.insecure_channel(srv.target) as ch:
+        stub, done = pb_grpc.VerifierServiceStub(ch), []
+        flood, other = (("x-client-id", "flood"),), (("x-client-id", "other"),)
+        ok = "```python\ndef add(a, b):\n    return a + b\n```"
+        # a call without a gRPC deadline (time_remaining() ~ 2**63 ns) once became an infinite job deadline
+        # that overflowed the sandbox's socket timeout: SANDBOX_ERROR 'timestamp out of range'
+        bare = stub.Verify(pb.VerifyRequest(verifier="code", completion=ok + "\n# bare", reference=ADD_TESTS,
+                                            options={"entry_point": "add"}))  # fmt: skip
+        assert bare.reward == 1.0, bare.detail
+        calls = []
+        for i in range(FLOOD):
+            req = pb.VerifyRequest(verifier="code", completion=_slow_add(i), reference=ADD_TESTS,
+                                   options={"entry_point": "add"}, timeout_s=60)  # fmt: skip
+            calls.append(stub.Verify.future(req, metadata=flood))
+            calls[-1].add_done_callback(lambda _: done.append(time.monotonic()))
+        try:
+            until = time.monotonic() + 60
+            while _sandbox_waiting(http.get("/metrics").text) < FLOOD - 1 and time.monotonic() < until:
+                time.sleep(0.1)
+            cheap = stub.Verify(pb.VerifyRequest(verifier="think_format", completion="<think>a</think>b"),
+                                metadata=other, timeout=FLOOD * SLEEP_S)  # fmt: skip
+            cheap_at = time.monotonic()
+            mine = stub.Verify(pb.VerifyRequest(verifier="code", completion=ok, reference=ADD_TESTS,
+                                                options={"entry_point": "add"}), metadata=other, timeout=120)  # fmt: skip
+            mine_at = time.monotonic()
+            assert cheap.reward == 1.0 and mine.reward == 1.0, (cheap, mine)
+            assert not [t for t in list(done) if t < cheap_at], "the think_format call waited for a thread"
+            assert len([t for t in list(done) if t < mine_at]) <= 1, "the other caller's program waited its turn"
+        finally:
+            for c in calls:
+                c.cancel()
+            srv.stop()

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+MAX_WAIT_S = 7 * 24 * 3600.0
+
 
 class GateSaturated(Exception):
     """Too many jobs are already waiting for a sandbox."""
@@ -74,7 +76,7 @@ class FairGate:
             w = _Waiter()
             self._queues.setdefault(caller, deque()).append(w)
             self._waiting += 1
-        w.event.wait(max(0.0, timeout_s))
+        w.event.wait(min(max(0.0, timeout_s), MAX_WAIT_S))  # a never-ending deadline is inf: Event.wait overflows
         with self._lock:
             if not w.granted:  # timed out: leave the queue
                 q = self._queues.get(caller)

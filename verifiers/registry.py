@@ -144,6 +144,14 @@ class Registry:
             raise NotFound(f"unknown verifier {name!r}; ListVerifiers shows the registered names")
         return v
 
+    def peek(self, name: str) -> Verifier | None:
+        """The verifier ``name`` as loaded now, without asking the store (cheap enough for an event loop)."""
+        v = self._builtins.get(name)
+        if v is None:
+            with self._lock:
+                v = self._custom.get(name)
+        return v
+
     def all(self) -> list[Verifier]:
         self._maybe_refresh()
         with self._lock:
