@@ -110,6 +110,10 @@ def test_large_code_and_stdin_round_trip(pool):
 def _kill_sandbox(pool: SandboxPool, name: str) -> None:
     if pool.cfg.backend == "docker":
         subprocess.run(["docker", "kill", name], capture_output=True, check=True)
+    elif pool.cfg.backend == "podman":
+        from sandbox.podman import podman_cmd
+
+        subprocess.run(podman_cmd("kill", name), capture_output=True, check=True)
     else:
         c = next(c for c in list(pool._all) if c.name == name)
         os.kill(c.proc.pid, signal.SIGKILL)
@@ -275,5 +279,5 @@ def test_a_pool_start_removes_leftovers_of_a_crashed_run(tmp_path):
 
 
 def test_unknown_backend_is_refused_with_the_choices():
-    with pytest.raises(SandboxError, match="docker, bwrap"):
+    with pytest.raises(SandboxError, match="docker, podman, bwrap"):
         SandboxPool(SandboxConfig(backend="chroot"))
