@@ -168,3 +168,16 @@ def test_boxed_only_sources_stay_boxed_only(verifier_server):
     # verl's math.compute_score (lighteval/MATH) reads only the last \boxed{}: a bare answer is not one
     s = compute_score("lighteval/MATH", "\\frac{1}{2}", "\\frac{1}{2}", target=verifier_server.target)
     assert s["outcome"] == "NO_ANSWER"
+
+
+@pytest.mark.parametrize(
+    "answer, reference, outcome",
+    [
+        ("so the answer is $\\boxed 5$.", "5", "CORRECT"),  # verl's last_boxed_only_string reads '\boxed 5'
+        ("so the answer is $\\boxed 6$.", "5", "INCORRECT"),
+        ("$\\boxed 5$ (or possibly 6)", "5", "INCORRECT"),  # a hedge around a brace-less box is still a hedge
+    ],
+)
+def test_a_brace_less_box_is_read_as_verls_math_grader_reads_it(verifier_server, answer, reference, outcome):
+    s = compute_score("lighteval/MATH", answer, reference, target=verifier_server.target)
+    assert s["outcome"] == outcome

@@ -61,7 +61,8 @@ def boxed_all(text: str) -> list[str]:
 
 
 def boxed_spans(text: str) -> list[tuple[int, int, int]]:
-    """(start of ``\\boxed``, its ``{``, its ``}``) of every box, in order."""
+    """(start of ``\\boxed``, its ``{``, its ``}``) of every box, in order; for a brace-less box
+    (``\\boxed 5``) the space before the token and the end of the token stand for the braces."""
     out: list[tuple[int, int, int]] = []
     nxt = {tag: text.find(tag) for tag in ("\\boxed", "\\fbox")}
     i = 0
@@ -76,6 +77,11 @@ def boxed_spans(text: str) -> list[tuple[int, int, int]]:
         k = j + len(tag)
         while k < len(text) and text[k] == " ":
             k += 1
+        if k < len(text) and k > j + len(tag) and text[k] not in "{$" and not text[k].isspace():
+            m = _token_end(text, k)  # ``\boxed 5`` (MATH's brace-less box): one token, up to a space or ``$``
+            out.append((j, k - 1, m))
+            i = m
+            continue
         if k >= len(text) or text[k] != "{":
             i = k if k > j else j + 1
             continue
@@ -84,6 +90,14 @@ def boxed_spans(text: str) -> list[tuple[int, int, int]]:
             return out  # unbalanced: not a complete answer
         out.append((j, k, m))
         i = m + 1
+
+
+def _token_end(text: str, k: int) -> int:
+    """Where the token starting at ``k`` ends: the first whitespace or ``$`` (or the end)."""
+    m = k
+    while m < len(text) and text[m] != "$" and not text[m].isspace():
+        m += 1
+    return m
 
 
 def answer_tag(text: str) -> str | None:
