@@ -25,133 +25,21 @@ finished) | ``bad_reference`` (the prelude failed). Reaching ``pass`` is the onl
 """
 
 import builtins
-import ctypes
 import json
 import os
 import signal
 import sys
+import time
 import traceback
 
-try:
-    import rlvr_code_wire as wire  # the sandbox: built by the warm-up (or the job) from verifiers/code_wire.py
+try:  # the sandbox: built by the warm-up (or the job) from verifiers/code_wire.py and code_candidate.py
+    import rlvr_code_candidate as candidate_side
+    import rlvr_code_wire as wire
 except ImportError:  # pragma: no cover - the host, for tests that import this module
+    from verifiers import code_candidate as candidate_side
     from verifiers import code_wire as wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
-PR_SET_DUMPABLE = 4
-_EXCEPTIONS = {n: c for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, Exception)}
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-except OSError:  # pragma: no cover
-    _libc = None
-
-
-def _dumpable(flag):
-    if _libc is not None:
-        _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
-
-
-def _send(f, msg):
-    f.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
-    f.flush()
-
-
-# -- the candidate's process -------------------------------------------------------------------------
-def _describe(e):
-    """[the nearest built-in exception class's name, the message], for the tests' process to re-raise."""
-    name = next((c.__name__ for c in type(e).__mro__ if _EXCEPTIONS.get(c.__name__) is c), "RuntimeError")
-    try:
-        msg = str(e)
-    except BaseException:
-        msg = "?"
-    return [name, f"{type(e).__name__}: {msg}"[:2000] if type(msg) is str else type(e).__name__]
-
-
-def _kind(v):
-    """How a global the tests name crosses over: a module by name, a callable as a proxy, plain data as itself."""
-    if type(v) is type(sys) and type(getattr(v, "__name__", None)) is str:
-        return ["module", v.__name__]
-    if callable(v):
-        return ["call"]
-    try:
-        return ["value", wire.encode(v)]
-    except wire.NotPlain:
-        return None
-
-
-def _flush():
-    for s in (sys.stdout, sys.stderr):
-        try:
-            s.flush()
-        except BaseException:
-            pass
-
-
-def _exit(e):
-    _flush()
-    code = e.code
-    os._exit(code & 0xFF if type(code) is int else 0 if code is None else 1)
-
-
-def _answer(ns, objects, msg):
-    of = msg.get("of")
-    try:
-        args, kwargs = wire.decode(msg["args"])
-        target = ns[msg["call"]] if of is None else getattr(objects[of], msg["call"])
-        r = target(*args, **kwargs)
-    except SystemExit as e:
-        _exit(e)
-    except BaseException as e:
-        traceback.print_exc()
-        return {"raise": _describe(e)}
-    try:
-        return {"value": wire.encode(r)}
-    except (wire.NotPlain, RecursionError) as e:
-        if of is None and isinstance(target, type):  # a new instance of a class: it stays here, the tests get a handle
-            objects.append(r)
-            return {"object": len(objects) - 1, "type": str(getattr(target, "__name__", "candidate"))[:100]}
-        return {"raise": ["TypeError", f"{msg['call']} returned {e}: only plain data reaches the tests"]}
-
-
-def _candidate(req_r, rep_w):
-    """The forked candidate's process; never returns."""
-    try:
-        null = os.open("/dev/null", os.O_RDWR)
-        os.dup2(null, 0)
-        os.dup2(2, 1)
-        keep = sorted((req_r, rep_w))
-        os.closerange(3, keep[0])
-        os.closerange(keep[0] + 1, keep[1])
-        os.closerange(keep[1] + 1, 1 << 16)
-        _dumpable(1)
-        rf, wf = os.fdopen(req_r, "rb"), os.fdopen(rep_w, "wb")
-        q = json.loads(rf.readline())
-        ns = {"__name__": "solution", "__builtins__": builtins}
-        try:
-            exec(compile(q.pop("code"), "solution.py", "exec", dont_inherit=True), ns)
-        except SystemExit as e:
-            _exit(e)
-        except BaseException as e:
-            traceback.print_exc()
-            _flush()
-            _send(wf, {"raise": _describe(e)})
-            os._exit(1)
-        _send(wf, {"names": {n: k for n in q["names"] if n in ns and (k := _kind(ns[n])) is not None}})
-        _flush()
-        objects = []
-        while True:
-            line = rf.readline()
-            if not line:
-                os._exit(0)
-            reply = _answer(ns, objects, json.loads(line))
-            _flush()
-            _send(wf, reply)
-    except SystemExit as e:
-        _exit(e)
-    except BaseException:
-        traceback.print_exc()
-        _flush()
-    os._exit(1)
 
 
 # -- the tests' process ---------------------------------------------------------------------------------
@@ -163,7 +51,7 @@ class Candidate:
 
     def ask(self, msg):
         try:
-            _send(self.wf, msg)
+            wire.send(self.wf, msg)
             line = self.rf.readline(MAX_LINE)
         except OSError:  # a broken pipe: it has ended
             line = b""
@@ -180,8 +68,16 @@ class Candidate:
         return reply
 
     def ended(self):
-        """The candidate's process is gone before the tests finished: never a pass, whatever its exit code."""
-        _, status = os.waitpid(self.pid, 0)
+        """The candidate's process closed its end before the tests finished: never a pass, whatever its exit
+        code (one that closed it and lives on is killed after a grace of ~0.5 s)."""
+        for _ in range(100):
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.005)
+        else:
+            os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
         how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
         self.say("exited", f"the candidate's program ended ({how}) before the tests finished")
         os._exit(1)
@@ -242,7 +138,7 @@ def _rebuilt(raised):
     ok = type(raised) is list and len(raised) == 2 and all(type(x) is str for x in raised)
     name, msg = raised if ok else ("RuntimeError", "the candidate's process sent an unreadable answer")
     try:
-        return _EXCEPTIONS.get(name, RuntimeError)(msg)
+        return wire.EXCEPTIONS.get(name, RuntimeError)(msg)
     except Exception:
         return RuntimeError(msg)
 
@@ -251,12 +147,12 @@ def _fork_candidate():
     """(pid, read file, write file): the candidate's process, started before any of the job is read."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
-    _dumpable(0)
+    candidate_side.dumpable(0)
     pid = os.fork()
     if pid == 0:
         os.close(req_w)
         os.close(rep_r)
-        _candidate(req_r, rep_w)
+        candidate_side.serve(req_r, rep_w)
     os.close(req_r)
     os.close(rep_w)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -53,9 +53,12 @@ STDERR_TAIL = 600
 
 HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
 WIRE_SOURCE = (Path(__file__).resolve().parent / "code_wire.py").read_text()
+CANDIDATE_SOURCE = (Path(__file__).resolve().parent / "code_candidate.py").read_text()
 _BUILD = f"""import types
 w = sys.modules["rlvr_code_wire"] = types.ModuleType("rlvr_code_wire")
 exec(compile({WIRE_SOURCE!r}, "code_wire.py", "exec"), w.__dict__)
+c = sys.modules["rlvr_code_candidate"] = types.ModuleType("rlvr_code_candidate")
+exec(compile({CANDIDATE_SOURCE!r}, "code_candidate.py", "exec"), c.__dict__)
 m = types.ModuleType("rlvr_code")
 exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), m.__dict__)
 sys.modules["rlvr_code"] = m

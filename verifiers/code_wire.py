@@ -16,12 +16,15 @@ True
 ('true', '["t",[1,"a"]]')
 """
 
+import builtins
 import json
 
 MAX_DEPTH = 200  # containers nested deeper than this are refused (both ways), well inside the recursion limit
 _SMALL = 1 << 62  # ints beyond this travel as hex text: JSON's decimal form has a length limit (int_max_str_digits)
 _SEQ = {list: "l", tuple: "t", set: "s", frozenset: "f"}
 _BUILD = {"l": list, "t": tuple, "s": set, "f": frozenset}
+# the exception classes a failed call is described by (name and message; the tests' process re-raises that class)
+EXCEPTIONS = {n: c for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, Exception)}
 
 
 class NotPlain(TypeError):
@@ -95,3 +98,9 @@ def decode(text: str):
         raise
     except (ValueError, TypeError, RecursionError, MemoryError) as e:  # TypeError: an unhashable key or member
         raise NotPlain(f"not an encoded plain value ({type(e).__name__})") from None
+
+
+def send(f, msg: dict) -> None:
+    """One message between the two processes: a JSON object on one line (``json`` escapes every newline)."""
+    f.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
+    f.flush()

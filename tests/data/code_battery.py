@@ -331,6 +331,15 @@ FRAME_FAMILY = [
 # -- exits: ending before the tests finished is not passing -----------------------------------------------------
 KILL_PARENT = "import os, signal\ndef add(a, b):\n    os.kill(os.getppid(), signal.SIGKILL)\n    return a + b\n"
 EXIT_FAMILY = [
+    (
+        "close-pipe-and-spin",
+        "import os\nfor fd in range(3, 256):\n    try:\n        os.close(fd)\n    except OSError:\n        pass\nwhile True:\n"
+        "    pass\n",
+        ADD,
+        EP,
+        BAD,
+        "closes its end of the pipe and lives on: ended, killed after a short grace, not a time-out",
+    ),
     ("sys-exit-0", "import sys\nsys.exit(0)\n", ADD, EP, BAD, "exit 0 at import"),
     ("os-exit-0", "import os\nos._exit(0)\n", ADD, EP, BAD, "os._exit at import"),
     ("raise-systemexit", "raise SystemExit\n", ADD, EP, BAD, "SystemExit at import"),
