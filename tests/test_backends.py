@@ -55,3 +55,23 @@ def test_podman_runs_the_worker_as_a_mapped_user_without_root_anywhere():
     assert int(uid) != 0
     # the container's root is the ordinary user Podman runs as; every other uid is a subordinate one
     assert umap[:3] == ["0", str(podman_user().pw_uid), "1"] and umap[1] != "0"
+
+
+@pytest.mark.docker
+def test_podman_loads_the_sandbox_image_offline_from_dockers_copy():
+    import subprocess
+
+    from sandbox.image import image_tag
+    from sandbox.podman import image_present, podman_available, podman_cmd
+
+    ok, why = podman_available()
+    if not ok:
+        pytest.skip(f"podman backend unavailable here: {why}")
+    tag = image_tag()
+    rm = subprocess.run(podman_cmd("rmi", tag), capture_output=True, text=True)  # never -f: a pool may use it
+    if rm.returncode != 0 and image_present(tag):
+        pytest.skip(f"the image is in use by podman containers: {rm.stderr.strip()[:200]}")
+    assert not image_present(tag)
+    with SandboxPool(SandboxConfig(backend="podman", size=1, preload=())) as pool:  # preflight loads it
+        assert pool.run(Job(code="print(6 * 7)"), wait_s=60).stdout == "42\n"
+    assert image_present(tag)

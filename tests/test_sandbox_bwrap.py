@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -118,3 +119,12 @@ def test_the_root_is_the_sandbox_images_not_the_hosts_usr(pool):
     assert pool.cfg.rootfs == image_rootfs()[0]
     r = pool.run(Job(code="import os; print(os.path.exists('/usr/bin/bwrap'), os.path.exists('/usr/bin/python3'))"))
     assert r.stdout == "False True\n", r  # bwrap is on the host's /usr, not in the image
+
+
+@needs_bwrap
+def test_start_up_says_which_root_filter_and_limits(caplog):
+    with caplog.at_level(logging.WARNING, logger="sandbox.bwrap"):
+        SandboxPool(SandboxConfig(backend="bwrap", size=1, preload=())).start().close()
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("bwrap backend: root:"))
+    assert "seccomp filter on" in line and "limits: " in line
+    assert ("cgroup" in line) if os.geteuid() == 0 else True
