@@ -142,8 +142,18 @@ def main() -> int:
         return 0
     build(tag)
     subprocess.run(["docker", "tag", tag, f"{REPO}:latest"], check=True)
+    remove_older(tag)
     print(f"built service image {tag}")
     return 0
+
+
+def remove_older(tag: str) -> None:
+    """Untag the images earlier sources described (each is ~270 MB); one still in use stays."""
+    out = subprocess.run(["docker", "images", REPO, "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
+                         text=True).stdout.split()  # fmt: skip
+    old = [t for t in out if t not in (tag, f"{REPO}:latest")]
+    if old:
+        subprocess.run(["docker", "rmi", *old], capture_output=True)
 
 
 if __name__ == "__main__":
