@@ -220,8 +220,14 @@ def next_uid() -> int:
     return next(_uids)
 
 
+def owner_host() -> str:
+    """Who judges this process's sandboxes: the host name, or RLVR_SANDBOX_OWNER where several service
+    containers share one engine and one host name (host networking), each being PID 1 of its own."""
+    return os.environ.get("RLVR_SANDBOX_OWNER") or socket.gethostname()
+
+
 def owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{owner_host()}:{os.getpid()}"
 
 
 def start_time(pid: int) -> str:

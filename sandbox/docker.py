@@ -33,6 +33,7 @@ from sandbox.backend import (
     SandboxError,
     WorkerSandbox,
     owner,
+    owner_host,
     pid_alive,
     start_time,
 )
@@ -156,10 +157,12 @@ def remove_stale_containers(all_owners: bool = False, mine: bool = False, engine
     """Remove sandbox containers whose owner process on this host is gone (or every one of them;
     ``mine``: this process's own leftovers)."""
     stale = []
-    host, me = socket.gethostname(), owner()
+    host, me = owner_host(), owner()
     for cid, owner_, started in list_containers(engine=engine):
         h, _, pid = owner_.rpartition(":")
-        gone = h != host or not pid.isdigit() or not pid_alive(int(pid))
+        if h != host and not all_owners:
+            continue  # another host's, or another service container's on this engine: its owner judges them
+        gone = not pid.isdigit() or not pid_alive(int(pid))
         reused = not gone and started and started != start_time(int(pid))
         if all_owners or gone or reused or (mine and owner_ == me):
             stale.append(cid)

@@ -75,3 +75,26 @@ def test_podman_loads_the_sandbox_image_offline_from_dockers_copy():
     with SandboxPool(SandboxConfig(backend="podman", size=1, preload=())) as pool:  # preflight loads it
         assert pool.run(Job(code="print(6 * 7)"), wait_s=60).stdout == "42\n"
     assert image_present(tag)
+
+
+@pytest.mark.docker
+def test_sandboxes_of_another_owner_sharing_the_engine_are_left_to_it():
+    """Two service containers on one engine (compose replicas) are each PID 1 under the host's name:
+    each labels its sandboxes with RLVR_SANDBOX_OWNER, and neither sweeps the other's as left behind
+    (before: replica B's start removed replica A's sandboxes, whose owner pid 1 looked reused)."""
+    import subprocess
+
+    from sandbox.docker import LABEL, OWNER_LABEL, STARTED_LABEL, list_containers, remove_stale_containers
+    from sandbox.image import image_tag
+    from tests.security.conftest import ensure_image
+
+    ensure_image()
+    cmd = ["docker", "run", "-d", "--rm", "--network", "none", "--label", f"{LABEL}=1",
+           "--label", f"{OWNER_LABEL}=replica-a:1", "--label", f"{STARTED_LABEL}=1",
+           image_tag(), "python3", "-c", "import time; time.sleep(120)"]  # fmt: skip
+    other = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()[:12]
+    try:
+        remove_stale_containers()  # this process: another owner host (the machine's name)
+        assert other in [cid for cid, *_ in list_containers()]
+    finally:
+        subprocess.run(["docker", "rm", "-f", other], capture_output=True)

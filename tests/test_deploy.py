@@ -75,7 +75,7 @@ def test_the_service_image_serves_as_non_root_with_grpc_and_http_health(service_
     name = f"rlvr-svc-test-{os.getpid()}"
     sock_gid = os.stat("/var/run/docker.sock").st_gid
     cmd = ["docker", "run", "-d", "--rm", "--name", name, "--network", "host", "--group-add", str(sock_gid),
-           "-e", f"TMPDIR={chan_dir}", "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{chan_dir}:{chan_dir}",
+           "-e", f"TMPDIR={chan_dir}", "-e", f"RLVR_SANDBOX_OWNER={name}", "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{chan_dir}:{chan_dir}",
            service_image, "--host", "127.0.0.1", "--port", str(port), "--http-port", str(http),
            "--registry", "/var/lib/rlvr/registry.sqlite", "--pool-size", "1", "--backend", "docker"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True)
