@@ -156,19 +156,19 @@ train: setup
 	$(if $(filter-out 1,$(NPROC)),$(VENV)/bin/torchrun --standalone --nproc_per_node $(NPROC) -m trainer.train \
 	  $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
 	  $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--verifier_target $(TARGET)) $(if $(SEED),--seed $(SEED)) \
-	  $(ARGS),$(PY) -m trainer.pipeline $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
+	  $(ARGS),$(PY) -m trainer.pipelines.make_train $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
 	  $(if $(DATA),--data $(DATA)) $(if $(EVAL_DATA),--eval-data $(EVAL_DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) $(if $(RUN_NAME),--name $(RUN_NAME)) \
 	  $(if $(RUNS),--runs $(RUNS)) $(ARGS))
 
-# the DeepSeek-R1 pipeline (trainer/r1.py, configs/r1.yaml); OUT= its folder (default runs/r1-s<seed>); run it
+# the DeepSeek-R1 pipeline (trainer/pipelines/r1.py, configs/r1.yaml); OUT= its folder (default runs/r1-s<seed>); run it
 # again after an interruption and finished stages are skipped
 r1: setup
-	$(PY) -m trainer.r1 $(if $(CONFIG),--config $(CONFIG)) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) \
+	$(PY) -m trainer.pipelines.r1 $(if $(CONFIG),--config $(CONFIG)) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) \
 	  $(if $(TARGET),--target $(TARGET)) $(ARGS)
 
 eval: setup
-	$(PY) -m trainer.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
+	$(PY) -m trainer.evaluation.evaluate $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
 	  $(if $(COMPLETIONS),--completions $(COMPLETIONS)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(K),--k $(K)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(RUNS),--runs $(RUNS)) $(ARGS)

@@ -32,8 +32,10 @@ def main() -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from trainer.config import GRPOConfig
-    from trainer.rollout import Batch, Rollout
-    from trainer.train import Learner, UpdateBatch, autocast_dtype, load_policy, make_optimizer, optimize
+    from trainer.grpo.batch import Batch
+    from trainer.grpo.update import Learner, UpdateBatch, optimize
+    from trainer.policy import autocast_dtype, load_policy, make_optimizer
+    from trainer.rollout.decode import Rollout
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="CPU, small config (autocast bf16 forced on)")

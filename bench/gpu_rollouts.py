@@ -1,4 +1,4 @@
-"""Rollout timing, ``hf`` vs ``vllm`` backend (trainer/rollout_backend.py), in one run, alternated.
+"""Rollout timing, ``hf`` vs ``vllm`` backend (trainer/rollout/backends.py), in one run, alternated.
 
     .venv/bin/python bench/gpu_rollouts.py [--model FOLDER] [--prompts 16] [--group 8] [--max-new 256] [--rounds 3]
     .venv/bin/python bench/gpu_rollouts.py --dry-run      # CPU, tiny sizes: checks the script end to end
@@ -7,7 +7,7 @@ Same prompts, same G, same sampling settings (temperature 1, top_p 1, max_new_to
 round generates one batch with each backend (hf then vllm), after one warm-up batch each. Printed:
 completion tokens per second per round and the median ratio vllm/hf. Without a GPU or without vllm
 the vllm side is skipped with the reason (the hf side still runs). Default model: the tiny Qwen2 of
-trainer/tiny.py (hidden 512, 8 layers), built into a temporary folder.
+trainer/pipelines/tiny.py (hidden 512, 8 layers), built into a temporary folder.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer import tiny
-    from trainer.rollout import Example
-    from trainer.rollout_backend import make_backend
-    from trainer.vllm_backend import unavailable_reason
+    from trainer.data import Example
+    from trainer.pipelines import tiny
+    from trainer.rollout.backends import make_backend
+    from trainer.rollout.vllm import unavailable_reason
 
     if a.dry_run:
         a.prompts, a.group, a.max_new, a.rounds = 2, 2, 8, 1

@@ -3,7 +3,7 @@
     python bench/process_vs_outcome.py --seeds 0 1 2 [--runs runs/cmp] [-- extra pipeline args]
 
 For each seed:
-- ``outcome-s<seed>``: ``python -m trainer.pipeline --seed S`` as ``make train`` runs it (warm start,
+- ``outcome-s<seed>``: ``python -m trainer.pipelines.make_train --seed S`` as ``make train`` runs it (warm start,
   then GRPO with the default outcome advantages and the ``r1`` reward);
 - ``process-s<seed>``: the same pipeline, the same steps and batch, started from *that run's* warm-start
   checkpoint (``--model <outcome run>/warmstart --warmstart.steps 0``: the warm start is the same
@@ -11,7 +11,7 @@ For each seed:
   every written step; the overall reward, the answer's correctness, is the last step);
 - held-out figures of both final models, as the pipeline measures them (256 problems): greedy accuracy,
   sampled accuracy (``eval.k`` = 8 samples per problem at temperature 1) and pass@8; for a run without
-  sampled figures in its summary, ``python -m trainer.evaluate --k 4`` measures the sampled accuracy.
+  sampled figures in its summary, ``python -m trainer.evaluation.evaluate --k 4`` measures the sampled accuracy.
 - ``--reuse 'runs/mytrain-s{seed}'``: take ``outcome-s<seed>`` from an existing ``make train SEED=<seed>``
   run folder (the same command and config), linked in instead of trained again.
 
@@ -49,7 +49,7 @@ def train_arm(runs: Path, name: str, seed: int, extra: list[str]) -> dict:
     if not (run / "summary.json").exists():
         if run.exists():
             raise SystemExit(f"{run} exists without summary.json (an interrupted run): remove it and start again")
-        cmd = [PY, "-m", "trainer.pipeline", "--runs", str(runs), "--name", name, "--seed", str(seed), *extra]
+        cmd = [PY, "-m", "trainer.pipelines.make_train", "--runs", str(runs), "--name", name, "--seed", str(seed), *extra]
         runs.mkdir(parents=True, exist_ok=True)
         _run(cmd, runs / f"{name}.log")
     return json.loads((run / "summary.json").read_text())
@@ -61,7 +61,7 @@ def sampled_accuracy(run: Path, summary: dict, k: int) -> float:
         return float(after["sampled_accuracy"])
     out = run / "eval_sampled.json"
     if not out.exists():
-        cmd = [PY, "-m", "trainer.evaluate", "--model", summary["checkpoint"], "--k", str(k), "--seed", "0",
+        cmd = [PY, "-m", "trainer.evaluation.evaluate", "--model", summary["checkpoint"], "--k", str(k), "--seed", "0",
                "--out", str(out), "--no-progress"]  # fmt: skip
         _run(cmd, run / "eval_sampled.log")
     return float(json.loads(out.read_text())["pass@k"]["1"])
@@ -85,7 +85,7 @@ def main() -> None:
     ap.add_argument("--runs", default="runs/cmp")
     ap.add_argument("--k", type=int, default=4, help="samples per problem for the sampled accuracy")
     ap.add_argument("--reuse", help="existing make-train run folders for the outcome arm, e.g. 'runs/t-s{seed}'")
-    ap.add_argument("extra", nargs="*", help="after --: more trainer.pipeline arguments, for both arms")
+    ap.add_argument("extra", nargs="*", help="after --: more trainer.pipelines.make_train arguments, for both arms")
     a = ap.parse_args()
     runs = Path(a.runs)
     rows: dict[str, list[tuple]] = {"outcome": [], "process": []}

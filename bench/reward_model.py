@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 import torch  # noqa: E402
 from transformers import Qwen2Config, Qwen2ForSequenceClassification  # noqa: E402
 
-from trainer.tiny import build_tokenizer  # noqa: E402
+from trainer.pipelines.tiny import build_tokenizer  # noqa: E402
 from verifiers import reward_model  # noqa: E402
 
 

@@ -88,8 +88,8 @@ def run_ours(
     import torch
 
     from trainer.config import GRPOConfig
+    from trainer.grpo.rewards import PythonReward, VerifierReward
     from trainer.metrics import read_metrics
-    from trainer.rollout import PythonReward, VerifierReward
     from trainer.train import train
 
     torch.set_num_threads(threads)

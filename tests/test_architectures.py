@@ -16,13 +16,13 @@ import pytest
 import torch
 import transformers as tf
 
-import trainer.logprobs as logprobs_mod
+import trainer.rollout.logprobs as logprobs_mod
 from tests.test_fast_path import hf_logprobs
 from trainer.data import Example
-from trainer.decode import generate_rollout
-from trainer.lean_forward import lean_supported
-from trainer.logprobs import completion_logprobs
-from trainer.tiny import build_tokenizer
+from trainer.pipelines.tiny import build_tokenizer
+from trainer.rollout.decode import generate_rollout
+from trainer.rollout.lean_forward import lean_supported
+from trainer.rollout.logprobs import completion_logprobs
 
 torch.set_num_threads(1)
 G, T = 3, 1.1

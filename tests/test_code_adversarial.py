@@ -173,7 +173,7 @@ def test_humaneval_through_the_suite_canonical_pass_stubs_and_poly_hack_fail(ser
     """All 164 canonical solutions with the suite's own requests (prelude = the prompt) get reward 1; the
     same problems with ``return None`` bodies get 0; HumanEval/32 with the candidate's own ``poly`` that
     always says 0 gets 0 (the tests' poly is the prompt's)."""
-    from trainer.suites import humaneval_problems
+    from trainer.evaluation.suites import humaneval_problems
 
     problems = humaneval_problems()
     reqs = [

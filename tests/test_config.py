@@ -122,7 +122,7 @@ def test_load_config_reads_a_pipeline_files_grpo_section(tmp_path):
 
 @pytest.mark.parametrize(
     "module",
-    ["trainer.train", "trainer.pipeline", "trainer.r1", "trainer.evaluate", "trainer.warmstart", "trainer.task"],
+    ["trainer.train", "trainer.pipelines.make_train", "trainer.pipelines.r1", "trainer.evaluation.evaluate", "trainer.pipelines.warmstart", "trainer.pipelines.task"],
 )
 def test_every_entry_point_prints_help_from_its_model(module):
     p = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
@@ -141,22 +141,22 @@ def test_entry_points_turn_a_config_error_into_a_message_and_status_1(tmp_path):
 # -- the pipeline's and r1's models: every config file in configs/ validates, sections are typed ------------
 @pytest.mark.parametrize(
     ("name", "module", "model"),
-    [("default.yaml", "pipeline", "PipelineConfig"), ("qwen05b.yaml", "pipeline", "PipelineConfig"),
+    [("default.yaml", "make_train", "PipelineConfig"), ("qwen05b.yaml", "make_train", "PipelineConfig"),
      ("r1.yaml", "r1", "R1Config")],
 )  # fmt: skip
 def test_the_shipped_config_files_validate(name, module, model):
     import importlib
 
-    mod = importlib.import_module(f"trainer.{module}")
+    mod = importlib.import_module(f"trainer.pipelines.{module}")
     cfg = cli.load(getattr(mod, model), ["--config", str(ROOT / "configs" / name)])
-    grpo = cfg.grpo if module == "pipeline" else cfg.rl
+    grpo = cfg.grpo if module == "make_train" else cfg.rl
     assert isinstance(grpo, GRPOConfig) and grpo.verifier == "r1"
-    train = load_config(ROOT / "configs" / name) if module == "pipeline" else None
+    train = load_config(ROOT / "configs" / name) if module == "make_train" else None
     assert train is None or train == grpo  # the trainer reads the same file's grpo section
 
 
 def test_make_train_flags_map_onto_the_pipeline_model(tmp_path):
-    from trainer import pipeline
+    from trainer.pipelines import make_train as pipeline
 
     cfg = pipeline.load_args(["--model", "m", "--data", "d.jsonl", "--eval-data", "e.jsonl", "--verifier", "math",
                               "--target", "h:1", "--name", "2024", "--seed", "3", "--runs", "r", "--grpo.lr", "1e-4",
@@ -173,8 +173,8 @@ def test_make_train_flags_map_onto_the_pipeline_model(tmp_path):
 
 
 def test_too_little_data_to_hold_out_is_a_data_error(tmp_path):
-    from trainer import pipeline
     from trainer.errors import DataError
+    from trainer.pipelines import make_train as pipeline
 
     data = tmp_path / "d.jsonl"
     data.write_text('{"prompt": "1+1=?", "answer": "2"}\n' * 3)
@@ -184,7 +184,7 @@ def test_too_little_data_to_hold_out_is_a_data_error(tmp_path):
 
 
 def test_make_r1_flags_map_onto_the_r1_model():
-    from trainer import r1
+    from trainer.pipelines import r1
 
     cfg = r1.load_args(["--out", "o", "--target", "h:2", "--seed", "1", "--rl.steps", "3", "--rejection.samples", "8"])
     assert (cfg.out, cfg.target, cfg.seed, cfg.rl.steps, cfg.rejection.samples) == ("o", "h:2", 1, 3, 8)

@@ -2,7 +2,7 @@
 
 The must-show: two processes, each holding half of the step's groups, take the same optimizer step
 (to 1e-6) as one process holding the whole global batch. The batch is a real rollout of the tiny
-model (trainer/tiny.py) sampled once with a fixed seed; its rewards are a deterministic function of
+model (trainer/pipelines/tiny.py) sampled once with a fixed seed; its rewards are a deterministic function of
 the completion text; both runs feed it to ``trainer.train.optimize``. Ranks are real processes
 (torch.multiprocessing, env:// rendezvous on a free loopback port), DDP all-reduces their gradients.
 
@@ -25,18 +25,16 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from trainer import distributed, tiny
+from trainer import distributed
 from trainer.config import GRPOConfig
-from trainer.rollout import Batch, Example, Score, generate_rollout
-from trainer.train import (
-    Learner,
-    UpdateBatch,
-    _loss_mask,
-    load_policy,
-    masked_group_advantages,
-    optimize,
-    score_logprobs,
-)
+from trainer.data import Example
+from trainer.grpo.batch import Batch
+from trainer.grpo.loss import masked_group_advantages
+from trainer.grpo.rewards import Score
+from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
+from trainer.pipelines import tiny
+from trainer.policy import load_policy
+from trainer.rollout.decode import generate_rollout
 
 ROOT = Path(__file__).resolve().parent.parent
 G, PROMPTS = 4, 4  # global batch: 4 groups of 4
@@ -92,7 +90,7 @@ def _update(cfg, model, tok, ref, batch: Batch, ctx: distributed.Dist) -> list[t
     ref_lp = score_logprobs(ref, batch.rollout, cfg)
     opt = torch.optim.SGD([p for p in train_model.parameters() if p.requires_grad], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, _loss_mask(cfg, batch), None, ref_lp))
+    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp))
     return [p.detach().clone() for p in model.parameters()]
 
 

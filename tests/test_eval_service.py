@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from trainer import evaluate, suites
+from trainer.evaluation import evaluate, suites
 from verifiers.client import VerifierClient
 from verifiers.launch import ROOT, LocalServer
 
@@ -115,7 +115,7 @@ def test_humaneval_canonical_passes_and_stubs_fail(tmp_path, verifier_server, cl
 
 
 def tiny_model_and_data(tmp_path: Path) -> tuple[Path, Path]:
-    from trainer import task, tiny
+    from trainer.pipelines import task, tiny
 
     model = tiny.build(tmp_path / "tiny")
     data = task.build(tmp_path / "data", 0, {"heldout": 4})["heldout"]
@@ -123,8 +123,8 @@ def tiny_model_and_data(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_greedy_eval_of_a_model_matches_the_trainers_evaluation(tmp_path, verifier_server, client):
-    from trainer.rollout import load_examples
-    from trainer.train import evaluate_accuracy
+    from trainer.data import load_examples
+    from trainer.evaluation.evaluator import evaluate_accuracy
 
     model_dir, data = tiny_model_and_data(tmp_path)
     out = tmp_path / "m.json"
@@ -158,12 +158,12 @@ def test_k_samples_per_problem_and_resume_without_regenerating(tmp_path, verifie
 def test_command_line_starts_its_own_service_when_no_target_is_given(tmp_path):
     f = write(tmp_path / "c.jsonl", MATH_ROWS[:2])
     out = tmp_path / "cli.json"
-    p = subprocess.run([sys.executable, "-m", "trainer.evaluate", "--completions", str(f), "--verifier", "math",
+    p = subprocess.run([sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "math",
                         "--out", str(out), "--pool-size", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
     assert "| accuracy | 0.500 |" in p.stdout and "starting a verifier service" in p.stderr
     assert json.loads(out.read_text())["target"] == "local (started for this run)"
-    q = subprocess.run([sys.executable, "-m", "trainer.evaluate", "--completions", str(f), "--verifier", "nope",
+    q = subprocess.run([sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "nope",
                         "--out", str(tmp_path / "bad.json"), "--pool-size", "1"], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)  # fmt: skip
     assert q.returncode != 0 and "verifier(s) nope not registered" in q.stderr and "Traceback" not in q.stderr
@@ -183,7 +183,7 @@ def test_humaneval_with_a_model_grades_prompt_plus_continuation(tmp_path, verifi
 
 
 def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_server, client, monkeypatch):
-    """A real `make train` run (trainer.pipeline: tiny model, 2 warm-start steps, 1 GRPO step) in
+    """A real `make train` run (trainer.pipelines.make_train: tiny model, 2 warm-start steps, 1 GRPO step) in
     runs/r1 + runs/latest; `make eval` with no arguments finds its final checkpoint and held-out set and
     reproduces summary.json's eval_after completion for completion. (A tiny model scores 0 on math; a
     registered verifier on the completion's length and the reference's gives a figure that depends on
@@ -191,7 +191,7 @@ def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_se
     that the eval section's settings are the ones used.)"""
     parity = pb.PythonVerifier(source="def verify(c, r, o):\n    return (len(c) + len(r)) % 2 == 0\n")
     client.register(pb.RegisterVerifierRequest(name="eval_parity", python=parity, replace=True))
-    from trainer import pipeline
+    from trainer.pipelines import make_train as pipeline
 
     monkeypatch.chdir(tmp_path)
     summary = pipeline.run([
@@ -224,7 +224,7 @@ def test_sigterm_mid_run_keeps_the_log_stops_the_local_service_and_resumes(tmp_p
     f = write(tmp_path / "many.jsonl", rows)
     out = tmp_path / "int.json"
     log = out.with_suffix(".samples.jsonl")
-    cmd = [sys.executable, "-m", "trainer.evaluate", "--completions", str(f), "--verifier", "math", "--out", str(out),
+    cmd = [sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "math", "--out", str(out),
            "--pool-size", "1", "--batch-size", "4", "--workers", "1", "--no-progress"]  # fmt: skip
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240

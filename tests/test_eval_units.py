@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer import evaluate, passk, suites
-from trainer.errors import ConfigError
-from trainer.suites import DataError
+from trainer.errors import ConfigError, DataError
+from trainer.evaluation import evaluate, passk, suites
 
 
 def exact(n: int, c: int, k: int) -> float:
@@ -246,16 +245,17 @@ def test_default_output_paths(tmp_path, monkeypatch):
     assert evaluate.default_out(b, None, "x/he.jsonl") == Path("runs/eval/he.json")
 
 
-# -- make eval with no arguments: the run folder `make train` (trainer.pipeline) writes ----------------
+# -- make eval with no arguments: the run folder `make train` (trainer.pipelines.make_train) writes ----------------
 def fake_pipeline_run(root: Path) -> Path:
-    """runs/r1 laid out as trainer.pipeline writes it (its own config models, a real tiny checkpoint), with
+    """runs/r1 laid out as trainer.pipelines.make_train writes it (its own config models, a real tiny checkpoint), with
     paths in summary.json as training recorded them (relative to where it ran, not where make eval runs)."""
     import os
 
     import yaml
 
-    from trainer import pipeline, task, tiny
     from trainer.config import GRPOConfig
+    from trainer.pipelines import make_train as pipeline
+    from trainer.pipelines import task, tiny
 
     run = root / "runs" / "r1"
     heldout = task.build(run / "data", 0, {"heldout": 5})["heldout"]
@@ -309,8 +309,8 @@ def test_a_signal_landing_after_a_batch_is_logged_does_not_log_it_twice(tmp_path
     resume log keeps one line per graded sample, which is what the interrupted run reports."""
     from concurrent.futures import Future
 
-    from trainer.eval_grade import Grader
-    from trainer.eval_log import SampleLog
+    from trainer.evaluation.grade import Grader
+    from trainer.evaluation.log import SampleLog
 
     class Bar:
         def update(self, n: int) -> None: ...

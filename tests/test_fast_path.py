@@ -18,12 +18,13 @@ import torch
 from tests.test_lean_forward import qwen2
 from tests.test_replay import EXAMPLES, G, _rollout
 from trainer.config import GRPOConfig
-from trainer.decode import _positions, generate_rollout
-from trainer.lean_forward import lean_supported
-from trainer.logprobs import completion_logprobs
-from trainer.loss import token_logprobs
+from trainer.grpo.loss import token_logprobs
+from trainer.pipelines.tiny import build_tokenizer
 from trainer.policy import load_policy, make_optimizer
-from trainer.tiny import build_tokenizer
+from trainer.rollout.decode import generate_rollout
+from trainer.rollout.lean_forward import lean_supported
+from trainer.rollout.lean_forward import mask_positions as _positions
+from trainer.rollout.logprobs import completion_logprobs
 
 torch.set_num_threads(1)
 T = 1.2  # the rollouts' temperature (tests/test_replay.py)

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 
-import trainer.logprobs as logprobs_mod
+import trainer.rollout.logprobs as logprobs_mod
 from tests.test_architectures import _build
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
-from trainer.lean_forward import lean_supported
+from trainer.grpo.rewards import PythonReward
 from trainer.metrics import MetricsLogger
+from trainer.pipelines.tiny import build_tokenizer
 from trainer.policy import load_policy, make_optimizer, make_reference, seed_everything
-from trainer.rewards import PythonReward
-from trainer.tiny import build_tokenizer
+from trainer.rollout.lean_forward import lean_supported
 from trainer.train import StepParts, run_step
 
 torch.set_num_threads(1)

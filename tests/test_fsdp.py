@@ -22,7 +22,8 @@ from transformers import AutoModelForCausalLM
 from tests.test_distributed import _cfg, _model_and_batch, _shard, free_port, torchrun_train
 from trainer import distributed
 from trainer.checkpoint import save_checkpoint
-from trainer.train import Learner, UpdateBatch, _loss_mask, masked_group_advantages, optimize, score_logprobs
+from trainer.grpo.loss import masked_group_advantages
+from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
 
 
 def _step(cfg, model, ref, batch, ctx, parallel: str):
@@ -31,7 +32,7 @@ def _step(cfg, model, ref, batch, ctx, parallel: str):
     ref_lp = score_logprobs(ref, batch.rollout, cfg)
     opt = torch.optim.SGD([p for p in train_model.parameters() if p.requires_grad], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, _loss_mask(cfg, batch), None, ref_lp))
+    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp))
     return train_model, opt, sched
 
 

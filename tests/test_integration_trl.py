@@ -127,7 +127,7 @@ def test_trl_grpo_trainer_logs_the_services_rewards(tmp_path, verifier_server, c
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from trainer.tiny import build
+    from trainer.pipelines.tiny import build
 
     torch.set_num_threads(1)
     model = str(build(tmp_path / "tiny", seed=0))  # TRL loads its reference model from the same folder

@@ -1,4 +1,4 @@
-"""trainer/lean_forward.py: the lean decode forward computes what the HF model computes.
+"""trainer/rollout/lean_forward.py: the lean decode forward computes what the HF model computes.
 
 Each incremental step's logits are compared with the HF model's own full forward over the whole
 sequence so far (left padding, attention mask, position ids from the mask), in fp32 to 1e-5, on a tiny
@@ -13,11 +13,12 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-import trainer.decode as decode_mod
+import trainer.rollout.decode as decode_mod
 from trainer.data import Example
-from trainer.decode import _positions, generate_rollout
-from trainer.lean_forward import LeanDecoder, lean_supported
-from trainer.tiny import build_tokenizer
+from trainer.pipelines.tiny import build_tokenizer
+from trainer.rollout.decode import generate_rollout
+from trainer.rollout.lean_forward import LeanDecoder, lean_supported
+from trainer.rollout.lean_forward import mask_positions as _positions
 
 torch.set_num_threads(1)
 VOCAB = 40

@@ -11,8 +11,8 @@ import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig
-from trainer.loss import token_logprobs
-from trainer.train import load_policy
+from trainer.grpo.loss import token_logprobs
+from trainer.policy import load_policy
 
 peft = pytest.importorskip("peft")
 

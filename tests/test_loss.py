@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
-import trainer.loss
+import trainer.grpo.loss
 from trainer.config import GRPOConfig
-from trainer.loss import (
+from trainer.grpo.loss import (
     group_advantages,
     grpo_loss,
     k3_kl,
@@ -282,7 +282,7 @@ def test_masked_group_advantages_follow_the_config(scale, std):
 
 
 def test_docstring_examples_of_the_loss_module_hold():
-    result = doctest.testmod(trainer.loss, optionflags=doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(trainer.grpo.loss, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 3 and result.failed == 0
 
 

@@ -1,4 +1,4 @@
-"""Scoring overlapped with generation (trainer/overlap.py): each group is handed to the reward function
+"""Scoring overlapped with generation (trainer/grpo/overlap.py): each group is handed to the reward function
 as soon as all its rows produced EOS, while the decode loop goes on for the others.
 
 - groups are submitted mid-decode (counted in model forwards, not in seconds), with the very texts the
@@ -7,7 +7,7 @@ as soon as all its rows produced EOS, while the decode loop goes on for the othe
   reward and through a real verifier service;
 - a reward function's error reaches the step; a wrong number of scores is a ScoringError.
 
-The tiny model (trainer/tiny.py) is given many EOS ids so that rows stop at different lengths.
+The tiny model (trainer/pipelines/tiny.py) is given many EOS ids so that rows stop at different lengths.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer import tiny
 from trainer.config import GRPOConfig
-from trainer.overlap import GroupScorer, ScoringError, finished_groups
-from trainer.rollout import DataStream, Example, PythonReward, VerifierReward, collect_batch, generate_rollout
+from trainer.data import DataStream, Example
+from trainer.grpo.batch import collect_batch
+from trainer.grpo.overlap import GroupScorer, ScoringError, finished_groups
+from trainer.grpo.rewards import PythonReward, VerifierReward
+from trainer.pipelines import tiny
+from trainer.rollout.decode import generate_rollout
 
 G = 4
 torch.set_num_threads(1)

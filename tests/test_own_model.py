@@ -79,7 +79,7 @@ def test_a_peft_adapter_folder_as_model_trains_the_adapter(tmp_path, verifier_se
     peft = pytest.importorskip("peft")
     from transformers import AutoModelForCausalLM
 
-    from trainer import pipeline
+    from trainer.pipelines import make_train as pipeline
 
     base_dir = save_model_folder(tmp_path / "base", tags_special=False)
     base = AutoModelForCausalLM.from_pretrained(base_dir)

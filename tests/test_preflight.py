@@ -11,10 +11,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.own_model_helpers import TAGS, bpe_tokenizer
-from trainer import preflight, run_folder
+from trainer import preflight
 from trainer.config import GRPOConfig
 from trainer.errors import CheckpointError, ConfigError
 from trainer.outcome_watch import OutcomeWatch
+from trainer.pipelines import run_folder
 
 
 def test_a_special_think_tag_is_an_error_naming_the_token_and_the_fix():
@@ -115,7 +116,7 @@ def test_where_a_run_goes(tmp_path):
 
 
 def test_a_model_of_ones_own_gets_the_real_model_config_and_its_sources(tmp_path):
-    from trainer.pipeline import ALIASES, PipelineConfig
+    from trainer.pipelines.make_train import ALIASES, PipelineConfig
 
     got = run_folder.load(PipelineConfig, ["--model", "m", "--grpo.lr", "2e-6", "--runs", str(tmp_path)], ALIASES)
     assert got.cfg.grpo.max_new_tokens == 512 and got.cfg.eval.k == 4 and got.cfg.warmstart.steps == 0
@@ -129,7 +130,7 @@ def test_a_model_of_ones_own_gets_the_real_model_config_and_its_sources(tmp_path
 
 
 def test_resuming_in_place_refuses_other_fixed_settings(tmp_path):
-    from trainer.pipeline import ALIASES, PipelineConfig
+    from trainer.pipelines.make_train import ALIASES, PipelineConfig
 
     runs = tmp_path / "runs"
     _run_with_checkpoint(runs, "t7", 3)

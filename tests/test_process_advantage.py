@@ -1,4 +1,4 @@
-"""Process supervision (trainer/process.py): A_{i,t} = sum of output i's group-normalised step rewards
+"""Process supervision (trainer/grpo/process.py): A_{i,t} = sum of output i's group-normalised step rewards
 whose step ends at or after token t; character spans mapped to tokens by decode-prefix lengths.
 
 - a hand-computed group with steps of unequal length (and unequal counts per output);
@@ -21,10 +21,10 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from trainer import task, tiny
 from trainer.config import GRPOConfig
-from trainer.loss import grpo_loss
-from trainer.process import char_to_token_end, process_advantages, steps_to_tokens
+from trainer.grpo.loss import grpo_loss
+from trainer.grpo.process import char_to_token_end, process_advantages, steps_to_tokens
+from trainer.pipelines import task, tiny
 from verifiers.steps import ArithSteps
 
 T = torch.tensor

@@ -3,9 +3,10 @@ function and honour use_chat_template alike, so the three see the same prompt to
 
 from __future__ import annotations
 
-from trainer.rollout import Example, generate_rollout, render_prompt
-from trainer.tiny import build_model, build_tokenizer
-from trainer.warmstart import encode
+from trainer.data import Example, render_prompt
+from trainer.pipelines.tiny import build_model, build_tokenizer
+from trainer.pipelines.warmstart import encode
+from trainer.rollout.decode import generate_rollout
 
 
 def test_warm_start_and_rollouts_render_prompts_alike():

@@ -1,10 +1,10 @@
-"""The R1 pipeline (trainer/r1.py) and its rejection-sampling filter (trainer/rejection.py).
+"""The R1 pipeline (trainer/pipelines/r1.py) and its rejection-sampling filter (trainer/pipelines/rejection.py).
 
 - the filter, graded by a real verifier service over gRPC: a wrong answer, a malformed completion (no
   think block, text before <think>, an empty think), a missing answer never enter the SFT set; a
   duplicate enters once; the counts add up;
 - the filter alone on grades that say SANDBOX_ERROR / partial reward: dropped;
-- ``python -m trainer.r1`` with tiny stage sizes runs all five stages, writes the per-stage table, and
+- ``python -m trainer.pipelines.r1`` with tiny stage sizes runs all five stages, writes the per-stage table, and
   a second invocation skips every finished stage (and one whose stage.json was removed is redone).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.rejection import Sample, filter_samples, grade_samples
+from trainer.pipelines.rejection import Sample, filter_samples, grade_samples
 from verifiers.client import VerifierClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +87,7 @@ TINY_ARGS = [
 
 
 def _r1(out: Path, target: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "trainer.r1", "--out", str(out), "--target", target, *TINY_ARGS]
+    cmd = [sys.executable, "-m", "trainer.pipelines.r1", "--out", str(out), "--target", target, *TINY_ARGS]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 

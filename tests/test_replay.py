@@ -1,4 +1,4 @@
-"""trainer/replay.py: the training forward that takes its matmul products from the decode's recording.
+"""trainer/rollout/replay.py: the training forward that takes its matmul products from the decode's recording.
 
 Against the HF model's own forward (the ordinary path of completion_logprobs), on a tiny Qwen2 (GQA, q/k/v
 biases, tied embeddings) and a tiny Llama (biases incl. o_proj, untied), prompts shared or not, left
@@ -18,15 +18,15 @@ import dataclasses
 import pytest
 import torch
 
-import trainer.decode as decode_mod
-import trainer.logprobs as logprobs_mod
+import trainer.rollout.decode as decode_mod
+import trainer.rollout.logprobs as logprobs_mod
 from tests.test_lean_forward import MODELS
 from tests.test_train_step import parts
 from trainer.data import Example
-from trainer.decode import generate_rollout
-from trainer.logprobs import completion_logprobs
-from trainer.replay import Recording
-from trainer.tiny import build_tokenizer
+from trainer.pipelines.tiny import build_tokenizer
+from trainer.rollout.decode import generate_rollout
+from trainer.rollout.logprobs import completion_logprobs
+from trainer.rollout.replay import Recording
 from trainer.train import run_step
 
 torch.set_num_threads(1)
@@ -114,8 +114,8 @@ def test_a_stale_recording_is_not_used():
 
 
 def _counting(calls: list[str]):
-    """trainer.replay.replay_logits, noting each call in ``calls``: "replay" (from a recording) or "lean"."""
-    from trainer.replay import replay_logits
+    """trainer.rollout.replay.replay_logits, noting each call in ``calls``: "replay" (from a recording) or "lean"."""
+    from trainer.rollout.replay import replay_logits
 
     def counted(*a, **kw):
         calls.append("replay" if kw.get("recording") is not None else "lean")

@@ -1,4 +1,4 @@
-"""Issue 31: resume as a user does it. A real ``python -m trainer.pipeline`` process (what ``make train``
+"""Issue 31: resume as a user does it. A real ``python -m trainer.pipelines.make_train`` process (what ``make train``
 runs) is sent SIGTERM during GRPO; it writes the step's checkpoint and prints the command that resumes
 it; that command (the same one) continues in the same folder, without a second "before" evaluation, and
 ends with the same weights as a run never interrupted (same seed)."""
@@ -30,7 +30,7 @@ SMALL = [
 
 
 def pipeline(runs: Path, name: str, target: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "trainer.pipeline", *SMALL, "--runs", str(runs), "--name", name,
+    return [sys.executable, "-m", "trainer.pipelines.make_train", *SMALL, "--runs", str(runs), "--name", name,
             "--target", target, *extra]  # fmt: skip
 
 

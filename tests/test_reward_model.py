@@ -14,7 +14,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForSequenceClassification
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from trainer.tiny import build_tokenizer
+from trainer.pipelines.tiny import build_tokenizer
 from verifiers.client import VerifierClient, VerifierError
 from verifiers.launch import LocalServer
 from verifiers.reward_model import to_reward

@@ -9,24 +9,13 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from trainer import tiny
 from trainer.config import GRPOConfig
-from trainer.rollout import (
-    DataStream,
-    Example,
-    PythonReward,
-    Rollout,
-    Score,
-    collect_batch,
-    completion_logprobs,
-    completion_mask_from_eos,
-    concat_rollouts,
-    decode,
-    fast_decode_supported,
-    generate_rollout,
-    informative_groups,
-    load_examples,
-)
+from trainer.data import DataStream, Example, load_examples
+from trainer.grpo.batch import collect_batch, concat_rollouts, informative_groups
+from trainer.grpo.rewards import PythonReward, Score
+from trainer.pipelines import tiny
+from trainer.rollout.decode import Rollout, completion_mask_from_eos, decode, fast_decode_supported, generate_rollout
+from trainer.rollout.logprobs import completion_logprobs
 
 torch.set_num_threads(1)
 
@@ -337,7 +326,7 @@ def test_checkpoint_penalties_do_not_change_the_sampling_distribution(tok, model
 
 
 def test_fast_decode_on_the_project_tiny_model(tmp_path):
-    """The saved tiny model of trainer/tiny.py, loaded as any hub model, chat template on: greedy equal to generate."""
+    """The saved tiny model of trainer/pipelines/tiny.py, loaded as any hub model, chat template on: greedy equal to generate."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = tiny.build(tmp_path / "tiny")
@@ -362,7 +351,7 @@ def test_recorded_sampling_logprobs_are_the_old_policy_logprobs_the_loss_uses(to
     equal the pi_old log-probs the loss scores (train.score_logprobs) to 1e-4, on both sampling paths.
     Before, model.generate applied the checkpoint's penalty and top_k, so they differed."""
     from trainer.config import GRPOConfig
-    from trainer.train import score_logprobs
+    from trainer.grpo.update import score_logprobs
 
     m = _with_eos(model, [])
     m.generation_config.repetition_penalty = 1.3

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from trainer import task
+from trainer.pipelines import task
 
 SIZES = {"warmstart": 300, "train": 200, "heldout": 200}
 

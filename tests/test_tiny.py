@@ -10,8 +10,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer import task, tiny
-from trainer.warmstart import WarmStartConfig, encode, sft_loss, warm_start
+from trainer.pipelines import task, tiny
+from trainer.pipelines.warmstart import WarmStartConfig, encode, sft_loss, warm_start
 
 SMALL = tiny.TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
 
@@ -68,7 +68,7 @@ def test_warm_start_masks_the_prompt_and_lowers_the_loss():
 @pytest.mark.docker
 def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path, capsys):
     """`make train MODEL=<folder> DATA=<jsonl>`: the same pipeline, a local model, 2 GRPO steps."""
-    from trainer import pipeline
+    from trainer.pipelines import make_train as pipeline
 
     torch.manual_seed(0)
     tok = tiny.build_tokenizer()

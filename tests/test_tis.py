@@ -1,5 +1,5 @@
 """The gap between the policy that sampled a batch and the one that trains on it: measured every step and
-corrected by truncated importance sampling (trainer/loss.py ``tis_weights``, ``mismatch_stats``).
+corrected by truncated importance sampling (trainer/grpo/loss.py ``tis_weights``, ``mismatch_stats``).
 
 - On a bandit whose samples come from a deliberately perturbed sampler q (not pi_old), the expected
   gradient of the TIS-weighted GRPO loss is the on-policy one (exactly while no ratio reaches the cap,
@@ -22,19 +22,19 @@ import pytest
 import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
-from trainer.backend_base import rollout_from_ids
-from trainer.batch import concat_rollouts, rollout_dtype
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
-from trainer.decode import Rollout, generate_rollout
 from trainer.errors import ConfigError
-from trainer.loss import grpo_loss, mismatch_stats, tis_weights
+from trainer.grpo.batch import concat_rollouts, rollout_dtype
+from trainer.grpo.loss import grpo_loss, mismatch_stats, tis_weights
+from trainer.grpo.rewards import PythonReward
+from trainer.grpo.update import score_logprobs
 from trainer.metrics import MetricsLogger
 from trainer.policy import make_optimizer, make_reference, seed_everything
-from trainer.rewards import PythonReward
+from trainer.rollout.backend_base import rollout_from_ids
+from trainer.rollout.decode import Rollout, generate_rollout
+from trainer.rollout.vllm import sampled_logprobs
 from trainer.train import StepParts, run_step
-from trainer.update import score_logprobs
-from trainer.vllm_backend import sampled_logprobs
 
 torch.set_num_threads(1)
 K = 8  # bandit arms

@@ -24,21 +24,17 @@ from transformers import AutoModelForCausalLM
 
 from tests.test_rollout import R1_TAGS, tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig, load_config
+from trainer.data import Example
 from trainer.errors import ConfigError, VerifierSetupError
+from trainer.evaluation.evaluator import evaluate_accuracy
+from trainer.grpo.batch import Batch
+from trainer.grpo.loss import masked_group_advantages
+from trainer.grpo.rewards import Score, VerifierReward
+from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
 from trainer.metrics import read_metrics
-from trainer.rollout import Batch, Example, Score, VerifierReward, generate_rollout
-from trainer.train import (
-    Learner,
-    UpdateBatch,
-    _loss_mask,
-    evaluate_accuracy,
-    load_policy,
-    make_optimizer,
-    masked_group_advantages,
-    optimize,
-    score_logprobs,
-    train,
-)
+from trainer.policy import load_policy, make_optimizer
+from trainer.rollout.decode import generate_rollout
+from trainer.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
 torch.set_num_threads(1)
@@ -212,12 +208,12 @@ def test_masked_rows_and_padding_do_not_change_the_update(mask_truncated):
         if scramble:
             gen = torch.Generator().manual_seed(7)
             noise = torch.randint(3, len(tok), ro.completion_ids.shape, generator=gen)
-            dead = _loss_mask(cfg, batch) == 0
+            dead = token_loss_mask(cfg, batch) == 0
             ro.completion_ids[:] = torch.where(dead, noise, ro.completion_ids)
         adv = masked_group_advantages(cfg, batch.rewards, batch.valid)
         opt, sched = make_optimizer(cfg, model)
         ref_lp = score_logprobs(tiny_model(tok), ro, cfg)
-        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, _loss_mask(cfg, batch), None, ref_lp))
+        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp))
         return [p.detach().clone() for p in model.parameters()]
 
     a, b = update(False), update(True)
@@ -275,7 +271,7 @@ def test_gradient_checkpointing_and_shared_prefix_give_the_same_update():
         # hooks send its own passes to the HF forward, the others to the lean one: rounding Adam amplifies)
         old_lp = score_logprobs(load_policy(GRPOConfig(), tiny_model(tok), tok)[0], batch.rollout, cfg)
         opt, sched = make_optimizer(cfg, model)
-        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, _loss_mask(cfg, batch), old_lp, ref_lp))
+        optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), old_lp, ref_lp))
         results.append([p.detach().clone() for p in model.parameters()])
     plain, shared, recomputed = results
     # Adam divides by sqrt(v): float32 rounding in near-zero gradients shows up at ~1e-5 after 2 steps of lr 1e-2

@@ -21,13 +21,15 @@ import pytest
 import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
-from trainer import distributed, errors, overlap, suites
-from trainer.backend_base import BackendError
+from trainer import distributed, errors
 from trainer.checkpoint import resolve_resume, save_checkpoint
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
+from trainer.evaluation import suites
+from trainer.grpo import overlap
 from trainer.policy import load_policy, make_optimizer
-from trainer.resume import _resume
+from trainer.resume import resume_run
+from trainer.rollout.backend_base import BackendError
 from trainer.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +50,7 @@ def run_entry_point(*args: str) -> subprocess.CompletedProcess:
 def test_every_trainer_error_type_is_a_trainer_error_and_none_is_a_system_exit():
     for cls in (suites.DataError, distributed.DistributedError, BackendError, overlap.ScoringError):
         assert issubclass(cls, errors.TrainerError) and not issubclass(cls, SystemExit)
-    assert suites.DataError is errors.DataError  # still importable from trainer.suites
+    assert suites.DataError is errors.DataError  # still importable from trainer.evaluation.suites
 
 
 def test_no_model_is_a_model_error():
@@ -79,7 +81,7 @@ def test_resume_into_a_different_model_is_a_checkpoint_error(tmp_path):
     opt, sched = make_optimizer(cfg, model)
     stream = DataStream([Example("1+1=", "2")], 0)
     with pytest.raises(errors.CheckpointError, match="weights do not match the model"):
-        _resume(cfg.model_copy(update={"resume": str(path)}), model, opt, sched, stream, None)
+        resume_run(cfg.model_copy(update={"resume": str(path)}), model, opt, sched, stream, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ def test_entry_point_with_a_missing_config_file_exits_1_with_one_line(tmp_path):
 def test_entry_point_prints_a_library_error_raised_mid_run_as_one_line(tmp_path):
     """The vllm rollout backend cannot run here (no vllm or no CUDA): its BackendError is raised after the
     model and data are loaded, and reaches the user as `error: ...`, exit status 1."""
-    from trainer.vllm_backend import unavailable_reason
+    from trainer.rollout.vllm import unavailable_reason
 
     if unavailable_reason() is None:
         pytest.skip("vllm can run here, so there is no backend error to show")

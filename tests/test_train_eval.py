@@ -1,6 +1,6 @@
-"""The evaluator (trainer/evaluator.py) that training's periodic and final evaluation and `make eval` share:
+"""The evaluator (trainer/evaluation/evaluator.py) that training's periodic and final evaluation and `make eval` share:
 its generation loop batches whole problems and keeps their order, greedy ``evaluate`` is that loop plus the
-reward and the aggregate, and the aggregate is ``make eval``'s (trainer.passk: ungraded samples out of the
+reward and the aggregate, and the aggregate is ``make eval``'s (trainer.evaluation.passk: ungraded samples out of the
 denominator, counted apart).
 A real tiny model built from a config; rewards from a plain Python function (the service's own path is
 covered end to end in tests/test_eval_service.py and tests/test_train.py)."""
@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
-from trainer import passk
 from trainer.data import Example
-from trainer.decode import generate_rollout
-from trainer.evaluator import evaluate, generate_batches, greedy_figures
-from trainer.heldout import sampled_figures
-from trainer.rewards import PythonReward, Score
+from trainer.evaluation import passk
+from trainer.evaluation.evaluator import evaluate, generate_batches, greedy_figures
+from trainer.evaluation.heldout import sampled_figures
+from trainer.grpo.rewards import PythonReward, Score
+from trainer.rollout.decode import generate_rollout
 
 torch.set_num_threads(1)
 EXAMPLES = [Example(f"{i}+{i + 1}=", str(2 * i + 1)) for i in range(5)]
@@ -72,7 +72,7 @@ EIGHT = ["SANDBOX_ERROR", "CORRECT", "INCORRECT", "CORRECT", "SANDBOX_ERROR", "C
 
 
 def test_training_accuracy_is_make_evals_ungraded_samples_out_of_the_denominator():
-    """2 of 8 samples SANDBOX_ERROR: training's evaluator and make eval's report (trainer.passk) both say
+    """2 of 8 samples SANDBOX_ERROR: training's evaluator and make eval's report (trainer.evaluation.passk) both say
     3 correct of 6 graded, reward mean over the 6, and count the 2 apart."""
     tok = tiny_tokenizer()
     model = tiny_model(tok)
@@ -87,7 +87,7 @@ def test_training_accuracy_is_make_evals_ungraded_samples_out_of_the_denominator
 
 
 def test_sampled_figures_aggregate_as_make_eval_does():
-    """k=4 samples of 2 problems, 2 of the 8 SANDBOX_ERROR: sampled accuracy and pass@4 as trainer.passk
+    """k=4 samples of 2 problems, 2 of the 8 SANDBOX_ERROR: sampled accuracy and pass@4 as trainer.evaluation.passk
     computes them (problem 0 keeps 2 graded samples, fewer than k, so pass@4 is over problem 1 alone)."""
     tok = tiny_tokenizer()
     model = tiny_model(tok)
@@ -110,19 +110,19 @@ def test_sampled_figures_aggregate_as_make_eval_does():
     assert got["n_samples"] == 6 and got["sampled_ungraded"] == 2
 
 
-# callers of VerifierClient.verify_batch in trainer/ other than trainer/grading.py (none left)
+# callers of VerifierClient.verify_batch in trainer/ other than trainer/grpo/grading.py (none left)
 PENDING_DIRECT_CALLERS: dict[str, int] = {}
 
 
 def test_trainer_grades_through_one_call():
-    """trainer.grading.grade_items is the one grading call: make eval's Grader uses it, and no new module
+    """trainer.grpo.grading.grade_items is the one grading call: make eval's Grader uses it, and no new module
     calls the client's verify_batch on its own (the PENDING ones are listed; drop a line once moved)."""
     root = Path(__file__).resolve().parents[1]
     seen = {}
     for path in sorted((root / "trainer").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         n = path.read_text().count(".verify_batch(")
-        if n and rel != "trainer/grading.py":
+        if n and rel != "trainer/grpo/grading.py":
             seen[rel] = n
-    assert "grade_items(" in (root / "trainer/eval_grade.py").read_text()
-    assert seen == PENDING_DIRECT_CALLERS, f"call trainer.grading.grade_items instead: {seen}"
+    assert "grade_items(" in (root / "trainer/evaluation/grade.py").read_text()
+    assert seen == PENDING_DIRECT_CALLERS, f"call trainer.grpo.grading.grade_items instead: {seen}"

@@ -19,9 +19,9 @@ import torch
 from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
+from trainer.grpo.rewards import PythonReward
 from trainer.metrics import MetricsLogger
 from trainer.policy import make_optimizer, make_reference, seed_everything
-from trainer.rewards import PythonReward
 from trainer.train import StepParts, run_step
 
 torch.set_num_threads(1)

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from trainer.config import GRPOConfig
-from trainer.rollout import Rollout, VerifierReward, grade
+from trainer.grpo.rewards import VerifierReward, grade
+from trainer.rollout.decode import Rollout
 from verifiers.launch import LocalServer
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

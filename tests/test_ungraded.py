@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from trainer import passk
-from trainer.loss import group_advantages
-from trainer.rollout import Rollout, Score, grade
+from trainer.evaluation import passk
+from trainer.grpo.loss import group_advantages
+from trainer.grpo.rewards import Score, grade
+from trainer.rollout.decode import Rollout
 
 OUTCOMES = ["CORRECT", "BAD_REFERENCE", "INCORRECT", "SANDBOX_ERROR", "CORRECT", "INCORRECT"]
 

@@ -63,7 +63,7 @@ def test_a_python_verifier_can_say_the_reference_is_bad(served):
         assert (good.outcome, good.reward) == ("CORRECT", 1.0)
         assert client.verify("own_class", "x", "").outcome == "BAD_REFERENCE"
         assert client.verify("own_class", "x", "1").outcome == "CORRECT"
-    from trainer.rewards import VerifierReward
+    from trainer.grpo.rewards import VerifierReward
 
     reward = VerifierReward("whole_number", srv.target)
     try:

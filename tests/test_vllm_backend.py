@@ -1,4 +1,4 @@
-"""Rollout backends (trainer/rollout_backend.py, trainer/vllm_backend.py).
+"""Rollout backends (trainer/rollout/backends.py, trainer/rollout/vllm.py).
 
 On the CPU: the ``hf`` backend is ``generate_rollout`` (same tokens for the same seed); an unknown
 backend and an unusable ``vllm`` (no package or no GPU) are clear errors; an engine's token lists become
@@ -12,10 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer import tiny
-from trainer.rollout import Example, generate_rollout
-from trainer.rollout_backend import BackendError, make_backend, rollout_from_ids
-from trainer.vllm_backend import sampling_kwargs, unavailable_reason
+from trainer.data import Example
+from trainer.pipelines import tiny
+from trainer.rollout.backend_base import BackendError, rollout_from_ids
+from trainer.rollout.backends import make_backend
+from trainer.rollout.decode import generate_rollout
+from trainer.rollout.vllm import sampling_kwargs, unavailable_reason
 
 EXAMPLES = [Example("1+2=", "3"), Example("10+20=", "30")]
 

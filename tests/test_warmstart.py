@@ -1,4 +1,4 @@
-"""``python -m trainer.warmstart``: the supervised phase from one model folder to another, through the
+"""``python -m trainer.pipelines.warmstart``: the supervised phase from one model folder to another, through the
 shared parser (trainer/cli.py); bad input is a typed error."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from trainer import cli, task, tiny, warmstart
+from trainer import cli
 from trainer.errors import ConfigError, DataError
+from trainer.pipelines import task, tiny, warmstart
 
 
 def test_the_entry_point_fine_tunes_a_saved_model_into_another_folder(tmp_path):

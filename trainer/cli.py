@@ -2,7 +2,7 @@
 once by the entry point's pydantic model. ``--help`` is generated from the models' field descriptions.
 
 Used by every trainer entry point: ``python -m trainer.train`` (trainer.config.GRPOConfig),
-``trainer.pipeline`` (PipelineConfig), ``trainer.r1`` (R1Config) and ``trainer.evaluate`` (EvalArgs).
+``trainer.pipelines.make_train`` (PipelineConfig), ``trainer.pipelines.r1`` (R1Config) and ``trainer.evaluation.evaluate`` (EvalArgs).
 The warm start's settings are a section of the pipeline's models (``--warmstart.steps 200``, r1's
 ``--cold_start.lr 1e-3``), parsed here like every other section.
 

@@ -61,13 +61,14 @@ class GRPOConfig(BaseModel):
         "comparing the two (docs/train.md, Supported architectures)",
     )
     overlap_scoring: bool = Field(
-        True, description="send each group to the verifier as soon as its completions are decoded (trainer/overlap.py)"
+        True,
+        description="send each group to the verifier as soon as its completions are decoded (trainer/grpo/overlap.py)",
     )
     scoring_workers: int = Field(4, ge=1, description="threads that send groups to the verifier (overlap_scoring)")
     rollout_backend: Literal["hf", "vllm"] = Field(
         "hf",
         description="who samples: 'hf' (the policy, in this process) or 'vllm' (a colocated vLLM engine, weights "
-        "pushed after each update; pip install .[vllm], CUDA); see trainer/rollout_backend.py",
+        "pushed after each update; pip install .[vllm], CUDA); see trainer/rollout/backends.py",
     )
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, lt=1, description="vllm: share of GPU memory")
     rollout_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
@@ -96,7 +97,7 @@ class GRPOConfig(BaseModel):
     advantage: Literal["outcome", "process"] = Field(
         "outcome",
         description="'outcome': one advantage per completion from its reward; 'process' (DeepSeekMath process "
-        "supervision): per-token advantages from the verifier's step rewards, see trainer/process.py",
+        "supervision): per-token advantages from the verifier's step rewards, see trainer/grpo/process.py",
     )
     process_outcome_step: bool = Field(
         True, description="process: add the overall reward as a last step ending at the completion's last token"

@@ -1,7 +1,7 @@
 """Errors the trainer's library code raises; only the entry points turn them into an exit status.
 
-Every ``main()`` (``python -m trainer.train``, ``trainer.evaluate``, ``trainer.pipeline``, ``trainer.r1``,
-``trainer.warmstart``) wraps its body in :func:`exit_on_error`: a :class:`TrainerError` prints its message
+Every ``main()`` (``python -m trainer.train``, ``trainer.evaluation.evaluate``, ``trainer.pipelines.make_train``, ``trainer.pipelines.r1``,
+``trainer.pipelines.warmstart``) wraps its body in :func:`exit_on_error`: a :class:`TrainerError` prints its message
 on stderr and exits with status 1; anything else is a bug and keeps its traceback. Library callers (tests,
 notebooks, other tools) catch the specific class instead of seeing the interpreter exit.
 """

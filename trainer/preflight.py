@@ -2,7 +2,7 @@
 that a mismatch between the user's tokenizer and the chosen verifier is an error, not a run whose every
 reward is 0.
 
-The trainer decodes completions with ``skip_special_tokens=True`` (trainer/decode.py): a tag that the
+The trainer decodes completions with ``skip_special_tokens=True`` (trainer/rollout/decode.py): a tag that the
 tokenizer declares a *special* token is dropped from the text the verifier grades. A tokenizer trained
 with ``<think>``/``</think>``/``<answer>``/``</answer>`` among its special tokens therefore hands
 ``think_format`` and ``r1`` completions without their tags: every sample grades ``NO_ANSWER``. The fix

@@ -1,5 +1,5 @@
 """A progress bar for a training run: follows run/metrics.jsonl in a thread and shows reward, accuracy,
-KL and step time (tqdm). Used by ``make train`` (trainer/pipeline.py)."""
+KL and step time (tqdm). Used by ``make train`` (trainer/pipelines/make_train.py)."""
 
 from __future__ import annotations
 

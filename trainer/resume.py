@@ -12,7 +12,7 @@ from trainer.checkpoint import checkpoint_dir, load_trainer_state, resolve_resum
 from trainer.errors import CheckpointError
 
 
-def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
+def save_run(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
     """Every rank calls it; rank 0 writes. Under FSDP the weights and optimizer state are gathered first
     (a collective) and written unsharded, so the checkpoint loads with from_pretrained."""
     full: dict[str, Any] = {}
@@ -28,11 +28,11 @@ def _save(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=No
     )
 
 
-def _resume(cfg, model, optimizer, scheduler, stream, ref) -> int:
+def resume_run(cfg, model, optimizer, scheduler, stream, ref) -> int:
     """Load the checkpoint named by cfg.resume into the live objects; returns its step (0: fresh start)."""
     path = resolve_resume(cfg.resume, cfg.run_dir) if cfg.resume else None
     if path is None:
-        if cfg.resume == "auto":  # never a silent fresh start (make train refuses one: trainer/run_folder.py)
+        if cfg.resume == "auto":  # never a silent fresh start (make train refuses one: trainer/pipelines/run_folder.py)
             print(
                 f"resume auto: no checkpoint in {Path(cfg.run_dir) / 'checkpoints'}; starting at step 1",
                 file=sys.stderr,

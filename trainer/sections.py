@@ -1,4 +1,4 @@
-"""Config sections shared by ``make train`` (trainer/pipeline.py) and ``make r1`` (trainer/r1.py): the
+"""Config sections shared by ``make train`` (trainer/pipelines/make_train.py) and ``make r1`` (trainer/pipelines/r1.py): the
 embedded task, the tiny model's shape and the held-out evaluation. Each is a pydantic model whose field
 descriptions are the ``--help`` text (trainer/cli.py)."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer import task, tiny
+from trainer.pipelines import task, tiny
 
 
 class TaskSection(BaseModel):
-    """The embedded task (used when no --data is given); see trainer/task.py."""
+    """The embedded task (used when no --data is given); see trainer/pipelines/task.py."""
 
     model_config = ConfigDict(extra="forbid")
     operands: int = Field(4, ge=2, description="numbers per problem")
@@ -30,7 +30,7 @@ class TaskSection(BaseModel):
 
 
 class TinySection(BaseModel):
-    """Shape of the tiny Qwen2 decoder the embedded default builds (trainer/tiny.py TinyConfig)."""
+    """Shape of the tiny Qwen2 decoder the embedded default builds (trainer/pipelines/tiny.py TinyConfig)."""
 
     model_config = ConfigDict(extra="forbid")
     hidden_size: int = Field(128, ge=1, description="width of the residual stream")

@@ -9,9 +9,9 @@
 
 This module is the loop (``train``, ``run_step``), the periodic evaluation and the entry point; the
 pieces live beside it: trainer/policy.py (device, precision, policy, reference, optimizer),
-trainer/evaluator.py (greedy held-out evaluation, the generation loop ``make eval`` uses too),
-trainer/batch.py (prompts -> rollout -> grades), trainer/update.py (log-probs, the update, metrics),
-trainer/resume.py (checkpoint save/resume), trainer/loss.py (group advantages and the objective).
+trainer/evaluation/evaluator.py (greedy held-out evaluation, the generation loop ``make eval`` uses too),
+trainer/grpo/batch.py (prompts -> rollout -> grades), trainer/grpo/update.py (log-probs, the update, metrics),
+trainer/resume.py (checkpoint save/resume), trainer/grpo/loss.py (group advantages and the objective).
 
 Where this departs from the paper (all switchable in the config):
 - Samples graded ``SANDBOX_ERROR`` or ``BAD_REFERENCE`` (not the model's fault) are masked out of the
@@ -38,67 +38,37 @@ from typing import Any
 import torch
 
 from trainer import cli, distributed, interrupt, own_model, preflight
-from trainer.batch import collect_batch, rollout_dtype
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
 from trainer.errors import ConfigError, DataError, exit_on_error
-from trainer.evaluator import evaluate, evaluate_accuracy
-from trainer.loss import masked_group_advantages
+from trainer.evaluation.evaluator import evaluate
+from trainer.grpo.batch import collect_batch, rollout_dtype
+from trainer.grpo.loss import masked_group_advantages
+from trainer.grpo.process import batch_process_advantages
+from trainer.grpo.rewards import RewardFn, VerifierReward
+from trainer.grpo.update import (
+    Learner,
+    UpdateBatch,
+    completion_rows,
+    optimize,
+    peak_memory_mb,
+    reference_mode,
+    score_logprobs,
+    step_metrics,
+    token_loss_mask,
+)
 from trainer.metrics import MetricsLogger
 from trainer.policy import (
-    autocast_dtype,
-    forward_context,
     keep_freed_cpu_memory,
     load_policy,
     make_optimizer,
     make_reference,
     pick_device,
-    pick_dtype,
     seed_everything,
 )
-from trainer.process import batch_process_advantages
-from trainer.resume import _resume, _save
-from trainer.rewards import RewardFn, VerifierReward
-from trainer.rollout_backend import RolloutBackend, make_backend
-from trainer.update import (
-    Learner,
-    UpdateBatch,
-    _completion_rows,
-    _loss_mask,
-    _reference_mode,
-    optimize,
-    peak_memory_mb,
-    score_logprobs,
-    step_metrics,
-)
-
-# names importable from here as before the split (policy.py, update.py, resume.py, loss.py, evaluator.py hold them)
-__all__ = [
-    "autocast_dtype",
-    "evaluate",
-    "evaluate_accuracy",
-    "forward_context",
-    "Learner",
-    "load_policy",
-    "main",
-    "make_optimizer",
-    "make_reference",
-    "masked_group_advantages",
-    "optimize",
-    "pick_device",
-    "pick_dtype",
-    "run_step",
-    "StepParts",
-    "score_logprobs",
-    "seed_everything",
-    "step_metrics",
-    "train",
-    "UpdateBatch",
-    "_loss_mask",
-    "_resume",
-    "_save",
-]
+from trainer.resume import resume_run, save_run
+from trainer.rollout.backends import RolloutBackend, make_backend
 
 
 @dataclass(frozen=True)
@@ -135,7 +105,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn)
     model, tokenizer, ref, logger = parts.model, parts.tokenizer, parts.ref, parts.logger
     state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
-    start = _resume(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
+    start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
     logger.truncate_after(start)
     device = next(model.parameters()).device
     last: dict[str, float] = {}
@@ -153,14 +123,14 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
                 ref.load_state_dict(distributed.full_model_state(model))
             if cfg.save_every and step % cfg.save_every == 0:
-                _save(cfg, step, *state, ctx)  # rank 0 writes
+                save_run(cfg, step, *state, ctx)  # rank 0 writes
                 saved = step
             if interrupt.requested():  # SIGINT/SIGTERM inside interrupt.deferred(): this step's checkpoint, then stop
-                done = checkpoint_dir(cfg.run_dir, step) if saved == step else _save(cfg, step, *state, ctx)
+                done = checkpoint_dir(cfg.run_dir, step) if saved == step else save_run(cfg, step, *state, ctx)
                 raise interrupt.Interrupted(step, done)
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
         if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
-            final = _save(cfg, cfg.steps, *state, ctx)
+            final = save_run(cfg, cfg.steps, *state, ctx)
         distributed.barrier(ctx)
     finally:
         logger.close()
@@ -260,11 +230,11 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
             adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
         else:
             adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
-        loss_mask = _loss_mask(cfg, batch)  # (N, C)
+        loss_mask = token_loss_mask(cfg, batch)  # (N, C)
         old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
         ref_lp = None
         if cfg.beta > 0:
-            with _reference_mode(model, parts.ref) as ref_model:
+            with reference_mode(model, parts.ref) as ref_model:
                 ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
     learner = Learner(parts.train_model or model, parts.optimizer, parts.scheduler, parts.ctx)
     opt_stats = optimize(cfg, learner, UpdateBatch(batch, adv, loss_mask, old_lp, ref_lp))
@@ -286,7 +256,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
         }
     )
     if cfg.logs_completions_at(step):  # every K steps, and the first and last
-        parts.logger.log_completions(step, _completion_rows(batch, adv))
+        parts.logger.log_completions(step, completion_rows(batch, adv))
     return m
 
 

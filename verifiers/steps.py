@@ -12,7 +12,7 @@ none), with integers and a regex only (nothing is evaluated). A step is one segm
 semicolons or line breaks, in one of two forms:
 
 - an equation ``a op b … = c`` (ops ``+ - *``, ``*`` binding tighter): right iff the left side's value is c;
-- the task's own rewrite (``trainer/task.py``: ``3-2+8+8=?`` is solved as ``1+8+8, 9+8, 17``): a bare chain
+- the task's own rewrite (``trainer/pipelines/task.py``: ``3-2+8+8=?`` is solved as ``1+8+8, 9+8, 17``): a bare chain
   that must be the previous chain (the prompt's expression for the first) with its first operation done:
   first number = prev[0] op prev[1], the rest unchanged. With no expression in the prompt the first
   rewrite is right iff its value equals the integer reference. Each step is checked against the step

@@ -1,4 +1,4 @@
-"""The command line of ``python -m trainer.evaluate`` (``make eval``): one pydantic model, parsed by
+"""The command line of ``python -m trainer.evaluation.evaluate`` (``make eval``): one pydantic model, parsed by
 trainer/cli.py like every trainer entry point. Flags are the field names with dashes
 (``--format-verifier think_format``, ``--max-new-tokens 64``); switches go alone (``--fresh``,
 ``--no-progress``)."""
@@ -14,7 +14,7 @@ from trainer import cli
 
 
 class EvalArgs(BaseModel):
-    """Command line of ``python -m trainer.evaluate`` (also ``make eval``)."""
+    """Command line of ``python -m trainer.evaluation.evaluate`` (also ``make eval``)."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 

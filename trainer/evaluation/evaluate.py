@@ -1,16 +1,16 @@
 """``make eval``: grade a model (or a file of completions) through the verifier service, as training does.
 
-    python -m trainer.evaluate                                    # runs/latest on the default held-out set
-    python -m trainer.evaluate --runs DIR                         # DIR/latest (make train's --runs DIR)
-    python -m trainer.evaluate --model DIR --data FILE.jsonl --verifier math --k 8
-    python -m trainer.evaluate --model DIR --suite humaneval --k 10
-    python -m trainer.evaluate --completions FILE.jsonl [--verifier NAME]     # no model loaded
+    python -m trainer.evaluation.evaluate                                    # runs/latest on the default held-out set
+    python -m trainer.evaluation.evaluate --runs DIR                         # DIR/latest (make train's --runs DIR)
+    python -m trainer.evaluation.evaluate --model DIR --data FILE.jsonl --verifier math --k 8
+    python -m trainer.evaluation.evaluate --model DIR --suite humaneval --k 10
+    python -m trainer.evaluation.evaluate --completions FILE.jsonl [--verifier NAME]     # no model loaded
 
 Grading goes through ``verifiers.client`` only, against ``--target`` or, without one, a service
 started here for the duration (``LocalServer``) and stopped afterwards. With a model, K samples per
 problem are generated with the trainer's own ``generate_rollout`` (greedy when K = 1).
 
-Output: the report JSON (``--out``; see ``trainer.passk`` for what it holds), the same as a Markdown
+Output: the report JSON (``--out``; see ``trainer.evaluation.passk`` for what it holds), the same as a Markdown
 table next to it (``.md``, also printed), and ``<out>.samples.jsonl``: every graded sample, appended as
 it is graded (id, sample index, completion, reference, reward, outcome, ...). That file is the resume
 log: run the same command again after an interruption and samples already graded are reused, never
@@ -30,34 +30,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer import cli, passk, preflight, suites
+from trainer import cli, preflight
 from trainer.errors import ModelError, Stopped, exit_on_error
-from trainer.eval_args import EvalArgs, parse_args
-from trainer.eval_generate import generate_into, load_model
-from trainer.eval_grade import DETAIL_CHARS, Grader, LocalService, check_verifiers
-from trainer.eval_log import SampleLog, fingerprint
-from trainer.eval_plan import Plan, apply_run_defaults, default_out, plan_completions, plan_generation
+from trainer.evaluation import passk, suites
+from trainer.evaluation.args import EvalArgs, parse_args
+from trainer.evaluation.generate import generate_into, load_model
+from trainer.evaluation.grade import Grader, LocalService, check_verifiers
+from trainer.evaluation.log import SampleLog
+from trainer.evaluation.plan import Plan, apply_run_defaults, default_out, plan_completions, plan_generation
 from verifiers.client import VerifierClient, VerifierError
-
-__all__ = [
-    "DETAIL_CHARS",
-    "EvalArgs",
-    "Grader",
-    "LocalService",
-    "Plan",
-    "SampleLog",
-    "apply_run_defaults",
-    "check_verifiers",
-    "default_out",
-    "fingerprint",
-    "generate_into",
-    "load_model",
-    "main",
-    "parse_args",
-    "plan_completions",
-    "plan_generation",
-    "run",
-]
 
 
 def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, source: str, server_log: Path) -> dict:
@@ -140,7 +121,7 @@ def check_model(a: EvalArgs, plan: Plan, model: str, source: str) -> None:
     is an error; one the format verifier (or math) reads is a warning."""
     from transformers import AutoTokenizer
 
-    from trainer.eval_plan import generation_settings
+    from trainer.evaluation.plan import generation_settings
 
     try:
         tok = AutoTokenizer.from_pretrained(model)
@@ -165,7 +146,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 @exit_on_error
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m trainer.evaluate [--flag value ...]``; ``--help`` lists every flag (EvalArgs)."""
+    """``python -m trainer.evaluation.evaluate [--flag value ...]``; ``--help`` lists every flag (EvalArgs)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if cli.wants_help(argv):
         print(cli.help_text(EvalArgs, __doc__))

@@ -1,16 +1,16 @@
 """The evaluator: held-out problems -> rendered prompts -> completions -> grades -> figures.
 
 One generation loop, ``generate_batches``, serves every evaluation: training's periodic and final greedy
-evaluation (``evaluate``, here; trainer/train.py and trainer/heldout.py call it), the sampled figures
-(trainer/heldout.py) and ``make eval`` (trainer/eval_generate.py). It renders each prompt as training
+evaluation (``evaluate``, here; trainer/train.py and trainer/evaluation/heldout.py call it), the sampled figures
+(trainer/evaluation/heldout.py) and ``make eval`` (trainer/evaluation/generate.py). It renders each prompt as training
 does (``generate_rollout``: chat template or not), generates K completions per problem (greedy when
 sampling is off) a batch of problems at a time, so the same settings give the same completions whichever
 entry point asks.
 
 Grading: ``evaluate`` grades each batch with a ``RewardFn`` (``VerifierReward``: one VerifyBatch call
 through ``verifiers.client``, the same reward training uses), ``make eval`` with its Grader (the client,
-per-sample verifiers, a resume log). Aggregation is one definition, ``trainer.passk.graded_figures``, for
-training's figures (``greedy_figures`` here, the sampled ones in trainer/heldout.py) and ``make eval``'s
+per-sample verifiers, a resume log). Aggregation is one definition, ``trainer.evaluation.passk.graded_figures``, for
+training's figures (``greedy_figures`` here, the sampled ones in trainer/evaluation/heldout.py) and ``make eval``'s
 report alike: accuracy and reward mean over the graded samples; SANDBOX_ERROR and BAD_REFERENCE (not the
 model's fault) are left out of the denominator and counted under ``ungraded``.
 """
@@ -22,10 +22,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainer import passk
 from trainer.data import Example, load_examples
-from trainer.decode import Rollout, generate_rollout
-from trainer.rewards import RewardFn, Score, VerifierReward
+from trainer.evaluation import passk
+from trainer.grpo.rewards import RewardFn, Score, VerifierReward
+from trainer.rollout.decode import Rollout, generate_rollout
 
 
 def generate_batches(
@@ -58,7 +58,7 @@ def generate_batches(
 
 
 def score_records(scores: Sequence[Score], k: int = 1) -> list[dict[str, Any]]:
-    """The records ``trainer.passk`` aggregates: score i is sample i % k of problem i // k."""
+    """The records ``trainer.evaluation.passk`` aggregates: score i is sample i % k of problem i // k."""
     return [{"id": i // k, "sample": i % k, "reward": s.reward, "outcome": s.outcome, "components": s.components,
              "elapsed_s": s.elapsed_s} for i, s in enumerate(scores)]  # fmt: skip
 

@@ -1,22 +1,22 @@
 """Generation for ``make eval``: the model loaded for sampling, and K samples per problem made with the
-trainer's evaluator loop (``trainer.evaluator.generate_batches``, which training's evaluation uses too),
+trainer's evaluator loop (``trainer.evaluation.evaluator.generate_batches``, which training's evaluation uses too),
 a batch of prompts at a time, each batch handed to the grader (grading of one batch overlaps generation
 of the next)."""
 
 from __future__ import annotations
 
 from trainer.errors import ModelError
-from trainer.eval_args import EvalArgs
-from trainer.eval_grade import Grader
-from trainer.eval_plan import generation_settings
-from trainer.suites import Problem, Sample
+from trainer.evaluation.args import EvalArgs
+from trainer.evaluation.grade import Grader
+from trainer.evaluation.plan import generation_settings
+from trainer.evaluation.suites import Problem, Sample
 
 
 def load_model(path: str, device: str):
     """Model + tokenizer for generation, in eval mode on ``device`` (bf16 on a GPU that has it)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.train import pick_device, pick_dtype
+    from trainer.policy import pick_device, pick_dtype
 
     dev = pick_device(device)
     try:
@@ -38,7 +38,7 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
     import torch
 
     from trainer.data import Example
-    from trainer.evaluator import generate_batches  # the generation loop training's evaluation uses too
+    from trainer.evaluation.evaluator import generate_batches  # the generation loop training's evaluation uses too
 
     torch.manual_seed(a.seed)
     chat, max_new = generation_settings(a, source)

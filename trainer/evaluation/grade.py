@@ -1,6 +1,6 @@
 """Grading for ``make eval``: the service to talk to (``--target`` or one started here), the check that
 every verifier the run needs is registered, and the Grader that sends samples in VerifyBatch calls
-(``trainer.grading.grade_items``, the one grading call), ``workers`` at a time, and logs each result as it
+(``trainer.grpo.grading.grade_items``, the one grading call), ``workers`` at a time, and logs each result as it
 comes back."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from trainer import passk
 from trainer.errors import VerifierSetupError
-from trainer.eval_args import EvalArgs
-from trainer.eval_log import SampleLog
-from trainer.grading import grade_items
-from trainer.suites import Sample
+from trainer.evaluation import passk
+from trainer.evaluation.args import EvalArgs
+from trainer.evaluation.log import SampleLog
+from trainer.evaluation.suites import Sample
+from trainer.grpo.grading import grade_items
 from verifiers.client import VerifierClient, VerifyItem
 
 DETAIL_CHARS = 400

@@ -2,7 +2,7 @@
 
 Greedy accuracy says what the policy's most likely answer is; the sampled accuracy is what GRPO
 actually optimises (the expected reward of one sample), and pass@k (k samples per problem, the
-unbiased estimator of Chen et al. 2021, trainer/passk.py) says how often the right answer is in reach
+unbiased estimator of Chen et al. 2021, trainer/evaluation/passk.py) says how often the right answer is in reach
 at all. `make train` prints all three before and after GRPO and writes them to summary.json
 (``evaluate_heldout``, ``figure_lines``); `make r1` reports the greedy one after every stage.
 """
@@ -14,11 +14,12 @@ from typing import Any
 
 import torch
 
-from trainer import passk, task
 from trainer.data import Example
 from trainer.errors import Stopped
-from trainer.evaluator import evaluate, generate_batches, score_records
-from trainer.rewards import RewardFn, Score
+from trainer.evaluation import passk
+from trainer.evaluation.evaluator import evaluate, generate_batches, score_records
+from trainer.grpo.rewards import RewardFn, Score
+from trainer.pipelines import task
 from trainer.sections import EvalSection
 
 
@@ -36,7 +37,7 @@ def sampled_figures(
     seed: int = 0,
 ) -> dict[str, Any]:
     """k samples per problem: {"sampled_accuracy", f"pass@{k}", "k", "temperature", "n_samples",
-    "sampled_ungraded"}, aggregated by trainer.passk as ``make eval`` does: samples graded SANDBOX_ERROR or
+    "sampled_ungraded"}, aggregated by trainer.evaluation.passk as ``make eval`` does: samples graded SANDBOX_ERROR or
     BAD_REFERENCE are left out of both (and counted), pass@k over problems with at least k graded samples."""
     torch.manual_seed(seed)
     scores: list[Score] = []
@@ -66,7 +67,7 @@ def evaluate_heldout(
     """Greedy accuracy (and, with ``ev.k``, sampled accuracy and pass@k) on ``heldout``, graded by the
     service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL)."""
     from trainer.data import load_examples
-    from trainer.rewards import VerifierReward
+    from trainer.grpo.rewards import VerifierReward
 
     examples = load_examples(heldout)
     reward = VerifierReward(ev.verifier, target)

@@ -1,5 +1,5 @@
 """``<out>.samples.jsonl``, the resume log of ``make eval``: append-only, keyed by id + sample index;
-a line is reused only if its fingerprint matches (trainer/evaluate.py's docstring says when)."""
+a line is reused only if its fingerprint matches (trainer/evaluation/evaluate.py's docstring says when)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer import passk, suites
-from trainer.eval_args import EvalArgs
-from trainer.eval_log import SampleLog, fingerprint
-from trainer.suites import Problem, Sample
+from trainer.evaluation import passk, suites
+from trainer.evaluation.args import EvalArgs
+from trainer.evaluation.log import SampleLog, fingerprint
+from trainer.evaluation.suites import Problem, Sample
 
 
 def generation_settings(a: EvalArgs, source: str) -> tuple[bool, int]:
@@ -114,6 +114,6 @@ def apply_run_defaults(a: EvalArgs, model: str) -> dict[str, Any]:
     a.limit = a.limit or ev["limit"]
     if a.gen_batch is None and a.k == 1:  # the same batches, so greedy decoding sees the same padding
         a.gen_batch = ev["batch_size"]
-    if a.chat_template == "auto":  # trainer.evaluator.evaluate (training's evaluation) uses the chat template
+    if a.chat_template == "auto":  # trainer.evaluation.evaluator.evaluate (training's evaluation) uses the chat template
         a.chat_template = "on"
     return {"run_dir": str(run_dir), "training_eval": ev["reported"]}

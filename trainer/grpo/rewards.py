@@ -12,10 +12,10 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from trainer.decode import Rollout
 from trainer.errors import VerifierSetupError
-from trainer.grading import grade_items
-from trainer.overlap import GroupScorer, ScoringError
+from trainer.grpo.grading import grade_items
+from trainer.grpo.overlap import GroupScorer, ScoringError
+from trainer.rollout.decode import Rollout
 from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem
 
 SANDBOX_ERROR = Outcome.SANDBOX_ERROR

@@ -1,6 +1,6 @@
 """One GRPO update: old/reference log-probs, mu epochs over minibatches of whole groups with gradient
-accumulation over micro-batches, the clipped surrogate + k3 KL (trainer/loss.py), clipping and the
-optimizer step; then the step's metrics. The advantages come in (trainer.loss.masked_group_advantages)."""
+accumulation over micro-batches, the clipped surrogate + k3 KL (trainer/grpo/loss.py), clipping and the
+optimizer step; then the step's metrics. The advantages come in (trainer.grpo.loss.masked_group_advantages)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from trainer import distributed, passk
-from trainer.batch import Batch, informative_groups
+from trainer import distributed
 from trainer.config import GRPOConfig
-from trainer.decode import Rollout
-from trainer.logprobs import completion_logprobs
-from trainer.loss import grpo_loss, minibatch_weight, mismatch_stats
+from trainer.evaluation import passk
+from trainer.grpo.batch import Batch, informative_groups
+from trainer.grpo.loss import grpo_loss, minibatch_weight, mismatch_stats
 from trainer.policy import forward_context
+from trainer.rollout.decode import Rollout
+from trainer.rollout.logprobs import completion_logprobs
 from verifiers.client import Outcome
 
 # ---------------------------------------------------------------------------------------------
@@ -29,7 +30,7 @@ from verifiers.client import Outcome
 
 
 @contextlib.contextmanager
-def _reference_mode(model, ref):
+def reference_mode(model, ref):
     """The reference policy: the frozen copy, or the LoRA model with its adapters switched off."""
     if ref is not None:
         yield ref
@@ -99,7 +100,7 @@ class UpdateBatch:
 
     batch: Batch
     adv: Tensor  # (N,) one per completion, or (N, C) per token (process advantages)
-    loss_mask: Tensor  # (N, C) completion tokens that count (update._loss_mask)
+    loss_mask: Tensor  # (N, C) completion tokens that count (update.token_loss_mask)
     old_lp: Tensor | None = None  # (N, C) under the sampling policy; None: mu == 1, one pass (rho == 1)
     ref_lp: Tensor | None = None  # (N, C) under the reference; None: beta == 0
 
@@ -213,7 +214,7 @@ def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, 
     return m
 
 
-def _completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
+def completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
     return [
         {
             "prompt": batch.rollout.prompts[i],
@@ -227,7 +228,7 @@ def _completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, An
     ]
 
 
-def _loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
+def token_loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
     keep = batch.valid.to(batch.rollout.completion_mask.device)
     if cfg.mask_truncated:
         keep = keep & ~batch.rollout.truncated

@@ -1,11 +1,11 @@
 """``make train``: data -> model -> warm start -> eval before -> GRPO -> eval after -> summary.json.
 
-    python -m trainer.pipeline                                  # the embedded default (tiny model, CPU)
-    python -m trainer.pipeline --model Qwen/Qwen2.5-0.5B-Instruct --data gsm8k.jsonl --verifier math \\
+    python -m trainer.pipelines.make_train                                  # the embedded default (tiny model, CPU)
+    python -m trainer.pipelines.make_train --model Qwen/Qwen2.5-0.5B-Instruct --data gsm8k.jsonl --verifier math \\
         --config configs/qwen05b.yaml                           # a real model: the same code path
 
-The embedded default builds everything itself: the arithmetic task (``trainer.task``), a character
-tokenizer and a tiny Qwen2 (``trainer.tiny``). The warm start is supervised on completions that show
+The embedded default builds everything itself: the arithmetic task (``trainer.pipelines.task``), a character
+tokenizer and a tiny Qwen2 (``trainer.pipelines.tiny``). The warm start is supervised on completions that show
 their work only part of the time; GRPO's data has final answers only, so only the reward (from the
 verifier service) can tell the policy what pays. Held-out accuracy is greedy, graded by the service's
 ``math`` verifier, before and after GRPO.
@@ -18,7 +18,7 @@ The verifier service: ``--target host:port`` (or ``VERIFIER_TARGET``) uses a run
 local one is started on a free loopback port for the run and stopped afterwards.
 
 With ``--model`` and no ``--config`` the settings come from configs/real_model.yaml; every run prints the
-settings that matter and where each came from (trainer/run_folder.py). Before the service starts, a
+settings that matter and where each came from (trainer/pipelines/run_folder.py). Before the service starts, a
 preflight (trainer/preflight.py) checks that the tags the verifiers read survive decoding and writes the
 rendered prompt to ``prompt.txt``. ``--name`` of a run folder with a checkpoint resumes it in place;
 Ctrl-C/SIGTERM during GRPO writes the step's checkpoint and prints the command that resumes it
@@ -40,35 +40,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer import cli, interrupt, own_model, preflight, run_folder, task, tiny
+from trainer import cli, interrupt, own_model, preflight
 from trainer.config import GRPOConfig, load_config
 from trainer.errors import Stopped, exit_on_error
-from trainer.heldout import evaluate_heldout, figure_lines
+from trainer.evaluation.heldout import evaluate_heldout, figure_lines
 from trainer.outcome_watch import OutcomeWatch
+from trainer.pipelines import run_folder, task, tiny
+from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
+from trainer.pipelines.warmstart import WarmStartConfig, warm_start
 from trainer.progress import MetricsBar
-from trainer.run_folder import make_run_dir, prepare_data, relink_latest
 from trainer.sections import EvalSection, TaskSection, TinySection
-from trainer.warmstart import WarmStartConfig, warm_start
-
-__all__ = [
-    "ALIASES",
-    "DEFAULT_CONFIG",
-    "EvalSection",
-    "PipelineConfig",
-    "Run",
-    "TaskSection",
-    "TinySection",
-    "evaluate_heldout",
-    "figure_lines",
-    "load",
-    "load_args",
-    "main",
-    "make_run_dir",
-    "prepare_data",
-    "run",
-    "say",
-    "verifier_service",
-]
 
 DEFAULT_CONFIG = run_folder.DEFAULT_CONFIG  # with --model and no --config: run_folder.REAL_MODEL_CONFIG
 ALIASES = {"verifier": "grpo.verifier"}  # make train VERIFIER=...: the GRPO reward
@@ -217,7 +198,7 @@ def start(loaded: run_folder.Loaded) -> Run:
 def load_model(r: Run) -> None:
     """The policy: the user's --model (a PEFT adapter folder: its base + the adapter, trained), or the tiny
     model built here. A model with nothing to train stops here, before anything starts."""
-    from trainer.train import load_policy
+    from trainer.policy import load_policy
 
     model, tok, src = None, None, r.cfg.model
     if own_model.is_adapter(src):
@@ -330,7 +311,7 @@ def summarise(r: Run) -> dict[str, Any]:
         "phases_s": {k: round(v, 1) for k, v in r.phases.items()},
         "warmstart": res["warmstart"],
         "seed": cfg.seed,
-        "model": cfg.model or "tiny (built by trainer.tiny)",
+        "model": cfg.model or "tiny (built by trainer.pipelines.tiny)",
         "data": str(Path(r.paths["train"]).resolve()),
         "heldout": str(Path(r.paths["heldout"]).resolve()),
         "verifier": r.grpo.verifier,
@@ -364,7 +345,7 @@ WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
 def resume_command(r: Run) -> str:
     runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={r.cfg.runs}"
     return (
-        f"make train NAME={r.dir.name}{runs}  (or: python -m trainer.pipeline --name {r.dir.name} --runs {r.cfg.runs})"
+        f"make train NAME={r.dir.name}{runs}  (or: python -m trainer.pipelines.make_train --name {r.dir.name} --runs {r.cfg.runs})"
     )
 
 

@@ -1,7 +1,7 @@
 """``make r1``: the DeepSeek-R1 pipeline on the embedded default task, one command, resumable per stage.
 
-    python -m trainer.r1                                   # configs/r1.yaml, output in runs/r1-s0/
-    python -m trainer.r1 --seed 1 --out runs/r1-s1 --rl.steps 100 --rejection.samples 8
+    python -m trainer.pipelines.r1                                   # configs/r1.yaml, output in runs/r1-s0/
+    python -m trainer.pipelines.r1 --seed 1 --out runs/r1-s1 --rl.steps 100 --rejection.samples 8
 
 Stages (R1 paper, sec. 2.3), each in its own folder under ``--out``:
 
@@ -11,7 +11,7 @@ Stages (R1 paper, sec. 2.3), each in its own folder under ``--out``:
    0.9 * math + 0.1 * think_format, from the verifier service);
 3. ``rejection``   N samples per prompt from the RL model (temperature 1), graded by the service; a
    sample is kept only if ``math`` says CORRECT and ``think_format`` says well formed, then
-   deduplicated (trainer/rejection.py); the counts are reported;
+   deduplicated (trainer/pipelines/rejection.py); the counts are reported;
 4. ``sft``         supervised fine-tuning of the *base* model (not the RL one) on the kept samples;
 5. ``final_rl``    GRPO again, from the ``sft`` model.
 
@@ -33,15 +33,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainer import cli, task, tiny
+from trainer import cli
 from trainer.config import GRPOConfig, load_config
 from trainer.errors import TrainerError, exit_on_error
-from trainer.heldout import evaluate_heldout
-from trainer.pipeline import say, verifier_service
+from trainer.evaluation.heldout import evaluate_heldout
+from trainer.pipelines import task, tiny
+from trainer.pipelines.make_train import say, verifier_service
+from trainer.pipelines.warmstart import WarmStartConfig
 from trainer.sections import EvalSection, TaskSection, TinySection
-from trainer.warmstart import WarmStartConfig
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "r1.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "r1.yaml"
 STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
 
 
@@ -111,7 +112,7 @@ def _save(model, tok, path: Path) -> Path:
 
 
 def sft_stage(cfg: R1Config, base: Path, rows: list[dict], wcfg: WarmStartConfig, out: Path) -> dict[str, Any]:
-    from trainer.warmstart import warm_start
+    from trainer.pipelines.warmstart import warm_start
 
     model, tok = _load_model(base)
     stats = warm_start(model, tok, rows, wcfg.model_copy(update={"seed": cfg.seed}))
@@ -120,7 +121,8 @@ def sft_stage(cfg: R1Config, base: Path, rows: list[dict], wcfg: WarmStartConfig
 
 
 def rl_stage(cfg: R1Config, start: Path, grpo: GRPOConfig, paths: dict[str, Path], target: str, out: Path) -> dict:
-    from trainer.train import load_policy, train
+    from trainer.policy import load_policy
+    from trainer.train import train
 
     raw = {**grpo.model_dump(), "model": str(start), "data": str(paths["train"]), "eval_data": str(paths["heldout"])}
     raw.update(run_dir=str(out), seed=cfg.seed, verifier_target=target, report_to=[], save_every=0)
@@ -138,8 +140,8 @@ def rl_stage(cfg: R1Config, start: Path, grpo: GRPOConfig, paths: dict[str, Path
 
 def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], target: str, out: Path) -> dict:
     from trainer.data import load_examples
-    from trainer.decode import generate_rollout
-    from trainer.rejection import Sample, filter_samples, grade_samples, sample_records
+    from trainer.pipelines.rejection import Sample, filter_samples, grade_samples, sample_records
+    from trainer.rollout.decode import generate_rollout
     from verifiers.client import VerifierClient
 
     rc = cfg.rejection

@@ -21,11 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from trainer import cli, task
+from trainer import cli
 from trainer.checkpoint import list_checkpoints, resolve_resume
 from trainer.errors import CheckpointError, ConfigError, DataError
+from trainer.pipelines import task
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 DEFAULT_CONFIG = CONFIGS / "default.yaml"
 REAL_MODEL_CONFIG = CONFIGS / "real_model.yaml"
 # what a resumed run cannot change: the checkpoint would not match them

@@ -162,7 +162,7 @@ def build(out_dir: str | Path, seed: int, sizes: dict[str, int], cfg: TaskConfig
 
 
 class TaskArgs(BaseModel):
-    """``python -m trainer.task``: write the default task's splits as JSONL."""
+    """``python -m trainer.pipelines.task``: write the default task's splits as JSONL."""
 
     model_config = ConfigDict(extra="forbid")
     out: str = Field("runs/data", description="folder the <split>.jsonl files go to")

@@ -11,7 +11,7 @@ order, one pass or more.
 
 On its own, from one model folder to another (flags are WarmStartArgs' fields, parsed by trainer/cli.py)::
 
-    python -m trainer.warmstart --model DIR --data warmstart.jsonl --out DIR2 --steps 300 --lr 3e-3
+    python -m trainer.pipelines.warmstart --model DIR --data warmstart.jsonl --out DIR2 --steps 300 --lr 3e-3
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def warm_start(
 
 
 class WarmStartArgs(WarmStartConfig):
-    """``python -m trainer.warmstart``: the supervised phase on its own, from a model folder to another."""
+    """``python -m trainer.pipelines.warmstart``: the supervised phase on its own, from a model folder to another."""
 
     model: str = Field(description="folder or hub id of the model to fine-tune")
     data: str = Field(description='JSONL of {"prompt", "completion"} rows')
@@ -145,12 +145,13 @@ class WarmStartArgs(WarmStartConfig):
 
 @exit_on_error
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    """``python -m trainer.warmstart --model DIR --data rows.jsonl --out DIR [--steps N --lr X ...]``."""
+    """``python -m trainer.pipelines.warmstart --model DIR --data rows.jsonl --out DIR [--steps N --lr X ...]``."""
     import sys
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer import cli, task
+    from trainer import cli
+    from trainer.pipelines import task
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if cli.wants_help(argv):

@@ -1,4 +1,4 @@
-"""What every rollout backend shares (trainer/rollout_backend.py picks one): its error type, and the
+"""What every rollout backend shares (trainer/rollout/backends.py picks one): its error type, and the
 assembly of a ``Rollout`` from the token lists an engine returns."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import torch
 
 from trainer.data import Example
-from trainer.decode import Rollout, completion_mask_from_eos
 from trainer.errors import TrainerError
+from trainer.rollout.decode import Rollout, completion_mask_from_eos
 
 
 class BackendError(TrainerError, RuntimeError):

@@ -3,7 +3,7 @@
 - ``hf`` (default): the policy itself samples (``trainer.rollout.generate_rollout``: the lean decode
   loop or ``model.generate``), in the training process, on the policy's device.
 - ``vllm`` (optional extra ``pip install .[vllm]``, a CUDA GPU): a colocated vLLM engine
-  (``trainer/vllm_backend.py``) holds a copy of the weights, pushed from the policy after each update
+  (``trainer/rollout/vllm.py``) holds a copy of the weights, pushed from the policy after each update
   (``sync_weights``), and samples with the same settings as the ``hf`` path (temperature, top_p,
   top_k off, no penalties, max_new_tokens, stop at the model's EOS ids), so the log-prob ratio the
   loss computes stays exact up to kernel differences.
@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import torch
 
-from trainer.backend_base import BackendError, rollout_from_ids
 from trainer.data import Example
-from trainer.decode import Rollout, generate_rollout
+from trainer.rollout.backend_base import BackendError, rollout_from_ids
+from trainer.rollout.decode import Rollout, generate_rollout
 
 __all__ = ["BACKENDS", "BackendError", "HFBackend", "RolloutBackend", "make_backend", "rollout_from_ids"]
 
@@ -55,7 +55,7 @@ class HFBackend:
 
 
 def _vllm(model, tokenizer, **kw: Any) -> RolloutBackend:
-    from trainer.vllm_backend import VLLMBackend
+    from trainer.rollout.vllm import VLLMBackend
 
     return VLLMBackend(model, tokenizer, **kw)
 

@@ -3,7 +3,7 @@
 ``generate_rollout`` samples G completions per prompt (temperature, top_p, max_new_tokens, stop at EOS);
 group g is rows g*G .. g*G+G-1. Each prompt is encoded once and its KV cache repeated G times. The tokens
 come from ``decode``, a lean loop of one forward per token (``generate``'s per-token bookkeeping costs
-more than a tiny model's forward on a CPU; for Qwen2/Llama models that forward is trainer/lean_forward.py's,
+more than a tiny model's forward on a CPU; for Qwen2/Llama models that forward is trainer/rollout/lean_forward.py's,
 with a static KV cache), or from ``model.generate`` for models the loop does not cover
 (``fast_decode_supported``); same distribution. The checkpoint's generation_config
 (repetition_penalty, top_k, ...) is ignored, as TRL does.
@@ -20,12 +20,12 @@ import torch
 from torch import Tensor
 
 from trainer.data import Example, render_prompt
-from trainer.lean_forward import LeanDecoder, lean_supported
-from trainer.lean_forward import mask_positions as _positions  # re-exported: logprobs, tests
-from trainer.overlap import finished_groups
-from trainer.replay import Recording
-from trainer.sampling import next_tokens as _next_tokens
-from trainer.sampling import picked_logprob as _picked_logprob
+from trainer.grpo.overlap import finished_groups
+from trainer.rollout.lean_forward import LeanDecoder, lean_supported
+from trainer.rollout.lean_forward import mask_positions as _positions  # re-exported: logprobs, tests
+from trainer.rollout.replay import Recording
+from trainer.rollout.sampling import next_tokens as _next_tokens
+from trainer.rollout.sampling import picked_logprob as _picked_logprob
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Rollout:
     # (N, C) log-prob of each sampled token under the distribution it was drawn from (temperature, top_p
     # applied), recorded while sampling; None where the backend does not record it
     sample_logprobs: Tensor | None = None
-    # the lean decode's matmul products (trainer/replay.py), for the training forward; None if not kept
+    # the lean decode's matmul products (trainer/rollout/replay.py), for the training forward; None if not kept
     replay: Any = None
 
     def __len__(self) -> int:
@@ -74,13 +74,13 @@ def completion_mask_from_eos(completion_ids: Tensor, eos_ids: Sequence[int]) -> 
     return (pos[None, :] <= first[:, None]).long(), ~has_eos
 
 
-def _eos_ids(model, tokenizer) -> list[int]:
+def eos_token_ids(model, tokenizer) -> list[int]:
     eos = model.generation_config.eos_token_id
     eos = tokenizer.eos_token_id if eos is None else eos
     return [eos] if isinstance(eos, int) else list(eos)
 
 
-def _new_cache(model):
+def new_kv_cache(model):
     from transformers import DynamicCache
 
     return DynamicCache(config=model.config)
@@ -153,7 +153,7 @@ def decode(
 ) -> Tensor:
     """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
 
-    One forward per new token: ``LeanDecoder`` (trainer/lean_forward.py) for the models ``lean_supported``
+    One forward per new token: ``LeanDecoder`` (trainer/rollout/lean_forward.py) for the models ``lean_supported``
     accepts, else the model's own forward with a ``DynamicCache``; the next token is sampled from
     softmax(top_p(logits / temperature)) (greedy when ``do_sample`` is False); rows that produced EOS
     get ``pad_id`` afterwards, and the loop stops when every row has finished. As in ``generate``:
@@ -173,7 +173,7 @@ def decode(
     if lean is not None:
         forward, fed = lean.forward, lean.length
     else:
-        cache = _new_cache(model) if cache is None else cache
+        cache = new_kv_cache(model) if cache is None else cache
         forward, fed = _hf_forward(model, cache), cache.get_seq_length()
     logits = forward(ids[:, fed:], mask, pos[:, fed:])  # (N, V) float32, the last position's
     pos = pos[:, -1:]  # (N, 1)
@@ -205,7 +205,7 @@ def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, c
     """(cache, lean) to decode from: the lean forward where ``lean_ok`` and it applies, else an HF cache (None
     unless shared).
     ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times.
-    ``record``: the lean decoder keeps its matmul products for the training forward (trainer/replay.py)."""
+    ``record``: the lean decoder keeps its matmul products for the training forward (trainer/rollout/replay.py)."""
     cache = lean = None
     u_ids, u_mask = ids[:: group_size or 1, :-1], attn[:: group_size or 1, :-1]  # (P_u, P-1)
     if lean_ok and lean_supported(model):
@@ -217,7 +217,7 @@ def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, c
             lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, _positions(u_mask))
             lean.repeat_interleave(group_size)
     elif group_size:
-        cache = _new_cache(model)
+        cache = new_kv_cache(model)
         model(input_ids=u_ids, attention_mask=u_mask, position_ids=_positions(u_mask), past_key_values=cache)
         cache.batch_repeat_interleave(group_size)
     return cache, lean
@@ -250,7 +250,7 @@ def _sample_tokens(
     cache, lean = _prefill(model, ids, attn, group_size if shared else 0, lean_ok, capacity, record)
     if fast_decode and fast_decode_supported(model):
         if cache is None and lean is None and not fast_path:
-            cache = _new_cache(model)  # decode() runs the HF forward, not the lean one
+            cache = new_kv_cache(model)  # decode() runs the HF forward, not the lean one
         logps: list[Tensor] = []
         tokens = decode(
             model,
@@ -322,7 +322,7 @@ def generate_rollout(
     from ``model.generate``; both sample from the same distribution. ``on_groups_done(groups, texts)`` gets
     each group's final texts as soon as all its rows produced EOS, while decoding goes on (overlap.py).
     ``record``: keep the lean decode's matmul products (``Rollout.replay``) so that the training forward
-    at these weights does not recompute them (trainer/replay.py).
+    at these weights does not recompute them (trainer/rollout/replay.py).
     ``fast_path`` False: never the lean forward (the decode loop runs the HF forward; nothing recorded), to
     compare against it (``GRPOConfig.fast_path``).
     """
@@ -333,7 +333,7 @@ def generate_rollout(
     tokenizer.padding_side = side
     ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
     attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)  # (N, P)
-    eos = _eos_ids(model, tokenizer)
+    eos = eos_token_ids(model, tokenizer)
     hook = None if on_groups_done is None else _group_hook(on_groups_done, group_size, eos, tokenizer)
     was_training = model.training
     model.eval()

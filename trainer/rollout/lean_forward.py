@@ -23,7 +23,7 @@ none), no quantisation config, no module hooks (forward or backward), float32 ``
 outside autocast, SiLU MLP, default RoPE, full attention in every layer (no sliding window), eager or SDPA
 attention, and no attention dropout while training; anything else takes the HF forward (docs/train.md,
 "Supported architectures"). The weights are read at construction (build one per rollout: the optimizer changes them in place
-between rollouts, the fused copies do not follow). Given a ``Recording`` (trainer/replay.py) it writes
+between rollouts, the fused copies do not follow). Given a ``Recording`` (trainer/rollout/replay.py) it writes
 the outputs of its matmul steps (q/k/v, attention output + residual, gate/up, MLP output + residual,
 logits) there, for the update's first training forward.
 """
@@ -144,7 +144,7 @@ class _Layer:
 def norm_mm(x: Tensor, eps: float, w: Tensor, b: Tensor | None, out: Tensor | None = None) -> Tensor:
     """RMSNorm(x) @ w (+ b) for (m, H) rows, the norm's scale already folded into ``w``: 1/rms(x) scales
     each output row after the matmul (the same product, fewer ops than normalising first). The result
-    goes into ``out`` when given (a Recording's buffer, trainer/replay.py)."""
+    goes into ``out`` when given (a Recording's buffer, trainer/rollout/replay.py)."""
     r = (x * x).sum(-1, keepdim=True).mul_(1.0 / x.shape[-1]).add_(eps).rsqrt_()  # (m, 1)
     y = torch.mm(x, w)
     if out is None:
@@ -179,7 +179,7 @@ def attention_mask(mask: Tensor | None, n: int, length: int, end: int, device) -
 class LeanWeights:
     """A Qwen2/Llama model's weights as the lean forward uses them (``_Layer``: fused, norm scales folded),
     its head counts, embedding and rotary. Built from the parameters as they are now: under autograd the
-    fused copies carry gradients back to them (trainer/replay.py)."""
+    fused copies carry gradients back to them (trainer/rollout/replay.py)."""
 
     def __init__(self, model):
         cfg, base = model.config, model.model
@@ -209,7 +209,7 @@ class LeanDecoder(LeanWeights):
         self.rows, self.capacity, self.length = rows, capacity, 0
         self.k: list[Tensor] = []
         self.v: list[Tensor] = []
-        self.recording = recording  # trainer/replay.py: keeps every layer's outputs for the training forward
+        self.recording = recording  # trainer/rollout/replay.py: keeps every layer's outputs for the training forward
         ly = self.layers[0]
         self.widths = (ly.w_qkv.shape[1], ly.w_o.shape[1], ly.w_gu.shape[1], ly.w_down.shape[1])
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.decode import Rollout, _new_cache, _positions
-from trainer.lean_forward import lean_supported
-from trainer.loss import token_entropy, token_logprobs
-from trainer.replay import replay_logits
+from trainer.grpo.loss import token_entropy, token_logprobs
+from trainer.rollout.decode import Rollout, new_kv_cache
+from trainer.rollout.lean_forward import lean_supported
+from trainer.rollout.lean_forward import mask_positions as _positions
+from trainer.rollout.replay import replay_logits
 
 
 def completion_logprobs(
@@ -28,7 +29,7 @@ def completion_logprobs(
     prompt columns that are padding in every selected row are dropped first. With ``group_size`` > 1
     and ``rows`` made of whole groups, each prompt runs once and its KV cache (part of the autograd
     graph) is repeated for the G completions: the same numbers for less compute. A lean-supported model
-    runs the lean forward (trainer/replay.py: the decode's recording with gradients, in full without);
+    runs the lean forward (trainer/rollout/replay.py: the decode's recording with gradients, in full without);
     ``fast_path`` False: always the HF forward (``GRPOConfig.fast_path``, for comparisons).
     """
     idx = torch.arange(len(rollout), device=rollout.prompt_ids.device) if rows is None else rows
@@ -37,7 +38,7 @@ def completion_logprobs(
     c = rollout.completion_ids.shape[1]
     rec = rollout.replay if fast_path else None
     if rec is not None and c > 1 and rec.usable(model, c) and whole_groups(idx, rec.group or 1):
-        logits = replay_logits(model, rollout, idx, recording=rec)  # the decode's products: trainer/replay.py
+        logits = replay_logits(model, rollout, idx, recording=rec)  # the decode's products: trainer/rollout/replay.py
     elif (
         c > 1
         and fast_path
@@ -70,7 +71,7 @@ def _shared_prefix_logits(model, rollout: Rollout, idx: Tensor, g: int) -> Tenso
     start = int((p_mask.sum(0) == 0).sum())
     p_mask, p_ids = p_mask[:, start:], rollout.prompt_ids[first][:, start:]
     p_pos = _positions(p_mask)
-    cache = _new_cache(model)
+    cache = new_kv_cache(model)
     head = model(
         input_ids=p_ids,
         attention_mask=p_mask,

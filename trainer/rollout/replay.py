@@ -2,7 +2,7 @@
 
 At mu == 1 (and on the first minibatch of any update) the policy that takes the gradient step is the
 policy that sampled the rollout, so the training forward recomputes, position by position, what the lean
-decode (trainer/lean_forward.py) computed while sampling. A ``Recording`` keeps it: for each layer the
+decode (trainer/rollout/lean_forward.py) computed while sampling. A ``Recording`` keeps it: for each layer the
 output of each matmul step (q/k/v after the RMSNorm, the residual stream after attention, gate/up after
 the RMSNorm, the residual stream after the MLP) and the logits each token was drawn from. ``replay_logits``
 then runs the forward with autograd, where every matmul step is an autograd function whose forward
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from trainer.lean_forward import LeanWeights, add_mm, attention_mask, lean_supported, mask_positions, norm_mm
+from trainer.rollout.lean_forward import LeanWeights, add_mm, attention_mask, lean_supported, mask_positions, norm_mm
 
 MAX_BYTES = 1 << 30  # recordings larger than this are not kept (the ordinary forward runs instead)
 KINDS = ("qkv", "attn_out", "gate_up", "mlp_out")  # what each layer records, in the decoder's order

@@ -1,5 +1,5 @@
 """The next token from a decode step's logits: temperature, top_p (nucleus) or greedy, and the log-prob
-of the drawn token under the distribution it was drawn from (trainer/decode.py's loop)."""
+of the drawn token under the distribution it was drawn from (trainer/rollout/decode.py's loop)."""
 
 from __future__ import annotations
 

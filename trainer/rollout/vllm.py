@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from trainer.backend_base import BackendError, rollout_from_ids
 from trainer.data import Example, render_prompt
-from trainer.decode import Rollout, _eos_ids
+from trainer.rollout.backend_base import BackendError, rollout_from_ids
+from trainer.rollout.decode import Rollout, eos_token_ids
 
 
 def unavailable_reason() -> str | None:
@@ -96,7 +96,7 @@ class VLLMBackend:
         from vllm import LLM
 
         self.tokenizer = tokenizer
-        self.eos = _eos_ids(model, tokenizer)
+        self.eos = eos_token_ids(model, tokenizer)
         dtype = dtype or next(model.parameters()).dtype  # train.py passes the training forward's (rollout_dtype)
         self.llm = LLM(
             model=model_path,

@@ -1,0 +1,21 @@
+"""Deprecated alias, kept for one release: this module is now ``trainer.pipelines.r1``.
+
+``import trainer.r1`` gives that module (with a DeprecationWarning) and ``python -m trainer.r1`` still
+runs it; use ``python -m trainer.pipelines.r1`` instead.
+"""
+
+import sys
+import warnings
+
+from trainer.pipelines.r1 import main
+
+warnings.warn(
+    "trainer.r1 is now trainer.pipelines.r1; the old path goes in the next release", DeprecationWarning, stacklevel=2
+)
+
+if __name__ == "__main__":
+    main()
+else:
+    import trainer.pipelines.r1 as _moved  # noqa: E402
+
+    sys.modules[__name__] = _moved
