@@ -109,6 +109,7 @@ service-image: venv image
 	@$(PY) -m deploy.service_image
 	@command -v docker-compose >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] \
 	  || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose >/dev/null 2>&1; } \
 	  || echo "note: docker-compose not installed: the compose test will skip (apt-get install docker-compose)"
 
 # Best effort, like bwrap: PostgreSQL binaries for the registry tests on the shared (postgresql://) backend.
