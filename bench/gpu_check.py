@@ -32,7 +32,7 @@ def main() -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from trainer.config import GRPOConfig
-    from trainer.grpo.batch import Batch
+    from trainer.grpo.rewards import Batch
     from trainer.grpo.update import Learner, UpdateBatch, optimize
     from trainer.policy import autocast_dtype, load_policy, make_optimizer
     from trainer.rollout.decode import Rollout

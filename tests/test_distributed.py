@@ -28,9 +28,8 @@ import torch.multiprocessing as mp
 from trainer import distributed
 from trainer.config import GRPOConfig
 from trainer.data import Example
-from trainer.grpo.batch import Batch
 from trainer.grpo.loss import masked_group_advantages
-from trainer.grpo.rewards import Score
+from trainer.grpo.rewards import Batch, Score
 from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
 from trainer.pipelines import tiny
 from trainer.policy import load_policy

@@ -18,13 +18,12 @@ import torch
 from tests.test_lean_forward import qwen2
 from tests.test_replay import EXAMPLES, G, _rollout
 from trainer.config import GRPOConfig
-from trainer.grpo.loss import token_logprobs
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.policy import load_policy, make_optimizer
 from trainer.rollout.decode import generate_rollout
-from trainer.rollout.lean_forward import lean_supported
-from trainer.rollout.lean_forward import mask_positions as _positions
+from trainer.rollout.lean_forward import lean_supported, mask_positions
 from trainer.rollout.logprobs import completion_logprobs
+from trainer.rollout.sampling import token_logprobs
 
 torch.set_num_threads(1)
 T = 1.2  # the rollouts' temperature (tests/test_replay.py)
@@ -35,7 +34,7 @@ def hf_logprobs(model, ro, temperature: float = T) -> torch.Tensor:
     ids = torch.cat([ro.prompt_ids, ro.completion_ids], dim=1)
     attn = torch.cat([ro.prompt_mask, ro.completion_mask], dim=1)
     c = ro.completion_ids.shape[1]
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=_positions(attn)).logits[:, -c - 1 : -1]
+    logits = model(input_ids=ids, attention_mask=attn, position_ids=mask_positions(attn)).logits[:, -c - 1 : -1]
     return token_logprobs(logits, ro.completion_ids, temperature)
 
 

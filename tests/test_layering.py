@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,3 +150,139 @@ def test_a_wrong_import_is_caught(tmp_path):
         "trainer.leak imports verifiers.server",
     ]
     assert ["verifiers.cyc_a", "verifiers.cyc_b"] in cycles(tmp_path)
+
+
+# -- inside trainer/: rooms, doors, public names ------------------------------------------------------------
+# The rooms of trainer/ from the bottom up (docs/architecture.md); a module imports only its own room or one
+# below it. The modules directly in trainer/ (config, cli, errors, data, policy, distributed, metrics, ...)
+# are the ground floor, "trainer".
+TRAINER_ROOMS = (
+    "trainer",
+    "trainer.rollout",
+    "trainer.grpo",
+    "trainer.evaluation",
+    "trainer.train",
+    "trainer.pipelines",
+)
+# the deprecated module paths kept for one release (each warns and hands over the module it names)
+DEPRECATED_ALIASES = {"trainer.evaluate", "trainer.pipeline", "trainer.r1", "trainer.suites", "trainer.warmstart"}
+# the only rollout names the algorithm sees: sample, score log-probs, the rollout itself, a backend's type
+ROLLOUT_DOORS = {
+    "trainer.rollout.decode": {"Rollout", "generate_rollout"},
+    "trainer.rollout.logprobs": {"completion_logprobs"},
+    "trainer.rollout.backends": {"RolloutBackend", "make_backend"},
+}
+SCANNED = ("trainer", "tests", "bench", "examples")
+
+
+def trainer_room(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) >= 2 and ".".join(parts[:2]) in TRAINER_ROOMS:
+        return ".".join(parts[:2])
+    return "trainer"
+
+
+def room_violations(root: Path) -> list[str]:
+    bad = []
+    rank = {r: i for i, r in enumerate(TRAINER_ROOMS)}
+    for src, targets in sorted(graph(root).items()):
+        if not src.startswith("trainer") or src in DEPRECATED_ALIASES:
+            continue
+        for t in sorted(targets):
+            if t.startswith("trainer") and rank[trainer_room(t)] > rank[trainer_room(src)]:
+                bad.append(f"{src} imports {t} (a room above)")
+    return bad
+
+
+def imported_names(root: Path):
+    """(file, module, name) for every `from trainer... import name` in the scanned folders."""
+    for folder in SCANNED:
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("trainer"):
+                    for alias in node.names:
+                        yield path.relative_to(root).as_posix(), node.module, alias.name
+
+
+def private_imports(root: Path) -> list[str]:
+    return [f"{f}: from {m} import {n}" for f, m, n in imported_names(root) if n.startswith("_")]
+
+
+def door_violations(root: Path) -> list[str]:
+    """Imports by the algorithm (trainer/grpo/) of rollout names other than the doors."""
+    return [
+        f"{f}: from {m} import {n}"
+        for f, m, n in imported_names(root)
+        if f.startswith("trainer/grpo/") and m.startswith("trainer.rollout") and n not in ROLLOUT_DOORS.get(m, set())
+    ]
+
+
+def reexport_only(root: Path) -> list[str]:
+    """trainer modules that import things and define nothing (a face over other modules)."""
+
+    def is_face_line(node: ast.stmt) -> bool:  # an import, the docstring, or `__all__ = [...]`
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or isinstance(node, ast.Expr):
+            return True
+        return isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["__all__"]
+
+    found = []
+    for name, path in sorted(project_modules(root).items()):
+        if not name.startswith("trainer") or name in DEPRECATED_ALIASES:
+            continue
+        body = ast.parse(path.read_text()).body
+        imports = [
+            n for n in body if isinstance(n, (ast.Import, ast.ImportFrom)) and getattr(n, "module", "") != "__future__"
+        ]
+        if imports and all(is_face_line(n) for n in body):
+            found.append(name)
+    return found
+
+
+def test_trainer_rooms_import_downward_only():
+    assert room_violations(ROOT) == []
+
+
+def test_no_private_name_is_imported_from_a_trainer_module():
+    assert private_imports(ROOT) == []
+
+
+def test_the_algorithm_sees_only_the_rollout_doors():
+    assert door_violations(ROOT) == []
+
+
+def test_no_trainer_module_only_reexports():
+    assert reexport_only(ROOT) == []
+
+
+def test_every_trainer_package_states_its_public_surface():
+    for init in sorted((ROOT / "trainer").rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and len(doc.splitlines()) >= 2, f"{init.relative_to(ROOT)}: no docstring naming its public surface"
+
+
+def test_the_trainer_checks_catch_a_breach(tmp_path):
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in SCANNED[1:]:
+        (tmp_path / folder).mkdir()
+    (tmp_path / "trainer" / "rollout" / "leak.py").write_text("from trainer.grpo.loss import grpo_loss\n\nUSED = grpo_loss\n")
+    (tmp_path / "trainer" / "grpo" / "peek.py").write_text("from trainer.rollout.replay import Recording\n\nUSED = Recording\n")
+    (tmp_path / "tests" / "test_x.py").write_text("from trainer.grpo.update import _chunks\n")
+    (tmp_path / "trainer" / "face.py").write_text("from trainer.config import GRPOConfig\n\n__all__ = ['GRPOConfig']\n")
+    assert room_violations(tmp_path) == ["trainer.rollout.leak imports trainer.grpo.loss (a room above)"]
+    assert private_imports(tmp_path) == ["tests/test_x.py: from trainer.grpo.update import _chunks"]
+    assert door_violations(tmp_path) == ["trainer/grpo/peek.py: from trainer.rollout.replay import Recording"]
+    assert reexport_only(tmp_path) == ["trainer.face"]
+
+
+def test_each_deprecated_path_warns_and_hands_over_its_module():
+    import importlib
+    import warnings
+
+    for old in sorted(DEPRECATED_ALIASES):
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mod = importlib.import_module(old)
+        assert any(issubclass(w.category, DeprecationWarning) for w in caught), old
+        assert mod.__name__ != old and mod.__name__.startswith("trainer.") and hasattr(mod, "main"), old

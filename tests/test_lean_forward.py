@@ -17,8 +17,7 @@ import trainer.rollout.decode as decode_mod
 from trainer.data import Example
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.rollout.decode import generate_rollout
-from trainer.rollout.lean_forward import LeanDecoder, lean_supported
-from trainer.rollout.lean_forward import mask_positions as _positions
+from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 
 torch.set_num_threads(1)
 VOCAB = 40
@@ -69,7 +68,7 @@ def _prompts() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _hf_last_logits(model, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    out = model(input_ids=ids, attention_mask=mask, position_ids=_positions(mask))
+    out = model(input_ids=ids, attention_mask=mask, position_ids=mask_positions(mask))
     return out.logits[:, -1].float()
 
 
@@ -83,7 +82,7 @@ def test_incremental_logits_equal_the_hf_full_forward(arch):
     g = torch.Generator().manual_seed(2)
     with torch.no_grad():
         lean = LeanDecoder(model, 3, ids.shape[1] + 9)
-        got = lean.forward(ids, mask, _positions(mask))
+        got = lean.forward(ids, mask, mask_positions(mask))
         for step in range(9):
             want = _hf_last_logits(model, ids, mask)
             assert torch.allclose(got, want, atol=1e-5, rtol=0), (step, (got - want).abs().max())
@@ -91,7 +90,7 @@ def test_incremental_logits_equal_the_hf_full_forward(arch):
             assert torch.allclose(lp, lp_want, atol=1e-5, rtol=0)
             nxt = torch.randint(3, VOCAB, (3, 1), generator=g)
             ids, mask = torch.cat([ids, nxt], 1), torch.cat([mask, mask.new_ones(3, 1)], 1)
-            got = lean.forward(nxt, mask, _positions(mask)[:, -1:])
+            got = lean.forward(nxt, mask, mask_positions(mask)[:, -1:])
 
 
 @pytest.mark.parametrize("arch", list(MODELS))
@@ -102,10 +101,10 @@ def test_shared_prompt_cache_repeated_equals_separate_rows(arch):
     g = 3
     with torch.no_grad():
         shared = LeanDecoder(model, 3, 10)
-        shared.forward(ids[:, :-1], mask[:, :-1], _positions(mask[:, :-1]))
+        shared.forward(ids[:, :-1], mask[:, :-1], mask_positions(mask[:, :-1]))
         shared.repeat_interleave(g)
         rep_ids, rep_mask = ids.repeat_interleave(g, 0), mask.repeat_interleave(g, 0)
-        got = shared.forward(rep_ids[:, -1:], rep_mask, _positions(rep_mask)[:, -1:])
+        got = shared.forward(rep_ids[:, -1:], rep_mask, mask_positions(rep_mask)[:, -1:])
         want = _hf_last_logits(model, rep_ids, rep_mask)
     assert got.shape == (9, VOCAB)
     assert torch.allclose(got, want, atol=1e-5, rtol=0)

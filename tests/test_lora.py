@@ -11,8 +11,8 @@ import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig
-from trainer.grpo.loss import token_logprobs
 from trainer.policy import load_policy
+from trainer.rollout.sampling import token_logprobs
 
 peft = pytest.importorskip("peft")
 

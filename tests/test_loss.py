@@ -18,9 +18,8 @@ from trainer.grpo.loss import (
     k3_kl,
     masked_group_advantages,
     minibatch_weight,
-    token_entropy,
-    token_logprobs,
 )
+from trainer.rollout.sampling import token_entropy, token_logprobs
 
 # ---------------------------------------------------------------------------------------------
 # reference implementation: python floats / loops, float64 autograd only for the gradient

@@ -17,11 +17,11 @@ import torch
 
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
-from trainer.grpo.batch import collect_batch
-from trainer.grpo.overlap import GroupScorer, ScoringError, finished_groups
+from trainer.grpo.overlap import GroupScorer, ScoringError
 from trainer.grpo.rewards import PythonReward, VerifierReward
+from trainer.grpo.step import collect_batch
 from trainer.pipelines import tiny
-from trainer.rollout.decode import generate_rollout
+from trainer.rollout.decode import finished_groups, generate_rollout
 
 G = 4
 torch.set_num_threads(1)

@@ -9,8 +9,8 @@ import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig
-from trainer.grpo.loss import token_logprobs
 from trainer.policy import forward_context, load_policy, make_optimizer
+from trainer.rollout.sampling import token_logprobs
 
 
 def _update(base, tok, **kw) -> torch.Tensor:

@@ -23,11 +23,11 @@ import trainer.rollout.logprobs as logprobs_mod
 from tests.test_lean_forward import MODELS
 from tests.test_train_step import parts
 from trainer.data import Example
+from trainer.grpo.step import run_step
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.rollout.decode import generate_rollout
 from trainer.rollout.logprobs import completion_logprobs
 from trainer.rollout.replay import Recording
-from trainer.train import run_step
 
 torch.set_num_threads(1)
 G = 4

@@ -11,8 +11,8 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example, load_examples
-from trainer.grpo.batch import collect_batch, concat_rollouts, informative_groups
-from trainer.grpo.rewards import PythonReward, Score
+from trainer.grpo.rewards import PythonReward, Score, informative_groups
+from trainer.grpo.step import collect_batch, concat_rollouts
 from trainer.pipelines import tiny
 from trainer.rollout.decode import Rollout, completion_mask_from_eos, decode, fast_decode_supported, generate_rollout
 from trainer.rollout.logprobs import completion_logprobs

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from trainer.data import read_jsonl
 from trainer.pipelines import task
 
 SIZES = {"warmstart": 300, "train": 200, "heldout": 200}
@@ -70,4 +71,4 @@ def test_build_writes_jsonl_in_the_user_schema(tmp_path):
         assert len(rows) == 5
         keys = {"prompt", "answer", "completion"} if name == "warmstart" else {"prompt", "answer"}
         assert all(set(r) == keys for r in rows)
-    assert task.read_jsonl(paths["train"]) == task.make_splits(0, {"warmstart": 5, "train": 5, "heldout": 5})["train"]
+    assert read_jsonl(paths["train"]) == task.make_splits(0, {"warmstart": 5, "train": 5, "heldout": 5})["train"]

@@ -25,16 +25,15 @@ from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
 from trainer.errors import ConfigError
-from trainer.grpo.batch import concat_rollouts, rollout_dtype
 from trainer.grpo.loss import grpo_loss, mismatch_stats, tis_weights
 from trainer.grpo.rewards import PythonReward
+from trainer.grpo.step import StepParts, concat_rollouts, rollout_dtype, run_step
 from trainer.grpo.update import score_logprobs
 from trainer.metrics import MetricsLogger
 from trainer.policy import make_optimizer, make_reference, seed_everything
 from trainer.rollout.backend_base import rollout_from_ids
 from trainer.rollout.decode import Rollout, generate_rollout
 from trainer.rollout.vllm import sampled_logprobs
-from trainer.train import StepParts, run_step
 
 torch.set_num_threads(1)
 K = 8  # bandit arms

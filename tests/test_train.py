@@ -27,9 +27,8 @@ from trainer.config import GRPOConfig, load_config
 from trainer.data import Example
 from trainer.errors import ConfigError, VerifierSetupError
 from trainer.evaluation.evaluator import evaluate_accuracy
-from trainer.grpo.batch import Batch
 from trainer.grpo.loss import masked_group_advantages
-from trainer.grpo.rewards import Score, VerifierReward
+from trainer.grpo.rewards import Batch, Score, VerifierReward
 from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
 from trainer.metrics import read_metrics
 from trainer.policy import load_policy, make_optimizer

@@ -203,3 +203,45 @@ def load_config(path: str | Path | None = None, overrides: list[str] | dict | No
         raw = raw["grpo"] if isinstance(raw.get("grpo"), dict) else raw
     over = overrides if isinstance(overrides, dict) else cli.parse_argv(GRPOConfig, list(overrides or []))[1]
     return cli.build(GRPOConfig, cli.merge(raw, over), f" in {path}" if path else "")
+
+
+# -- the pipelines' sections (make train, make r1): the embedded task, the tiny model, held-out figures --
+
+
+class TaskConfig(BaseModel):
+    """The embedded task (used when no --data is given); see trainer/pipelines/task.py."""
+
+    model_config = ConfigDict(extra="forbid")
+    operands: int = Field(4, ge=2, description="numbers per problem")
+    min_value: int = Field(1, ge=0, description="smallest operand")
+    max_value: int = Field(9, ge=1, description="largest operand")
+    worked_fraction: float = Field(0.35, ge=0, le=1, description="share of warm-start rows that show their work")
+    estimate_to: int = Field(10, ge=1, description="the other rows answer with the value rounded to this multiple")
+    warmstart_size: int = Field(12000, ge=0, description="warm-start (supervised) rows")
+    train_size: int = Field(4000, ge=1, description="GRPO prompts (final answers only)")
+    heldout_size: int = Field(256, ge=1, description="held-out problems graded before and after")
+
+    def sizes(self) -> dict[str, int]:
+        return {"warmstart": self.warmstart_size, "train": self.train_size, "heldout": self.heldout_size}
+
+
+class TinyConfig(BaseModel):
+    """Shape of the tiny Qwen2 decoder the embedded default builds (trainer/pipelines/tiny.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hidden_size: int = Field(128, ge=1, description="width of the residual stream")
+    num_hidden_layers: int = Field(4, ge=1, description="transformer blocks")
+    num_attention_heads: int = Field(4, ge=1, description="query heads (key/value heads are the same number)")
+    intermediate_size: int = Field(384, ge=1, description="width of the SwiGLU MLP")
+    max_position_embeddings: int = Field(128, ge=1, description="longest sequence (prompt + completion) in tokens")
+
+
+class EvalSection(BaseModel):
+    """Held-out accuracy before and after training: greedy, plus sampled accuracy and pass@k."""
+
+    model_config = ConfigDict(extra="forbid")
+    verifier: str = Field("math", description="verifier that grades held-out accuracy")
+    max_new_tokens: int = Field(48, ge=1, description="completion length limit")
+    batch_size: int = Field(128, ge=1, description="rows per generate call")
+    heldout_from_data: int = Field(200, ge=1, description="with --data and no --eval-data: rows held out")
+    k: int = Field(8, ge=0, description="samples per problem (T=1) for sampled accuracy and pass@k; 0: greedy only")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,3 +69,17 @@ class DataStream:
     def load(self, state: dict[str, int]) -> None:
         self.epoch, self.pos = state["epoch"], state["pos"]
         self._order = self._perm()
+
+
+def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return path
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with Path(path).open() as f:
+        return [json.loads(line) for line in f if line.strip()]

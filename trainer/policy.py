@@ -189,18 +189,43 @@ def _fused_adamw(params: list) -> bool:
 
 
 def make_optimizer(cfg: GRPOConfig, model) -> tuple[torch.optim.Optimizer, Any]:
+    """GRPO's AdamW and LR schedule: one schedule step per optimizer step (steps x mu x minibatches)."""
+    return build_optimizer(
+        model,
+        lr=cfg.lr,
+        betas=cfg.adam_betas,
+        weight_decay=cfg.weight_decay,
+        warmup_steps=cfg.warmup_steps,
+        total_steps=cfg.steps * cfg.mu * cfg.minibatches,
+        schedule=cfg.lr_schedule,
+    )
+
+
+def build_optimizer(
+    model,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    weight_decay: float,
+    warmup_steps: int,
+    total_steps: int,
+    schedule: str = "cosine",
+    fused: bool = True,
+) -> tuple[torch.optim.Optimizer, Any]:
+    """The one optimizer builder (GRPO's ``make_optimizer`` and the warm start): AdamW over the trainable
+    parameters, a linear warmup over ``warmup_steps``, then ``schedule`` (cosine, linear or constant) to
+    ``total_steps``. ``fused``: the fused kernel where it exists (``_fused_adamw``); False keeps torch's default."""
     params = [p for p in model.parameters() if p.requires_grad]
-    fused = _fused_adamw(params) or None
-    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused)
-    total = cfg.steps * cfg.mu * cfg.minibatches
+    kernel = (_fused_adamw(params) or None) if fused else None
+    opt = torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=kernel)
 
     def factor(i: int) -> float:
-        if i < cfg.warmup_steps:
-            return (i + 1) / cfg.warmup_steps
-        frac = (i - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
-        if cfg.lr_schedule == "linear":
+        if i < warmup_steps:
+            return (i + 1) / warmup_steps
+        frac = (i - warmup_steps) / max(1, total_steps - warmup_steps)
+        if schedule == "linear":
             return max(0.0, 1.0 - frac)
-        if cfg.lr_schedule == "cosine":
+        if schedule == "cosine":
             return 0.5 * (1.0 + np.cos(np.pi * min(frac, 1.0)))
         return 1.0
 

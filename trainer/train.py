@@ -7,11 +7,11 @@
 
     python -m trainer.train --config configs/x.yaml [--key value ...] [--resume auto]
 
-This module is the loop (``train``, ``run_step``), the periodic evaluation and the entry point; the
-pieces live beside it: trainer/policy.py (device, precision, policy, reference, optimizer),
-trainer/evaluation/evaluator.py (greedy held-out evaluation, the generation loop ``make eval`` uses too),
-trainer/grpo/batch.py (prompts -> rollout -> grades), trainer/grpo/update.py (log-probs, the update, metrics),
-trainer/resume.py (checkpoint save/resume), trainer/grpo/loss.py (group advantages and the objective).
+This module is the run: ``train`` builds the parts once (``StepParts``), calls ``run_step`` for each
+step (trainer/grpo/step.py: one GRPO step, top to bottom), evaluates every ``eval_every`` steps, saves
+checkpoints (trainer/resume.py) and is the entry point. The parts come from trainer/policy.py (device,
+precision, policy, reference, optimizer), trainer/rollout/backends.py (where rollouts come from),
+trainer/grpo/rewards.py (the verifier service as a reward) and trainer/metrics.py.
 
 Where this departs from the paper (all switchable in the config):
 - Samples graded ``SANDBOX_ERROR`` or ``BAD_REFERENCE`` (not the model's fault) are masked out of the
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,22 +40,12 @@ from trainer import cli, distributed, interrupt, own_model, preflight
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
-from trainer.errors import ConfigError, DataError, exit_on_error
+from trainer.errors import DataError, exit_on_error
 from trainer.evaluation.evaluator import evaluate
-from trainer.grpo.batch import collect_batch, rollout_dtype
-from trainer.grpo.loss import masked_group_advantages
-from trainer.grpo.process import batch_process_advantages
 from trainer.grpo.rewards import RewardFn, VerifierReward
+from trainer.grpo.step import StepParts, rollout_dtype, run_step
 from trainer.grpo.update import (
-    Learner,
-    UpdateBatch,
-    completion_rows,
-    optimize,
     peak_memory_mb,
-    reference_mode,
-    score_logprobs,
-    step_metrics,
-    token_loss_mask,
 )
 from trainer.metrics import MetricsLogger
 from trainer.policy import (
@@ -68,25 +57,7 @@ from trainer.policy import (
     seed_everything,
 )
 from trainer.resume import resume_run, save_run
-from trainer.rollout.backends import RolloutBackend, make_backend
-
-
-@dataclass(frozen=True)
-class StepParts:
-    """What ``train`` builds once and every step uses; ``run_step(parts, step)`` is one GRPO step on them."""
-
-    cfg: GRPOConfig  # this rank's config: under torchrun prompts_per_step is the rank's share
-    model: Any  # the policy, unwrapped: it samples, scores and is saved
-    tokenizer: Any
-    ref: Any | None  # the frozen reference (None: beta == 0, or LoRA, whose reference is the adapters off)
-    optimizer: torch.optim.Optimizer
-    scheduler: Any  # the LR schedule (policy.make_optimizer)
-    data: DataStream | distributed.RankStream  # this rank's prompts
-    reward_fn: RewardFn
-    logger: MetricsLogger | distributed.NullLogger  # rank 0 writes, the other ranks hold a NullLogger
-    train_model: Any = None  # the DDP/FSDP wrapper under torchrun (None: model itself)
-    ctx: distributed.Dist = field(default_factory=distributed.Dist)
-    backend: RolloutBackend | None = None  # where rollouts come from (None: the policy samples them)
+from trainer.rollout.backends import make_backend
 
 
 def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | None = None) -> dict[str, Any]:
@@ -209,55 +180,6 @@ def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float
             out = {f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)}
             out["eval/ungraded"] = float(ev["ungraded"])
     return out
-
-
-def run_step(parts: StepParts, step: int) -> dict[str, float]:
-    """One GRPO step on ``parts``: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns
-    metrics. Under torchrun ``parts.cfg.prompts_per_step`` is this rank's share and ``parts.train_model``
-    the DDP/FSDP wrapper; a rollout backend gets the updated weights after the update."""
-    cfg, model, tokenizer, backend = parts.cfg, parts.model, parts.tokenizer, parts.backend
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    with distributed.gathered(model):  # FSDP: full weights while sampling and scoring (no-op otherwise)
-        batch = collect_batch(cfg, model, tokenizer, parts.data, parts.reward_fn, backend)
-        t1 = time.perf_counter()
-        if cfg.tis_on and batch.rollout.sample_logprobs is None:
-            raise ConfigError(
-                f"tis needs the sampler's log-prob of each token, and the {cfg.rollout_backend!r} rollout backend "
-                "did not record them: set `tis: off`"
-            )
-        device = batch.rollout.completion_ids.device
-        if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
-            adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
-        else:
-            adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
-        loss_mask = token_loss_mask(cfg, batch)  # (N, C)
-        old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
-        ref_lp = None
-        if cfg.beta > 0:
-            with reference_mode(model, parts.ref) as ref_model:
-                ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
-    learner = Learner(parts.train_model or model, parts.optimizer, parts.scheduler, parts.ctx)
-    opt_stats = optimize(cfg, learner, UpdateBatch(batch, adv, loss_mask, old_lp, ref_lp))
-    if backend is not None:
-        with distributed.gathered(model):
-            backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
-    t2 = time.perf_counter()
-    m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
-    tokens = int(batch.rollout.completion_mask.sum())
-    m.update(
-        {
-            "policy/lr": parts.scheduler.get_last_lr()[0],
-            "perf/step_s": t2 - t0,
-            "perf/step_cpu_s": time.process_time() - cpu0,
-            "perf/rollout_s": t1 - t0 - batch.verify_s,
-            "perf/update_s": t2 - t1,
-            "perf/tokens_per_s": tokens / (t2 - t0),
-            "perf/tokens": float(tokens),
-        }
-    )
-    if cfg.logs_completions_at(step):  # every K steps, and the first and last
-        parts.logger.log_completions(step, completion_rows(batch, adv))
-    return m
 
 
 @exit_on_error

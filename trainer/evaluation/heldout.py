@@ -14,13 +14,12 @@ from typing import Any
 
 import torch
 
-from trainer.data import Example
+from trainer.config import EvalSection
+from trainer.data import Example, read_jsonl, write_jsonl
 from trainer.errors import Stopped
 from trainer.evaluation import passk
 from trainer.evaluation.evaluator import evaluate, generate_batches, score_records
 from trainer.grpo.rewards import RewardFn, Score
-from trainer.pipelines import task
-from trainer.sections import EvalSection
 
 
 def sampled_figures(
@@ -77,8 +76,8 @@ def evaluate_heldout(
         sampled = sampled_figures(model, tok, examples, reward, k=ev.k, seed=seed, **gen) if ev.k else {}
     finally:
         reward.close()
-    rows = task.read_jsonl(heldout)
-    task.write_jsonl(
+    rows = read_jsonl(heldout)
+    write_jsonl(
         ({"prompt": r["prompt"], "answer": r["answer"], "completion": c}
          for r, c in zip(rows, greedy["completions"], strict=True)),
         out,

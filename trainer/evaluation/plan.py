@@ -114,6 +114,8 @@ def apply_run_defaults(a: EvalArgs, model: str) -> dict[str, Any]:
     a.limit = a.limit or ev["limit"]
     if a.gen_batch is None and a.k == 1:  # the same batches, so greedy decoding sees the same padding
         a.gen_batch = ev["batch_size"]
-    if a.chat_template == "auto":  # trainer.evaluation.evaluator.evaluate (training's evaluation) uses the chat template
+    if (
+        a.chat_template == "auto"
+    ):  # trainer.evaluation.evaluator.evaluate (training's evaluation) uses the chat template
         a.chat_template = "on"
     return {"run_dir": str(run_dir), "training_eval": ev["reported"]}

@@ -236,20 +236,3 @@ def minibatch_weight(loss_type: LossType, mask_mb: Tensor, mask_all: Tensor) -> 
     if loss_type == "token_mean":
         return float(mask_mb.sum()) / max(float(mask_all.sum()), 1.0)
     return mask_mb.shape[0] / mask_all.shape[0]
-
-
-def _upcast(x: Tensor) -> Tensor:
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-
-
-def token_logprobs(logits: Tensor, targets: Tensor, temperature: float = 1.0) -> Tensor:
-    """log pi(target) per position. logits: (N, T, V), targets: (N, T) -> (N, T), at least float32."""
-    logits = _upcast(logits) / temperature
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (N, T)
-    return picked - torch.logsumexp(logits, dim=-1)
-
-
-def token_entropy(logits: Tensor, temperature: float = 1.0) -> Tensor:
-    """Entropy of the sampling distribution per position. logits: (N, T, V) -> (N, T)."""
-    logp = torch.log_softmax(_upcast(logits) / temperature, dim=-1)
-    return -(logp.exp() * logp).sum(-1)

@@ -84,8 +84,3 @@ class GroupScorer:
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
         return out, time.perf_counter() - t0
-
-
-def finished_groups(running, group_size: int) -> list[int]:
-    """Indices of groups none of whose rows is still running. running: (N,) bool tensor."""
-    return (~running.view(-1, group_size).any(dim=1)).nonzero().flatten().tolist()

@@ -5,7 +5,7 @@ benchmarks and tests of the loss (never for the service's own tests). ``grade`` 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -13,10 +13,9 @@ import torch
 from torch import Tensor
 
 from trainer.errors import VerifierSetupError
-from trainer.grpo.grading import grade_items
 from trainer.grpo.overlap import GroupScorer, ScoringError
 from trainer.rollout.decode import Rollout
-from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem
+from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem, VerifyResult
 
 SANDBOX_ERROR = Outcome.SANDBOX_ERROR
 # UNGRADED (SANDBOX_ERROR, BAD_REFERENCE, from the proto enum via verifiers.client): not the model's fault,
@@ -111,3 +110,33 @@ def grade(
     rewards = torch.tensor([s.reward for s in scores], dtype=torch.float32)
     valid = torch.tensor([s.outcome not in UNGRADED for s in scores])
     return rewards, valid, scores, dt
+
+
+def grade_items(
+    client: VerifierClient, items: Sequence[VerifyItem], *, deadline_s: float | None = None
+) -> list[VerifyResult]:
+    """Grade ``items`` in one VerifyBatch call (the client may split it over replicas); results in order.
+
+    ``deadline_s`` bounds the whole call (None: the client's default). The client checks that the service
+    answered one result per item (a VerifierError otherwise), so grades never misalign."""
+    return client.verify_batch(items, deadline_s=deadline_s)
+
+
+@dataclass
+class Batch:
+    """One step's training data: the rollout and its grades."""
+
+    rollout: Rollout
+    rewards: Tensor  # (N,) float32, SANDBOX_ERROR entries hold 0
+    valid: Tensor  # (N,) bool: graded (not SANDBOX_ERROR / BAD_REFERENCE)
+    scores: list[Score]
+    verify_s: float
+    rollouts: int  # how many generate calls built this batch (dynamic sampling refills)
+
+
+def informative_groups(rewards: Tensor, valid: Tensor, g: int) -> Tensor:
+    """(P,) bool: the group has >= 2 valid samples with different rewards."""
+    r, v = rewards.view(-1, g), valid.view(-1, g)
+    hi = torch.where(v, r, torch.full_like(r, -torch.inf)).amax(1)
+    lo = torch.where(v, r, torch.full_like(r, torch.inf)).amin(1)
+    return (v.sum(1) >= 2) & (hi > lo)

@@ -16,13 +16,12 @@ from torch import Tensor
 
 from trainer import distributed
 from trainer.config import GRPOConfig
-from trainer.evaluation import passk
-from trainer.grpo.batch import Batch, informative_groups
 from trainer.grpo.loss import grpo_loss, minibatch_weight, mismatch_stats
+from trainer.grpo.rewards import Batch, informative_groups
 from trainer.policy import forward_context
 from trainer.rollout.decode import Rollout
 from trainer.rollout.logprobs import completion_logprobs
-from verifiers.client import Outcome
+from verifiers.client import OUTCOMES, Outcome
 
 # ---------------------------------------------------------------------------------------------
 # one step: the update
@@ -206,7 +205,7 @@ def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, 
     for name in sorted({k for s in batch.scores for k in s.components}):
         vals = [s.components.get(name, 0.0) for s, ok in zip(batch.scores, v.tolist(), strict=True) if ok]
         m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
-    for o in passk.OUTCOMES:
+    for o in OUTCOMES:
         m[f"outcome/{o}"] = float(outcomes[o])
     for k, val in opt_stats.items():
         prefix = "" if k.startswith("mismatch/") else "policy/" if k in ("entropy", "grad_norm") else "loss/"

@@ -41,7 +41,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainer import cli, interrupt, own_model, preflight
-from trainer.config import GRPOConfig, load_config
+from trainer.config import EvalSection, GRPOConfig, TaskConfig, TinyConfig, load_config
+from trainer.data import read_jsonl
 from trainer.errors import Stopped, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout, figure_lines
 from trainer.outcome_watch import OutcomeWatch
@@ -49,7 +50,6 @@ from trainer.pipelines import run_folder, task, tiny
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
 from trainer.pipelines.warmstart import WarmStartConfig, warm_start
 from trainer.progress import MetricsBar
-from trainer.sections import EvalSection, TaskSection, TinySection
 
 DEFAULT_CONFIG = run_folder.DEFAULT_CONFIG  # with --model and no --config: run_folder.REAL_MODEL_CONFIG
 ALIASES = {"verifier": "grpo.verifier"}  # make train VERIFIER=...: the GRPO reward
@@ -71,8 +71,8 @@ class PipelineConfig(BaseModel):
         None, description="host:port of a running verifier service (default: $VERIFIER_TARGET, else start one)"
     )
     runs: str = Field("runs", description="folder of run folders (runs/latest points at the newest)")
-    task: TaskSection = TaskSection()
-    tiny: TinySection = TinySection()
+    task: TaskConfig = TaskConfig()
+    tiny: TinyConfig = TinyConfig()
     warmstart: WarmStartConfig = WarmStartConfig()
     warmstart_data: str | None = Field(None, description="JSONL {prompt, completion} to warm start a --model on")
     eval: EvalSection = EvalSection()
@@ -207,7 +207,7 @@ def load_model(r: Run) -> None:
         say(
             f"MODEL={src} is a LoRA adapter: training it on its base {model.peft_config['default'].base_model_name_or_path}"
         )
-    path = src or str(tiny.build(r.dir / "init", r.cfg.tiny.tiny_config(), seed=r.cfg.seed))
+    path = src or str(tiny.build(r.dir / "init", r.cfg.tiny, seed=r.cfg.seed))
     r.grpo = r.grpo_config(model=path)
     r.model, r.tok = load_policy(r.grpo, model, tok)
     own_model.check_trainable(r.model, path)
@@ -215,7 +215,7 @@ def load_model(r: Run) -> None:
 
 def preflight_stage(r: Run) -> None:
     """Before the service starts: the verifiers' tags survive decoding, one prompt renders (prompt.txt)."""
-    prompt = task.read_jsonl(r.paths["train"])[0]["prompt"]
+    prompt = read_jsonl(r.paths["train"])[0]["prompt"]
     rep = preflight.check(r.tok, r.model, [r.grpo.verifier, r.cfg.eval.verifier], prompt, model_dir=r.cfg.model,
                           use_chat_template=r.grpo.use_chat_template, max_new_tokens=r.grpo.max_new_tokens)  # fmt: skip
     for w in rep.warnings:
@@ -236,7 +236,7 @@ def warm_start_stage(r: Run) -> None:
     r.results["warmstart"] = {"steps": 0}
     if not rows_path or not ws.steps:
         return
-    rows = task.read_jsonl(rows_path)
+    rows = read_jsonl(rows_path)
     worked = sum(task.BARE_THINK not in x.get("completion", "") for x in rows)
     what = f" ({worked} of {len(rows)} completions show their work; the rest only estimate)" if r.own_task else ""
     say(f"warm start: {ws.steps} supervised steps on {rows_path}{what}")
@@ -344,9 +344,7 @@ WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
 
 def resume_command(r: Run) -> str:
     runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={r.cfg.runs}"
-    return (
-        f"make train NAME={r.dir.name}{runs}  (or: python -m trainer.pipelines.make_train --name {r.dir.name} --runs {r.cfg.runs})"
-    )
+    return f"make train NAME={r.dir.name}{runs}  (or: python -m trainer.pipelines.make_train --name {r.dir.name} --runs {r.cfg.runs})"
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:

@@ -34,13 +34,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainer import cli
-from trainer.config import GRPOConfig, load_config
+from trainer.config import EvalSection, GRPOConfig, TaskConfig, TinyConfig, load_config
+from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import TrainerError, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout
 from trainer.pipelines import task, tiny
 from trainer.pipelines.make_train import say, verifier_service
 from trainer.pipelines.warmstart import WarmStartConfig
-from trainer.sections import EvalSection, TaskSection, TinySection
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "r1.yaml"
 STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
@@ -69,8 +69,8 @@ class R1Config(BaseModel):
     target: str | None = Field(
         None, description="host:port of a running verifier service (default: $VERIFIER_TARGET, else start one)"
     )
-    task: TaskSection = TaskSection()
-    tiny: TinySection = TinySection()
+    task: TaskConfig = TaskConfig()
+    tiny: TinyConfig = TinyConfig()
     cold_start: WarmStartConfig = Field(WarmStartConfig(), description="stage 1: SFT of the base model")
     rl: GRPOConfig = Field(default_factory=GRPOConfig, description="stage 2: GRPO from the cold-start model")
     rejection: RejectionSection = RejectionSection()
@@ -159,8 +159,8 @@ def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], targ
     finally:
         client.close()
     kept, counts = filter_samples(graded)
-    task.write_jsonl(sample_records(graded), out / "samples.jsonl")
-    task.write_jsonl(kept, out / "sft.jsonl")
+    write_jsonl(sample_records(graded), out / "samples.jsonl")
+    write_jsonl(kept, out / "sft.jsonl")
     return {"from": str(model_dir), "samples_per_prompt": rc.samples, **counts}
 
 
@@ -180,9 +180,9 @@ def prepare(cfg: R1Config, out: Path) -> dict[str, Path]:
     """Data splits and the base model (built once; reused when the run resumes)."""
     t = cfg.task
     if not (out / "data" / "heldout.jsonl").exists():
-        task.build(out / "data", cfg.seed, t.sizes(), t.task_config())
+        task.build(out / "data", cfg.seed, t.sizes(), t)
     if not (out / "base" / "config.json").exists():
-        tiny.build(out / "base", cfg.tiny.tiny_config(), seed=cfg.seed)
+        tiny.build(out / "base", cfg.tiny, seed=cfg.seed)
     return {s: out / "data" / f"{s}.jsonl" for s in ("warmstart", "train", "heldout")} | {"base": out / "base"}
 
 
@@ -191,13 +191,13 @@ def run_stage(name: str, cfg: R1Config, out: Path, paths: dict[str, Path], targe
     d = out / name
     d.mkdir(parents=True, exist_ok=True)
     if name == "cold_start":
-        rec = sft_stage(cfg, paths["base"], task.read_jsonl(paths["warmstart"]), cfg.cold_start, d)
+        rec = sft_stage(cfg, paths["base"], read_jsonl(paths["warmstart"]), cfg.cold_start, d)
     elif name == "rl":
         rec = rl_stage(cfg, out / "cold_start" / "model", cfg.rl, paths, target, d)
     elif name == "rejection":
         rec = rejection_stage(cfg, out / "rl" / "model", paths, target, d)
     elif name == "sft":
-        rows = task.read_jsonl(out / "rejection" / "sft.jsonl")
+        rows = read_jsonl(out / "rejection" / "sft.jsonl")
         if not rows:
             raise R1Error("rejection sampling kept no sample: nothing to fine-tune on (train the RL stage longer "
                           "or raise rejection.samples / rejection.prompts)")  # fmt: skip

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from trainer import cli
 from trainer.checkpoint import list_checkpoints, resolve_resume
+from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import CheckpointError, ConfigError, DataError
 from trainer.pipelines import task
 
@@ -217,9 +218,9 @@ def prepare_data(cfg: Any, run: Path) -> dict[str, Path | None]:
     out = run / "data"
     if cfg.data is None:
         sizes = {k: v for k, v in cfg.task.sizes().items() if v}
-        paths = task.build(out, cfg.seed, sizes, cfg.task.task_config())
+        paths = task.build(out, cfg.seed, sizes, cfg.task)
         return {"warmstart": paths.get("warmstart"), "train": paths["train"], "heldout": paths["heldout"]}
-    rows = task.read_jsonl(cfg.data)
+    rows = read_jsonl(cfg.data)
     ws = Path(cfg.warmstart_data) if cfg.warmstart_data else None
     if cfg.eval_data:
         return {"warmstart": ws, "train": Path(cfg.data), "heldout": Path(cfg.eval_data)}
@@ -229,8 +230,8 @@ def prepare_data(cfg: Any, run: Path) -> dict[str, Path | None]:
     random.Random(cfg.seed).shuffle(rows)
     return {
         "warmstart": ws,
-        "train": task.write_jsonl(rows[k:], out / "train.jsonl"),
-        "heldout": task.write_jsonl(rows[:k], out / "heldout.jsonl"),
+        "train": write_jsonl(rows[k:], out / "train.jsonl"),
+        "heldout": write_jsonl(rows[:k], out / "heldout.jsonl"),
     }
 
 

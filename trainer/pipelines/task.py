@@ -28,35 +28,18 @@ True
 
 from __future__ import annotations
 
-import json
 import random
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainer.config import TaskConfig
+from trainer.data import write_jsonl
 from trainer.errors import exit_on_error
 
 BARE_THINK = "estimate"
 _TOKEN = re.compile(r"\d+|[+-]")
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    """How problems are drawn."""
-
-    operands: int = 4
-    """Numbers per problem (2 or more); one operation per step of the worked solution."""
-    min_value: int = 1
-    """Smallest operand."""
-    max_value: int = 9
-    """Largest operand."""
-    worked_fraction: float = 0.35
-    """Share of warm-start examples that show the worked chain; the rest give only an estimate."""
-    estimate_to: int = 10
-    """The bare (not worked) warm-start answers are the value rounded to this multiple (1: exact)."""
 
 
 def evaluate_expression(prompt: str) -> int:
@@ -139,20 +122,6 @@ def make_splits(seed: int, sizes: dict[str, int], cfg: TaskConfig | None = None)
             rows.append(p)
         out[name] = rows
     return out
-
-
-def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    return path
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    with Path(path).open() as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def build(out_dir: str | Path, seed: int, sizes: dict[str, int], cfg: TaskConfig | None = None) -> dict[str, Path]:

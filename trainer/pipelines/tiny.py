@@ -16,11 +16,12 @@ The model is ``Qwen2ForCausalLM`` built from a ``Qwen2Config``. Both save and lo
 from __future__ import annotations
 
 import string
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from trainer.config import TinyConfig
 
 PAD, UNK, EOS = "<|pad|>", "<|unk|>", "<|end|>"
 USER, ASSISTANT, SYSTEM = "<|user|>", "<|assistant|>", "<|system|>"
@@ -56,22 +57,6 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     return tok
 
 
-@dataclass(frozen=True)
-class TinyConfig:
-    """Shape of the tiny decoder."""
-
-    hidden_size: int = 128
-    """Width of the residual stream."""
-    num_hidden_layers: int = 4
-    """Transformer blocks."""
-    num_attention_heads: int = 4
-    """Query heads (key/value heads are the same number)."""
-    intermediate_size: int = 384
-    """Width of the SwiGLU MLP."""
-    max_position_embeddings: int = 128
-    """Longest sequence (prompt + completion) in tokens."""
-
-
 def build_model(tok: PreTrainedTokenizerFast, cfg: TinyConfig | None = None, seed: int = 0) -> Qwen2ForCausalLM:
     """A freshly initialised Qwen2 decoder sized for ``tok`` (seeded)."""
     import torch
@@ -85,7 +70,7 @@ def build_model(tok: PreTrainedTokenizerFast, cfg: TinyConfig | None = None, see
         pad_token_id=tok.pad_token_id,
         eos_token_id=tok.eos_token_id,
         bos_token_id=None,
-        **asdict(cfg),
+        **cfg.model_dump(),
     )
     with torch.random.fork_rng():
         torch.manual_seed(seed)

@@ -6,7 +6,7 @@ the completion tokens only (the prompt, rendered through the chat template exact
 renders it, is context). AdamW with linear warmup and cosine decay; examples are visited in a seeded
 order, one pass or more.
 
-    rows = task.read_jsonl("warmstart.jsonl")   # {"prompt", "completion"} (+ "answer", unused here)
+    rows = read_jsonl("warmstart.jsonl")   # {"prompt", "completion"} (+ "answer", unused here)
     stats = warm_start(model, tokenizer, rows, WarmStartConfig(steps=300))
 
 On its own, from one model folder to another (flags are WarmStartArgs' fields, parsed by trainer/cli.py)::
@@ -16,7 +16,6 @@ On its own, from one model folder to another (flags are WarmStartArgs' fields, p
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -26,8 +25,9 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
-from trainer.data import render_prompt
+from trainer.data import read_jsonl, render_prompt
 from trainer.errors import DataError, ModelError, exit_on_error
+from trainer.policy import build_optimizer
 
 
 class WarmStartConfig(BaseModel):
@@ -76,16 +76,6 @@ def sft_loss(model, ids: Tensor, attn: Tensor, loss_mask: Tensor) -> Tensor:
     return (ce.view_as(m) * m).sum() / m.sum().clamp(min=1)
 
 
-def _lr_factor(cfg: WarmStartConfig) -> Callable[[int], float]:
-    def f(i: int) -> float:
-        if i < cfg.warmup_steps:
-            return (i + 1) / cfg.warmup_steps
-        frac = (i - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-        return 0.5 * (1.0 + math.cos(math.pi * min(frac, 1.0)))
-
-    return f
-
-
 def warm_start(
     model,
     tokenizer,
@@ -103,8 +93,10 @@ def warm_start(
         raise DataError("warm start: no examples (rows need 'prompt' and 'completion')")
     device = next(model.parameters()).device
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.98), weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_factor(cfg))
+    opt, sched = build_optimizer(  # the warm start's own betas; GRPO's are GRPOConfig.adam_betas
+        model, lr=cfg.lr, betas=(0.9, 0.98), weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
+        total_steps=cfg.steps, schedule="cosine", fused=False,
+    )  # fmt: skip
     rng = random.Random(cfg.seed)
     order: list[int] = []
     model.train()
@@ -151,7 +143,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trainer import cli
-    from trainer.pipelines import task
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if cli.wants_help(argv):
@@ -165,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     try:
-        rows = task.read_jsonl(a.data)
+        rows = read_jsonl(a.data)
     except (OSError, ValueError) as e:
         raise DataError(f"cannot read {a.data}: {e}") from None
     stats = warm_start(model, tok, rows, WarmStartConfig(**a.model_dump(include=set(WarmStartConfig.model_fields))),

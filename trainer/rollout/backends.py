@@ -21,10 +21,10 @@ from typing import Any, Protocol
 import torch
 
 from trainer.data import Example
-from trainer.rollout.backend_base import BackendError, rollout_from_ids
+from trainer.rollout.backend_base import BackendError
 from trainer.rollout.decode import Rollout, generate_rollout
 
-__all__ = ["BACKENDS", "BackendError", "HFBackend", "RolloutBackend", "make_backend", "rollout_from_ids"]
+__all__ = ["BACKENDS", "HFBackend", "RolloutBackend", "make_backend"]
 
 
 class RolloutBackend(Protocol):

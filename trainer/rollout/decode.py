@@ -20,12 +20,9 @@ import torch
 from torch import Tensor
 
 from trainer.data import Example, render_prompt
-from trainer.grpo.overlap import finished_groups
-from trainer.rollout.lean_forward import LeanDecoder, lean_supported
-from trainer.rollout.lean_forward import mask_positions as _positions  # re-exported: logprobs, tests
+from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.replay import Recording
-from trainer.rollout.sampling import next_tokens as _next_tokens
-from trainer.rollout.sampling import picked_logprob as _picked_logprob
+from trainer.rollout.sampling import next_tokens, picked_logprob
 
 
 @dataclass
@@ -166,7 +163,7 @@ def decode(
     was drawn from.
     """
     n = ids.shape[0]
-    pos = _positions(attn)  # (N, P)
+    pos = mask_positions(attn)  # (N, P)
     mask = None if bool(attn.all()) else attn
     if lean is None and cache is None and lean_supported(model):
         lean = LeanDecoder(model, n, ids.shape[1] + max_new_tokens)
@@ -183,9 +180,9 @@ def decode(
     for t in range(max_new_tokens):
         if logits_out is not None:
             logits_out.append(logits)
-        nxt, scores = _next_tokens(logits, do_sample, temperature, top_p)  # (N,), (N, V)
+        nxt, scores = next_tokens(logits, do_sample, temperature, top_p)  # (N,), (N, V)
         if logprobs_out is not None:
-            logprobs_out.append(_picked_logprob(scores, nxt))
+            logprobs_out.append(picked_logprob(scores, nxt))
         nxt = torch.where(running, nxt, pad_id)
         new.append(nxt)
         stopped = torch.isin(nxt, eos) & running
@@ -214,11 +211,11 @@ def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, c
         rec = Recording(model, capacity, max_new) if keep else None
         lean = LeanDecoder(model, len(u_ids) if group_size else len(ids), capacity, rec)
         if group_size:
-            lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, _positions(u_mask))
+            lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, mask_positions(u_mask))
             lean.repeat_interleave(group_size)
     elif group_size:
         cache = new_kv_cache(model)
-        model(input_ids=u_ids, attention_mask=u_mask, position_ids=_positions(u_mask), past_key_values=cache)
+        model(input_ids=u_ids, attention_mask=u_mask, position_ids=mask_positions(u_mask), past_key_values=cache)
         cache.batch_repeat_interleave(group_size)
     return cache, lean
 
@@ -293,7 +290,7 @@ def _sample_tokens(
     finally:
         base.generation_config = saved
     tokens = out.sequences[:, ids.shape[1] :]
-    logps = [_picked_logprob(sc.float(), tokens[:, t]) for t, sc in enumerate(out.scores)]
+    logps = [picked_logprob(sc.float(), tokens[:, t]) for t, sc in enumerate(out.scores)]
     return tokens, torch.stack(logps, dim=1), None
 
 
@@ -394,3 +391,8 @@ def _group_hook(on_groups_done, group_size: int, eos: list[int], tokenizer):
         on_groups_done(fresh, tokenizer.batch_decode(toks, skip_special_tokens=True))
 
     return hook
+
+
+def finished_groups(running, group_size: int) -> list[int]:
+    """Indices of groups none of whose rows is still running. running: (N,) bool tensor."""
+    return (~running.view(-1, group_size).any(dim=1)).nonzero().flatten().tolist()

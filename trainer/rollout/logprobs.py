@@ -6,11 +6,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.grpo.loss import token_entropy, token_logprobs
 from trainer.rollout.decode import Rollout, new_kv_cache
-from trainer.rollout.lean_forward import lean_supported
-from trainer.rollout.lean_forward import mask_positions as _positions
+from trainer.rollout.lean_forward import lean_supported, mask_positions
 from trainer.rollout.replay import replay_logits
+from trainer.rollout.sampling import token_entropy, token_logprobs
 
 
 def completion_logprobs(
@@ -54,7 +53,7 @@ def completion_logprobs(
         start = int((prompt_mask.sum(0) == 0).sum())  # leading all-padding columns (left padding)
         ids = torch.cat([rollout.prompt_ids[idx][:, start:], rollout.completion_ids[idx]], dim=1)  # (n, P'+C)
         attn = torch.cat([prompt_mask[:, start:], rollout.completion_mask[idx]], dim=1)  # (n, P'+C)
-        out = model(input_ids=ids, attention_mask=attn, position_ids=_positions(attn), logits_to_keep=c + 1)
+        out = model(input_ids=ids, attention_mask=attn, position_ids=mask_positions(attn), logits_to_keep=c + 1)
         logits = out.logits[:, :-1]  # (n, C, V): position t predicts completion token t
     logp = token_logprobs(logits, rollout.completion_ids[idx], temperature)  # (n, C)
     ent = None
@@ -70,7 +69,7 @@ def _shared_prefix_logits(model, rollout: Rollout, idx: Tensor, g: int) -> Tenso
     p_mask = rollout.prompt_mask[first]  # (n/G, P)
     start = int((p_mask.sum(0) == 0).sum())
     p_mask, p_ids = p_mask[:, start:], rollout.prompt_ids[first][:, start:]
-    p_pos = _positions(p_mask)
+    p_pos = mask_positions(p_mask)
     cache = new_kv_cache(model)
     head = model(
         input_ids=p_ids,

@@ -32,3 +32,20 @@ def next_tokens(logits: Tensor, do_sample: bool, temperature: float, top_p: floa
 def picked_logprob(scores: Tensor, tokens: Tensor) -> Tensor:
     """(n, V) scores, (n,) tokens -> (n,) log-prob of each token under softmax(scores)."""
     return torch.log_softmax(scores, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
+
+
+def upcast_half(x: Tensor) -> Tensor:
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def token_logprobs(logits: Tensor, targets: Tensor, temperature: float = 1.0) -> Tensor:
+    """log pi(target) per position. logits: (N, T, V), targets: (N, T) -> (N, T), at least float32."""
+    logits = upcast_half(logits) / temperature
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (N, T)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def token_entropy(logits: Tensor, temperature: float = 1.0) -> Tensor:
+    """Entropy of the sampling distribution per position. logits: (N, T, V) -> (N, T)."""
+    logp = torch.log_softmax(upcast_half(logits) / temperature, dim=-1)
+    return -(logp.exp() * logp).sum(-1)

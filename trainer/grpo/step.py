@@ -1,42 +1,118 @@
-"""One step's training batch: the seeded ``DataStream`` of prompts -> rollout -> grades; with DAPO's
-dynamic sampling, zero-variance groups are dropped and more prompts sampled. The policy samples in the
-training forward's precision (``rollout_dtype``): bf16 autocast where training autocasts (CUDA)."""
+"""One GRPO step (DeepSeekMath, https://arxiv.org/abs/2402.03300), top to bottom:
+
+    prompts x G -> rollout (sample: trainer.rollout.decode.generate_rollout, or a rollout backend)
+      -> one VerifyBatch call (rewards.py) -> group advantages (loss.py)
+      -> old/reference log-probs and mu epochs of the clipped surrogate + k3 KL (update.py)
+      -> metrics
+
+``run_step(parts, step)`` is the step; ``collect_batch`` the batch it learns from (with DAPO's dynamic
+sampling, zero-variance groups are dropped and more prompts sampled). The policy samples in the training
+forward's precision (``rollout_dtype``): bf16 autocast where training autocasts (CUDA). The step reads in
+four files: this one, update.py (the optimizer steps), loss.py (advantages and the objective, pure
+functions) and rewards.py (the verifier service as a reward); sampling and log-probs come through two
+doors of trainer/rollout/ (``generate_rollout``, ``completion_logprobs``), whichever path runs behind them.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from trainer import distributed
 from trainer.config import GRPOConfig
 from trainer.data import DataStream
+from trainer.errors import ConfigError
+from trainer.grpo.loss import masked_group_advantages
 from trainer.grpo.overlap import GroupScorer
-from trainer.grpo.rewards import RewardFn, Score, grade
+from trainer.grpo.process import batch_process_advantages
+from trainer.grpo.rewards import Batch, RewardFn, Score, grade, informative_groups
+from trainer.grpo.update import (
+    Learner,
+    UpdateBatch,
+    completion_rows,
+    optimize,
+    reference_mode,
+    score_logprobs,
+    step_metrics,
+    token_loss_mask,
+)
+from trainer.metrics import MetricsLogger
 from trainer.policy import autocast_dtype, pick_dtype
+from trainer.rollout.backends import RolloutBackend
 from trainer.rollout.decode import Rollout, generate_rollout
 
 
-@dataclass
-class Batch:
-    """One step's training data: the rollout and its grades."""
+@dataclass(frozen=True)
+class StepParts:
+    """What ``train`` builds once and every step uses; ``run_step(parts, step)`` is one GRPO step on them."""
 
-    rollout: Rollout
-    rewards: Tensor  # (N,) float32, SANDBOX_ERROR entries hold 0
-    valid: Tensor  # (N,) bool: graded (not SANDBOX_ERROR / BAD_REFERENCE)
-    scores: list[Score]
-    verify_s: float
-    rollouts: int  # how many generate calls built this batch (dynamic sampling refills)
+    cfg: GRPOConfig  # this rank's config: under torchrun prompts_per_step is the rank's share
+    model: Any  # the policy, unwrapped: it samples, scores and is saved
+    tokenizer: Any
+    ref: Any | None  # the frozen reference (None: beta == 0, or LoRA, whose reference is the adapters off)
+    optimizer: torch.optim.Optimizer
+    scheduler: Any  # the LR schedule (policy.make_optimizer)
+    data: DataStream | distributed.RankStream  # this rank's prompts
+    reward_fn: RewardFn
+    logger: MetricsLogger | distributed.NullLogger  # rank 0 writes, the other ranks hold a NullLogger
+    train_model: Any = None  # the DDP/FSDP wrapper under torchrun (None: model itself)
+    ctx: distributed.Dist = field(default_factory=distributed.Dist)
+    backend: RolloutBackend | None = None  # where rollouts come from (None: the policy samples them)
 
 
-def informative_groups(rewards: Tensor, valid: Tensor, g: int) -> Tensor:
-    """(P,) bool: the group has >= 2 valid samples with different rewards."""
-    r, v = rewards.view(-1, g), valid.view(-1, g)
-    hi = torch.where(v, r, torch.full_like(r, -torch.inf)).amax(1)
-    lo = torch.where(v, r, torch.full_like(r, torch.inf)).amin(1)
-    return (v.sum(1) >= 2) & (hi > lo)
+def run_step(parts: StepParts, step: int) -> dict[str, float]:
+    """One GRPO step on ``parts``: rollout + rewards -> advantages -> old/ref log-probs -> update. Returns
+    metrics. Under torchrun ``parts.cfg.prompts_per_step`` is this rank's share and ``parts.train_model``
+    the DDP/FSDP wrapper; a rollout backend gets the updated weights after the update."""
+    cfg, model, tokenizer, backend = parts.cfg, parts.model, parts.tokenizer, parts.backend
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    with distributed.gathered(model):  # FSDP: full weights while sampling and scoring (no-op otherwise)
+        batch = collect_batch(cfg, model, tokenizer, parts.data, parts.reward_fn, backend)
+        t1 = time.perf_counter()
+        if cfg.tis_on and batch.rollout.sample_logprobs is None:
+            raise ConfigError(
+                f"tis needs the sampler's log-prob of each token, and the {cfg.rollout_backend!r} rollout backend "
+                "did not record them: set `tis: off`"
+            )
+        device = batch.rollout.completion_ids.device
+        if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
+            adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
+        else:
+            adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
+        loss_mask = token_loss_mask(cfg, batch)  # (N, C)
+        old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
+        ref_lp = None
+        if cfg.beta > 0:
+            with reference_mode(model, parts.ref) as ref_model:
+                ref_lp = score_logprobs(ref_model, batch.rollout, cfg)
+    learner = Learner(parts.train_model or model, parts.optimizer, parts.scheduler, parts.ctx)
+    opt_stats = optimize(cfg, learner, UpdateBatch(batch, adv, loss_mask, old_lp, ref_lp))
+    if backend is not None:
+        with distributed.gathered(model):
+            backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
+    t2 = time.perf_counter()
+    m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
+    tokens = int(batch.rollout.completion_mask.sum())
+    m.update(
+        {
+            "policy/lr": parts.scheduler.get_last_lr()[0],
+            "perf/step_s": t2 - t0,
+            "perf/step_cpu_s": time.process_time() - cpu0,
+            "perf/rollout_s": t1 - t0 - batch.verify_s,
+            "perf/update_s": t2 - t1,
+            "perf/tokens_per_s": tokens / (t2 - t0),
+            "perf/tokens": float(tokens),
+        }
+    )
+    if cfg.logs_completions_at(step):  # every K steps, and the first and last
+        parts.logger.log_completions(step, completion_rows(batch, adv))
+    return m
 
 
 def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:

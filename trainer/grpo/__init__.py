@@ -1,0 +1,13 @@
+"""One GRPO step, readable top to bottom in four modules.
+
+- ``step``: ``StepParts``, ``run_step`` (batch collection, rewards, advantages, loss call, update),
+  ``collect_batch``;
+- ``update``: ``score_logprobs``, ``Learner``, ``UpdateBatch``, ``optimize``, ``step_metrics``;
+- ``loss``: ``group_advantages``, ``masked_group_advantages``, ``grpo_loss``, ``k3_kl``, ``tis_weights``
+  (pure functions of tensors);
+- ``rewards``: ``RewardFn``, ``VerifierReward``, ``PythonReward``, ``Score``, ``grade``, ``grade_items``,
+  ``Batch``.
+
+Options beside them: ``process`` (per-token advantages from step rewards), ``overlap`` (grading groups
+while the rest still decode). Rollouts come only through trainer.rollout's two doors.
+"""
