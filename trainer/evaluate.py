@@ -12,7 +12,7 @@ from trainer.evaluation.evaluate import main
 warnings.warn(
     "trainer.evaluate is now trainer.evaluation.evaluate; the old path goes in the next release",
     DeprecationWarning,
-    stacklevel=2,
+    stacklevel=1 if __name__ == "__main__" else 2,
 )
 
 if __name__ == "__main__":

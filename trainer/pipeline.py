@@ -12,7 +12,7 @@ from trainer.pipelines.make_train import main
 warnings.warn(
     "trainer.pipeline is now trainer.pipelines.make_train; the old path goes in the next release",
     DeprecationWarning,
-    stacklevel=2,
+    stacklevel=1 if __name__ == "__main__" else 2,
 )
 
 if __name__ == "__main__":

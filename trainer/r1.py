@@ -10,7 +10,9 @@ import warnings
 from trainer.pipelines.r1 import main
 
 warnings.warn(
-    "trainer.r1 is now trainer.pipelines.r1; the old path goes in the next release", DeprecationWarning, stacklevel=2
+    "trainer.r1 is now trainer.pipelines.r1; the old path goes in the next release",
+    DeprecationWarning,
+    stacklevel=1 if __name__ == "__main__" else 2,
 )
 
 if __name__ == "__main__":

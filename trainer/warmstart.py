@@ -12,7 +12,7 @@ from trainer.pipelines.warmstart import main
 warnings.warn(
     "trainer.warmstart is now trainer.pipelines.warmstart; the old path goes in the next release",
     DeprecationWarning,
-    stacklevel=2,
+    stacklevel=1 if __name__ == "__main__" else 2,
 )
 
 if __name__ == "__main__":
