@@ -106,6 +106,16 @@ def polite(base: str, stop: threading.Event, lat: list[float]) -> None:
             time.sleep(0.2)
 
 
+def guarded(fn, args: tuple, stop: threading.Event, seen: Counter) -> None:
+    """Run ``fn(*args)`` again whenever it fails, until ``stop``: one kind of traffic never dies quietly."""
+    while not stop.is_set():
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - counted and retried
+            seen[f"{fn.__name__}_failed_{type(e).__name__}"] += 1
+            time.sleep(0.1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--minutes", type=float, default=30)
@@ -124,7 +134,7 @@ def main() -> None:
                 (cache_filler, (base, stop, seen, "f2")), (run_code, (base, stop, seen, "r1")),
                 (run_code, (base, stop, seen, "r2")), (run_code, (base, stop, seen, "r3")),
                 (polite, (base, stop, lat))]  # fmt: skip
-        threads = [threading.Thread(target=f, args=args, daemon=True) for f, args in jobs]
+        threads = [threading.Thread(target=guarded, args=(f, args, stop, seen), daemon=True) for f, args in jobs]
         for t in threads:
             t.start()
         samples: list[tuple[float, float]] = []
