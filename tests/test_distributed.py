@@ -30,7 +30,8 @@ from trainer.config import GRPOConfig
 from trainer.data import Example
 from trainer.grpo.loss import masked_group_advantages
 from trainer.grpo.rewards import Batch, Score
-from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
+from trainer.grpo.step import token_loss_mask
+from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
 from trainer.pipelines import tiny
 from trainer.policy import load_policy
 from trainer.rollout.decode import generate_rollout
@@ -89,7 +90,9 @@ def _update(cfg, model, tok, ref, batch: Batch, ctx: distributed.Dist) -> list[t
     ref_lp = score_logprobs(ref, batch.rollout, cfg)
     opt = torch.optim.SGD([p for p in train_model.parameters() if p.requires_grad], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp))
+    optimize(
+        cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp)
+    )
     return [p.detach().clone() for p in model.parameters()]
 
 

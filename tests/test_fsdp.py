@@ -23,7 +23,8 @@ from tests.test_distributed import _cfg, _model_and_batch, _shard, free_port, to
 from trainer import distributed
 from trainer.checkpoint import save_checkpoint
 from trainer.grpo.loss import masked_group_advantages
-from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs, token_loss_mask
+from trainer.grpo.step import token_loss_mask
+from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
 
 
 def _step(cfg, model, ref, batch, ctx, parallel: str):
@@ -32,7 +33,9 @@ def _step(cfg, model, ref, batch, ctx, parallel: str):
     ref_lp = score_logprobs(ref, batch.rollout, cfg)
     opt = torch.optim.SGD([p for p in train_model.parameters() if p.requires_grad], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    optimize(cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp))
+    optimize(
+        cfg, Learner(train_model, opt, sched, ctx), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), None, ref_lp)
+    )
     return train_model, opt, sched
 
 

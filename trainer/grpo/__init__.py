@@ -1,8 +1,8 @@
 """One GRPO step, readable top to bottom in four modules.
 
-- ``step``: ``StepParts``, ``run_step`` (batch collection, rewards, advantages, loss call, update),
-  ``collect_batch``;
-- ``update``: ``score_logprobs``, ``Learner``, ``UpdateBatch``, ``optimize``, ``step_metrics``;
+- ``step``: ``StepParts``, ``run_step`` (batch collection, rewards, advantages, loss call, update,
+  metrics), ``collect_batch``, ``step_metrics``;
+- ``update``: ``score_logprobs``, ``Learner``, ``UpdateBatch``, ``optimize``;
 - ``loss``: ``group_advantages``, ``masked_group_advantages``, ``grpo_loss``, ``k3_kl``, ``tis_weights``
   (pure functions of tensors);
 - ``rewards``: ``RewardFn``, ``VerifierReward``, ``PythonReward``, ``Score``, ``grade``, ``grade_items``,

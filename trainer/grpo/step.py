@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -32,20 +34,12 @@ from trainer.grpo.loss import masked_group_advantages
 from trainer.grpo.overlap import GroupScorer
 from trainer.grpo.process import batch_process_advantages
 from trainer.grpo.rewards import Batch, RewardFn, Score, grade, informative_groups
-from trainer.grpo.update import (
-    Learner,
-    UpdateBatch,
-    completion_rows,
-    optimize,
-    reference_mode,
-    score_logprobs,
-    step_metrics,
-    token_loss_mask,
-)
+from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
 from trainer.metrics import MetricsLogger
 from trainer.policy import autocast_dtype, pick_dtype
 from trainer.rollout.backends import RolloutBackend
 from trainer.rollout.decode import Rollout, generate_rollout
+from verifiers.client import OUTCOMES, Outcome
 
 
 @dataclass(frozen=True)
@@ -115,47 +109,6 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
     return m
 
 
-def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:
-    width = max(t.shape[1] for t in tensors)
-    pad = [(width - t.shape[1], 0) if left else (0, width - t.shape[1]) for t in tensors]
-    return torch.cat([torch.nn.functional.pad(t, p, value=value) for t, p in zip(tensors, pad, strict=True)])
-
-
-def rollout_dtype(cfg: GRPOConfig, device: torch.device) -> torch.dtype:
-    """The precision rollouts sample in: ``cfg.rollout_dtype``, or (auto) the training forward's: bf16 where
-    training runs under autocast (CUDA by default), else the parameters' dtype."""
-    if cfg.rollout_dtype != "auto":
-        return getattr(torch, cfg.rollout_dtype)
-    return autocast_dtype(cfg, device) or pick_dtype(cfg.dtype, device)
-
-
-def rollout_context(cfg: GRPOConfig, device: torch.device):
-    """Autocast to ``rollout_dtype`` while the policy samples, where it differs from the parameters' dtype;
-    a no-op otherwise (the CPU default: float32 throughout, the lean decode)."""
-    dt = rollout_dtype(cfg, device)
-    if dt == pick_dtype(cfg.dtype, device):
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dt)
-
-
-def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
-    """Stack rollouts of different widths: prompts padded on the left, completions on the right."""
-    if len(parts) == 1:
-        return parts[0]
-    lps = [p.sample_logprobs for p in parts]
-    return Rollout(
-        _pad_cat([p.prompt_ids for p in parts], pad_id, left=True),
-        _pad_cat([p.prompt_mask for p in parts], 0, left=True),
-        _pad_cat([p.completion_ids for p in parts], pad_id, left=False),
-        _pad_cat([p.completion_mask for p in parts], 0, left=False),
-        torch.cat([p.truncated for p in parts]),
-        sum((p.texts for p in parts), []),
-        sum((p.prompts for p in parts), []),
-        sum((p.references for p in parts), []),
-        None if any(x is None for x in lps) else _pad_cat(lps, 0, left=False),
-    )
-
-
 def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn, backend=None) -> Batch:
     """prompts x G -> rollout (the policy samples, or ``backend.generate``: rollout_backend.py) -> rewards. With dynamic sampling, keep only informative groups and
     sample more prompts (up to max_refills times); top up with uninformative groups if still short."""
@@ -215,3 +168,108 @@ def _take_groups(parts: list, n_rows: int) -> list:
         out.append((ro.select(range(k)), r[:k], v[:k], s[:k]) if k < len(ro) else (ro, r, v, s))
         left -= k
     return out
+
+
+def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
+    """Stack rollouts of different widths: prompts padded on the left, completions on the right."""
+    if len(parts) == 1:
+        return parts[0]
+    lps = [p.sample_logprobs for p in parts]
+    return Rollout(
+        _pad_cat([p.prompt_ids for p in parts], pad_id, left=True),
+        _pad_cat([p.prompt_mask for p in parts], 0, left=True),
+        _pad_cat([p.completion_ids for p in parts], pad_id, left=False),
+        _pad_cat([p.completion_mask for p in parts], 0, left=False),
+        torch.cat([p.truncated for p in parts]),
+        sum((p.texts for p in parts), []),
+        sum((p.prompts for p in parts), []),
+        sum((p.references for p in parts), []),
+        None if any(x is None for x in lps) else _pad_cat(lps, 0, left=False),
+    )
+
+
+def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:
+    width = max(t.shape[1] for t in tensors)
+    pad = [(width - t.shape[1], 0) if left else (0, width - t.shape[1]) for t in tensors]
+    return torch.cat([torch.nn.functional.pad(t, p, value=value) for t, p in zip(tensors, pad, strict=True)])
+
+
+def rollout_dtype(cfg: GRPOConfig, device: torch.device) -> torch.dtype:
+    """The precision rollouts sample in: ``cfg.rollout_dtype``, or (auto) the training forward's: bf16 where
+    training runs under autocast (CUDA by default), else the parameters' dtype."""
+    if cfg.rollout_dtype != "auto":
+        return getattr(torch, cfg.rollout_dtype)
+    return autocast_dtype(cfg, device) or pick_dtype(cfg.dtype, device)
+
+
+def rollout_context(cfg: GRPOConfig, device: torch.device):
+    """Autocast to ``rollout_dtype`` while the policy samples, where it differs from the parameters' dtype;
+    a no-op otherwise (the CPU default: float32 throughout, the lean decode)."""
+    dt = rollout_dtype(cfg, device)
+    if dt == pick_dtype(cfg.dtype, device):
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dt)
+
+
+def token_loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
+    keep = batch.valid.to(batch.rollout.completion_mask.device)
+    if cfg.mask_truncated:
+        keep = keep & ~batch.rollout.truncated
+    return batch.rollout.completion_mask * keep[:, None]  # (N, C)
+
+
+@contextlib.contextmanager
+def reference_mode(model, ref):
+    """The reference policy: the frozen copy, or the LoRA model with its adapters switched off."""
+    if ref is not None:
+        yield ref
+    elif hasattr(model, "disable_adapter"):
+        with model.disable_adapter():
+            yield model
+    else:
+        raise RuntimeError("no reference model (beta > 0 needs one)")
+
+
+def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, opt_stats: dict) -> dict[str, float]:
+    ro, r, v = batch.rollout, batch.rewards, batch.valid
+    g = cfg.group_size
+    lengths = ro.completion_mask.sum(1).float().cpu()
+    rv = r[v] if v.any() else torch.zeros(1)
+    outcomes = Counter(s.outcome for s in batch.scores)
+    m: dict[str, float] = {
+        "reward/mean": rv.mean().item(),
+        "reward/std": rv.std(correction=0).item(),
+        "reward/accuracy": outcomes[Outcome.CORRECT] / max(1, int(v.sum())),
+        "group/frac_zero_std": 1.0 - informative_groups(r, v, g).float().mean().item(),
+        "group/advantage_abs_mean": adv.abs().mean().item(),
+        "completion/length_mean": lengths.mean().item(),
+        "completion/length_max": lengths.max().item(),
+        "completion/truncated_frac": ro.truncated.float().mean().item(),
+        "completion/masked_frac": 1.0 - (loss_mask.sum(1) > 0).float().mean().item(),
+        "verifier/batch_s": batch.verify_s,
+        "verifier/item_s_mean": float(np.mean([s.elapsed_s for s in batch.scores])),
+        "dynamic/rollouts": float(batch.rollouts),
+    }
+    for name in sorted({k for s in batch.scores for k in s.components}):
+        vals = [s.components.get(name, 0.0) for s, ok in zip(batch.scores, v.tolist(), strict=True) if ok]
+        m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
+    for o in OUTCOMES:
+        m[f"outcome/{o}"] = float(outcomes[o])
+    for k, val in opt_stats.items():
+        prefix = "" if k.startswith("mismatch/") else "policy/" if k in ("entropy", "grad_norm") else "loss/"
+        m[prefix + k] = val
+    return m
+
+
+def completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
+    return [
+        {
+            "prompt": batch.rollout.prompts[i],
+            "completion": batch.rollout.texts[i],
+            "reference": batch.rollout.references[i],
+            "reward": round(batch.rewards[i].item(), 4),
+            "outcome": batch.scores[i].outcome,
+            "advantage": round(adv[i].item() if adv.dim() == 1 else adv[i, 0].item(), 4),  # process: token 0's
+        }
+        for i in range(min(k, len(batch.rollout)))
+    ]

@@ -1,43 +1,24 @@
 """One GRPO update: old/reference log-probs, mu epochs over minibatches of whole groups with gradient
 accumulation over micro-batches, the clipped surrogate + k3 KL (trainer/grpo/loss.py), clipping and the
-optimizer step; then the step's metrics. The advantages come in (trainer.grpo.loss.masked_group_advantages)."""
+optimizer step. The advantages and the loss mask come in (trainer/grpo/step.py ``run_step``)."""
 
 from __future__ import annotations
 
-import contextlib
 import resource
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from trainer import distributed
 from trainer.config import GRPOConfig
 from trainer.grpo.loss import grpo_loss, minibatch_weight, mismatch_stats
-from trainer.grpo.rewards import Batch, informative_groups
+from trainer.grpo.rewards import Batch
 from trainer.policy import forward_context
 from trainer.rollout.decode import Rollout
 from trainer.rollout.logprobs import completion_logprobs
-from verifiers.client import OUTCOMES, Outcome
-
-# ---------------------------------------------------------------------------------------------
-# one step: the update
-# ---------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def reference_mode(model, ref):
-    """The reference policy: the frozen copy, or the LoRA model with its adapters switched off."""
-    if ref is not None:
-        yield ref
-    elif hasattr(model, "disable_adapter"):
-        with model.disable_adapter():
-            yield model
-    else:
-        raise RuntimeError("no reference model (beta > 0 needs one)")
 
 
 def _chunks(n: int, size: int | None) -> list[slice]:
@@ -99,7 +80,7 @@ class UpdateBatch:
 
     batch: Batch
     adv: Tensor  # (N,) one per completion, or (N, C) per token (process advantages)
-    loss_mask: Tensor  # (N, C) completion tokens that count (update.token_loss_mask)
+    loss_mask: Tensor  # (N, C) completion tokens that count (step.token_loss_mask)
     old_lp: Tensor | None = None  # (N, C) under the sampling policy; None: mu == 1, one pass (rho == 1)
     ref_lp: Tensor | None = None  # (N, C) under the reference; None: beta == 0
 
@@ -171,64 +152,8 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# metrics of one step
-# ---------------------------------------------------------------------------------------------
-
-
 def peak_memory_mb(device: torch.device) -> float:
+    """This process's peak memory in MiB: CUDA's allocator on a GPU, else the resident set size."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
-def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, opt_stats: dict) -> dict[str, float]:
-    ro, r, v = batch.rollout, batch.rewards, batch.valid
-    g = cfg.group_size
-    lengths = ro.completion_mask.sum(1).float().cpu()
-    rv = r[v] if v.any() else torch.zeros(1)
-    outcomes = Counter(s.outcome for s in batch.scores)
-    m: dict[str, float] = {
-        "reward/mean": rv.mean().item(),
-        "reward/std": rv.std(correction=0).item(),
-        "reward/accuracy": outcomes[Outcome.CORRECT] / max(1, int(v.sum())),
-        "group/frac_zero_std": 1.0 - informative_groups(r, v, g).float().mean().item(),
-        "group/advantage_abs_mean": adv.abs().mean().item(),
-        "completion/length_mean": lengths.mean().item(),
-        "completion/length_max": lengths.max().item(),
-        "completion/truncated_frac": ro.truncated.float().mean().item(),
-        "completion/masked_frac": 1.0 - (loss_mask.sum(1) > 0).float().mean().item(),
-        "verifier/batch_s": batch.verify_s,
-        "verifier/item_s_mean": float(np.mean([s.elapsed_s for s in batch.scores])),
-        "dynamic/rollouts": float(batch.rollouts),
-    }
-    for name in sorted({k for s in batch.scores for k in s.components}):
-        vals = [s.components.get(name, 0.0) for s, ok in zip(batch.scores, v.tolist(), strict=True) if ok]
-        m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
-    for o in OUTCOMES:
-        m[f"outcome/{o}"] = float(outcomes[o])
-    for k, val in opt_stats.items():
-        prefix = "" if k.startswith("mismatch/") else "policy/" if k in ("entropy", "grad_norm") else "loss/"
-        m[prefix + k] = val
-    return m
-
-
-def completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
-    return [
-        {
-            "prompt": batch.rollout.prompts[i],
-            "completion": batch.rollout.texts[i],
-            "reference": batch.rollout.references[i],
-            "reward": round(batch.rewards[i].item(), 4),
-            "outcome": batch.scores[i].outcome,
-            "advantage": round(adv[i].item() if adv.dim() == 1 else adv[i, 0].item(), 4),  # process: token 0's
-        }
-        for i in range(min(k, len(batch.rollout)))
-    ]
-
-
-def token_loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
-    keep = batch.valid.to(batch.rollout.completion_mask.device)
-    if cfg.mask_truncated:
-        keep = keep & ~batch.rollout.truncated
-    return batch.rollout.completion_mask * keep[:, None]  # (N, C)
