@@ -3,7 +3,7 @@
 The must-show: two processes, each holding half of the step's groups, take the same optimizer step
 (to 1e-6) as one process holding the whole global batch. The batch is a real rollout of the tiny
 model (trainer/pipelines/tiny.py) sampled once with a fixed seed; its rewards are a deterministic function of
-the completion text; both runs feed it to ``trainer.train.optimize``. Ranks are real processes
+the completion text; both runs feed it to ``trainer.grpo.update.optimize``. Ranks are real processes
 (torch.multiprocessing, env:// rendezvous on a free loopback port), DDP all-reduces their gradients.
 
 SGD is the optimizer here so the parameter difference *is* the gradient difference (Adam's first

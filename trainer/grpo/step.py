@@ -110,7 +110,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
 
 
 def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn, backend=None) -> Batch:
-    """prompts x G -> rollout (the policy samples, or ``backend.generate``: rollout_backend.py) -> rewards. With dynamic sampling, keep only informative groups and
+    """prompts x G -> rollout (the policy samples, or ``backend.generate``: trainer/rollout/backends.py) -> rewards. With dynamic sampling, keep only informative groups and
     sample more prompts (up to max_refills times); top up with uninformative groups if still short."""
     g, want = cfg.group_size, cfg.prompts_per_step
     kept: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
