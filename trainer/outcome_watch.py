@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from verifiers.client import Outcome
+
 FIRST_STEPS = 3  # how many steps decide "the first steps"
 
-CAUSES: dict[str, list[str]] = {
-    "NO_ANSWER": [
+CAUSES: dict[str, list[str]] = {  # by outcome (Outcome is a str enum: plain names look it up too)
+    Outcome.NO_ANSWER: [
         "the prompts do not ask for the answer format the verifier reads (math: \\boxed{...} or "
         "<answer>...</answer>; think_format/r1: <think>...</think> first): read prompt.txt and completions.jsonl "
         "in the run folder",
@@ -21,16 +23,16 @@ CAUSES: dict[str, list[str]] = {
         "tags dropped when completions are decoded (special tokens): `python -m trainer.preflight MODEL_DIR`",
         "the chat template: a base model may need --grpo.use_chat_template false (or an instruct model true)",
     ],
-    "INCORRECT": [
+    Outcome.INCORRECT: [
         "the references are not what the verifier compares against (the JSONL's 'answer' column: a final "
         "value such as 72, not a worked solution)",
         "the task is too hard for the model at this length: try easier data or a larger max_new_tokens",
     ],
-    "CORRECT": ["the task is too easy for the model: every group has zero variance, nothing to learn"],
-    "RUNTIME_ERROR": ["the programs crash in the sandbox: read completions.jsonl; check the tests' format"],
-    "TIMEOUT": ["the programs or the verifier run out of time: raise the verifier's timeout or check the tests"],
-    "SANDBOX_ERROR": ["the sandbox fails (not the model): read verifier.log in the run folder"],
-    "BAD_REFERENCE": ["the references cannot be graded by this verifier: check the data's answer/tests column"],
+    Outcome.CORRECT: ["the task is too easy for the model: every group has zero variance, nothing to learn"],
+    Outcome.RUNTIME_ERROR: ["the programs crash in the sandbox: read completions.jsonl; check the tests' format"],
+    Outcome.TIMEOUT: ["the programs or the verifier run out of time: raise the verifier's timeout or check the tests"],
+    Outcome.SANDBOX_ERROR: ["the sandbox fails (not the model): read verifier.log in the run folder"],
+    Outcome.BAD_REFERENCE: ["the references cannot be graded by this verifier: check the data's answer/tests column"],
 }
 
 
@@ -76,10 +78,10 @@ class OutcomeWatch:
         steps = "step 1" if self.until == 1 else f"steps 1-{self.until}"
         by = f" by {self.verifier!r}" if self.verifier else ""
         head = f"warning: {steps}: all {n} completions graded {o}{by}"
-        if o != "CORRECT":
+        if o != Outcome.CORRECT:
             head += " (every advantage is 0: the policy learns nothing from them)"
         trunc = record.get("completion/truncated_frac")
         causes = list(CAUSES.get(o, []))
-        if o == "NO_ANSWER" and trunc:
+        if o == Outcome.NO_ANSWER and trunc:
             causes[1] += f"; now {trunc:.0%} truncated"
         return head + ". Most likely:\n" + "\n".join(f"  - {c}" for c in causes)
