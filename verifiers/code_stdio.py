@@ -136,7 +136,7 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, de
     timeout = float(f"{res.time_limit_s or need:.3g}")
     if res.sandbox_error:
         return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0
-    lines = nonce_lines(res.stdout, nonce)
+    lines = lang_pool.driver_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
     if comp is None and res.timed_out:  # the request's budget ended before the compiler did: a time-out
         why = f"the submission's {timeout:g} s ran out while compiling"
@@ -158,20 +158,6 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, de
             }.get(missing, "the driver died")
             out[i] = CaseRun(missing if i == first_gap else "skipped", message=why)
     return None, out, comp["elapsed"]
-
-
-def nonce_lines(stdout: str, nonce: str) -> list[dict]:
-    found = []
-    for line in stdout.splitlines():
-        if nonce not in line:
-            continue
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("nonce") == nonce:
-            found.append(d)
-    return found
 
 
 def _case_run(d: dict, per_case: float) -> CaseRun:

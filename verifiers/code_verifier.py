@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.pool import Job, Limits, Result
-from verifiers import code_stdio, judges, languages
+from verifiers import code_stdio, judges, lang_pool, languages
 from verifiers.base import BadRequest, CaseStatus, CaseVerdict, Context, Outcome, Request, Verdict
 from verifiers.extract import strip_think
 from verifiers.limits import output_limit_verdict
@@ -242,7 +242,7 @@ _TEST_STATUS = {"pass": CaseStatus.PASSED, "assert": CaseStatus.WRONG_ANSWER, "e
 def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) -> Verdict:
     """One verdict per independent assert; a test the program never finished is its time-out or crash,
     the rest are skipped. ``whole`` (the script's verdict) says whether the program ran to its end."""
-    lines = code_stdio.nonce_lines(res.stdout, nonce)
+    lines = lang_pool.driver_lines(res.stdout, nonce)
     done = {d["case"]: d for d in lines if isinstance(d.get("case"), int) and 0 <= d["case"] < n}
     if not done and whole.outcome is not Outcome.CORRECT:
         return whole  # the candidate's own code failed before any test ran

@@ -135,7 +135,8 @@ def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_t
 
 
 def driver_lines(stdout: str, nonce: str) -> list[dict]:
-    """The driver's answer lines (those carrying ``nonce``; the program cannot forge them)."""
+    """The JSON lines of a job's stdout that carry ``nonce``: the trusted side's answers (the toolchain
+    driver's, the assert harness's), which the program cannot forge."""
     found = []
     for line in stdout.splitlines():
         if nonce not in line:
