@@ -49,7 +49,18 @@ def train_arm(runs: Path, name: str, seed: int, extra: list[str]) -> dict:
     if not (run / "summary.json").exists():
         if run.exists():
             raise SystemExit(f"{run} exists without summary.json (an interrupted run): remove it and start again")
-        cmd = [PY, "-m", "trainer.pipelines.make_train", "--runs", str(runs), "--name", name, "--seed", str(seed), *extra]
+        cmd = [
+            PY,
+            "-m",
+            "trainer.pipelines.make_train",
+            "--runs",
+            str(runs),
+            "--name",
+            name,
+            "--seed",
+            str(seed),
+            *extra,
+        ]
         runs.mkdir(parents=True, exist_ok=True)
         _run(cmd, runs / f"{name}.log")
     return json.loads((run / "summary.json").read_text())

@@ -122,7 +122,14 @@ def test_load_config_reads_a_pipeline_files_grpo_section(tmp_path):
 
 @pytest.mark.parametrize(
     "module",
-    ["trainer.train", "trainer.pipelines.make_train", "trainer.pipelines.r1", "trainer.evaluation.evaluate", "trainer.pipelines.warmstart", "trainer.pipelines.task"],
+    [
+        "trainer.train",
+        "trainer.pipelines.make_train",
+        "trainer.pipelines.r1",
+        "trainer.evaluation.evaluate",
+        "trainer.pipelines.warmstart",
+        "trainer.pipelines.task",
+    ],
 )
 def test_every_entry_point_prints_help_from_its_model(module):
     p = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,

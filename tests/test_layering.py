@@ -265,8 +265,12 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     for folder in SCANNED[1:]:
         (tmp_path / folder).mkdir()
-    (tmp_path / "trainer" / "rollout" / "leak.py").write_text("from trainer.grpo.loss import grpo_loss\n\nUSED = grpo_loss\n")
-    (tmp_path / "trainer" / "grpo" / "peek.py").write_text("from trainer.rollout.replay import Recording\n\nUSED = Recording\n")
+    (tmp_path / "trainer" / "rollout" / "leak.py").write_text(
+        "from trainer.grpo.loss import grpo_loss\n\nUSED = grpo_loss\n"
+    )
+    (tmp_path / "trainer" / "grpo" / "peek.py").write_text(
+        "from trainer.rollout.replay import Recording\n\nUSED = Recording\n"
+    )
     (tmp_path / "tests" / "test_x.py").write_text("from trainer.grpo.update import _chunks\n")
     (tmp_path / "trainer" / "face.py").write_text("from trainer.config import GRPOConfig\n\n__all__ = ['GRPOConfig']\n")
     assert room_violations(tmp_path) == ["trainer.rollout.leak imports trainer.grpo.loss (a room above)"]

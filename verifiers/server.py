@@ -68,8 +68,7 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
         components=v.components,
         cached=v.cached,
         cases=[
-            pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s)
-            for c in v.cases
+            pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s) for c in v.cases
         ],  # fmt: skip
         steps=[pb.StepReward(reward=s.reward, start=s.start, end=s.end) for s in v.steps],
     )
@@ -320,10 +319,17 @@ def main(argv: list[str] | None = None) -> None:
                    "shared by replicas (docs/scale.md)")  # fmt: skip
     p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
     token_source.add_arguments(p)
-    p.add_argument("--http-port", type=int, default=None,
-                   help="also serve HTTP/JSON on this port (/v1, /get_reward, /run_code, /metrics); 0 picks a free one")
-    p.add_argument("--reward-verifier", default="",
-                   help="verifier for OpenRLHF's /get_reward when the URL names none (?verifier=NAME)")
+    p.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        help="also serve HTTP/JSON on this port (/v1, /get_reward, /run_code, /metrics); 0 picks a free one",
+    )
+    p.add_argument(
+        "--reward-verifier",
+        default="",
+        help="verifier for OpenRLHF's /get_reward when the URL names none (?verifier=NAME)",
+    )
     p.add_argument("--log-level", default="INFO")
     service_limits.add_arguments(p)
     service_bounds.add_arguments(p)
