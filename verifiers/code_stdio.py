@@ -16,12 +16,9 @@ fault) and a program over the output cap is ``RUNTIME_ERROR`` with reward 0 (one
 from __future__ import annotations
 
 import base64
-import json
-import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 from sandbox.pool import Deadline, Job, Limits, Result
 from verifiers import judges, lang_pool, languages
@@ -30,7 +27,6 @@ from verifiers.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
 
 DETAIL_CHARS = 600
 CHECKER_TIMEOUT_S = 10.0
-DRIVER_JOB = (Path(__file__).resolve().parent / "lang_driver.py").read_text() + "\nmain()\n"
 _OUTCOME = {
     CaseStatus.WRONG_ANSWER: Outcome.INCORRECT,
     CaseStatus.TIME_LIMIT: Outcome.TIMEOUT,
@@ -109,29 +105,10 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, de
     lang = languages.for_source(languages.language(lang_name), code)
     per_case = float(options["case_timeout_s"])
     compile_s = float(options.get("compile_timeout_s") or languages.COMPILE_TIMEOUT_S) if lang.compile else 0.0
-    cap = lang_pool.output_cap()
-    nonce = secrets.token_hex(16)
-    q = {
-        "nonce": nonce,
-        "files": {lang.source: code},
-        "compile": lang.compile,
-        "compile_timeout": compile_s,
-        "compile_as_mb": languages.COMPILE_AS_MB,
-        "compile_nproc": languages.COMPILE_NPROC,
-        "run": lang.run,
-        "env": lang.env,
-        "inputs": inputs,
-        "case_timeout": per_case,
-        "run_as_mb": lang.run_as_mb,
-        "run_nproc": languages.RUN_NPROC,
-        "output_budget": max(0, (cap - 8192 - 2600 * len(inputs)) * 3 // 4),
-        "stop_on_error": stop,
-    }
-    # the driver's own need (compile, then every case with its start-up), spent from the deadline
-    need = compile_s + len(inputs) * (per_case + 0.5) + 3.0
-    limits = Limits(memory_mb=languages.COMPILE_AS_MB, nproc=languages.COMPILE_NPROC, fsize_mb=64)
-    job = Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=min(need, deadline.remaining()), limits=limits, id=rid,
-              deadline=deadline)  # fmt: skip
+    job, nonce = lang_pool.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
+                                      stop_on_error=stop, job_id=rid)  # fmt: skip
+    need = job.timeout_s  # the driver's own need (compile, then every case with its start-up), spent from the deadline
+    job.timeout_s, job.deadline = min(need, deadline.remaining()), deadline
     res = lang_pool.run_job(job)
     timeout = float(f"{res.time_limit_s or need:.3g}")
     if res.sandbox_error:
