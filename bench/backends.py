@@ -23,7 +23,8 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from sandbox.pool import SandboxConfig, SandboxError, SandboxPool  # noqa: E402
+from sandbox.backend import SandboxConfig, SandboxError  # noqa: E402
+from sandbox.pool import SandboxPool  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_sandbox", os.path.join(_HERE, "sandbox.py"))
 sbx = importlib.util.module_from_spec(_spec)

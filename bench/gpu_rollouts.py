@@ -49,6 +49,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from trainer.config import TinyConfig
     from trainer.data import Example
     from trainer.pipelines import tiny
     from trainer.rollout.backends import make_backend
@@ -60,9 +61,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu-rollouts-") as d:
         folder = a.model
         if folder is None:
-            shape = tiny.TinyConfig(hidden_size=64, num_hidden_layers=2, intermediate_size=128)
+            shape = TinyConfig(hidden_size=64, num_hidden_layers=2, intermediate_size=128)
             if not a.dry_run:
-                shape = tiny.TinyConfig(hidden_size=512, num_hidden_layers=8, intermediate_size=1536)
+                shape = TinyConfig(hidden_size=512, num_hidden_layers=8, intermediate_size=1536)
             folder = str(tiny.build(Path(d) / "model", shape))
         dtype = torch.bfloat16 if device == "cuda" else torch.float32
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device).eval()

@@ -50,11 +50,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         build(d, args.hidden, args.layers)
         scorer = reward_model.load(d)
-        scorer.forward([reward_model._Item("warm", "up")])
+        scorer.forward([reward_model.ScoreItem("warm", "up")])
         serial_s, batched_s, passes, diff = [], [], [], 0.0
         for _ in range(args.rounds):
             t0 = time.perf_counter()
-            alone = [scorer.forward([reward_model._Item(p, c)])[0] for p, c in pairs]
+            alone = [scorer.forward([reward_model.ScoreItem(p, c)])[0] for p, c in pairs]
             serial_s.append(time.perf_counter() - t0)
             before = scorer.forward_passes
             t0 = time.perf_counter()

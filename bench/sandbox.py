@@ -36,7 +36,8 @@ import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from sandbox.pool import Job, SandboxConfig, SandboxPool, hardening_flags  # noqa: E402
+from sandbox.backend import Job, SandboxConfig  # noqa: E402
+from sandbox.pool import SandboxPool, hardening_flags  # noqa: E402
 
 BARE_PYTHON = "/usr/bin/python3"
 

@@ -2,7 +2,7 @@
 and passed down; each layer spends from what is left instead of adding its own slack.
 
 Where it is set: the gRPC handler (verifiers/server.py) takes the client's deadline, keeping back a
-little to send the reply; without one, the service (verifiers/service.py) sets it at the request's
+little to send the reply; without one, the service (verifiers/service/core.py) sets it at the request's
 grading budget (``timeout_s``, else the verifier's default) from now. The budget also bounds what each
 program may run (a job's ``timeout_s``). A job given straight to the pool, with no deadline, enters
 there: its own timeout plus the pool's grace (sandbox/pool.py).

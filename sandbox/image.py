@@ -60,7 +60,7 @@ class ImageBuildError(RuntimeError):
     """The sandbox image cannot be built here (the message says what to do instead)."""
 
 
-def _sha(parts: list[bytes]) -> str:
+def digest(parts: list[bytes]) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(hashlib.sha256(p).digest())
@@ -68,13 +68,13 @@ def _sha(parts: list[bytes]) -> str:
 
 
 def rootfs_hash() -> str:
-    return _sha([SUITE.encode(), " ".join(DEBIAN_PACKAGES).encode(), b"minbase"])
+    return digest([SUITE.encode(), " ".join(DEBIAN_PACKAGES).encode(), b"minbase"])
 
 
 def image_tag() -> str:
     """The tag of the image that the current sources describe."""
     recipe = "\n".join(RUNTIME_PACKAGES + IMAGE_CHANGES + TAR_FLAGS).encode()
-    return f"{REPO_NAME}:{_sha([rootfs_hash().encode(), recipe, *worker_bytes()])}"
+    return f"{REPO_NAME}:{digest([rootfs_hash().encode(), recipe, *worker_bytes()])}"
 
 
 def worker_bytes() -> list[bytes]:
@@ -93,7 +93,7 @@ def image_exists(tag: str) -> bool:
     return r.returncode == 0
 
 
-def _run(cmd: list[str], **kw) -> None:
+def run_logged(cmd: list[str], **kw) -> None:
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, **kw)
@@ -111,13 +111,15 @@ def build_rootfs() -> Path:
             " or `make image FROM_REGISTRY=1` where python:3.11-slim can be pulled"
         )
     if not shutil.which("debootstrap"):
-        _run(["apt-get", "install", "-y", "-q", "debootstrap"], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        run_logged(
+            ["apt-get", "install", "-y", "-q", "debootstrap"], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        )
     shutil.rmtree(dest, ignore_errors=True)
     tmp = Path(str(dest) + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     mirror = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
-    _run(
+    run_logged(
         ["debootstrap", "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}", SUITE, str(tmp), mirror],
         stdout=subprocess.DEVNULL,
     )
@@ -136,7 +138,7 @@ def rootfs_cache() -> Path:
 
 def pylibs_cache() -> Path:
     """Where ``build_runtime_layer`` keeps the image's Python packages (bwrap shows them as /opt/pylibs)."""
-    return CACHE / f"pylibs-{_sha([' '.join(RUNTIME_PACKAGES).encode()])}"
+    return CACHE / f"pylibs-{digest([' '.join(RUNTIME_PACKAGES).encode()])}"
 
 
 def build_runtime_layer(layer: Path) -> None:
@@ -144,7 +146,7 @@ def build_runtime_layer(layer: Path) -> None:
     pylibs = pylibs_cache()
     if not (pylibs / ".complete").exists():
         shutil.rmtree(pylibs, ignore_errors=True)
-        _run(
+        run_logged(
             [
                 sys.executable,
                 "-m",
@@ -158,7 +160,7 @@ def build_runtime_layer(layer: Path) -> None:
                 *RUNTIME_PACKAGES,
             ]
         )
-        _run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
+        run_logged([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
         (pylibs / ".complete").touch()
     shutil.copytree(pylibs, layer / "opt" / "pylibs", ignore=shutil.ignore_patterns(".complete", "bin"))
     copy_worker(layer)
@@ -190,7 +192,7 @@ def build_offline(tag: str) -> None:
         for c in IMAGE_CHANGES:
             cmd += ["--change", c]
         cmd += ["--message", "rlvr sandbox (offline build)", "-", tag]
-        _run(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        run_logged(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
         if tar.wait() != 0:
             raise ImageBuildError("tar of the sandbox root filesystem failed")
 
@@ -202,7 +204,7 @@ def build_from_registry(tag: str) -> None:
         lines = ["FROM python:3.11-slim", "COPY opt /opt"] + [c for c in IMAGE_CHANGES if not c.startswith("CMD")]
         lines.append('CMD ["python3", "-s", "/opt/sandbox/worker.py"]')
         (ctx / "Dockerfile").write_text("\n".join(lines) + "\n")
-        _run(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
+        run_logged(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
 
 
 def main() -> int:

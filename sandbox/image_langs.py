@@ -43,18 +43,18 @@ DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/sha
 
 
 def rootfs_hash() -> str:
-    return base._sha([base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"])
+    return base.digest([base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"])
 
 
 def image_tag() -> str:
     """The tag of the toolchain image that the current sources describe."""
     recipe = "\n".join(base.IMAGE_CHANGES + base.TAR_FLAGS).encode()
-    return f"{REPO_NAME}:{base._sha([rootfs_hash().encode(), recipe, *base.worker_bytes()])}"
+    return f"{REPO_NAME}:{base.digest([rootfs_hash().encode(), recipe, *base.worker_bytes()])}"
 
 
 def _chroot(root: Path, *cmd: str) -> None:
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8"}
-    base._run(["chroot", str(root), *cmd], env=env, stdout=subprocess.DEVNULL)
+    base.run_logged(["chroot", str(root), *cmd], env=env, stdout=subprocess.DEVNULL)
 
 
 def build_rootfs() -> Path:
@@ -67,7 +67,7 @@ def build_rootfs() -> Path:
     if tmp.exists():
         subprocess.run(["umount", "-l", str(tmp / "proc")], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    base._run(["cp", "-a", str(src), str(tmp)])
+    base.run_logged(["cp", "-a", str(src), str(tmp)])
     (tmp / ".complete").unlink(missing_ok=True)
     shutil.copy("/etc/resolv.conf", tmp / "etc" / "resolv.conf")
     mirror = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
@@ -101,7 +101,7 @@ def build(tag: str) -> None:
         for c in base.IMAGE_CHANGES:
             cmd += ["--change", c]
         cmd += ["--message", "rlvr sandbox with toolchains (offline build)", "-", tag]
-        base._run(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        base.run_logged(cmd, stdin=tar.stdout, stdout=subprocess.DEVNULL)
         if tar.wait() != 0:
             raise base.ImageBuildError("tar of the toolchain root filesystem failed")
 

@@ -31,22 +31,17 @@ import weakref
 from collections.abc import Callable
 from dataclasses import replace
 
-from sandbox.backend import (  # noqa: F401 - re-exported: callers import these from sandbox.pool
-    GRACE_S,
+from sandbox.backend import (
     MAX_OUTPUT_CAP,
-    OUTPUT_CAP,
     Backend,
     Job,
-    Limits,
     NoAnswer,
     PoolSaturated,
     Result,
     SandboxConfig,
     SandboxError,
-    job_limits,
 )
-from sandbox.backend import owner as _owner  # noqa: F401
-from sandbox.deadline import Deadline  # noqa: F401 - re-exported for callers of the pool
+from sandbox.deadline import Deadline
 
 log = logging.getLogger(__name__)
 

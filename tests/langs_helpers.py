@@ -29,24 +29,24 @@ def ensure_langs_image() -> None:
 
 def make_service(tmp_path_factory, langs_pool_size: int = 2):
     """(service, close) with a 2-sandbox Python pool and a toolchain pool of ``langs_pool_size``."""
-    from verifiers import lang_pool
-    from verifiers.math_verifier import WARMUP
-    from verifiers.registry import Registry
-    from verifiers.service import VerifierService
+    from verifiers.code import toolchains
+    from verifiers.math.verifier import WARMUP
+    from verifiers.service.core import VerifierService
+    from verifiers.service.registry import Registry
 
     ensure_langs_image()
     os.environ["RLVR_LANGS_POOL_SIZE"] = str(langs_pool_size)
-    lang_pool.close()
+    toolchains.close()
     pool = make_pool("docker", size=2, warmup=WARMUP).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
     svc = VerifierService(reg, pool)
-    lang_pool.get()
+    toolchains.get()
 
     def close() -> None:
         svc.close()
         pool.close()
         reg.close()
-        lang_pool.close()
+        toolchains.close()
 
     return svc, close
 

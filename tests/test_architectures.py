@@ -23,6 +23,7 @@ from trainer.pipelines.tiny import build_tokenizer
 from trainer.rollout.decode import generate_rollout
 from trainer.rollout.lean_forward import lean_supported
 from trainer.rollout.logprobs import completion_logprobs
+from trainer.rollout.replay import replay_logits
 
 torch.set_num_threads(1)
 G, T = 3, 1.1
@@ -155,7 +156,7 @@ CHANGED: dict[str, tuple[str, Callable, bool]] = {
 def _check(model, tok, lean: bool, tol: float = 1e-5) -> None:
     """The rollout, scoring and training forward of ``model`` equal its HF forward's log-probs (to ``tol``)."""
     calls: list[str] = []
-    real = logprobs_mod.replay_logits
+    real = replay_logits
 
     def counted(*a, **kw):
         calls.append("replay" if kw.get("recording") is not None else "lean")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.pool import Job, SandboxConfig, SandboxPool
-from verifiers import limits as service_limits
+from sandbox.backend import Job, SandboxConfig
+from sandbox.pool import SandboxPool
+from verifiers.service import limits as service_limits
 
 
 def test_podman_is_chosen_with_the_backend_flag():

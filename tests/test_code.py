@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from verifiers.code_verifier import candidate_code, normalise_output
+from verifiers.code.verifier import candidate_code, normalise_output
 
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"
 ADD_OK = "def add(a, b):\n    return a + b\n"
@@ -272,11 +272,11 @@ def test_a_program_killed_after_some_asserts_did_not_finish_the_tests():
     signal after assert 0 (its own line there, no last line) ended before the tests finished: it must not
     read as "the tests finished" (it did, taking assert 0's line for the last one)."""
     from sandbox.backend import Result
-    from verifiers.code_verifier import _assert_verdict
+    from verifiers.code.verifier import assert_verdict
 
     case0 = '\n{"nonce": "n1", "case": 0, "status": "pass", "detail": ""}\n'
     killed = Result(stdout=case0, signal=9, time_limit_s=5.0)
-    v = _assert_verdict(killed, "n1", 5.0)
+    v = assert_verdict(killed, "n1", 5.0)
     assert "before the tests finished" in v.detail and "signal 9" in v.detail, v.detail
     done = Result(stdout=case0 + '\n{"nonce": "n1", "status": "pass", "detail": ""}\n', exit_code=0, finished=True)
-    assert _assert_verdict(done, "n1", 5.0).outcome == "CORRECT"
+    assert assert_verdict(done, "n1", 5.0).outcome == "CORRECT"

@@ -4,7 +4,7 @@ Each family is one table of ``(id, program, tests, options, outcome, why)``: the
 grader gives (or, for the hacks, the outcome we give instead of a reward) and a note on the attack. A
 family is graded with one ``verify_batch`` through a real service on a real Docker pool, so the whole
 battery costs a few seconds. Most hacks here got reward 1 before the tests ran in a process of their
-own (code_harness.py); the correct programs next to them must keep reward 1 (no false negatives).
+own (harness.py); the correct programs next to them must keep reward 1 (no false negatives).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ def _grade(svc, family):
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     from tests.security.conftest import make_pool
-    from verifiers.math_verifier import WARMUP
-    from verifiers.registry import Registry
-    from verifiers.service import VerifierService
+    from verifiers.math.verifier import WARMUP
+    from verifiers.service.core import VerifierService
+    from verifiers.service.registry import Registry
 
     pool = make_pool("docker", size=2, warmup=WARMUP).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
@@ -96,7 +96,7 @@ def test_a_checker_that_crashes_on_the_output_rejects_it(service):
     assert not wrong, "\n".join(wrong)
 
 
-# -- the wire between the two processes (verifiers/code_wire.py), on the host -----------------------------------
+# -- the wire between the two processes (verifiers/code/wire.py), on the host -----------------------------------
 def _plain():
     from hypothesis import strategies as st
 
@@ -126,7 +126,7 @@ def _types(v) -> str:
 def test_plain_data_round_trips_exactly():
     from hypothesis import given, settings
 
-    from verifiers.code_wire import decode, encode
+    from verifiers.code.wire import decode, encode
 
     @settings(max_examples=300, deadline=None)
     @given(_plain())
@@ -149,7 +149,7 @@ class _Liar(int):
     [_Liar(1), [1, _Liar(2)], {"k": object()}, lambda: 0, (i for i in range(2)), type, Exception("x"), bytearray(b"x")],
 )
 def test_what_is_not_plain_data_is_refused(value):
-    from verifiers.code_wire import NotPlain, encode
+    from verifiers.code.wire import NotPlain, encode
 
     with pytest.raises(NotPlain):
         encode(value)
@@ -162,7 +162,7 @@ def test_what_is_not_plain_data_is_refused(value):
 )  # fmt: skip
 def test_a_hostile_answer_decodes_to_an_error_never_an_object(text):
     """Whatever the candidate's process writes, the tests' process gets plain data or NotPlain."""
-    from verifiers.code_wire import NotPlain, decode
+    from verifiers.code.wire import NotPlain, decode
 
     with pytest.raises(NotPlain):
         decode(text)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.langs_helpers import SUM_CASES, grade, make_service
-from verifiers.base import CaseStatus
-from verifiers.code_verifier import candidate_code
-from verifiers.languages import language, tags
+from verifiers.code.languages import language, tags
+from verifiers.code.verifier import candidate_code
+from verifiers.outcome import CaseStatus
 
 # language: (correct a+b, wrong, endless loop, runtime error, compile error or None)
 PROGRAMS = {

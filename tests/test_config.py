@@ -182,12 +182,13 @@ def test_make_train_flags_map_onto_the_pipeline_model(tmp_path):
 def test_too_little_data_to_hold_out_is_a_data_error(tmp_path):
     from trainer.errors import DataError
     from trainer.pipelines import make_train as pipeline
+    from trainer.pipelines.run_folder import prepare_data
 
     data = tmp_path / "d.jsonl"
     data.write_text('{"prompt": "1+1=?", "answer": "2"}\n' * 3)
     cfg = pipeline.load_args(["--data", str(data), "--eval.heldout_from_data", "5"])
     with pytest.raises(DataError, match="not enough to hold out 5"):
-        pipeline.prepare_data(cfg, tmp_path / "run")
+        prepare_data(cfg, tmp_path / "run")
 
 
 def test_make_r1_flags_map_onto_the_r1_model():

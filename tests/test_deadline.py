@@ -16,13 +16,15 @@ import time
 
 import pytest
 
+from sandbox.backend import SandboxConfig
 from sandbox.deadline import KEEP_MAX_SHARE, KEEP_MIN_S, KEEP_SHARE, Deadline
-from sandbox.pool import SandboxConfig, SandboxPool
+from sandbox.pool import SandboxPool
 from tests.security.conftest import ensure_image
-from verifiers.base import Outcome, Request
-from verifiers.registry import Registry
-from verifiers.server import REPLY_RESERVE_S, _deadline
-from verifiers.service import VerifierService
+from verifiers.base import Request
+from verifiers.outcome import Outcome
+from verifiers.server import REPLY_RESERVE_S, call_deadline
+from verifiers.service.core import VerifierService
+from verifiers.service.registry import Registry
 
 
 def sleeper(tag: str) -> str:
@@ -101,7 +103,7 @@ def test_each_layer_spends_from_the_entry_deadline(recording_service):
     svc = recording_service
     entry = 3.0
     t0 = time.monotonic()
-    d_server = _deadline(_GrpcEntry(entry))
+    d_server = call_deadline(_GrpcEntry(entry))
     server_left = d_server.remaining()
     v = svc.verify(
         Request("code", sleeper("layers"), TESTS), d_server

@@ -26,7 +26,7 @@ import torch
 import torch.multiprocessing as mp
 
 from trainer import distributed
-from trainer.config import GRPOConfig
+from trainer.config import GRPOConfig, TinyConfig
 from trainer.data import Example
 from trainer.grpo.loss import masked_group_advantages
 from trainer.grpo.rewards import Batch, Score
@@ -57,7 +57,7 @@ def _model_and_batch(cfg: GRPOConfig):
     """The same model and global batch in every process: seeded build, seeded sampling, text rewards."""
     torch.set_num_threads(1)
     tok = tiny.build_tokenizer()
-    tiny_cfg = tiny.TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64)
+    tiny_cfg = TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64)
     model, tok = load_policy(cfg, tiny.build_model(tok, tiny_cfg, seed=0), tok)
     examples = [Example(f"{a}+{a + 1}=", str(2 * a + 1)) for a in range(PROMPTS)]
     torch.manual_seed(1)
@@ -166,7 +166,7 @@ def server():
 
 def torchrun_train(tmp_path: Path, target: str, extra: list[str]) -> tuple[subprocess.CompletedProcess, Path, Path]:
     """``torchrun --nproc_per_node 2 -m trainer.train`` for 2 steps on a tiny model: (process, run dir, init)."""
-    init = tiny.build(tmp_path / "init", tiny.TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64))
+    init = tiny.build(tmp_path / "init", TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64))
     data = tmp_path / "d.jsonl"
     data.write_text("".join(f'{{"prompt": "{i}+{i + 1}=", "answer": "{2 * i + 1}"}}\n' for i in range(16)))
     run = tmp_path / "run"

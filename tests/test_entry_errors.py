@@ -46,9 +46,9 @@ def test_cli_usage_mistake_is_status_1_with_message(argv, message, capsys):
 
 def test_cli_helpers_raise_usage_error():
     with pytest.raises(UsageError, match="is not KEY=VALUE"):
-        cli._pairs(["a"], "--option")
+        cli.option_pairs(["a"], "--option")
     with pytest.raises(UsageError, match="weight must be a number"):
-        cli._component("math=x")
+        cli.component_of("math=x")
 
 
 def test_build_server_on_a_taken_port_raises_listen_error(taken_port):

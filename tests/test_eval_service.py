@@ -12,6 +12,7 @@ import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from trainer.evaluation import evaluate, suites
+from trainer.evaluation.generate import load_model
 from verifiers.client import VerifierClient
 from verifiers.launch import ROOT, LocalServer
 
@@ -131,7 +132,7 @@ def test_greedy_eval_of_a_model_matches_the_trainers_evaluation(tmp_path, verifi
     r = run_eval(verifier_server.target, "--model", str(model_dir), "--data", str(data), "--max-new-tokens", "12",
                  "--out", str(out))  # fmt: skip
     assert r["n"] == 4 and r["k"] == 1 and list(r["pass@k"]) == ["1"] and r["pass@k"]["1"] == r["accuracy"]
-    m, tok = evaluate.load_model(str(model_dir), "cpu")
+    m, tok = load_model(str(model_dir), "cpu")
     ref = evaluate_accuracy(m, tok, load_examples(data), verifier="math", target=verifier_server.target,
                             max_new_tokens=12)  # fmt: skip
     logged = [json.loads(line)["completion"] for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from trainer.errors import ConfigError, DataError
-from trainer.evaluation import evaluate, passk, suites
+from trainer.evaluation import passk, suites
+from trainer.evaluation.args import parse_args
+from trainer.evaluation.generate import load_model
+from trainer.evaluation.log import SampleLog
+from trainer.evaluation.plan import apply_run_defaults, default_out, plan_generation
+from verifiers.outcome import OUTCOMES
 
 
 def exact(n: int, c: int, k: int) -> float:
@@ -113,7 +118,7 @@ def test_format_rate_components_latency_and_breakdown():
 def test_the_report_has_the_keys_the_issue_names():
     r = passk.build_report([rec("a", 0, "CORRECT")])
     assert {"accuracy", "pass@k", "outcomes", "n", "format_rate", "latency", "verifiers", "infra_errors"} <= set(r)
-    assert set(r["outcomes"]) == set(passk.OUTCOMES)
+    assert set(r["outcomes"]) == set(OUTCOMES)
     json.dumps(r)  # serialisable as it is
 
 
@@ -201,28 +206,28 @@ def test_latest_run_is_required_with_a_helpful_message(tmp_path):
 # -- the resume log ------------------------------------------------------------------------------
 def test_sample_log_latest_line_wins_cut_lines_are_ignored_and_fingerprints_must_match(tmp_path):
     path = tmp_path / "r.samples.jsonl"
-    log = evaluate.SampleLog(path)
+    log = SampleLog(path)
     log.append([{"key": "p#0", "fp": "A", "outcome": "SANDBOX_ERROR"}, {"key": "p#1", "fp": "A", "outcome": "CORRECT"}])
     log.append([{"key": "p#0", "fp": "A", "outcome": "INCORRECT"}])
     log.close()
     with path.open("a") as f:
         f.write('{"key": "p#2", "fp": "A", "outc')  # interrupted mid-line
-    log = evaluate.SampleLog(path)
+    log = SampleLog(path)
     assert log.reusable("p#0", "A")["outcome"] == "INCORRECT"
     assert log.reusable("p#1", "B") is None and log.reusable("p#2", "A") is None
     log.close()
-    evaluate.SampleLog(path, fresh=True).close()
+    SampleLog(path, fresh=True).close()
     assert path.read_text() == ""
 
 
 def test_command_line_of_make_eval_parses():
-    a = evaluate.parse_args(["--model", "m", "--data", "d.jsonl", "--verifier", "math", "--k", "8", "--out", "o.json",
+    a = parse_args(["--model", "m", "--data", "d.jsonl", "--verifier", "math", "--k", "8", "--out", "o.json",
                              "--target", "h:1", "--no-progress"])  # fmt: skip
     assert (a.model, a.data, a.verifier, a.k, a.out, a.target, a.progress) == ("m", "d.jsonl", "math", 8, "o.json",
                                                                                  "h:1", False)  # fmt: skip
-    assert evaluate.parse_args(["--completions", "c.jsonl", "--suite", "humaneval"]).suite == "humaneval"
-    assert evaluate.parse_args(["--extra-k", "3, 8"]).extra_ks() == [3, 8]
-    a = evaluate.parse_args(["--format-verifier", "none", "--fresh", "--max-new-tokens=9", "--chat-template", "on"])
+    assert parse_args(["--completions", "c.jsonl", "--suite", "humaneval"]).suite == "humaneval"
+    assert parse_args(["--extra-k", "3, 8"]).extra_ks() == [3, 8]
+    a = parse_args(["--format-verifier", "none", "--fresh", "--max-new-tokens=9", "--chat-template", "on"])
     assert (a.format_verifier, a.fresh, a.max_new_tokens, a.chat_template) == ("none", True, 9, "on")
     for bad, says in (
         (["--k", "0"], "k"),
@@ -233,16 +238,16 @@ def test_command_line_of_make_eval_parses():
         (["--extra-k", "3,x"], "comma-separated"),
     ):
         with pytest.raises(ConfigError, match=says):
-            evaluate.parse_args(bad)
+            parse_args(bad)
 
 
 def test_default_output_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "r7" / "final").mkdir(parents=True)
-    a = evaluate.parse_args(["--k", "4"])
-    assert evaluate.default_out(a, "runs/r7/final", "heldout") == (tmp_path / "runs/r7/eval/heldout-k4.json").resolve()
-    b = evaluate.parse_args(["--completions", "x/he.jsonl"])
-    assert evaluate.default_out(b, None, "x/he.jsonl") == Path("runs/eval/he.json")
+    a = parse_args(["--k", "4"])
+    assert default_out(a, "runs/r7/final", "heldout") == (tmp_path / "runs/r7/eval/heldout-k4.json").resolve()
+    b = parse_args(["--completions", "x/he.jsonl"])
+    assert default_out(b, None, "x/he.jsonl") == Path("runs/eval/he.json")
 
 
 # -- make eval with no arguments: the run folder `make train` (trainer.pipelines.make_train) writes ----------------
@@ -279,20 +284,20 @@ def fake_pipeline_run(root: Path) -> Path:
 def test_make_eval_alone_grades_the_latest_run_as_training_graded_it(tmp_path, monkeypatch):
     run = fake_pipeline_run(tmp_path / "train")
     monkeypatch.chdir(tmp_path)  # not where training ran: its relative paths do not resolve from here
-    a = evaluate.parse_args(["--runs", str(tmp_path / "train" / "runs")])
+    a = parse_args(["--runs", str(tmp_path / "train" / "runs")])
     model = suites.latest_model(Path(a.runs))
     assert model == run.resolve() / "checkpoints" / "step-000002"
-    info = evaluate.apply_run_defaults(a, str(model))
+    info = apply_run_defaults(a, str(model))
     # the pipeline's `eval` section, not the GRPO trainer's in-loop evaluation settings
     assert (a.verifier, a.max_new_tokens, a.gen_batch, a.limit, a.chat_template) == ("math", 17, 3, None, "on")
     assert Path(a.data) == run.resolve() / "data" / "heldout.jsonl" and a.suite is None
     assert info["training_eval"]["accuracy"] == 0.4 and info["training_eval"]["source"] == "summary.json eval_after"
-    assert evaluate.default_out(a, str(model), a.data) == run.resolve() / "eval" / "heldout.json"
-    log = evaluate.SampleLog(tmp_path / "s.jsonl")
-    plan = evaluate.plan_generation(a, log, str(model), a.data)
+    assert default_out(a, str(model), a.data) == run.resolve() / "eval" / "heldout.json"
+    log = SampleLog(tmp_path / "s.jsonl")
+    plan = plan_generation(a, log, str(model), a.data)
     log.close()
     assert len(plan.keys) == 5 and [len(m) for _, m in plan.to_generate] == [1] * 5 and plan.verifiers == {"math"}
-    m, tok = evaluate.load_model(str(model), "cpu")  # the folder it picked is a model transformers loads
+    m, tok = load_model(str(model), "cpu")  # the folder it picked is a model transformers loads
     assert m.config.model_type == "qwen2" and tok.pad_token_id is not None
 
 
@@ -325,7 +330,7 @@ def test_a_signal_landing_after_a_batch_is_logged_does_not_log_it_twice(tmp_path
             raise KeyboardInterrupt  # the signal, between the write and the bookkeeping after it
 
     log.append = append_then_signal
-    grader = Grader(client=None, log=log, bar=Bar(), args=evaluate.parse_args(["--completions", "x.jsonl"]))
+    grader = Grader(client=None, log=log, bar=Bar(), args=parse_args(["--completions", "x.jsonl"]))
     fut: Future = Future()
     fut.set_result([{"key": f"k{i}", "fp": "f"} for i in range(4)])
     grader.pending.add(fut)

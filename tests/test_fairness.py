@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.http_helpers import http_service
-from verifiers.fair import FairGate, GateSaturated
+from verifiers.service.fair import FairGate, GateSaturated
 
 FLOOD, SLEEP_S = 40, 6
 

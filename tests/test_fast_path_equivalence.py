@@ -25,6 +25,7 @@ from trainer.metrics import MetricsLogger
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.policy import load_policy, make_optimizer, make_reference, seed_everything
 from trainer.rollout.lean_forward import lean_supported
+from trainer.rollout.replay import replay_logits
 
 torch.set_num_threads(1)
 EXAMPLES = [Example(f"{i}+{i}=", str(2 * i)) for i in range(6)]
@@ -52,7 +53,7 @@ def _parts(run_dir: Path, family: str, lora: bool, fast_path: bool) -> StepParts
 @pytest.mark.parametrize("family", FAMILIES)
 def test_one_step_moves_the_weights_alike_with_and_without_the_fast_path(family, lora, tmp_path, monkeypatch):
     calls: list[str] = []
-    real = logprobs_mod.replay_logits
+    real = replay_logits
 
     def counted(*a, **kw):
         calls.append("replay" if kw.get("recording") is not None else "lean")

@@ -9,10 +9,10 @@ import sys
 import httpx
 import pytest
 
-from verifiers.http_api import HttpServer, ListenError, create_app
-from verifiers.registry import Registry
+from verifiers.http.api import HttpServer, ListenError, create_app
 from verifiers.server import AdminToken, Servicer
-from verifiers.service import VerifierService
+from verifiers.service.core import VerifierService
+from verifiers.service.registry import Registry
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierError, VerifyItem
-from verifiers.integrations import verl
+from verifiers.integrations import client_for
 from verifiers.integrations.verl import (
     UnknownDataSource,
     UnsupportedGroundTruth,
@@ -136,7 +136,7 @@ def test_infrastructure_failure_scores_zero_but_says_so(verifier_server, client,
 
 def test_unreachable_target_from_the_environment_is_an_error(monkeypatch):
     monkeypatch.setenv("VERIFIER_TARGET", "127.0.0.1:1")
-    assert verl.client_for().target == "127.0.0.1:1"
+    assert client_for().target == "127.0.0.1:1"
     with pytest.raises(VerifierError, match="UNAVAILABLE|DEADLINE_EXCEEDED"):
         compute_score("openai/gsm8k", "#### 1", "1", deadline_s=2.0)
 

@@ -195,17 +195,85 @@ def room_violations(root: Path) -> list[str]:
 
 
 def imported_names(root: Path):
-    """(file, module, name) for every `from trainer... import name` in the scanned folders."""
-    for folder in SCANNED:
+    """(file, module, name) for every project name a scanned file takes from another module: each
+    `from <project module> import name`, and each `module.name` read through an imported project module."""
+    for folder in PACKAGES + SCANNED[1:]:
         for path in sorted((root / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-                if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("trainer"):
+            if "_pb2" in path.name:
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            here = module_name(path, root).split(".")
+            package = here if path.name == "__init__.py" else here[:-1]
+            bound: dict[str, str] = {}  # local name -> the project module or symbol it denotes
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    base = node.module or ""
+                    if node.level:
+                        base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+                    if base.split(".")[0] not in PACKAGES:
+                        continue
                     for alias in node.names:
-                        yield path.relative_to(root).as_posix(), node.module, alias.name
+                        bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                        yield path.relative_to(root).as_posix(), base, alias.name
+                elif isinstance(node, ast.Import):
+                    for alias in node.names:
+                        if alias.name.split(".")[0] in PACKAGES:
+                            top = alias.name.split(".")[0]
+                            bound[alias.asname or top] = alias.name if alias.asname else top
+            for node in ast.walk(tree):
+                # a read (patching the binding a module looks a name up by, `mod.name = fake`, is not a use)
+                attr = isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+                if attr and isinstance(node.value, ast.Name) and node.value.id in bound:
+                    yield path.relative_to(root).as_posix(), bound[node.value.id], node.attr
 
 
 def private_imports(root: Path) -> list[str]:
-    return [f"{f}: from {m} import {n}" for f, m, n in imported_names(root) if n.startswith("_")]
+    """Private names (`_x`, not dunders) taken from another module, in any package, test or bench."""
+    return sorted(
+        {
+            f"{f}: from {m} import {n}"
+            for f, m, n in imported_names(root)
+            if n.startswith("_") and not n.startswith("__")
+        }
+    )
+
+
+# modules whose re-exports are their documented public surface: the client names the outcome vocabulary for
+# the trainer (which may import nothing else of verifiers), and the deprecated aliases hand over a module
+SURFACES = {"verifiers.client"} | DEPRECATED_ALIASES
+
+
+def top_level_names(path: Path) -> tuple[set[str], set[str]]:
+    """(names a module defines, names it only imports) at its top level, `if`/`try` blocks included."""
+    defined: set[str] = set()
+    imported: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        for sub in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(sub.name)
+            elif isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                for target in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
+                    defined |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                imported |= {a.asname or a.name.split(".")[0] for a in sub.names}
+    return defined, imported - defined
+
+
+def borrowed_imports(root: Path) -> list[str]:
+    """`from M import N` where module M only imports N: N is to be imported from where it is defined.
+    A package's `__init__` and the SURFACES may hand names on."""
+    mods = project_modules(root)
+    names = {}
+    found = set()
+    for f, m, n in imported_names(root):
+        path = mods.get(m)
+        if path is None or path.name == "__init__.py" or m in SURFACES or f.endswith("__init__.py"):
+            continue
+        if m not in names:
+            names[m] = top_level_names(path)
+        if n in names[m][1]:
+            found.add(f"{f}: {m}.{n}")
+    return sorted(found)
 
 
 def door_violations(root: Path) -> list[str]:
@@ -242,12 +310,16 @@ def test_trainer_rooms_import_downward_only():
     assert room_violations(ROOT) == []
 
 
-def test_no_private_name_is_imported_from_a_trainer_module():
+def test_no_private_name_is_imported_from_another_module():
     assert private_imports(ROOT) == []
 
 
 def test_the_algorithm_sees_only_the_rollout_doors():
     assert door_violations(ROOT) == []
+
+
+def test_public_names_are_imported_from_where_they_are_defined():
+    assert borrowed_imports(ROOT) == []
 
 
 def test_no_trainer_module_only_reexports():
@@ -272,11 +344,17 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
         "from trainer.rollout.replay import Recording\n\nUSED = Recording\n"
     )
     (tmp_path / "tests" / "test_x.py").write_text("from trainer.grpo.update import _chunks\n")
+    (tmp_path / "bench" / "b.py").write_text("from sandbox import image\n\nSHA = image._digest\n")
     (tmp_path / "trainer" / "face.py").write_text("from trainer.config import GRPOConfig\n\n__all__ = ['GRPOConfig']\n")
     assert room_violations(tmp_path) == ["trainer.rollout.leak imports trainer.grpo.loss (a room above)"]
-    assert private_imports(tmp_path) == ["tests/test_x.py: from trainer.grpo.update import _chunks"]
+    assert private_imports(tmp_path) == [
+        "bench/b.py: from sandbox.image import _digest",
+        "tests/test_x.py: from trainer.grpo.update import _chunks",
+    ]
     assert door_violations(tmp_path) == ["trainer/grpo/peek.py: from trainer.rollout.replay import Recording"]
     assert reexport_only(tmp_path) == ["trainer.face"]
+    (tmp_path / "tests" / "test_y.py").write_text("from verifiers.base import Outcome\n")
+    assert borrowed_imports(tmp_path) == ["tests/test_y.py: verifiers.base.Outcome"]
 
 
 def test_each_deprecated_path_warns_and_hands_over_its_module():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.extract import extract, strip_think
-from verifiers.math_verifier import _int_literal
+from verifiers.math.extract import extract, strip_think
+from verifiers.math.verifier import int_literal
 
 
 def boxed(s: str) -> str:
@@ -180,7 +180,7 @@ def test_bad_options_are_the_callers_mistake(client):
     [("42", "42"), ("$-007$", "-7"), ("+0", "0"), ("-0", "0"), ("4.0", None), ("1,000", None), ("x", None)],
 )
 def test_int_literal(text, expected):
-    assert _int_literal(text) == expected
+    assert int_literal(text) == expected
 
 
 def test_extract_table():
@@ -200,9 +200,9 @@ def test_jobs_in_flight_follow_the_contexts_parallelism():
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from sandbox.pool import Result
+    from sandbox.backend import Result
     from verifiers.base import Context, Request
-    from verifiers.math_verifier import MathVerifier
+    from verifiers.math.verifier import MathVerifier
 
     lock, now, peak = threading.Lock(), [0], [0]
 

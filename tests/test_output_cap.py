@@ -12,12 +12,12 @@ import json
 
 import pytest
 
-from sandbox.pool import Job, Limits
+from sandbox.backend import Job, Limits
 from tests.security.conftest import BACKENDS, make_pool
 from verifiers.base import Request
-from verifiers.limits import OUTPUT_LIMIT_DETAIL
-from verifiers.registry import Registry
-from verifiers.service import VerifierService
+from verifiers.service.core import VerifierService
+from verifiers.service.limits import OUTPUT_LIMIT_DETAIL
+from verifiers.service.registry import Registry
 
 CAP = 256 * 1024
 FLOOD_MB = 64
@@ -33,7 +33,7 @@ def flood(stream: str) -> str:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def service(request, tmp_path_factory):
-    from verifiers.math_verifier import WARMUP
+    from verifiers.math.verifier import WARMUP
 
     pool = make_pool(request.param, size=2, warmup=WARMUP, output_bytes=CAP).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))

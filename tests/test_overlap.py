@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.config import GRPOConfig
+from trainer.config import GRPOConfig, TinyConfig
 from trainer.data import DataStream, Example
 from trainer.grpo.overlap import GroupScorer, ScoringError
 from trainer.grpo.rewards import PythonReward, VerifierReward
@@ -29,7 +29,7 @@ torch.set_num_threads(1)
 
 def _model():
     tok = tiny.build_tokenizer()
-    model = tiny.build_model(tok, tiny.TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64))
+    model = tiny.build_model(tok, TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64))
     # a dozen characters end a completion: rows stop after a few tokens, at different steps
     model.generation_config.eos_token_id = [tok.eos_token_id] + tok.convert_tokens_to_ids(list("abcdefghijkl"))
     return model, tok

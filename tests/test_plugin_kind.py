@@ -15,10 +15,11 @@ import grpc
 import pytest
 
 from verifiers import kinds
+from verifiers.base import Verdict
 from verifiers.client import Outcome, VerifierClient, VerifierError
-from verifiers.registry import Registry
 from verifiers.server import build_server
-from verifiers.service import VerifierService
+from verifiers.service.core import VerifierService
+from verifiers.service.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,7 +64,7 @@ def test_every_builtin_declares_the_seam():
         cls = type(v)
         assert isinstance(cls.options, dict) and all(isinstance(k, str) for k in cls.options), name
         assert isinstance(cls.sandbox_entry, str) and isinstance(cls.warmup, str), name
-        assert issubclass(cls.result, kinds.Verdict), name
+        assert issubclass(cls.result, Verdict), name
     warm = kinds.sandbox_warmup()
     assert kinds.build_builtin("math").warmup in warm and kinds.build_builtin("code").warmup in warm
     assert warm.rstrip().endswith("gc.freeze()")
@@ -72,8 +73,13 @@ def test_every_builtin_declares_the_seam():
 
 # the modules whose code reads each kind's options
 READERS = {
-    "math": ["verifiers/math_verifier.py"],
-    "code": ["verifiers/code_verifier.py", "verifiers/code_stdio.py", "verifiers/judges.py", "verifiers/languages.py"],
+    "math": ["verifiers/math/verifier.py"],
+    "code": [
+        "verifiers/code/verifier.py",
+        "verifiers/code/stdio.py",
+        "verifiers/code/judges.py",
+        "verifiers/code/languages.py",
+    ],
     "language": ["verifiers/consistency.py"],
 }
 

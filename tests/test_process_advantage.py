@@ -21,7 +21,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from trainer.config import GRPOConfig
+from trainer.config import GRPOConfig, TaskConfig, TinyConfig
 from trainer.grpo.loss import grpo_loss
 from trainer.grpo.process import char_to_token_end, process_advantages, steps_to_tokens
 from trainer.pipelines import task, tiny
@@ -98,7 +98,7 @@ def bpe_tokenizer() -> PreTrainedTokenizerFast:
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tk.decoder = decoders.ByteLevel()
     rng = random.Random(0)
-    corpus = [task.make_problem(rng, task.TaskConfig())["completion"] for _ in range(300)]
+    corpus = [task.make_problem(rng, TaskConfig())["completion"] for _ in range(300)]
     # GPT-2 pre-splitting (words, numbers, punctuation), then 43 merges: tokens of a few characters
     tk.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"], show_progress=False))
     return PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<eos>", pad_token="<eos>")
@@ -165,7 +165,7 @@ def test_two_process_steps_against_the_service(tmp_path: Path, server):
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"{a}+{b}+1=?", "answer": str(a + b + 1)}) + "\n"
                             for a in range(1, 5) for b in range(1, 5)))  # fmt: skip
-    init = tiny.build(tmp_path / "init", tiny.TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+    init = tiny.build(tmp_path / "init", TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                                          intermediate_size=64))  # fmt: skip
     cfg = GRPOConfig(model=str(init), data=str(data), verifier="arith_steps", verifier_target=server.target,
                      advantage="process", group_size=4, prompts_per_step=2, max_new_tokens=12, steps=2, lr=1e-3,

@@ -18,10 +18,11 @@ import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, Outcome, PermissionDenied, Request
-from verifiers.registry import InUse, Registry, open_store
+from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, PermissionDenied, Request
+from verifiers.outcome import Outcome
 from verifiers.remote import RemoteVerifier, Unreachable, check_reachable
-from verifiers.store import Store, StoreError
+from verifiers.service.registry import InUse, Registry, open_store
+from verifiers.service.store import Store, StoreError
 
 PY = {"source": "def verify(c, r, o):\n    return 1.0\n", "entrypoint": "verify"}
 
@@ -346,7 +347,7 @@ def test_remote_unreachable_is_sandbox_error_and_refused_at_registration():
 
 def test_python_registration_without_a_sandbox_is_unavailable(registry_url):
     from verifiers.base import Unavailable
-    from verifiers.service import VerifierService
+    from verifiers.service.core import VerifierService
 
     svc = VerifierService(Registry(registry_url), pool=None)
     try:

@@ -14,7 +14,7 @@ import pytest
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
 from verifiers.launch import ROOT, LocalServer
-from verifiers.registry import open_store
+from verifiers.service.registry import open_store
 
 pytestmark = pytest.mark.docker
 

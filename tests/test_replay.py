@@ -27,7 +27,7 @@ from trainer.grpo.step import run_step
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.rollout.decode import generate_rollout
 from trainer.rollout.logprobs import completion_logprobs
-from trainer.rollout.replay import Recording
+from trainer.rollout.replay import Recording, replay_logits
 
 torch.set_num_threads(1)
 G = 4
@@ -53,7 +53,7 @@ def _logprobs_and_grads(model, ro, rows, replay: bool):
     saved = ro.replay
     ro.replay = saved if replay else None
     calls: list[str] = []
-    real = logprobs_mod.replay_logits
+    real = replay_logits
     logprobs_mod.replay_logits = _counting(calls)
     try:
         model.zero_grad(set_to_none=True)

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
+from sandbox.backend import Job, SandboxConfig, SandboxError
 from sandbox.bwrap import bwrap_usable
-from sandbox.pool import Job, SandboxConfig, SandboxError, SandboxPool
+from sandbox.pool import SandboxPool
 
 USABLE, WHY = bwrap_usable()
 needs_bwrap = pytest.mark.skipif(not USABLE, reason=f"bwrap backend unavailable here: {WHY}")

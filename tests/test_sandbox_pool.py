@@ -15,19 +15,8 @@ import time
 
 import pytest
 
-from sandbox.pool import (
-    LABEL,
-    OWNER_LABEL,
-    Job,
-    Limits,
-    PoolSaturated,
-    SandboxConfig,
-    SandboxError,
-    SandboxPool,
-    _owner,
-    list_containers,
-    remove_stale_containers,
-)
+from sandbox.backend import Job, Limits, PoolSaturated, SandboxConfig, SandboxError, owner
+from sandbox.pool import LABEL, OWNER_LABEL, SandboxPool, list_containers, remove_stale_containers
 from tests.security.conftest import BACKENDS, ensure_image, make_pool
 
 
@@ -246,7 +235,7 @@ def test_stale_containers_of_a_dead_owner_are_removed_by_label():
                "--label", f"{OWNER_LABEL}={owner}", image_tag(), "python3", "-c", "import time; time.sleep(120)"]  # fmt: skip
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()[:12]
 
-    stale, live = start(f"{host}:{dead.pid}"), start(_owner())
+    stale, live = start(f"{host}:{dead.pid}"), start(owner())
     try:
         # Any pool starting on this host meanwhile (another test process) runs the same clean-up and
         # may remove the stale one first: the count may be 0, the outcome may not differ.

@@ -12,14 +12,15 @@ import sys
 import httpx
 import pytest
 
-from verifiers.base import CaseStatus, CaseVerdict, Outcome, Request, Verdict
-from verifiers.bounds import ServiceBounds, machine_memory_bytes
-from verifiers.cache import VerdictCache
-from verifiers.http_api import HttpServer, create_app
+from verifiers.base import CaseVerdict, Request, Verdict
+from verifiers.http.api import HttpServer, create_app
 from verifiers.launch import ROOT
-from verifiers.registry import Registry
+from verifiers.outcome import CaseStatus, Outcome
 from verifiers.server import AdminToken, Servicer
-from verifiers.service import VerifierService, cut_details
+from verifiers.service.bounds import ServiceBounds, machine_memory_bytes
+from verifiers.service.cache import VerdictCache
+from verifiers.service.core import VerifierService, cut_details
+from verifiers.service.registry import Registry
 
 BOUNDS = ServiceBounds()
 

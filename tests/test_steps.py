@@ -12,8 +12,7 @@ import pytest
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.base import Step
 from verifiers.client import VerifierError
-from verifiers.steps import ArithSteps, BadSteps, check_steps
-from verifiers.steps import _value as chain_value
+from verifiers.steps import ArithSteps, BadSteps, chain_value, check_steps
 
 WORKED = "<think>1+8+8, 9+8, 17</think><answer>17</answer>"
 

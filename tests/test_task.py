@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from trainer.config import TaskConfig
 from trainer.data import read_jsonl
 from trainer.pipelines import task
 
@@ -30,9 +31,9 @@ def test_splits_are_disjoint_by_prompt():
     assert sum(map(len, prompts)) == len(set().union(*prompts)) == sum(SIZES.values())
 
 
-@pytest.mark.parametrize("cfg", [task.TaskConfig(), task.TaskConfig(operands=3, min_value=10, max_value=99)])
+@pytest.mark.parametrize("cfg", [TaskConfig(), TaskConfig(operands=3, min_value=10, max_value=99)])
 def test_answers_and_worked_chains_are_right(cfg):
-    rows = task.make_splits(2, {"warmstart": 200}, task.TaskConfig(**{**cfg.__dict__, "worked_fraction": 1.0}))
+    rows = task.make_splits(2, {"warmstart": 200}, TaskConfig(**{**cfg.__dict__, "worked_fraction": 1.0}))
     for r in rows["warmstart"]:
         expr = r["prompt"].removesuffix("=?")
         assert task.evaluate_expression(expr) == int(r["answer"]) >= 0
@@ -47,7 +48,7 @@ def test_answers_and_worked_chains_are_right(cfg):
 
 
 def test_worked_fraction_is_respected():
-    rows = task.make_splits(0, {"warmstart": 2000}, task.TaskConfig(worked_fraction=0.35))["warmstart"]
+    rows = task.make_splits(0, {"warmstart": 2000}, TaskConfig(worked_fraction=0.35))["warmstart"]
     worked = sum(task.BARE_THINK not in r["completion"] for r in rows) / len(rows)
     assert 0.31 < worked < 0.39
     bare = [r for r in rows if task.BARE_THINK in r["completion"]]
@@ -59,7 +60,7 @@ def test_worked_fraction_is_respected():
 
 
 def test_estimate_to_one_gives_exact_bare_answers():
-    cfg = task.TaskConfig(worked_fraction=0.0, estimate_to=1)
+    cfg = TaskConfig(worked_fraction=0.0, estimate_to=1)
     rows = task.make_splits(0, {"warmstart": 100}, cfg)["warmstart"]
     assert all(r["completion"].endswith(f"<answer>{r['answer']}</answer>") for r in rows)
 

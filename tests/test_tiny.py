@@ -10,10 +10,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from trainer.config import TinyConfig
 from trainer.pipelines import task, tiny
 from trainer.pipelines.warmstart import WarmStartConfig, encode, sft_loss, warm_start
 
-SMALL = tiny.TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+SMALL = TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
 
 
 @pytest.mark.parametrize("text", ["3-2+8+8=?", "<think>1+8+8, 9+8, 17</think><answer>17</answer>", "Hello, World!\n"])

@@ -25,7 +25,7 @@ from trainer import distributed, errors
 from trainer.checkpoint import resolve_resume, save_checkpoint
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
-from trainer.evaluation import suites
+from trainer.errors import DataError
 from trainer.grpo import overlap
 from trainer.policy import load_policy, make_optimizer
 from trainer.resume import resume_run
@@ -48,9 +48,8 @@ def run_entry_point(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_every_trainer_error_type_is_a_trainer_error_and_none_is_a_system_exit():
-    for cls in (suites.DataError, distributed.DistributedError, BackendError, overlap.ScoringError):
+    for cls in (DataError, distributed.DistributedError, BackendError, overlap.ScoringError):
         assert issubclass(cls, errors.TrainerError) and not issubclass(cls, SystemExit)
-    assert suites.DataError is errors.DataError  # still importable from trainer.evaluation.suites
 
 
 def test_no_model_is_a_model_error():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from trainer.config import TinyConfig
 from trainer.data import Example
 from trainer.pipelines import tiny
 from trainer.rollout.backend_base import BackendError, rollout_from_ids
@@ -24,7 +25,7 @@ EXAMPLES = [Example("1+2=", "3"), Example("10+20=", "30")]
 
 def _policy():
     tok = tiny.build_tokenizer()
-    return tiny.build_model(tok, tiny.TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64)), tok
+    return tiny.build_model(tok, TinyConfig(hidden_size=32, num_hidden_layers=2, intermediate_size=64)), tok
 
 
 def test_hf_backend_samples_what_generate_rollout_samples():

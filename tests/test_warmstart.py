@@ -8,12 +8,13 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from trainer import cli
+from trainer.config import TinyConfig
 from trainer.errors import ConfigError, DataError
 from trainer.pipelines import task, tiny, warmstart
 
 
 def test_the_entry_point_fine_tunes_a_saved_model_into_another_folder(tmp_path):
-    src = tiny.build(tmp_path / "base", tiny.TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+    src = tiny.build(tmp_path / "base", TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                                         intermediate_size=64))  # fmt: skip
     data = task.build(tmp_path / "data", 0, {"warmstart": 16})["warmstart"]
     stats = warmstart.main(["--model", str(src), "--data", str(data), "--out", str(tmp_path / "out"),

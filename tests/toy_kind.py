@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
+from verifiers.base import BadRequest, Context, Request, Verdict
+from verifiers.outcome import Outcome
 
 
 @dataclass

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sandbox.deadline import Deadline
-from verifiers.outcome import CaseStatus, Outcome  # noqa: F401 - re-exported: the names come from the proto
+from verifiers.outcome import CaseStatus, Outcome
 
 if TYPE_CHECKING:
-    from sandbox.pool import Job, Result
+    from sandbox.backend import Job, Result
 
 
 @dataclass

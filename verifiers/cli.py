@@ -40,7 +40,7 @@ def _read(path: str) -> str:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
 
 
-def _pairs(items: list[str], what: str) -> dict[str, str]:
+def option_pairs(items: list[str], what: str) -> dict[str, str]:
     out = {}
     for it in items:
         k, sep, v = it.partition("=")
@@ -50,7 +50,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def _component(item: str) -> pb.Component:
+def component_of(item: str) -> pb.Component:
     name, sep, weight = item.partition("=")
     try:
         return pb.Component(verifier=name, weight=float(weight) if sep else 1.0)
@@ -67,7 +67,7 @@ def register_request(a: argparse.Namespace) -> pb.RegisterVerifierRequest:
     elif a.remote:
         req.remote.CopyFrom(pb.RemoteVerifier(target=a.remote, verifier=a.remote_verifier))
     else:
-        req.composite.CopyFrom(pb.CompositeVerifier(components=[_component(c) for c in a.composite]))
+        req.composite.CopyFrom(pb.CompositeVerifier(components=[component_of(c) for c in a.composite]))
     return req
 
 
@@ -92,7 +92,7 @@ def run(a: argparse.Namespace) -> object:
         if a.cmd == "get":
             return _info(c.get_verifier(a.name), full=True)
         r = c.verify(a.name, a.completion if a.completion is not None else _read(a.completion_file),
-                     a.reference, prompt=a.prompt, options=_pairs(a.option, "--option"), timeout_s=a.grade_timeout_s)  # fmt: skip
+                     a.reference, prompt=a.prompt, options=option_pairs(a.option, "--option"), timeout_s=a.grade_timeout_s)  # fmt: skip
         return {k: v for k, v in vars(r).items() if k != "id"}
 
 

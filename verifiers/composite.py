@@ -10,7 +10,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from verifiers.base import Context, Outcome, Request, Verdict
+from verifiers.base import Context, Request, Verdict
+from verifiers.outcome import Outcome
 
 
 @dataclass

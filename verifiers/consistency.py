@@ -30,8 +30,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar
 
-from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
-from verifiers.extract import extract
+from verifiers.base import BadRequest, Context, Request, Verdict
+from verifiers.math.extract import extract
+from verifiers.outcome import Outcome
 
 SCRIPTS = {  # script → the first word(s) of its letters' Unicode names
     "latin": ("LATIN",),

@@ -15,7 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar
 
-from verifiers.base import Context, Outcome, Request, Verdict
+from verifiers.base import Context, Request, Verdict
+from verifiers.outcome import Outcome
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"

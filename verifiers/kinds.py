@@ -26,7 +26,7 @@ from verifiers.composite import Composite, Part
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 MAX_COMPONENTS = 16
-VerifierService = Any  # verifiers.service.VerifierService (not imported: the service imports this module)
+VerifierService = Any  # verifiers.service.core.VerifierService (not imported: the service imports this module)
 
 
 @dataclass(frozen=True)
@@ -205,9 +205,9 @@ def sandbox_warmup() -> str:
 # declarations) plus one line here (docs/verifiers.md, "Adding a verifier kind").
 register_builtin("think_format", "verifiers.format:ThinkFormat")
 register_builtin("tag_count", "verifiers.format:TagCount")
-register_builtin("math", "verifiers.math_verifier:MathVerifier")
+register_builtin("math", "verifiers.math.verifier:MathVerifier")
 register_builtin("arith_steps", "verifiers.steps:ArithSteps")
 register_builtin("language", "verifiers.consistency:LanguageConsistency")
 register_builtin("answer_consistency", "verifiers.consistency:AnswerConsistency")
-register_builtin("code", "verifiers.code_verifier:CodeVerifier")
+register_builtin("code", "verifiers.code.verifier:CodeVerifier")
 register_builtin("r1", "verifiers.composite:r1")

@@ -28,9 +28,10 @@ import keyword
 import secrets
 from dataclasses import dataclass
 
-from sandbox.pool import Job, Limits, Result
-from verifiers.base import BadRequest, Context, Outcome, Request, Unavailable, Verdict
-from verifiers.limits import output_limit_verdict
+from sandbox.backend import Job, Limits, Result
+from verifiers.base import BadRequest, Context, Request, Unavailable, Verdict
+from verifiers.outcome import Outcome
+from verifiers.service.limits import output_limit_verdict
 from verifiers.steps import BadSteps, check_steps
 
 MAX_SOURCE_BYTES = 1 << 20

@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict
+from verifiers.base import BadRequest, Context, Request, ServiceError, Verdict
+from verifiers.outcome import Outcome
 
 MAPPINGS = ("sigmoid", "minmax")
 MAX_BATCH = 64
@@ -70,7 +71,7 @@ def to_reward(score: float, mapping: str, low: float, high: float) -> float:
 
 
 @dataclass
-class _Item:
+class ScoreItem:
     prompt: str
     completion: str
     done: threading.Event = field(default_factory=threading.Event)
@@ -100,10 +101,10 @@ class Scorer:
         self.max_length = min(max_length or self.tok.model_max_length or MAX_LENGTH, MAX_LENGTH)
         self.forward_passes = 0
         self._lock = threading.Lock()
-        self._pending: list[_Item] = []
+        self._pending: list[ScoreItem] = []
         self._running = False
 
-    def _texts(self, items: list[_Item]) -> dict:
+    def _texts(self, items: list[ScoreItem]) -> dict:
         if self.tok.chat_template:
             texts = [self.tok.apply_chat_template([{"role": "user", "content": it.prompt},
                                                    {"role": "assistant", "content": it.completion}], tokenize=False)
@@ -113,7 +114,7 @@ class Scorer:
         return self.tok([it.prompt for it in items], [it.completion for it in items], padding=True, truncation=True,
                         max_length=self.max_length, return_tensors="pt")  # fmt: skip
 
-    def forward(self, items: list[_Item]) -> list[float]:
+    def forward(self, items: list[ScoreItem]) -> list[float]:
         import torch
 
         enc = self._texts(items).to(self.device)
@@ -122,8 +123,8 @@ class Scorer:
         self.forward_passes += 1
         return logits[:, 0].float().cpu().tolist()
 
-    def score(self, prompt: str, completion: str, timeout_s: float) -> _Item:
-        item = _Item(prompt, completion)
+    def score(self, prompt: str, completion: str, timeout_s: float) -> ScoreItem:
+        item = ScoreItem(prompt, completion)
         with self._lock:
             self._pending.append(item)
             lead = not self._running

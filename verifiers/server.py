@@ -11,13 +11,13 @@ Registration: RegisterVerifier / UnregisterVerifier change the registry (persist
 given by ``--registry``, or in PostgreSQL with ``--registry postgresql://…``, which replicas share: a
 verifier registered through one is served by all, see docs/scale.md). With an admin token
 (``--admin-token-file``; ``--admin-token`` or ``VERIFIER_ADMIN_TOKEN`` make the server re-exec without it:
-verifiers/admin_token.py) they need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise);
+verifiers/service/admin_token.py) they need ``authorization: Bearer <token>`` metadata (UNAUTHENTICATED otherwise);
 verifying and listing stay open, a verifier's definition (its spec) and ``cached`` flags are the admin's
 (docs/security.md). The token is compared in constant time and goes nowhere else.
 
 HTTP/JSON (``--http-port H``, 0 picks a free port, printed as ``HTTP SERVING on host:port`` before the
 gRPC line): the same servicer behind /v1/..., OpenRLHF's /get_reward (``--reward-verifier``),
-SandboxFusion's /run_code, /healthz and Prometheus /metrics, from this process (verifiers/http_api.py).
+SandboxFusion's /run_code, /healthz and Prometheus /metrics, from this process (verifiers/http/api.py).
 """
 
 from __future__ import annotations
@@ -38,16 +38,17 @@ from grpc_reflection.v1alpha import reflection
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
-from verifiers import admin_token as token_source
-from verifiers import bounds as service_bounds
-from verifiers import kinds, lang_pool
-from verifiers import limits as service_limits
+from verifiers import kinds
 from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
-from verifiers.callers import grpc_caller
+from verifiers.code import toolchains
 from verifiers.errors import ListenError
-from verifiers.registry import Registry
 from verifiers.remote import INSTANCE_HEADER
-from verifiers.service import VerifierService
+from verifiers.service import admin_token as token_source
+from verifiers.service import bounds as service_bounds
+from verifiers.service import limits as service_limits
+from verifiers.service.callers import grpc_caller
+from verifiers.service.core import VerifierService
+from verifiers.service.registry import Registry
 
 log = logging.getLogger("verifiers.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["VerifierService"].full_name
@@ -123,7 +124,7 @@ REPLY_RESERVE_S = 0.1  # of the client's deadline, kept back to send the reply
 NO_DEADLINE_S = 365 * 24 * 3600.0  # a time_remaining() past this: the client set no deadline
 
 
-def _deadline(context: grpc.ServicerContext) -> Deadline | None:
+def call_deadline(context: grpc.ServicerContext) -> Deadline | None:
     """Where a request's deadline is set: the client's gRPC deadline (None without one: the service then
     uses the request's grading budget), less the time to send the reply."""
     left = context.time_remaining()  # grpcio: about 2**63 ns for a call without a deadline (or inf), not None
@@ -143,7 +144,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
     def Verify(self, request, context):
         try:
-            v = self.service.verify(request_from_proto(request), _deadline(context), caller=grpc_caller(context))
+            v = self.service.verify(request_from_proto(request), call_deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
         v.cached = v.cached and self.admin.allows(context)  # a cache hit is the admin's to see (docs/security.md)
@@ -152,7 +153,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
     def VerifyBatch(self, request, context):
         reqs = [request_from_proto(r) for r in request.items]
         try:
-            verdicts = self.service.verify_batch(reqs, _deadline(context), caller=grpc_caller(context))
+            verdicts = self.service.verify_batch(reqs, call_deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
         if not self.admin.allows(context):
@@ -178,7 +179,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
             self.admin.check(context)
             kind, spec = spec_from_proto(request)
             v = self.service.register(request.name, kind, request.description, spec, replace=request.replace,
-                                      deadline=_deadline(context))  # fmt: skip
+                                      deadline=call_deadline(context))  # fmt: skip
         except ServiceError as e:
             _abort(context, e)
         return info_to_proto(v, False)
@@ -237,10 +238,10 @@ def _watch_health(h: health.HealthServicer, pool, stop: threading.Event, every_s
 
 
 def _start_http(args: argparse.Namespace, service: VerifierService, max_body_bytes: int):
-    """The HTTP/JSON API (verifiers/http_api.py) on ``--http-port``, beside gRPC; None without the flag."""
+    """The HTTP/JSON API (verifiers/http/api.py) on ``--http-port``, beside gRPC; None without the flag."""
     if args.http_port is None:
         return None
-    from verifiers.http_api import HttpServer, create_app
+    from verifiers.http.api import HttpServer, create_app
 
     servicer = Servicer(service, AdminToken(args.admin_token))  # the same servicer code the gRPC routes run
     bounds = getattr(args, "bounds", None)
@@ -264,7 +265,7 @@ def serve(args: argparse.Namespace) -> int:
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()))  # every built-in kind's warm-up
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
-    lang_pool.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
+    toolchains.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  workers=limits.max_concurrent_rpcs,  # a thread per admitted RPC
                                                  max_message_bytes=limits.max_message_mb << 20,

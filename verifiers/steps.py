@@ -37,8 +37,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from verifiers.base import Context, Outcome, Request, ServiceError, Step, Verdict
-from verifiers.extract import answer_tag, boxed_all
+from verifiers.base import Context, Request, ServiceError, Step, Verdict
+from verifiers.math.extract import answer_tag, boxed_all
+from verifiers.outcome import Outcome
 
 MAX_STEPS = 4096
 _INT = r"-?\d{1,30}"
@@ -101,7 +102,7 @@ def _tokens(chain: str) -> list[str]:
     return toks
 
 
-def _value(tokens: list[str]) -> int:
+def chain_value(tokens: list[str]) -> int:
     """Value of an integer chain with ``*`` before ``+``/``-``; tokens alternate number, op, number."""
     total, term, sign = 0, int(tokens[0]), 1
     for op, n in zip(tokens[1::2], tokens[2::2], strict=True):
@@ -173,7 +174,7 @@ class ArithSteps:
             eqs = list(_EQUATION.finditer(seg.group()))
             if eqs:
                 for e in eqs:
-                    ok = _value(_tokens(e.group(1))) == int(e.group(2))
+                    ok = chain_value(_tokens(e.group(1))) == int(e.group(2))
                     out.append(Step(1.0 if ok else 0.0, lo + seg.start() + e.start(), lo + seg.start() + e.end()))
                 continue
             b = _BARE.fullmatch(seg.group())
@@ -183,7 +184,7 @@ class ArithSteps:
             if prev is not None:
                 ok = _rewrite_ok(prev, cur)
             else:
-                ok = reference is not None and _value(cur) == reference
+                ok = reference is not None and chain_value(cur) == reference
             out.append(Step(1.0 if ok else 0.0, lo + seg.start() + b.start(1), lo + seg.start() + b.end(1)))
             prev = cur
             if len(out) >= MAX_STEPS:

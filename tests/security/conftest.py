@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from sandbox.pool import SandboxConfig, SandboxPool, docker_available
+from sandbox.backend import SandboxConfig
+from sandbox.pool import SandboxPool, docker_available
 
 SECRET_NAME = "RLVR_BATTERY_SECRET"
 SECRET_VALUE = "s3cr3t-" + os.urandom(8).hex()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from textwrap import dedent
 
-from sandbox.pool import Job, Result, SandboxPool
+from sandbox.backend import Job, Result
+from sandbox.pool import SandboxPool
 
 
 def run(pool: SandboxPool, code: str, timeout_s: float = 5.0, **kw) -> Result:

@@ -15,7 +15,8 @@ import signal
 import threading
 import time
 
-from sandbox.pool import Result, list_containers
+from sandbox.backend import Result
+from sandbox.pool import list_containers
 from tests.security.jobs import assert_serving, on_each, report, run
 
 
@@ -198,6 +199,6 @@ def test_after_the_battery_the_pool_serves_and_closing_leaves_nothing(pool):
     assert _processes_mentioning(names) == []
     assert _processes_of_uids(uids) == []
     if pool.cfg.backend in ("docker", "podman"):
-        from sandbox.pool import _owner
+        from sandbox.backend import owner
 
-        assert list_containers(_owner(), engine=pool.cfg.backend) == []
+        assert list_containers(owner(), engine=pool.cfg.backend) == []

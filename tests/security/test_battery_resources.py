@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import time
 
-from sandbox.pool import Limits
+from sandbox.backend import Limits
 from tests.security.conftest import make_pool
 from tests.security.gaps import expect_gap
 from tests.security.jobs import assert_serving, on_each, report, run

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from trainer.errors import VerifierSetupError
-from trainer.evaluation import passk
 from trainer.evaluation.args import EvalArgs
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.suites import Sample
 from trainer.grpo.rewards import grade_items
-from verifiers.client import VerifierClient, VerifyItem
+from verifiers.client import UNGRADED, VerifierClient, VerifyItem
 
 DETAIL_CHARS = 400
 
@@ -52,7 +51,7 @@ class Grader:
             out.append({"key": s.key, "id": s.id, "sample": s.sample, "fp": fp, "verifier": s.verifier,
                         "reward": r.reward, "outcome": r.outcome, "detail": r.detail[:DETAIL_CHARS],
                         "elapsed_s": r.elapsed_s, "components": r.components, "cached": r.cached,
-                        "format": None if f is None or f.outcome in passk.UNGRADED else f.reward,
+                        "format": None if f is None or f.outcome in UNGRADED else f.reward,
                         "completion": s.completion, "reference": s.reference, "prompt": s.prompt,
                         "options": s.options})  # fmt: skip
         return out

@@ -1,8 +1,8 @@
 """``math``: is the model's final answer equivalent to the gold answer?
 
 Host side (this module, linear time, nothing evaluated): extract the final answer(s) with plain string
-scanning (``verifiers/extract.py``), decide the trivial case of two integer literals by comparing digit
-strings, and hand everything else to the sandbox. Sandbox side (``verifiers/math_grader.py``, loaded
+scanning (``verifiers/math/extract.py``), decide the trivial case of two integer literals by comparing digit
+strings, and hand everything else to the sandbox. Sandbox side (``verifiers/math/grader.py``, loaded
 once per warm worker by ``WARMUP``): Math-Verify parsing and sympy comparison under a per-item soft
 timeout and the job's hard kill.
 
@@ -27,17 +27,17 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.pool import GRACE_S, Deadline, Job, Limits, Result
-from verifiers.base import BadRequest, Context, Outcome, Request, Verdict
-from verifiers.extract import Extraction, extract
+from sandbox.backend import GRACE_S, Job, Limits, Result
+from sandbox.deadline import Deadline
+from verifiers.base import BadRequest, Context, Request, Verdict
+from verifiers.math.extract import Extraction, extract
+from verifiers.outcome import Outcome
 
 _HERE = Path(__file__).resolve().parent
-GRADER_SOURCE = (_HERE / "math_grader.py").read_text()
-TEXT_SOURCE = (_HERE / "math_text.py").read_text()  # imported by the grader
+GRADER_SOURCE = (_HERE / "grader.py").read_text()
+TEXT_SOURCE = (_HERE / "text.py").read_text()  # imported by the grader
 # the grader's own modules, built in this order in the sandbox as rlvr_<file name>
-MODULES = tuple(
-    (f"rlvr_{n}", n + ".py", (_HERE / f"{n}.py").read_text()) for n in ("math_forms", "math_text", "math_equal")
-)
+MODULES = tuple((f"rlvr_math_{n}", n + ".py", (_HERE / f"{n}.py").read_text()) for n in ("forms", "text", "equal"))
 _BUILD = "".join(
     f"_m = sys.modules[{name!r}] = types.ModuleType({name!r})\nexec(compile({src!r}, {fn!r}, 'exec'), _m.__dict__)\n"
     for name, fn, src in MODULES
@@ -53,7 +53,7 @@ if m is None:
     import types
     exec({_BUILD!r})
     m = types.ModuleType("rlvr_math")
-    exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
+    exec(compile({GRADER_SOURCE!r}, "grader.py", "exec"), m.__dict__)
 m.main()
 """
 
@@ -102,7 +102,7 @@ _WARM_PAIRS = [
 MATH_WARMUP = f"""
 import sys, types
 {_BUILD}m = types.ModuleType("rlvr_math")
-exec(compile({GRADER_SOURCE!r}, "math_grader.py", "exec"), m.__dict__)
+exec(compile({GRADER_SOURCE!r}, "grader.py", "exec"), m.__dict__)
 sys.modules["rlvr_math"] = m
 for g, p in {_WARM_PAIRS!r}:
     try:
@@ -124,7 +124,7 @@ def __getattr__(name: str) -> str:
 _INT = re.compile(r"[+-]?[0-9]{1,100}")  # ASCII digits only: others (``４２``) are the sandbox's to read
 
 
-def _int_literal(s: str) -> str | None:
+def int_literal(s: str) -> str | None:
     """Canonical digits of a plain integer literal (``$-007$`` → ``-7``), else None. No parsing."""
     s = s.strip()
     if len(s) > 2 and s[0] == s[-1] == "$":
@@ -164,7 +164,7 @@ class Comparison:
 
     @classmethod
     def from_line(cls, d: dict) -> Comparison:
-        """The grader's JSON line (math_grader.main), read in this one place."""
+        """The grader's JSON line (grader.main), read in this one place."""
         for key, outcome in _LINE_KEYS:
             if key in d:
                 return cls(outcome, str(d[key]))
@@ -239,7 +239,7 @@ def run_items(items: list[_Item], run_job) -> list[Comparison]:
     live = [it for it in items if not it.deadline.expired()]
     out = {id(it): _infra("queued past its deadline") for it in items}
     if live:
-        for it in live:  # "left" counts from the job's start, "timeout" from the item's (math_grader.main)
+        for it in live:  # "left" counts from the job's start, "timeout" from the item's (grader.main)
             it.payload["left"] = max(0.01, _comparison_by(it.deadline).remaining())
             it.payload["timeout"] = it.timeout_s = min(it.budget_s, it.payload["left"])
         res = _run_job(live, run_job)
@@ -345,10 +345,10 @@ class MathVerifier:
 
 def _integers(reference: str, ext: Extraction) -> Verdict | None:
     """Both sides plain integer literals: compare digit strings on the host (no parsing at all)."""
-    gold = _int_literal(reference)
+    gold = int_literal(reference)
     if gold is None or ext.source == "full":
         return None
-    preds = [_int_literal(a) for a in ext.answers]
+    preds = [int_literal(a) for a in ext.answers]
     if any(p is None for p in preds):
         return None
     ok = all(p == gold for p in preds)

@@ -2,7 +2,7 @@
 
     python -m verifiers.server --registry postgresql://rlvr:secret@db.internal:5432/rlvr
 
-Same table and rules as the SQLite store (``verifiers/store.py``): one row per name, the spec as
+Same table and rules as the SQLite store (``verifiers/service/store.py``): one row per name, the spec as
 JSON text, tombstones so a version never goes back, one transaction per change. What PostgreSQL
 adds is that several servers on several hosts write to it at once: each write takes a transaction
 advisory lock on its name, so two replicas registering the same name are serialised and the second
@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from verifiers.store import SCHEMA, SCHEMA_VERSION, RegistryStore, Row, StoreError, already_exists
+from verifiers.service.store import SCHEMA, SCHEMA_VERSION, RegistryStore, Row, StoreError, already_exists
 
 T = TypeVar("T")
 LOCK_SPACE = 0x726C7672  # "rlvr": the first key of every advisory lock taken here

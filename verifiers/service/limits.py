@@ -22,8 +22,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox.pool import MAX_OUTPUT_CAP, OUTPUT_CAP, Result, SandboxConfig
-from verifiers.base import Outcome, Verdict
+from sandbox.backend import MAX_OUTPUT_CAP, OUTPUT_CAP, Result, SandboxConfig
+from verifiers.base import Verdict
+from verifiers.outcome import Outcome
 
 OUTPUT_LIMIT_DETAIL = "output limit exceeded"
 MIN_OUTPUT_CAP = 64 * 1024  # the math verifier's batched replies must fit

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from verifiers.math_forms import hedge_around
+from verifiers.math.forms import hedge_around
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 MAX_ANSWERS = 8  # more different boxed answers than this is answer spraying, whatever they are

@@ -18,7 +18,7 @@ Languages: ``RUNNERS`` maps each served name to the function that runs it. ``pyt
 ``VerifierService.run_job``, a fresh process forked from the warm worker, code as ``main.py`` in
 ``/tmp/job`` where ``files`` are written first. Every other language the ``code`` verifier runs, under
 SandboxFusion's names (``cpp``, ``java``, ``go``, ``rust``, ``nodejs``/``js``, ``typescript``/``ts``,
-``bash``; also ``c`` and ``javascript``): one job in the toolchain pool (verifiers/lang_pool.py), the
+``bash``; also ``c`` and ``javascript``): one job in the toolchain pool (verifiers/code/toolchains.py), the
 driver compiling once under ``compile_timeout`` and running once under ``run_timeout``, with the
 service's output cap. As SandboxFusion reports them: a compiled language (``c``, ``cpp``, ``java``,
 ``go``, ``rust``) has its compile step in ``compile_result``; a failed compile is ``Finished`` with a
@@ -48,10 +48,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from sandbox.pool import Job, Limits, Result
-from verifiers import lang_pool, languages
-from verifiers.http_common import HttpError, run_blocking
-from verifiers.limits import OUTPUT_LIMIT_DETAIL
+from sandbox.backend import Job, Limits, Result
+from verifiers.code import languages, toolchains
+from verifiers.http.common import HttpError, run_blocking
+from verifiers.service.limits import OUTPUT_LIMIT_DETAIL
 
 sandboxfusion_router = APIRouter(tags=["sandboxfusion"])
 MAX_RUN_TIMEOUT_S = 120.0  # the service's per-item ceiling (service.MAX_TIMEOUT_S)
@@ -197,13 +197,13 @@ def run_toolchain(name: str, req: RunCodeRequest, run_job: RunJob | None = None
     """A non-Python program: one job in the toolchain pool (``run_job`` is the Python pool's: unused)."""
     lang = languages.for_source(languages.language(name), req.code)
     blobs = {p: base64.b64encode(b).decode() for p, b in decoded_files(req.files).items()}
-    job, nonce = lang_pool.driver_job(lang, req.code, [req.stdin or ""], case_timeout_s=req.run_timeout,
+    job, nonce = toolchains.driver_job(lang, req.code, [req.stdin or ""], case_timeout_s=req.run_timeout,
                                       compile_timeout_s=req.compile_timeout, run_as_mb=_run_as_mb(req, lang),
                                       blobs=blobs)  # fmt: skip
-    res = lang_pool.run_job(job)
+    res = toolchains.run_job(job)
     if res.sandbox_error:
         return None, CommandRunResult(status="Error", stderr=res.sandbox_error)
-    lines = lang_pool.driver_lines(res.stdout, nonce)
+    lines = toolchains.driver_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
     step_shown = lang.compile is not None and name in SHOWN_COMPILE
     if comp is None:
@@ -217,9 +217,9 @@ def run_toolchain(name: str, req: RunCodeRequest, run_job: RunJob | None = None
         return (shown, None) if shown else (None, compile_command_result(comp))
     case = next((d for d in lines if d.get("case") == 0), None)
     if case is not None:
-        return shown, case_command_result(case, lang_pool.output_cap())
+        return shown, case_command_result(case, toolchains.output_cap())
     if res.output_limit_exceeded:
-        return shown, case_command_result({"status": "output", "elapsed": res.wall_s}, lang_pool.output_cap())
+        return shown, case_command_result({"status": "output", "elapsed": res.wall_s}, toolchains.output_cap())
     if res.timed_out:
         return shown, CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stdout="", stderr="")
     return shown, CommandRunResult(status="Error", stderr=f"the toolchain driver died (exit {res.exit_code})")

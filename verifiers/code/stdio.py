@@ -1,12 +1,12 @@
 """The ``code`` verifier's stdio mode: run each case, judge it on the host, one verdict per case.
 
 Running: Python runs each case as its own job in the Python pool (own process, own timeout, cases in
-parallel). Other languages run as one job in the toolchain pool (verifiers/lang_pool.py): the driver
-(verifiers/lang_driver.py) compiles once and runs the cases one after another, each with its own
+parallel). Other languages run as one job in the toolchain pool (verifiers/code/toolchains.py): the driver
+(verifiers/code/driver.py) compiles once and runs the cases one after another, each with its own
 timeout; it reports a line per case as it goes, so a submission that overruns its whole budget still
 has the verdicts of the cases it finished.
 
-Judging (verifiers/judges.py) happens here, on the host, or for ``judge=checker`` in a separate
+Judging (verifiers/code/judges.py) happens here, on the host, or for ``judge=checker`` in a separate
 sandbox job that starts after the program's job ended: the expected output never shares a sandbox
 with the program. Reward: ``all`` (default) 1 if every case passed, else 0; ``fraction`` the share
 of cases passed. Two rules override both: a sandbox failure is ``SANDBOX_ERROR`` (not the model's
@@ -20,10 +20,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sandbox.pool import Deadline, Job, Limits, Result
-from verifiers import judges, lang_pool, languages
-from verifiers.base import BadRequest, CaseStatus, CaseVerdict, Context, Outcome, Verdict
-from verifiers.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
+from sandbox.backend import Job, Limits, Result
+from sandbox.deadline import Deadline
+from verifiers.base import BadRequest, CaseVerdict, Context, Verdict
+from verifiers.code import judges, languages, toolchains
+from verifiers.outcome import CaseStatus, Outcome
+from verifiers.service.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
 
 DETAIL_CHARS = 600
 CHECKER_TIMEOUT_S = 10.0
@@ -105,15 +107,15 @@ def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, de
     lang = languages.for_source(languages.language(lang_name), code)
     per_case = float(options["case_timeout_s"])
     compile_s = float(options.get("compile_timeout_s") or languages.COMPILE_TIMEOUT_S) if lang.compile else 0.0
-    job, nonce = lang_pool.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
+    job, nonce = toolchains.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
                                       stop_on_error=stop, job_id=rid)  # fmt: skip
     need = job.timeout_s  # the driver's own need (compile, then every case with its start-up), spent from the deadline
     job.timeout_s, job.deadline = min(need, deadline.remaining()), deadline
-    res = lang_pool.run_job(job)
+    res = toolchains.run_job(job)
     timeout = float(f"{res.time_limit_s or need:.3g}")
     if res.sandbox_error:
         return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0
-    lines = lang_pool.driver_lines(res.stdout, nonce)
+    lines = toolchains.driver_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
     if comp is None and res.timed_out:  # the request's budget ended before the compiler did: a time-out
         why = f"the submission's {timeout:g} s ran out while compiling"

@@ -10,7 +10,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from verifiers.callers import CALLER, http_caller
+from verifiers.service.callers import CALLER, http_caller
 
 # gRPC status name → HTTP status (FAILED_PRECONDITION: 412; RESOURCE_EXHAUSTED: 429, or 413 for a body
 # over the size limit, answered by http_limits.InputLimits before any route runs)
@@ -52,7 +52,7 @@ def error_response(status: str, message: str, http_status: int | None = None) ->
 
 
 def lane_for(app: Any, verifiers: Any) -> str:
-    """``host`` when none of ``verifiers`` may wait for a sandbox (verifiers/fair.py), else ``sandbox``."""
+    """``host`` when none of ``verifiers`` may wait for a sandbox (verifiers/service/fair.py), else ``sandbox``."""
     needs = getattr(app.state.service, "needs_sandbox", None)
     if needs is None:
         return "sandbox"

@@ -16,7 +16,7 @@ at scrape time from the objects themselves, so they cannot drift from what the s
     rlvr_cache_hits_total / rlvr_cache_misses_total
     rlvr_run_code_total{language, status}           SandboxFusion /run_code calls (Success | Failed | SandboxError)
     rlvr_queue_depth{class}                         waiting now: HTTP requests per lane (host | sandbox) and
-                                                    sandbox jobs for a slot (sandbox_job, verifiers/fair.py)
+                                                    sandbox jobs for a slot (sandbox_job, verifiers/service/fair.py)
     rlvr_queue_wait_seconds{class}                  how long each waited (histogram)
     rlvr_cache_bytes / rlvr_cache_entries           what the verdict cache holds (its byte budget: --cache-mb)
 """
@@ -30,7 +30,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 if TYPE_CHECKING:
-    from sandbox.pool import Result
+    from sandbox.backend import Result
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)

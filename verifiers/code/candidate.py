@@ -1,4 +1,4 @@
-"""The candidate's process of the ``code`` verifier's assert mode (code_harness.py forks it; never runs
+"""The candidate's process of the ``code`` verifier's assert mode (harness.py forks it; never runs
 in the service process). Built by the warm-up as the module ``rlvr_code_candidate``.
 
 ``serve`` keeps stdin = /dev/null, stdout = stderr and the two pipes to the tests' process, closes every
@@ -18,9 +18,9 @@ import sys
 import traceback
 
 try:
-    import rlvr_code_wire as wire  # the sandbox: built by the warm-up (or the job) from verifiers/code_wire.py
+    import rlvr_code_wire as wire  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py
 except ImportError:  # pragma: no cover - the host, for tests that import this module
-    from verifiers import code_wire as wire
+    from verifiers.code import wire
 
 PR_SET_DUMPABLE = 4
 try:

@@ -1,7 +1,7 @@
 """Persistence for registered verifiers (built-ins are code, never stored): one interface,
 ``RegistryStore``, and a backend per URL scheme, picked by ``registry.open_store``: a file path (or
 ``sqlite:///path``) is SQLite (this module, the default); ``postgresql://…`` is PostgreSQL
-(``verifiers/store_postgres.py``), for replicas that share one registry. Both keep the same table
+(``verifiers/service/store_postgres.py``), for replicas that share one registry. Both keep the same table
 and the same rules; what follows holds for both.
 
 One row per name. A registration or removal is one ``BEGIN IMMEDIATE … COMMIT`` transaction in WAL mode

@@ -9,12 +9,12 @@
     POST   /get_reward              OpenRLHF's remote reward shape (http_openrlhf.py)
     POST   /run_code                SandboxFusion's shape (http_sandboxfusion.py)
     GET    /healthz                 200 SERVING once the sandbox pool is ready, 503 NOT_SERVING before/after
-    GET    /metrics                 Prometheus text format (verifiers/metrics.py)
+    GET    /metrics                 Prometheus text format (verifiers/service/metrics.py)
     GET    /openapi.json, /docs     the OpenAPI document and its browser
 
 The /v1 bodies are the proto messages in protobuf's canonical JSON mapping (``json_format``: lowerCamelCase
 names, proto names accepted too; every field printed, int64 as a string). /v1/verify and /v1/verify_batch
-take a plain body straight to ``VerifierService`` and its verdicts straight to JSON (``http_v1.py``: the
+take a plain body straight to ``VerifierService`` and its verdicts straight to JSON (``v1.py``: the
 servicer's answer without the proto round trip, 4-5 ms per 256 items). Every other /v1 route, and those
 two for any other form of body, parses the JSON into the proto request and calls the *same* gRPC servicer
 method the gRPC server calls, through ``HttpContext`` (the few ``ServicerContext`` calls the servicer
@@ -37,15 +37,14 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers import http_protojson as protojson
-from verifiers import http_v1
-from verifiers.bounds import ServiceBounds
-from verifiers.callers import CLIENT_ID_KEY, http_caller
-from verifiers.fair import Lane
-from verifiers.http_common import HttpError, body_doc, error_response, lane_for, run_in_lane
-from verifiers.http_limits import InputLimits, uvicorn_http_options
-from verifiers.http_openrlhf import openrlhf_router
-from verifiers.http_sandboxfusion import sandboxfusion_router
+from verifiers.http import protojson, v1
+from verifiers.http.common import HttpError, body_doc, error_response, lane_for, run_in_lane
+from verifiers.http.limits import InputLimits, uvicorn_http_options
+from verifiers.http.openrlhf import openrlhf_router
+from verifiers.http.sandboxfusion import sandboxfusion_router
+from verifiers.service.bounds import ServiceBounds
+from verifiers.service.callers import CLIENT_ID_KEY, http_caller
+from verifiers.service.fair import Lane
 
 HOST_WORKERS = 16  # threads of the host lane (grading in this process: CPU-bound, the GIL's anyway)
 
@@ -105,16 +104,16 @@ async def _parse(request: Request, cls: type) -> Any:
         raise HttpError("INVALID_ARGUMENT", f"body is not a {name} in protobuf's JSON mapping: {e}") from None
 
 
-_FAST = {"Verify": (http_v1.parse_one, http_v1.verify_one), "VerifyBatch": (http_v1.parse_batch, http_v1.verify_batch)}
+_FAST = {"Verify": (v1.parse_one, v1.verify_one), "VerifyBatch": (v1.parse_batch, v1.verify_batch)}
 
 
 async def _fast_or_servicer(request: Request, method: str, cls: type) -> Response:
-    """Verify/VerifyBatch: a plain body straight to the service (http_v1.py), any other form the servicer's way."""
+    """Verify/VerifyBatch: a plain body straight to the service (v1.py), any other form the servicer's way."""
     body = await request.body()
     parse, run = _FAST[method]
     try:
         reqs = parse(body)
-    except http_v1.Slow:
+    except v1.Slow:
         return await _call_servicer(request, method, await _parse(request, cls))
     app = request.app
     caller = http_caller(request.client, request.headers)

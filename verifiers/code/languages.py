@@ -2,9 +2,9 @@
 
 Python runs in the Python image's warm workers (see code_verifier.py). Every other language runs in
 the toolchain image (sandbox/image_langs.py) as **one sandbox job per submission**: the job is
-``lang_driver.py``, which writes the source into the job's scratch directory, compiles it under the
+``driver.py``, which writes the source into the job's scratch directory, compiles it under the
 compile budget, then runs the binary once per test case under the per-case budget (table below) and
-reports each case's output to the host, where it is judged (verifiers/judges.py). The expected
+reports each case's output to the host, where it is judged (verifiers/code/judges.py). The expected
 outputs never enter the sandbox.
 
 Budgets (per submission):

@@ -4,11 +4,11 @@
   (verifiers that grade in this process: think_format, tag_count, …; listing) and ``sandbox`` (anything
   that may wait for a sandbox). Forty /run_code jobs sleeping 20 s used to hold every HTTP worker
   thread, and a think_format call waited behind them; now they hold sandbox-lane threads only.
-* ``FairGate``: the sandbox slots, handed out round-robin between callers (``verifiers/callers.py``)
+* ``FairGate``: the sandbox slots, handed out round-robin between callers (``verifiers/service/callers.py``)
   instead of first come, first served. A caller with forty jobs queued gets one slot in turn with
   every other caller that has one waiting, so a flood delays its own jobs, not everyone's.
 
-Both report their queue depth and each item's wait (``verifiers/metrics.py``: ``rlvr_queue_depth``,
+Both report their queue depth and each item's wait (``verifiers/service/metrics.py``: ``rlvr_queue_depth``,
 ``rlvr_queue_wait_seconds`` by class).
 """
 

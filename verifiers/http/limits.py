@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from verifiers.http_common import error_response
+from verifiers.http.common import error_response
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol

@@ -10,17 +10,21 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from sandbox.pool import Deadline, Job, PoolSaturated, Result, SandboxError, SandboxPool
+from sandbox.backend import Job, PoolSaturated, Result, SandboxError
+from sandbox.deadline import Deadline
+from sandbox.pool import SandboxPool
 from verifiers import kinds
-from verifiers.base import BadRequest, Context, Outcome, Request, ServiceError, Verdict, Verifier
-from verifiers.bounds import ServiceBounds
-from verifiers.cache import VerdictCache
-from verifiers.callers import CALLER
+from verifiers.base import BadRequest, Context, Request, ServiceError, Verdict, Verifier
 from verifiers.composite import Composite
-from verifiers.fair import FairGate, GateSaturated
-from verifiers.limits import ServiceLimits
-from verifiers.metrics import ServiceMetrics
-from verifiers.registry import NAME_RE, Registry, build, check_name
+from verifiers.kinds import NAME_RE, check_name
+from verifiers.outcome import Outcome
+from verifiers.service.bounds import ServiceBounds
+from verifiers.service.cache import VerdictCache
+from verifiers.service.callers import CALLER
+from verifiers.service.fair import FairGate, GateSaturated
+from verifiers.service.limits import ServiceLimits
+from verifiers.service.metrics import ServiceMetrics
+from verifiers.service.registry import Registry, build
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,7 @@ class VerifierService:
         # fan-out is wide: enough callers waiting that every slot's next job coalesces many items.
         width = max(64, 16 * self.parallelism)
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
-        # sandbox slots handed out round-robin between callers (verifiers/fair.py), not first come first served
+        # sandbox slots handed out round-robin between callers (verifiers/service/fair.py), not first come first served
         cfg = getattr(pool, "cfg", None)
         self.gate = None if pool is None else FairGate(pool.size, getattr(cfg, "max_waiters", 4096),
                                                        lambda s: self.metrics.observe_queue_wait("sandbox_job", s))  # fmt: skip

@@ -1,6 +1,6 @@
 """The sandbox half of the ``math`` verifier: parse with Math-Verify, compare with sympy.
 
-This module never runs in the service process. ``math_verifier.WARMUP`` execs its source once in each
+This module never runs in the service process. ``verifier.WARMUP`` execs its source once in each
 sandbox worker (as the module ``rlvr_math``), so every forked job finds the parsers, regexes and
 antlr caches warm and only calls ``rlvr_math.main()``. It reads ``{"items": [...]}`` as JSON on stdin
 and prints one JSON line per item, in order, flushed as each finishes, so that when the job is killed
@@ -17,9 +17,9 @@ An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_to
 * ``full``: the pred is the whole completion, extracted the way Math-Verify does (LaTeX + expression
   extractors, boxed first).
 
-Where this departs from Math-Verify's ``verify``: the comparison rules of ``math_equal.py`` (exact
+Where this departs from Math-Verify's ``verify``: the comparison rules of ``equal.py`` (exact
 numbers compared exactly, ∞ equal only to the same ∞, an equation counts only as ``name = value``);
-answers are read as written (``math_forms.py``: Unicode, ``1\\,000``, ``1.5e3``; ``7 0`` is no number);
+answers are read as written (``forms.py``: Unicode, ``1\\,000``, ``1.5e3``; ``7 0`` is no number);
 an answer that hedges (``3 \\text{ (or possibly 4)}``) is INCORRECT, never stripped; a unit other than
 the reference's is INCORRECT unless it converts to the same quantity; running out of memory reports a
 timeout, not a wrong answer. Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction.
@@ -37,14 +37,13 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-try:  # in the sandbox the host ships math_forms/text/equal.py as these modules (math_verifier.WARMUP)
+try:  # in the sandbox the host ships forms/text/equal.py as these modules (verifier.WARMUP)
     import rlvr_math_equal as equal
     import rlvr_math_forms as forms
     import rlvr_math_text as _text
 except ImportError:  # on the host
-    from verifiers import math_equal as equal
-    from verifiers import math_forms as forms
-    from verifiers import math_text as _text
+    from verifiers.math import equal, forms
+    from verifiers.math import text as _text
 BadReference = _text.BadReference
 DELIMITERS = _text.DELIMITERS
 ONLY_WORDS = _text.ONLY_WORDS
@@ -106,7 +105,7 @@ REALS = "(-\\infty, \\infty)"
 
 def written(text):
     """The answer as the parser should read it: spacing squashed, Unicode and typesetting forms rewritten
-    (math_forms.normalize), ``\\sqrt(x)`` repaired, 'all real numbers' as the interval."""
+    (forms.normalize), ``\\sqrt(x)`` repaired, 'all real numbers' as the interval."""
     s = forms.normalize(upright_constants(fix_malformed(squash_space(text))))
     return REALS if forms.all_reals(s) else s
 
@@ -168,7 +167,7 @@ def parse_full(text):
     return mv_parse(forms.normalize(upright_constants(text[-FULL_TAIL:])), BOTH, parsing_timeout=None)
 
 
-# -- comparison: math_equal.py's rules, patched into Math-Verify's grader ---------------------------
+# -- comparison: equal.py's rules, patched into Math-Verify's grader ---------------------------
 equal.install()
 
 

@@ -1,23 +1,23 @@
 """``code``: does the completion's program pass the reference tests, run in the sandbox?
 
 ``options["language"]``: ``python`` (default), ``c``, ``cpp``, ``java``, ``javascript``, ``go``, ``rust``
-(verifiers/languages.py). The candidate is the last block fenced with that language's tag after the
+(verifiers/code/languages.py). The candidate is the last block fenced with that language's tag after the
 reasoning (``py``/``python3`` for Python, ``c++``, ``js``, ``golang``, ``rs`` …), else the last bare
 ```` ``` ```` block, else the whole visible text. ``reference`` holds the tests:
 
 * default, assert style (Python only): a script of tests — HumanEval's ``test`` (``def check(candidate)``;
   ``options["entry_point"]`` names the function passed to it), or plain ``assert f(1) == 2`` lines — run
-  in a process of its own, never the candidate's (verifiers/code_harness.py): the names the tests use
+  in a process of its own, never the candidate's (verifiers/code/harness.py): the names the tests use
   that the candidate defines are proxies that exchange plain data with the candidate's process, and
   ``options["prelude"]`` (trusted problem code, e.g. HumanEval's prompt) gives the tests their helpers.
   Passing means the tests' process reached its end and printed a marker carrying a per-job random nonce
   on a private copy of stdout. A JSON list of assert strings (MBPP's ``test_list``) is graded one test
   at a time, with a verdict per test.
 * ``options["mode"] = "stdio"``: a JSON list of ``{"input", "output"}`` cases, or ``{"cases", "checker"}``
-  (verifiers/judges.py). Each case runs with its own timeout and the program sees only the input; its
+  (verifiers/code/judges.py). Each case runs with its own timeout and the program sees only the input; its
   output is judged *on the host* (``judge`` = ``tokens`` (default), ``exact``, ``float`` with
-  ``abs_tol``/``rel_tol``) or by the checker in a separate sandbox job (verifiers/code_stdio.py).
-  Non-Python languages are compiled and run in the toolchain pool (verifiers/lang_pool.py); a program
+  ``abs_tol``/``rel_tol``) or by the checker in a separate sandbox job (verifiers/code/stdio.py).
+  Non-Python languages are compiled and run in the toolchain pool (verifiers/code/toolchains.py); a program
   that does not compile is ``COMPILE_ERROR``.
 
 ``options["reward"]``: ``all`` (default: 1 only if every test passes) or ``fraction`` (tests passed /
@@ -42,25 +42,26 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.pool import Job, Limits, Result
-from verifiers import code_stdio, judges, lang_pool, languages
-from verifiers.base import BadRequest, CaseStatus, CaseVerdict, Context, Outcome, Request, Verdict
-from verifiers.extract import strip_think
-from verifiers.limits import output_limit_verdict
+from sandbox.backend import Job, Limits, Result
+from verifiers.base import BadRequest, CaseVerdict, Context, Request, Verdict
+from verifiers.code import judges, languages, stdio, toolchains
+from verifiers.math.extract import strip_think
+from verifiers.outcome import CaseStatus, Outcome
+from verifiers.service.limits import output_limit_verdict
 
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
 
-HARNESS_SOURCE = (Path(__file__).resolve().parent / "code_harness.py").read_text()
-WIRE_SOURCE = (Path(__file__).resolve().parent / "code_wire.py").read_text()
-CANDIDATE_SOURCE = (Path(__file__).resolve().parent / "code_candidate.py").read_text()
+HARNESS_SOURCE = (Path(__file__).resolve().parent / "harness.py").read_text()
+WIRE_SOURCE = (Path(__file__).resolve().parent / "wire.py").read_text()
+CANDIDATE_SOURCE = (Path(__file__).resolve().parent / "candidate.py").read_text()
 _BUILD = f"""import types
 w = sys.modules["rlvr_code_wire"] = types.ModuleType("rlvr_code_wire")
-exec(compile({WIRE_SOURCE!r}, "code_wire.py", "exec"), w.__dict__)
+exec(compile({WIRE_SOURCE!r}, "wire.py", "exec"), w.__dict__)
 c = sys.modules["rlvr_code_candidate"] = types.ModuleType("rlvr_code_candidate")
-exec(compile({CANDIDATE_SOURCE!r}, "code_candidate.py", "exec"), c.__dict__)
+exec(compile({CANDIDATE_SOURCE!r}, "candidate.py", "exec"), c.__dict__)
 m = types.ModuleType("rlvr_code")
-exec(compile({HARNESS_SOURCE!r}, "code_harness.py", "exec"), m.__dict__)
+exec(compile({HARNESS_SOURCE!r}, "harness.py", "exec"), m.__dict__)
 sys.modules["rlvr_code"] = m
 """
 # The code kind's declared warm-up (CodeVerifier.warmup): the harness modules, built once per worker.
@@ -133,7 +134,7 @@ class CodeVerifier:
         "abs_tol": "judge=float: absolute tolerance",
         "rel_tol": "judge=float: relative tolerance",
     }
-    sandbox_entry = HARNESS  # Python; compiled languages run verifiers/lang_driver.py in the toolchain pool
+    sandbox_entry = HARNESS  # Python; compiled languages run verifiers/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
     result = Verdict
 
@@ -146,7 +147,7 @@ class CodeVerifier:
         lang = languages.language_name(req.options)
         if lang != "python" and mode != "stdio":
             raise BadRequest(f"code: language {lang!r} is graded with mode=stdio (assert mode is Python's)")
-        code_stdio.reward_mode(req.options)
+        stdio.reward_mode(req.options)
         _seconds(req.options, "case_timeout_s", self.case_timeout_s)
         if mode == "assert" and not req.reference.strip():
             raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
@@ -186,30 +187,30 @@ class CodeVerifier:
         job = Job(code=HARNESS, stdin=stdin, timeout_s=budget, limits=Limits(memory_mb=1024), id=req.id,
                   deadline=ctx.deadline)  # fmt: skip
         res = ctx.run_job(job)
-        verdict = _assert_verdict(res, nonce, res.time_limit_s or job.timeout_s)
+        verdict = assert_verdict(res, nonce, res.time_limit_s or job.timeout_s)
         if tests is None or verdict.outcome in (Outcome.SANDBOX_ERROR,) or res.output_limit_exceeded:
             return verdict
-        return _list_verdict(res, nonce, len(tests), verdict, code_stdio.reward_mode(req.options))
+        return _list_verdict(res, nonce, len(tests), verdict, stdio.reward_mode(req.options))
 
-    # -- stdin/stdout cases (verifiers/code_stdio.py) ------------------------------------------------
+    # -- stdin/stdout cases (verifiers/code/stdio.py) ------------------------------------------------
     def _stdio(self, req: Request, lang: str, code: str, budget: float, ctx: Context) -> Verdict:
         name, _ = judges.host_judge(req.options)  # validates judge, abs_tol, rel_tol
         spec = judges.parse_reference(req.reference, name)
-        mode = code_stdio.reward_mode(req.options)
+        mode = stdio.reward_mode(req.options)
         per_case = min(_seconds(req.options, "case_timeout_s", self.case_timeout_s), budget)
         deadline = ctx.deadline.within(budget)  # no case runs past the submission's budget
         inputs = [i for i, _ in spec.cases]
         if lang == "python":
-            runs = code_stdio.run_python(
+            runs = stdio.run_python(
                 code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id, deadline
             )
         else:
             _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
             options = dict(req.options, case_timeout_s=str(per_case))
-            error, runs, _ = code_stdio.run_compiled(lang, code, inputs, options, deadline, mode == "all", req.id)
+            error, runs, _ = stdio.run_compiled(lang, code, inputs, options, deadline, mode == "all", req.id)
             if error is not None:
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
-        return code_stdio.grade(runs, spec, req.options, ctx, mode)
+        return stdio.grade(runs, spec, req.options, ctx, mode)
 
 
 def _seconds(options: dict[str, str], key: str, default: float) -> float:
@@ -242,7 +243,7 @@ _TEST_STATUS = {"pass": CaseStatus.PASSED, "assert": CaseStatus.WRONG_ANSWER, "e
 def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) -> Verdict:
     """One verdict per independent assert; a test the program never finished is its time-out or crash,
     the rest are skipped. ``whole`` (the script's verdict) says whether the program ran to its end."""
-    lines = lang_pool.driver_lines(res.stdout, nonce)
+    lines = toolchains.driver_lines(res.stdout, nonce)
     done = {d["case"]: d for d in lines if isinstance(d.get("case"), int) and 0 <= d["case"] < n}
     if not done and whole.outcome is not Outcome.CORRECT:
         return whole  # the candidate's own code failed before any test ran
@@ -260,13 +261,13 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) ->
             )
         else:
             cases.append(CaseVerdict(CaseStatus.SKIPPED))
-    v = code_stdio.verdict(cases, mode)
+    v = stdio.verdict(cases, mode)
     if v.outcome is Outcome.CORRECT and whole.outcome is not Outcome.CORRECT:  # every test passed, then it exited
         return Verdict(0.0, whole.outcome, whole.detail, cases=cases)
     return v
 
 
-def _assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
+def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if res.sandbox_error:
         return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
     if res.output_limit_exceeded:

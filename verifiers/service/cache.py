@@ -5,7 +5,7 @@ Bounded twice: at most ``max_items`` entries and at most ``max_bytes`` of verdic
 entry's size: its details, cases, components and steps; a stdio verdict of 1,000 cases is ~300 kB, so
 a count alone allowed ~14 GiB). A verdict bigger than an eighth of the budget is not kept.
 
-Entries are scoped by caller (``verifiers/callers.py``): the key holds who asked, so a hit — and the
+Entries are scoped by caller (``verifiers/service/callers.py``): the key holds who asked, so a hit — and the
 time it saves — only ever answers a caller's own earlier submission, never another's.
 
 >>> c = VerdictCache(max_items=100, max_bytes=16 * 1024)
@@ -23,7 +23,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import replace
 
-from verifiers.base import Outcome, Request, Verdict
+from verifiers.base import Request, Verdict
+from verifiers.outcome import Outcome
 
 ENTRY_OVERHEAD = 512  # the key, the OrderedDict node, the Verdict object (~450 B measured) and the allocator
 CASE_OVERHEAD = 120

@@ -1,4 +1,4 @@
-"""Plain data across the pipe between the ``code`` verifier's two sandbox processes (code_harness.py).
+"""Plain data across the pipe between the ``code`` verifier's two sandbox processes (harness.py).
 
 The candidate's process answers the tests' calls with values encoded here, and the tests' process
 decodes them; the arguments of a call travel the other way the same way. Only *plain data* crosses:

@@ -1,13 +1,13 @@
 """The sandbox half of the ``code`` verifier's assert mode. Never runs in the service process.
 
 The warm-up (``code_verifier.CODE_WARMUP``) builds this source once per warm worker as the module
-``rlvr_code`` (next to ``rlvr_code_wire``, verifiers/code_wire.py), so a job is ``rlvr_code.main()``.
+``rlvr_code`` (next to ``rlvr_code_wire``, verifiers/code/wire.py), so a job is ``rlvr_code.main()``.
 Two processes grade a job, and the tests never run in the candidate's:
 
 * **the candidate's process** is forked first thing, before the job's stdin (the tests, the nonce) is
   read, so none of it is in its memory. It keeps only stdin = /dev/null, stdout = stderr (its prints
   count against the output cap) and two pipes to the tests' process; it receives the candidate's code,
-  runs it, then answers calls: a global's name and plain arguments in, one plain value (code_wire), the
+  runs it, then answers calls: a global's name and plain arguments in, one plain value (wire.py), the
   built-in class and message of the exception raised, or a handle to a new instance of a class out.
 * **the tests' process** (the job, a fresh fork of the warm worker in which no candidate code ever runs:
   its builtins and modules are pristine) is non-dumpable (the candidate's process cannot open its /proc
@@ -32,12 +32,12 @@ import sys
 import time
 import traceback
 
-try:  # the sandbox: built by the warm-up (or the job) from verifiers/code_wire.py and code_candidate.py
+try:  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py and candidate.py
     import rlvr_code_candidate as candidate_side
     import rlvr_code_wire as wire
 except ImportError:  # pragma: no cover - the host, for tests that import this module
-    from verifiers import code_candidate as candidate_side
-    from verifiers import code_wire as wire
+    from verifiers.code import candidate as candidate_side
+    from verifiers.code import wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
 

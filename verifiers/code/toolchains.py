@@ -16,7 +16,7 @@ pool size, else the CPU count, at least 2), ``RLVR_LANGS_MEMORY_MB``, ``RLVR_LAN
 tag the sources describe; ``make image LANGS=all`` builds it). A missing image is a ``SANDBOX_ERROR``
 whose detail says so.
 
-Every non-Python submission is one job running ``lang_driver.py`` (``driver_job`` builds it; its
+Every non-Python submission is one job running ``driver.py`` (``driver_job`` builds it; its
 answer lines are read back with ``driver_lines``): the code verifier's stdio mode and SandboxFusion's
 ``/run_code`` share it.
 """
@@ -30,11 +30,12 @@ import subprocess
 import threading
 from pathlib import Path
 
-from sandbox.pool import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError, SandboxPool
-from verifiers import languages
-from verifiers.limits import ServiceLimits
+from sandbox.backend import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError
+from sandbox.pool import SandboxPool
+from verifiers.code import languages
+from verifiers.service.limits import ServiceLimits
 
-DRIVER_JOB = (Path(__file__).resolve().parent / "lang_driver.py").read_text() + "\nmain()\n"
+DRIVER_JOB = (Path(__file__).resolve().parent / "driver.py").read_text() + "\nmain()\n"
 DRIVER_MARGIN_S = 3.0  # the driver's own start-up and reporting, beyond compile + cases
 CASE_START_S = 0.5  # per case: spawning the program
 
@@ -105,7 +106,7 @@ def run_job(job: Job) -> Result:
 def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,
                compile_timeout_s: float, stop_on_error: bool = True, run_as_mb: int | None = None,
                blobs: dict[str, str] | None = None, job_id: str = "") -> tuple[Job, str]:  # fmt: skip
-    """(the job, its nonce) that compiles ``code`` once and runs it on each input (lang_driver.py).
+    """(the job, its nonce) that compiles ``code`` once and runs it on each input (driver.py).
     ``blobs``: relative path → base64, written into the job's directory first. Without a deadline: the
     caller may set ``job.deadline`` (the job's ``timeout_s`` is what the driver needs)."""
     cap = output_cap()

@@ -11,7 +11,7 @@ enums by name, every field printed, doubles as numbers (``"NaN"``/``"Infinity"``
 Only the plain form is taken here: a JSON object (no duplicate keys) whose keys are VerifyRequest field
 names (lowerCamelCase or proto), strings as strings (valid UTF-8), ``options`` an object of strings,
 ``timeoutS`` a finite number. Any other body — ``null`` values, numbers as strings, unknown fields, bad
-JSON — goes the servicer's way (``verifiers.http_api``), so json_format parses it and its error messages
+JSON — goes the servicer's way (``verifiers.http.api``), so json_format parses it and its error messages
 stay the library's. Errors from the service map as the servicer maps them (same status and message).
 ``tests/test_http_v1.py`` compares both ways verdict by verdict over a real server on loopback.
 """
@@ -24,8 +24,9 @@ from functools import cache
 from typing import Any
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.base import CaseStatus, Outcome, Request, ServiceError, Verdict
-from verifiers.http_common import HttpError
+from verifiers.base import Request, ServiceError, Verdict
+from verifiers.http.common import HttpError
+from verifiers.outcome import CaseStatus, Outcome
 
 
 class Slow(Exception):

@@ -1,5 +1,5 @@
 """Name → verifier. Built-ins are code and fixed; registered verifiers (python, remote, composite,
-reward_model) are added over gRPC and persisted in a store (``verifiers/store.py``: a SQLite file by default, or a
+reward_model) are added over gRPC and persisted in a store (``verifiers/service/store.py``: a SQLite file by default, or a
 ``postgresql://`` URL shared by replicas), so they survive a restart.
 Each kind (how its spec is built, converted to and from proto, and checked) is declared once, in
 ``verifiers/kinds.py``.
@@ -28,8 +28,8 @@ import time
 from verifiers import kinds
 from verifiers.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
 from verifiers.composite import Composite, Part
-from verifiers.kinds import MAX_COMPONENTS, NAME_RE, check_name  # noqa: F401 (names others import from here)
-from verifiers.store import RegistryStore, Store, StoreError
+from verifiers.kinds import check_name
+from verifiers.service.store import RegistryStore, Store, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def open_store(location: str | None) -> RegistryStore:
     """The store a ``--registry`` value names: ``postgresql://``/``postgres://`` URLs, ``sqlite:///path``,
     a plain file path, or None (SQLite in memory)."""
     if location and location.split("://", 1)[0].lower() in ("postgresql", "postgres"):
-        from verifiers.store_postgres import PostgresStore  # psycopg only where it is used
+        from verifiers.service.store_postgres import PostgresStore  # psycopg only where it is used
 
         return PostgresStore(location)
     if location and location.startswith("sqlite://"):  # SQLAlchemy's form: sqlite:///rel/path, sqlite:////abs/path

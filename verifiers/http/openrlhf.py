@@ -23,9 +23,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 
-from verifiers.base import Outcome, ServiceError
 from verifiers.base import Request as VerifyRequest
-from verifiers.http_common import HttpError, run_blocking
+from verifiers.base import ServiceError
+from verifiers.http.common import HttpError, run_blocking
+from verifiers.outcome import Outcome
 
 openrlhf_router = APIRouter(tags=["openrlhf"])
 

@@ -1,6 +1,6 @@
 """The comparison rules of the ``math`` grader, on values Math-Verify has parsed; ``install()`` puts them
 in place of Math-Verify's own (its sets, tuples, intervals and matrices call these for their elements).
-Runs only in the sandbox, next to ``math_grader.py`` (shipped as the module ``rlvr_math_equal``).
+Runs only in the sandbox, next to ``grader.py`` (shipped as the module ``rlvr_math_equal``).
 
 Where these depart from Math-Verify:
 
@@ -26,7 +26,7 @@ _MV = getattr(grader, "rlvr_originals", None) or {
 grader.rlvr_originals = _MV
 
 
-class State:  # per item, set by math_grader.grade / main
+class State:  # per item, set by grader.grade / main
     rel_tol = None  # options["rel_tol"] of the item being graded
     out_of_memory = False
 
