@@ -59,7 +59,7 @@ def cases(k: int) -> list[tuple[str, str]]:
 
 # -- sandbox ----------------------------------------------------------------------------------------------
 def sandbox_lang(svc, lang: str, srcs: list[str], cs: list[tuple[str, str]], width: int) -> dict:
-    from verifiers.base import Request
+    from verifiers.request import Request
 
     ref = json.dumps([{"input": i, "output": o} for i, o in cs])
     opts = {"mode": "stdio", "language": lang, "case_timeout_s": "5"}

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from tests.security.conftest import make_pool
-from verifiers.base import Request, Verdict
+from verifiers.base import Verdict
+from verifiers.request import Request
 
 SUM_CASES = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7", "output": "12"}])
 

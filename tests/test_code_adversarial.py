@@ -22,7 +22,7 @@ from tests.data.code_battery import (
     SHADOW_FAMILY,
     VALUES_FAMILY,
 )
-from verifiers.base import Request
+from verifiers.request import Request
 
 
 def _grade(svc, family):

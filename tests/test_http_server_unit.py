@@ -9,7 +9,8 @@ import sys
 import httpx
 import pytest
 
-from verifiers.http.api import HttpServer, ListenError, create_app
+from verifiers.errors import ListenError
+from verifiers.http.api import HttpServer, create_app
 from verifiers.server import AdminToken, Servicer
 from verifiers.service.core import VerifierService
 from verifiers.service.registry import Registry

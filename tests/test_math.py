@@ -201,8 +201,9 @@ def test_jobs_in_flight_follow_the_contexts_parallelism():
     from concurrent.futures import ThreadPoolExecutor
 
     from sandbox.backend import Result
-    from verifiers.base import Context, Request
+    from verifiers.base import Context
     from verifiers.math.verifier import MathVerifier
+    from verifiers.request import Request
 
     lock, now, peak = threading.Lock(), [0], [0]
 

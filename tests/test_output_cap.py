@@ -14,7 +14,7 @@ import pytest
 
 from sandbox.backend import Job, Limits
 from tests.security.conftest import BACKENDS, make_pool
-from verifiers.base import Request
+from verifiers.request import Request
 from verifiers.service.core import VerifierService
 from verifiers.service.limits import OUTPUT_LIMIT_DETAIL
 from verifiers.service.registry import Registry

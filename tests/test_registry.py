@@ -18,9 +18,10 @@ import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, PermissionDenied, Request
+from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, PermissionDenied
 from verifiers.outcome import Outcome
 from verifiers.remote import RemoteVerifier, Unreachable, check_reachable
+from verifiers.request import Request
 from verifiers.service.registry import InUse, Registry, open_store
 from verifiers.service.store import Store, StoreError
 

@@ -12,10 +12,11 @@ import sys
 import httpx
 import pytest
 
-from verifiers.base import CaseVerdict, Request, Verdict
+from verifiers.base import CaseVerdict, Verdict
 from verifiers.http.api import HttpServer, create_app
 from verifiers.launch import ROOT
 from verifiers.outcome import CaseStatus, Outcome
+from verifiers.request import Request
 from verifiers.server import AdminToken, Servicer
 from verifiers.service.bounds import ServiceBounds, machine_memory_bytes
 from verifiers.service.cache import VerdictCache

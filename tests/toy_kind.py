@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifiers.base import BadRequest, Context, Request, Verdict
+from verifiers.base import BadRequest, Context, Verdict
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 
 @dataclass

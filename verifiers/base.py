@@ -3,12 +3,13 @@ statuses, and the context a verifier runs in (the sandbox pool, the registry, th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from sandbox.deadline import Deadline
 from verifiers.outcome import CaseStatus, Outcome
+from verifiers.request import Request
 
 if TYPE_CHECKING:
     from sandbox.backend import Job, Result
@@ -29,17 +30,6 @@ class Step:
     reward: float
     start: int
     end: int
-
-
-@dataclass
-class Request:
-    verifier: str
-    completion: str
-    reference: str = ""
-    prompt: str = ""
-    options: dict[str, str] = field(default_factory=dict)
-    timeout_s: float = 0.0
-    id: str = ""
 
 
 @dataclass
@@ -127,3 +117,20 @@ class Verifier(Protocol):
     default_timeout_s: float
 
     def verify(self, req: Request, ctx: Context) -> Verdict: ...
+
+
+@dataclass
+class Builtin:
+    """What every built-in verifier declares (verifiers/kinds.py checks it when a registry is built): a
+    subclass sets its name, description, version and default budget, its options schema, the job code it
+    runs in the sandbox and the code each sandbox worker runs once before forking jobs ("": none)."""
+
+    name: str = ""
+    kind: str = "builtin"
+    description: str = ""
+    version: int = 1
+    default_timeout_s: float = 5.0
+    options: ClassVar[Mapping[str, str]] = {}  # option name -> what it does ({}: takes none)
+    sandbox_entry: ClassVar[str] = ""  # "": runs nothing in the sandbox
+    warmup: ClassVar[str] = ""
+    result: ClassVar[type[Verdict]] = Verdict  # what verify() returns

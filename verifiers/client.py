@@ -8,6 +8,8 @@
 Outcome names come from the proto enum (verifiers/outcome.py); ``Outcome``, ``OUTCOMES`` (what a
 grader can answer) and ``UNGRADED`` (SANDBOX_ERROR, BAD_REFERENCE: not the model's fault) are exported
 here for clients. ``Outcome`` members are strings, so ``r.outcome == "CORRECT"`` holds as well.
+``VerifyItem`` (one thing to grade) is the very ``Request`` the server hands its verifiers
+(verifiers/request.py): one shape on both sides of the wire.
 
 Targets: one address (``host:port``), a list of replicas (``host:port,host:port``), or any gRPC
 target (``dns:///svc:50051`` for a DNS name that resolves to every replica, ``unix:/path``). The
@@ -43,6 +45,7 @@ import grpc
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from verifiers.outcome import OUTCOMES, UNGRADED, CaseStatus, Outcome  # noqa: F401 - for clients (the trainer)
+from verifiers.request import Request as VerifyItem  # one thing to grade: the server's own Request
 
 log = logging.getLogger("verifiers.client")
 
@@ -50,30 +53,6 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_WAIT_S = 300.0  # how long a call waits for a service that answers UNAVAILABLE (every replica down)
 MAX_BACKOFF_S = 2.0  # between tries while unavailable; also the channel's longest reconnect back-off
 NOTE_EVERY_S = 10.0  # how often "still unavailable" is logged
-
-
-@dataclass
-class VerifyItem:
-    """One thing to grade. ``reference`` is the gold answer (math) or the tests (code)."""
-
-    verifier: str
-    completion: str
-    reference: str = ""
-    prompt: str = ""
-    options: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = 0.0
-    id: str = ""
-
-    def to_proto(self) -> pb.VerifyRequest:
-        return pb.VerifyRequest(
-            verifier=self.verifier,
-            completion=self.completion,
-            reference=self.reference,
-            prompt=self.prompt,
-            options={str(k): str(v) for k, v in self.options.items()},
-            timeout_s=self.timeout_s,
-            id=self.id,
-        )
 
 
 @dataclass

@@ -10,8 +10,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from verifiers.base import Context, Request, Verdict
+from verifiers.base import Context, Verdict
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 
 @dataclass

@@ -28,11 +28,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import ClassVar
 
-from verifiers.base import BadRequest, Context, Request, Verdict
+from verifiers.base import BadRequest, Builtin, Context, Verdict
 from verifiers.math.extract import extract
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 SCRIPTS = {  # script → the first word(s) of its letters' Unicode names
     "latin": ("LATIN",),
@@ -79,16 +79,11 @@ def target_script(options: dict[str, str]) -> str:
 
 
 @dataclass
-class LanguageConsistency:
+class LanguageConsistency(Builtin):
     name: str = "language"
-    kind: str = "builtin"
     description: str = ("share of the chain of thought's letters in the target script (option script=latin|cjk|"
                         "cyrillic|… or language=en|zh|ru|…; default latin)")  # fmt: skip
-    version: int = 1
-    default_timeout_s: float = 5.0
     options = {"script": "latin (default), cjk, cyrillic, …", "language": "or a language code: en, zh, ru, …"}
-    sandbox_entry = warmup = ""
-    result = Verdict
 
     def check(self, req: Request) -> None:
         target_script(req.options)
@@ -120,16 +115,11 @@ def last_result(think: str) -> str | None:
 
 
 @dataclass
-class AnswerConsistency:
+class AnswerConsistency(Builtin):
     name: str = "answer_consistency"
-    kind: str = "builtin"
     description: str = ("1 if the final answer equals (by the math verifier) the last result the <think> block "
                         "reached (its last '= value', else its last number)")  # fmt: skip
-    version: int = 1
     default_timeout_s: float = 10.0
-    options: ClassVar[dict[str, str]] = {}
-    sandbox_entry = warmup = ""  # the comparison is a math sub-request: math's job and warm-up
-    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         m = _THINK.search(req.completion)

@@ -12,4 +12,4 @@ class UsageError(ValueError):
 
 
 class ListenError(OSError):
-    """The service's port could not be bound (in use, or not allowed)."""
+    """A port of the service (gRPC or HTTP) could not be bound (in use, or not allowed)."""

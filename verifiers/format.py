@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import ClassVar
 
-from verifiers.base import Context, Request, Verdict
+from verifiers.base import Builtin, Context, Verdict
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
@@ -88,15 +88,10 @@ def tag_count(completion: str) -> float:
 
 
 @dataclass
-class ThinkFormat:
+class ThinkFormat(Builtin):
     name: str = "think_format"
-    kind: str = "builtin"
     description: str = "1 if the completion is one non-empty <think>…</think> followed by an answer"
-    version: int = 1
     default_timeout_s: float = 1.0
-    options: ClassVar[dict[str, str]] = {}
-    sandbox_entry = warmup = ""  # linear-time text checks, in the service process
-    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         ok, why = think_format(req.completion)
@@ -104,15 +99,10 @@ class ThinkFormat:
 
 
 @dataclass
-class TagCount:
+class TagCount(Builtin):
     name: str = "tag_count"
-    kind: str = "builtin"
     description: str = "0.25 for each of <think>, </think>, <answer>, </answer> present exactly once"
-    version: int = 1
     default_timeout_s: float = 1.0
-    options: ClassVar[dict[str, str]] = {}
-    sandbox_entry = warmup = ""
-    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         r = tag_count(req.completion)

@@ -29,9 +29,10 @@ import secrets
 from dataclasses import dataclass
 
 from sandbox.backend import Job, Limits, Result
-from verifiers.base import BadRequest, Context, Request, Unavailable, Verdict
+from verifiers.base import BadRequest, Context, Unavailable, Verdict
 from verifiers.outcome import Outcome
-from verifiers.service.limits import output_limit_verdict
+from verifiers.request import Request
+from verifiers.service.limits import cut_short_verdict
 from verifiers.steps import BadSteps, check_steps
 
 MAX_SOURCE_BYTES = 1 << 20
@@ -189,12 +190,9 @@ class PythonVerifier:
     def verify(self, req: Request, ctx: Context) -> Verdict:
         timeout = req.timeout_s or self.default_timeout_s  # the program's; the pool cuts it to the deadline
         res, out = run(ctx, self.source, self.entrypoint, req.completion, req.reference, req.options, timeout, req.id)
-        if res.sandbox_error:
-            return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
-        if res.output_limit_exceeded:
-            return output_limit_verdict(res)
-        if res.timed_out:
-            return Verdict.of(Outcome.TIMEOUT, f"{self.name} took longer than {res.time_limit_s or timeout:.3g} s")
+        cut = cut_short_verdict(res, f"{self.name} took longer than {res.time_limit_s or timeout:.3g} s")
+        if cut is not None:
+            return cut
         if out is None:
             why = res.stderr.strip()[-300:] or f"exit code {res.exit_code}"
             return Verdict.of(Outcome.RUNTIME_ERROR, f"{self.name} exited without a result: {why}")

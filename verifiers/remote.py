@@ -16,8 +16,9 @@ import grpc
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.base import BadRequest, Context, Request, ServiceError, Step, Verdict
+from verifiers.base import BadRequest, Context, ServiceError, Step, Verdict
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 from verifiers.steps import BadSteps, check_steps
 
 DEFAULT_TIMEOUT_S = 30.0

@@ -31,8 +31,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifiers.base import BadRequest, Context, Request, ServiceError, Verdict
+from verifiers.base import BadRequest, Context, ServiceError, Verdict
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 MAPPINGS = ("sigmoid", "minmax")
 MAX_BATCH = 64

@@ -39,10 +39,11 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
 from verifiers import kinds
-from verifiers.base import BadRequest, Request, ServiceError, Unauthenticated, Verdict
+from verifiers.base import BadRequest, ServiceError, Unauthenticated, Verdict
 from verifiers.code import toolchains
 from verifiers.errors import ListenError
 from verifiers.remote import INSTANCE_HEADER
+from verifiers.request import Request
 from verifiers.service import admin_token as token_source
 from verifiers.service import bounds as service_bounds
 from verifiers.service import limits as service_limits
@@ -53,10 +54,6 @@ from verifiers.service.registry import Registry
 log = logging.getLogger("verifiers.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["VerifierService"].full_name
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
-
-def request_from_proto(r: pb.VerifyRequest) -> Request:
-    return Request(r.verifier, r.completion, r.reference, r.prompt, dict(r.options), r.timeout_s, r.id)
 
 
 def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
@@ -144,14 +141,14 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
     def Verify(self, request, context):
         try:
-            v = self.service.verify(request_from_proto(request), call_deadline(context), caller=grpc_caller(context))
+            v = self.service.verify(Request.from_proto(request), call_deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
         v.cached = v.cached and self.admin.allows(context)  # a cache hit is the admin's to see (docs/security.md)
         return verdict_to_proto(v, request.id)
 
     def VerifyBatch(self, request, context):
-        reqs = [request_from_proto(r) for r in request.items]
+        reqs = [Request.from_proto(r) for r in request.items]
         try:
             verdicts = self.service.verify_batch(reqs, call_deadline(context), caller=grpc_caller(context))
         except ServiceError as e:

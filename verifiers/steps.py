@@ -35,11 +35,11 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
 
-from verifiers.base import Context, Request, ServiceError, Step, Verdict
+from verifiers.base import Builtin, Context, ServiceError, Step, Verdict
 from verifiers.math.extract import answer_tag, boxed_all
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 MAX_STEPS = 4096
 _INT = r"-?\d{1,30}"
@@ -128,16 +128,10 @@ def _as_int(text: str | None) -> int | None:
 
 
 @dataclass
-class ArithSteps:
+class ArithSteps(Builtin):
     name: str = "arith_steps"
-    kind: str = "builtin"
     description: str = ("default arithmetic task with process supervision: 1/0 per written step (its "
                         "arithmetic checked exactly), reward = the final answer's correctness")  # fmt: skip
-    version: int = 1
-    default_timeout_s: float = 5.0
-    options: ClassVar[dict[str, str]] = {}
-    sandbox_entry = warmup = ""  # integer arithmetic parsed by hand in the service process, nothing evaluated
-    result = Verdict
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         return self.grade(req.completion, req.reference, req.prompt)

@@ -43,11 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.backend import Job, Limits, Result
-from verifiers.base import BadRequest, CaseVerdict, Context, Request, Verdict
+from verifiers.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.code import judges, languages, stdio, toolchains
 from verifiers.math.extract import strip_think
 from verifiers.outcome import CaseStatus, Outcome
-from verifiers.service.limits import output_limit_verdict
+from verifiers.request import Request
+from verifiers.service.limits import cut_short_verdict
 
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
@@ -108,15 +109,13 @@ def _tail(s: str) -> str:
 
 
 @dataclass
-class CodeVerifier:
+class CodeVerifier(Builtin):
     name: str = "code"
-    kind: str = "builtin"
     description: str = (
         "the completion's last code block (options language: python, c, cpp, java, javascript, go, rust) passes the "
         "reference tests in the sandbox: an assert script or MBPP list (Python), or mode=stdio cases with "
         "judge=tokens|exact|float|checker; reward=all|fraction"
     )
-    version: int = 1
     default_timeout_s: float = 60.0  # non-Python: compile + every case (the service's deadline for a request)
     python_timeout_s: float = 10.0  # Python's default budget
     case_timeout_s: float = 5.0
@@ -136,7 +135,6 @@ class CodeVerifier:
     }
     sandbox_entry = HARNESS  # Python; compiled languages run verifiers/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
-    result = Verdict
 
     def check(self, req: Request) -> tuple[str, str]:
         """The request's own mistakes (bad options, no tests), found before grading: VerifyBatch calls this
@@ -268,12 +266,9 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) ->
 
 
 def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
-    if res.sandbox_error:
-        return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
-    if res.output_limit_exceeded:
-        return output_limit_verdict(res)
-    if res.timed_out:
-        return Verdict.of(Outcome.TIMEOUT, f"tests did not finish in {timeout_s:.3g} s; stderr: {_tail(res.stderr)}")
+    cut = cut_short_verdict(res, f"tests did not finish in {timeout_s:.3g} s; stderr: {_tail(res.stderr)}")
+    if cut is not None:
+        return cut
     verdict = None
     for line in reversed(res.stdout.splitlines()):
         try:

@@ -37,6 +37,7 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.errors import ListenError
 from verifiers.http import protojson, v1
 from verifiers.http.common import HttpError, body_doc, error_response, lane_for, run_in_lane
 from verifiers.http.limits import InputLimits, uvicorn_http_options
@@ -207,10 +208,6 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     app.include_router(sandboxfusion_router)
     app.add_middleware(InputLimits, max_bytes=max_body_bytes, max_depth=(bounds or ServiceBounds()).max_json_depth)
     return app
-
-
-class ListenError(OSError):
-    """The HTTP port could not be bound."""
 
 
 class HttpServer:

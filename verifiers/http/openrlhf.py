@@ -23,10 +23,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 
-from verifiers.base import Request as VerifyRequest
 from verifiers.base import ServiceError
 from verifiers.http.common import HttpError, run_blocking
 from verifiers.outcome import Outcome
+from verifiers.request import Request as VerifyRequest
 
 openrlhf_router = APIRouter(tags=["openrlhf"])
 

@@ -1,7 +1,7 @@
 """``POST /v1/verify`` and ``/v1/verify_batch`` served directly: canonical JSON → ``verifiers.base.Request``
 → ``VerifierService`` → ``Verdict`` → canonical JSON, without the proto messages in between.
 
-The gRPC servicer's way (JSON → proto → ``request_from_proto`` → service → ``verdict_to_proto`` → JSON)
+The gRPC servicer's way (JSON → proto → ``Request.from_proto`` → service → ``verdict_to_proto`` → JSON)
 cost 4–5 ms per 256-item batch on top of gRPC's own call (proto building and ``json_format``'s field walk
 in Python); OpenRLHF's ``/get_reward`` already went dicts → ``service.verify_batch`` → dict and was as fast
 as gRPC. This does the same and answers what the servicer would, in protobuf's canonical JSON mapping as
@@ -24,9 +24,10 @@ from functools import cache
 from typing import Any
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.base import Request, ServiceError, Verdict
+from verifiers.base import ServiceError, Verdict
 from verifiers.http.common import HttpError
 from verifiers.outcome import CaseStatus, Outcome
+from verifiers.request import Request
 
 
 class Slow(Exception):
@@ -62,7 +63,7 @@ def _text(v: Any) -> str:
 
 
 def _request(obj: Any) -> Request:
-    """One VerifyRequest object → Request, as ``server.request_from_proto(json_format.Parse(obj))`` gives it."""
+    """One VerifyRequest object → Request, as ``Request.from_proto(json_format.Parse(obj))`` gives it."""
     if type(obj) is not dict or not _FIELDS.keys() >= obj.keys():  # not an object, or an unknown field
         raise Slow
     if "timeoutS" in obj and "timeout_s" in obj:  # one field in both spellings (the only two-word field)

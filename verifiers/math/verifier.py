@@ -29,9 +29,10 @@ from pathlib import Path
 
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
-from verifiers.base import BadRequest, Context, Request, Verdict
+from verifiers.base import BadRequest, Builtin, Context, Verdict
 from verifiers.math.extract import Extraction, extract
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 
 _HERE = Path(__file__).resolve().parent
 GRADER_SOURCE = (_HERE / "grader.py").read_text()
@@ -294,20 +295,17 @@ def _killed(res: Result, timeout_s: float) -> Comparison:
 
 # -- the verifier ----------------------------------------------------------------------------------------
 @dataclass
-class MathVerifier:
+class MathVerifier(Builtin):
     name: str = "math"
-    kind: str = "builtin"
     description: str = (
         "final answer (last \\boxed{}, else <answer>, else options fallback=none|last_number|full) "
         "equivalent to the reference (Math-Verify + sympy in the sandbox); options rel_tol"
     )
     version: int = 2
-    default_timeout_s: float = 5.0
     options = {"fallback": "where the answer is when no \\boxed{} or <answer>: none (default), last_number, full",
                "rel_tol": "compare numbers relatively within this tolerance, in [0, 1)"}  # fmt: skip
     sandbox_entry = JOB_CODE
     warmup = MATH_WARMUP
-    result = Verdict
     _coalescers: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -14,10 +14,11 @@ from sandbox.backend import Job, PoolSaturated, Result, SandboxError
 from sandbox.deadline import Deadline
 from sandbox.pool import SandboxPool
 from verifiers import kinds
-from verifiers.base import BadRequest, Context, Request, ServiceError, Verdict, Verifier
+from verifiers.base import BadRequest, Context, ServiceError, Verdict, Verifier
 from verifiers.composite import Composite
 from verifiers.kinds import NAME_RE, check_name
 from verifiers.outcome import Outcome
+from verifiers.request import Request
 from verifiers.service.bounds import ServiceBounds
 from verifiers.service.cache import VerdictCache
 from verifiers.service.callers import CALLER

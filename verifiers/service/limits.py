@@ -117,3 +117,15 @@ def output_limit_verdict(res: Result) -> Verdict | None:
         return None
     cap = f"{res.output_cap} bytes" if res.output_cap else "the cap"
     return Verdict.of(Outcome.RUNTIME_ERROR, f"{OUTPUT_LIMIT_DETAIL}: more than {cap} written to stdout and stderr")
+
+
+def cut_short_verdict(res: Result, timeout_detail: str) -> Verdict | None:
+    """The verdict for a sandbox run that was cut short before its program could answer: the sandbox
+    failed, the output cap was passed or the time ran out (None when the run went to its end)."""
+    if res.sandbox_error:
+        return Verdict.of(Outcome.SANDBOX_ERROR, res.sandbox_error)
+    if res.output_limit_exceeded:
+        return output_limit_verdict(res)
+    if res.timed_out:
+        return Verdict.of(Outcome.TIMEOUT, timeout_detail)
+    return None
