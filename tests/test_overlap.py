@@ -1,4 +1,4 @@
-"""Scoring overlapped with generation (trainer/grpo/overlap.py): each group is handed to the reward function
+"""Scoring overlapped with generation (trainer/grpo/rewards.py): each group is handed to the reward function
 as soon as all its rows produced EOS, while the decode loop goes on for the others.
 
 - groups are submitted mid-decode (counted in model forwards, not in seconds), with the very texts the
@@ -17,7 +17,7 @@ import torch
 
 from trainer.config import GRPOConfig, TinyConfig
 from trainer.data import DataStream, Example
-from trainer.grpo.overlap import GroupScorer, ScoringError
+from trainer.grpo.rewards import GroupScorer, ScoringError
 from trainer.grpo.rewards import PythonReward, VerifierReward
 from trainer.grpo.step import collect_batch
 from trainer.pipelines import tiny

@@ -1,4 +1,4 @@
-"""Process supervision (trainer/grpo/process.py): A_{i,t} = sum of output i's group-normalised step rewards
+"""Process supervision (trainer/grpo/loss.py): A_{i,t} = sum of output i's group-normalised step rewards
 whose step ends at or after token t; character spans mapped to tokens by decode-prefix lengths.
 
 - a hand-computed group with steps of unequal length (and unequal counts per output);
@@ -23,7 +23,7 @@ from transformers import PreTrainedTokenizerFast
 
 from trainer.config import GRPOConfig, TaskConfig, TinyConfig
 from trainer.grpo.loss import grpo_loss
-from trainer.grpo.process import char_to_token_end, process_advantages, steps_to_tokens
+from trainer.grpo.loss import char_to_token_end, process_advantages, steps_to_tokens
 from trainer.pipelines import task, tiny
 from verifiers.steps import ArithSteps
 

@@ -26,7 +26,7 @@ from trainer.checkpoint import resolve_resume, save_checkpoint
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
 from trainer.errors import DataError
-from trainer.grpo import overlap
+from trainer.grpo import rewards
 from trainer.policy import load_policy, make_optimizer
 from trainer.resume import resume_run
 from trainer.rollout.backend_base import BackendError
@@ -48,7 +48,7 @@ def run_entry_point(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_every_trainer_error_type_is_a_trainer_error_and_none_is_a_system_exit():
-    for cls in (DataError, distributed.DistributedError, BackendError, overlap.ScoringError):
+    for cls in (DataError, distributed.DistributedError, BackendError, rewards.ScoringError):
         assert issubclass(cls, errors.TrainerError) and not issubclass(cls, SystemExit)
 
 

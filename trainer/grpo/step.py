@@ -30,10 +30,8 @@ from trainer import distributed
 from trainer.config import GRPOConfig
 from trainer.data import DataStream
 from trainer.errors import ConfigError
-from trainer.grpo.loss import masked_group_advantages
-from trainer.grpo.overlap import GroupScorer
-from trainer.grpo.process import batch_process_advantages
-from trainer.grpo.rewards import Batch, RewardFn, Score, grade, informative_groups
+from trainer.grpo.loss import batch_process_advantages, masked_group_advantages
+from trainer.grpo.rewards import Batch, GroupScorer, RewardFn, Score, grade, informative_groups
 from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
 from trainer.metrics import MetricsLogger
 from trainer.policy import autocast_dtype, pick_dtype
@@ -75,7 +73,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
                 "did not record them: set `tis: off`"
             )
         device = batch.rollout.completion_ids.device
-        if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (process.py)
+        if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (loss.py, batch_process_advantages)
             adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
         else:
             adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
@@ -119,7 +117,7 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
     while have < want and rollouts <= (cfg.max_refills if cfg.dynamic_sampling else 0):
         examples = stream.take(want - have if cfg.dynamic_sampling else want)
         scorer = None
-        if cfg.overlap_scoring:  # each group is graded as soon as it is decoded (overlap.py)
+        if cfg.overlap_scoring:  # each group is graded as soon as it is decoded (rewards.py, GroupScorer)
             refs = [e.reference for e in examples for _ in range(g)]
             prompts = [e.prompt for e in examples for _ in range(g)]
             scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)

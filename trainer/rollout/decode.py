@@ -158,7 +158,7 @@ def decode(
     dropped, and ``cache`` (or ``lean``) may already hold all but the last prompt token (then only that
     one is fed).
     ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
-    ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (overlap.py).
+    ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (trainer/grpo/rewards.py, GroupScorer).
     ``logprobs_out`` collects, (N,) per step, the log-prob of each drawn token under the distribution it
     was drawn from.
     """
@@ -317,7 +317,7 @@ def generate_rollout(
     repeated G times before decoding continues from it, instead of encoding the prompt G times. With
     ``fast_decode`` (and a model ``fast_decode_supported`` accepts) the tokens come from ``decode``, else
     from ``model.generate``; both sample from the same distribution. ``on_groups_done(groups, texts)`` gets
-    each group's final texts as soon as all its rows produced EOS, while decoding goes on (overlap.py).
+    each group's final texts as soon as all its rows produced EOS, while decoding goes on (trainer/grpo/rewards.py, GroupScorer).
     ``record``: keep the lean decode's matmul products (``Rollout.replay``) so that the training forward
     at these weights does not recompute them (trainer/rollout/replay.py).
     ``fast_path`` False: never the lean forward (the decode loop runs the HF forward; nothing recorded), to
