@@ -15,8 +15,8 @@ as the Docker runtime, ``SandboxConfig.runtime``, where that matters), side chan
 sandboxes, and a job reading its own program (grading that hides tests from the candidate must not
 put them in the same process).
 
-The types (``Job``, ``Limits``, ``Result``, ``SandboxConfig``, the errors) live in sandbox/backend.py
-and are re-exported here, as are the Docker helpers callers used from this module.
+The types (``Job``, ``Limits``, ``Result``, ``SandboxConfig``, the errors) live in sandbox/backend.py;
+callers import them from there.
 """
 
 from __future__ import annotations
