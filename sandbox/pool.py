@@ -75,16 +75,6 @@ BACKENDS: dict[str, str | type[Backend] | Callable[[], type[Backend]]] = {
     "podman": _podman,
     "bwrap": _bwrap,
 }
-_DOCKER_NAMES = ("LABEL", "OWNER_LABEL", "STARTED_LABEL", "docker_available", "hardening_flags",
-                 "list_containers", "remove_stale_containers")  # fmt: skip
-
-
-def __getattr__(name: str):  # the Docker helpers, re-exported without importing the SDK up front
-    if name in _DOCKER_NAMES:
-        from sandbox import docker
-
-        return getattr(docker, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_backend(name: str, target: str | type[Backend] | Callable[[], type[Backend]]) -> None:

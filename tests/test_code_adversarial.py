@@ -40,11 +40,11 @@ def _grade(svc, family):
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     from tests.security.conftest import make_pool
-    from verifiers.math.verifier import WARMUP
+    from verifiers.kinds import sandbox_warmup
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
 
-    pool = make_pool("docker", size=2, warmup=WARMUP).start()
+    pool = make_pool("docker", size=2, warmup=sandbox_warmup()).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
     svc = VerifierService(reg, pool)
     yield svc

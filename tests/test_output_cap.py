@@ -33,9 +33,9 @@ def flood(stream: str) -> str:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def service(request, tmp_path_factory):
-    from verifiers.math.verifier import WARMUP
+    from verifiers.kinds import sandbox_warmup
 
-    pool = make_pool(request.param, size=2, warmup=WARMUP, output_bytes=CAP).start()
+    pool = make_pool(request.param, size=2, warmup=sandbox_warmup(), output_bytes=CAP).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
     svc = VerifierService(reg, pool)
     try:

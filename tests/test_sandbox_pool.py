@@ -16,7 +16,8 @@ import time
 import pytest
 
 from sandbox.backend import Job, Limits, PoolSaturated, SandboxConfig, SandboxError, owner
-from sandbox.pool import LABEL, OWNER_LABEL, SandboxPool, list_containers, remove_stale_containers
+from sandbox.docker import LABEL, OWNER_LABEL, list_containers, remove_stale_containers
+from sandbox.pool import SandboxPool
 from tests.security.conftest import BACKENDS, ensure_image, make_pool
 
 

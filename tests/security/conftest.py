@@ -16,7 +16,8 @@ import sys
 import pytest
 
 from sandbox.backend import SandboxConfig
-from sandbox.pool import SandboxPool, docker_available
+from sandbox.docker import docker_available
+from sandbox.pool import SandboxPool
 
 SECRET_NAME = "RLVR_BATTERY_SECRET"
 SECRET_VALUE = "s3cr3t-" + os.urandom(8).hex()

@@ -16,7 +16,7 @@ import threading
 import time
 
 from sandbox.backend import Result
-from sandbox.pool import list_containers
+from sandbox.docker import list_containers
 from tests.security.jobs import assert_serving, on_each, report, run
 
 

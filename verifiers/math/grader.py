@@ -1,6 +1,6 @@
 """The sandbox half of the ``math`` verifier: parse with Math-Verify, compare with sympy.
 
-This module never runs in the service process. ``verifier.WARMUP`` execs its source once in each
+This module never runs in the service process. The pool's warm-up (``verifiers.kinds.sandbox_warmup``) execs its source once in each
 sandbox worker (as the module ``rlvr_math``), so every forked job finds the parsers, regexes and
 antlr caches warm and only calls ``rlvr_math.main()``. It reads ``{"items": [...]}`` as JSON on stdin
 and prints one JSON line per item, in order, flushed as each finishes, so that when the job is killed
@@ -37,7 +37,7 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-try:  # in the sandbox the host ships forms/text/equal.py as these modules (verifier.WARMUP)
+try:  # in the sandbox the host ships forms/text/equal.py as these modules (verifiers.kinds.sandbox_warmup)
     import rlvr_math_equal as equal
     import rlvr_math_forms as forms
     import rlvr_math_text as _text

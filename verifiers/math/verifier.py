@@ -114,14 +114,6 @@ for g, p in {_WARM_PAIRS!r}:
 """
 
 
-def __getattr__(name: str) -> str:
-    if name == "WARMUP":  # the pool's whole warm-up, for callers that took it from here before the seam
-        from verifiers.kinds import sandbox_warmup
-
-        return sandbox_warmup()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 _INT = re.compile(r"[+-]?[0-9]{1,100}")  # ASCII digits only: others (``４２``) are the sandbox's to read
 
 
