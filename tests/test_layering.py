@@ -326,6 +326,20 @@ def test_no_module_only_reexports():
     assert reexport_only(ROOT) == []
 
 
+def getattr_faces(root: Path) -> list[str]:
+    """Modules with a module-level ``__getattr__``: names handed on lazily are re-exports all the same."""
+    found = []
+    for name, path in sorted(project_modules(root).items()):
+        body = ast.parse(path.read_text()).body
+        if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in body):
+            found.append(name)
+    return found
+
+
+def test_no_module_hands_on_names_through_getattr():
+    assert getattr_faces(ROOT) == []
+
+
 def test_every_package_states_its_public_surface():
     for init in sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text()))
@@ -355,6 +369,8 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
     assert reexport_only(tmp_path) == ["trainer.face"]
     (tmp_path / "tests" / "test_y.py").write_text("from verifiers.base import Outcome\n")
     assert borrowed_imports(tmp_path) == ["tests/test_y.py: verifiers.base.Outcome"]
+    (tmp_path / "sandbox" / "lazy.py").write_text("def __getattr__(name):\n    raise AttributeError(name)\n")
+    assert getattr_faces(tmp_path) == ["sandbox.lazy"]
 
 
 def test_each_deprecated_path_warns_and_hands_over_its_module():
