@@ -220,7 +220,8 @@ def _pad(x, extra, value=0.0):
 @pytest.mark.parametrize("loss_type", ["grpo", "token_mean", "dr_grpo"])
 def test_loss_does_not_change_with_longer_padding(loss_type):
     """Padding is not data: a batch padded wider (a longer completion elsewhere) has the same loss.
-    dr_grpo used to divide by the padded width N*T, which changes with the batch's longest completion."""
+    dr_grpo divides by a fixed N * max_new_tokens, never by the padded width N*T, which changes with the
+    batch's longest completion."""
     logp, old, ref, adv, mask = _inputs(7)
     narrow, _ = grpo_loss(logp, old, ref, adv, mask, loss_type=loss_type, max_new_tokens=BUDGET)
     wide, _ = grpo_loss(

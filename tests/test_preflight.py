@@ -116,7 +116,8 @@ def test_where_a_run_goes(tmp_path):
 
 
 def test_a_model_of_ones_own_gets_the_real_model_config_and_its_sources(tmp_path):
-    from trainer.pipelines.make_train import ALIASES, PipelineConfig
+    from trainer.config import PipelineConfig
+    from trainer.pipelines.make_train import ALIASES
 
     got = run_folder.load(PipelineConfig, ["--model", "m", "--grpo.lr", "2e-6", "--runs", str(tmp_path)], ALIASES)
     assert got.cfg.grpo.max_new_tokens == 512 and got.cfg.eval.k == 4 and got.cfg.warmstart.steps == 0
@@ -130,7 +131,8 @@ def test_a_model_of_ones_own_gets_the_real_model_config_and_its_sources(tmp_path
 
 
 def test_resuming_in_place_refuses_other_fixed_settings(tmp_path):
-    from trainer.pipelines.make_train import ALIASES, PipelineConfig
+    from trainer.config import PipelineConfig
+    from trainer.pipelines.make_train import ALIASES
 
     runs = tmp_path / "runs"
     _run_with_checkpoint(runs, "t7", 3)

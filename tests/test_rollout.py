@@ -311,7 +311,7 @@ def test_checkpoint_penalties_do_not_change_the_sampling_distribution(tok, model
     m = _with_eos(model, [])
     m.generation_config.repetition_penalty = 1.3
     m.generation_config.top_k = 5
-    assert fast_decode_supported(m)  # the checkpoint's penalties no longer force model.generate
+    assert fast_decode_supported(m)  # the checkpoint's penalties do not force model.generate
     kw = {"max_new_tokens": 8, "do_sample": False}
     plain = generate_rollout(_with_eos(model, []), tok, MIXED, 2, **kw)
     for fast in (True, False):

@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.config import TinyConfig
+from trainer.config import TinyConfig, WarmStartConfig
 from trainer.pipelines import task, tiny
-from trainer.pipelines.warmstart import WarmStartConfig, encode, sft_loss, warm_start
+from trainer.pipelines.warmstart import encode, sft_loss, warm_start
 
 SMALL = TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
 

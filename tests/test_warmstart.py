@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from trainer import cli
-from trainer.config import TinyConfig
+from trainer.config import TinyConfig, WarmStartArgs, WarmStartConfig
 from trainer.errors import ConfigError, DataError
 from trainer.pipelines import task, tiny, warmstart
 
@@ -27,9 +27,9 @@ def test_the_entry_point_fine_tunes_a_saved_model_into_another_folder(tmp_path):
 
 def test_bad_input_is_a_typed_error_and_the_entry_point_exits_1_with_its_message(tmp_path, capsys):
     with pytest.raises(ConfigError, match="model"):
-        cli.load(warmstart.WarmStartArgs, ["--data", "x.jsonl", "--out", "o"])  # --model is required
+        cli.load(WarmStartArgs, ["--data", "x.jsonl", "--out", "o"])  # --model is required
     with pytest.raises(SystemExit) as e:
         warmstart.main(["--data", "x.jsonl", "--out", "o"])
     assert e.value.code == 1 and "error: invalid WarmStartArgs" in capsys.readouterr().err
     with pytest.raises(DataError, match="no examples"):
-        warmstart.warm_start(None, None, [], warmstart.WarmStartConfig(steps=1))
+        warmstart.warm_start(None, None, [], WarmStartConfig(steps=1))

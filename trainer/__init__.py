@@ -3,12 +3,14 @@
 Public surface, by room:
 
 - ``trainer.train``: ``train(cfg)`` runs GRPO as a ``GRPOConfig`` says; ``python -m trainer.train``.
-- ``trainer.config``: ``GRPOConfig``, ``load_config``; ``trainer.cli`` the one ``--key value`` parser.
+- ``trainer.config``: every config model (``GRPOConfig``, the pipelines' sections, each entry point's command
+  line), ``load_config``; ``trainer.cli`` the one ``--key value`` parser.
 - ``trainer.grpo``: one GRPO step (``step.run_step``) and its parts: the update, the loss, the rewards.
 - ``trainer.rollout``: sampling and log-probs (``decode.generate_rollout``, ``logprobs.completion_logprobs``).
 - ``trainer.evaluation``: ``make eval`` (``python -m trainer.evaluation.evaluate``), held-out figures, pass@k.
 - ``trainer.pipelines``: ``make train`` (``make_train``), ``make r1`` (``r1``), warm start, task, tiny model.
 
 ``trainer.evaluate``, ``trainer.pipeline``, ``trainer.r1``, ``trainer.suites`` and ``trainer.warmstart`` are
-deprecated aliases of their new homes, kept for one release.
+deprecated aliases of ``trainer.evaluation.evaluate``, ``trainer.pipelines.make_train``, ``trainer.pipelines.r1``,
+``trainer.evaluation.suites`` and ``trainer.pipelines.warmstart``, kept for one release.
 """

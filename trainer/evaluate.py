@@ -1,4 +1,4 @@
-"""Deprecated alias, kept for one release: this module is now ``trainer.evaluation.evaluate``.
+"""Deprecated alias of ``trainer.evaluation.evaluate``, kept for one release.
 
 ``import trainer.evaluate`` gives that module (with a DeprecationWarning) and ``python -m trainer.evaluate`` still
 runs it; use ``python -m trainer.evaluation.evaluate`` instead.

@@ -45,7 +45,7 @@ def adapter_info(path: str | Path) -> dict[str, Any]:
 
 
 def lora_section(info: dict[str, Any]) -> dict[str, Any]:
-    """The ``grpo.lora`` settings that describe the adapter (trainer/config.py LoraConfig)."""
+    """The ``grpo.lora`` settings that describe the adapter (``LoraConfig``, trainer/config/grpo.py)."""
     targets = info.get("target_modules") or "all-linear"
     return {
         "r": int(info.get("r", 8)),

@@ -1,4 +1,4 @@
-"""Deprecated alias, kept for one release: this module is now ``trainer.pipelines.make_train``.
+"""Deprecated alias of ``trainer.pipelines.make_train``, kept for one release.
 
 ``import trainer.pipeline`` gives that module (with a DeprecationWarning) and ``python -m trainer.pipeline`` still
 runs it; use ``python -m trainer.pipelines.make_train`` instead.

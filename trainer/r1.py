@@ -1,4 +1,4 @@
-"""Deprecated alias, kept for one release: this module is now ``trainer.pipelines.r1``.
+"""Deprecated alias of ``trainer.pipelines.r1``, kept for one release.
 
 ``import trainer.r1`` gives that module (with a DeprecationWarning) and ``python -m trainer.r1`` still
 runs it; use ``python -m trainer.pipelines.r1`` instead.

@@ -1,4 +1,4 @@
-"""Deprecated alias, kept for one release: this module is now ``trainer.evaluation.suites``.
+"""Deprecated alias of ``trainer.evaluation.suites``, kept for one release.
 
 ``import trainer.suites`` gives that module (with a DeprecationWarning) and ``python -m trainer.suites`` still
 runs it; use ``python -m trainer.evaluation.suites`` instead.

@@ -1,4 +1,4 @@
-"""Deprecated alias, kept for one release: this module is now ``trainer.pipelines.warmstart``.
+"""Deprecated alias of ``trainer.pipelines.warmstart``, kept for one release.
 
 ``import trainer.warmstart`` gives that module (with a DeprecationWarning) and ``python -m trainer.warmstart`` still
 runs it; use ``python -m trainer.pipelines.warmstart`` instead.

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from trainer import cli, preflight
+from trainer.config import EvalArgs
 from trainer.errors import ModelError, Stopped, exit_on_error
 from trainer.evaluation import passk, suites
-from trainer.evaluation.args import EvalArgs, parse_args
+from trainer.evaluation.args import parse_args
 from trainer.evaluation.generate import generate_into, load_model
 from trainer.evaluation.grade import Grader, LocalService, check_verifiers
 from trainer.evaluation.log import SampleLog

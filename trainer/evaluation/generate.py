@@ -5,8 +5,8 @@ of the next)."""
 
 from __future__ import annotations
 
+from trainer.config import EvalArgs
 from trainer.errors import ModelError
-from trainer.evaluation.args import EvalArgs
 from trainer.evaluation.grade import Grader
 from trainer.evaluation.plan import generation_settings
 from trainer.evaluation.suites import Problem, Sample

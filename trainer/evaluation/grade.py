@@ -10,8 +10,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from trainer.config import EvalArgs
 from trainer.errors import VerifierSetupError
-from trainer.evaluation.args import EvalArgs
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.suites import Sample
 from trainer.grpo.rewards import grade_items

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.config import EvalArgs
 from trainer.evaluation import passk, suites
-from trainer.evaluation.args import EvalArgs
 from trainer.evaluation.log import SampleLog, fingerprint
 from trainer.evaluation.suites import Problem, Sample
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.errors import DataError  # raised for user files; importable from here as before
+from trainer.errors import DataError  # raised for user files
 
 SUITES = ("humaneval", "heldout")
 HUMANEVAL_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")

@@ -38,45 +38,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
 
 from trainer import cli, interrupt, own_model, preflight
-from trainer.config import EvalSection, GRPOConfig, TaskConfig, TinyConfig, load_config
+from trainer.config import GRPOConfig, PipelineConfig, load_config
 from trainer.data import read_jsonl
 from trainer.errors import Stopped, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout, figure_lines
 from trainer.outcome_watch import OutcomeWatch
 from trainer.pipelines import run_folder, task, tiny
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
-from trainer.pipelines.warmstart import WarmStartConfig, warm_start
+from trainer.pipelines.warmstart import warm_start
 from trainer.progress import MetricsBar
 
 DEFAULT_CONFIG = run_folder.DEFAULT_CONFIG  # with --model and no --config: run_folder.REAL_MODEL_CONFIG
 ALIASES = {"verifier": "grpo.verifier"}  # make train VERIFIER=...: the GRPO reward
-
-
-class PipelineConfig(BaseModel):
-    """configs/default.yaml: everything ``make train`` does, section by section."""
-
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-    name: str | None = Field(None, description="run folder name under --runs (default: <model>-s<seed>-<time>)")
-    seed: int = Field(0, description="seeds the data, the tiny model, the warm start and GRPO")
-    threads: int | None = Field(2, ge=1, description="torch CPU threads (also GRPO's unless grpo.threads is set)")
-    model: str | None = Field(None, description="folder or hub id to train (default: build the tiny model)")
-    data: str | None = Field(None, description="JSONL {prompt, answer} for GRPO (default: the embedded task)")
-    eval_data: str | None = Field(
-        None, description="held-out JSONL (default: split off --data, see eval.heldout_from_data)"
-    )
-    target: str | None = Field(
-        None, description="host:port of a running verifier service (default: $VERIFIER_TARGET, else start one)"
-    )
-    runs: str = Field("runs", description="folder of run folders (runs/latest points at the newest)")
-    task: TaskConfig = TaskConfig()
-    tiny: TinyConfig = TinyConfig()
-    warmstart: WarmStartConfig = WarmStartConfig()
-    warmstart_data: str | None = Field(None, description="JSONL {prompt, completion} to warm start a --model on")
-    eval: EvalSection = EvalSection()
-    grpo: GRPOConfig = Field(default_factory=GRPOConfig, description="the GRPO trainer (trainer/config.py)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,52 +31,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
 
 from trainer import cli
-from trainer.config import EvalSection, GRPOConfig, TaskConfig, TinyConfig, load_config
+from trainer.config import GRPOConfig, R1Config, WarmStartConfig, load_config
 from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import TrainerError, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout
 from trainer.pipelines import task, tiny
 from trainer.pipelines.make_train import say, verifier_service
-from trainer.pipelines.warmstart import WarmStartConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "r1.yaml"
 STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
-
-
-class RejectionSection(BaseModel):
-    """Stage 3: rejection sampling from the RL model."""
-
-    model_config = ConfigDict(extra="forbid")
-    prompts: int = Field(512, ge=1, description="training prompts sampled from (the first K of the RL split)")
-    samples: int = Field(4, ge=1, description="N: samples per prompt")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature")
-    max_new_tokens: int = Field(48, ge=1, description="completion length limit")
-    batch_prompts: int = Field(64, ge=1, description="prompts per generate call")
-    correct_verifier: str = Field("math", description="kept only if this verifier says CORRECT")
-    format_verifier: str = Field("think_format", description="... and this one says well formed")
-
-
-class R1Config(BaseModel):
-    """configs/r1.yaml: the five stages of ``make r1``, section by section."""
-
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-    seed: int = Field(0, description="seeds the data, the base model and every stage")
-    threads: int | None = Field(2, ge=1, description="torch CPU threads (also the RL stages' unless set there)")
-    out: str | None = Field(None, description="the run's folder (default: runs/r1-s<seed>)")
-    target: str | None = Field(
-        None, description="host:port of a running verifier service (default: $VERIFIER_TARGET, else start one)"
-    )
-    task: TaskConfig = TaskConfig()
-    tiny: TinyConfig = TinyConfig()
-    cold_start: WarmStartConfig = Field(WarmStartConfig(), description="stage 1: SFT of the base model")
-    rl: GRPOConfig = Field(default_factory=GRPOConfig, description="stage 2: GRPO from the cold-start model")
-    rejection: RejectionSection = RejectionSection()
-    sft: WarmStartConfig = Field(WarmStartConfig(), description="stage 4: SFT of the base model on the kept samples")
-    final_rl: GRPOConfig = Field(default_factory=GRPOConfig, description="stage 5: GRPO from the sft model")
-    eval: EvalSection = EvalSection()
 
 
 class R1Error(TrainerError):

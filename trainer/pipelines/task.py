@@ -32,9 +32,7 @@ import random
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from trainer.config import TaskConfig
+from trainer.config import TaskArgs, TaskConfig
 from trainer.data import write_jsonl
 from trainer.errors import exit_on_error
 
@@ -128,17 +126,6 @@ def build(out_dir: str | Path, seed: int, sizes: dict[str, int], cfg: TaskConfig
     """Write ``<split>.jsonl`` for each split under ``out_dir``; returns the paths."""
     splits = make_splits(seed, sizes, cfg)
     return {name: write_jsonl(rows, Path(out_dir) / f"{name}.jsonl") for name, rows in splits.items()}
-
-
-class TaskArgs(BaseModel):
-    """``python -m trainer.pipelines.task``: write the default task's splits as JSONL."""
-
-    model_config = ConfigDict(extra="forbid")
-    out: str = Field("runs/data", description="folder the <split>.jsonl files go to")
-    seed: int = Field(0, description="seeds the problems")
-    warmstart: int = Field(4000, ge=0, description="warm-start rows (with completions)")
-    train: int = Field(4000, ge=0, description="GRPO rows (final answers only)")
-    heldout: int = Field(256, ge=0, description="held-out rows (final answers only)")
 
 
 @exit_on_error

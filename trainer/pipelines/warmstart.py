@@ -9,7 +9,8 @@ order, one pass or more.
     rows = read_jsonl("warmstart.jsonl")   # {"prompt", "completion"} (+ "answer", unused here)
     stats = warm_start(model, tokenizer, rows, WarmStartConfig(steps=300))
 
-On its own, from one model folder to another (flags are WarmStartArgs' fields, parsed by trainer/cli.py)::
+On its own, from one model folder to another (flags are the fields of ``WarmStartArgs``, trainer/config/commands.py,
+parsed by trainer/cli.py)::
 
     python -m trainer.pipelines.warmstart --model DIR --data warmstart.jsonl --out DIR2 --steps 300 --lr 3e-3
 """
@@ -22,25 +23,12 @@ from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
+from trainer.config import WarmStartArgs, WarmStartConfig
 from trainer.data import read_jsonl, render_prompt
 from trainer.errors import DataError, ModelError, exit_on_error
 from trainer.policy import build_optimizer
-
-
-class WarmStartConfig(BaseModel):
-    """The supervised phase. Field descriptions are the documentation."""
-
-    model_config = ConfigDict(extra="forbid")
-    steps: int = Field(300, ge=0, description="optimizer steps (0: no warm start)")
-    batch_size: int = Field(64, ge=1, description="examples per step")
-    lr: float = Field(3e-3, gt=0, description="AdamW peak learning rate")
-    warmup_steps: int = Field(30, ge=0, description="linear warmup, then cosine decay to 0")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
-    grad_clip: float = Field(1.0, gt=0, description="max global grad norm")
-    seed: int = Field(0, description="order of the examples")
 
 
 def encode(
@@ -124,15 +112,6 @@ def warm_start(
         "examples": cfg.steps * cfg.batch_size,
         "wall_s": time.perf_counter() - t0,
     }
-
-
-class WarmStartArgs(WarmStartConfig):
-    """``python -m trainer.pipelines.warmstart``: the supervised phase on its own, from a model folder to another."""
-
-    model: str = Field(description="folder or hub id of the model to fine-tune")
-    data: str = Field(description='JSONL of {"prompt", "completion"} rows')
-    out: str = Field(description="folder the fine-tuned model and tokenizer are saved to")
-    use_chat_template: bool = Field(True, description="render prompts through the tokenizer's chat template")
 
 
 @exit_on_error

@@ -1,18 +1,14 @@
-"""The trainer's configuration: one pydantic model, validated once where it is parsed.
-
-A YAML file gives the values; ``--key value`` pairs on the command line override them (nested
-fields with a dot: ``--lora.r 16``; values are parsed as YAML, so ``--beta 0`` is a number). The
-parsing is trainer/cli.py's, the same for every trainer entry point.
-"""
+"""The GRPO run's model: ``GRPOConfig`` (``python -m trainer.train``'s command line, and the ``grpo:``
+section of ``make train``'s config, the ``rl:`` and ``final_rl:`` sections of ``make r1``'s) and its
+``lora`` section, ``LoraConfig``. Field descriptions are the documentation."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from trainer import cli
+from trainer.config.sampling import TEMPERATURE, TOP_P, Temperature, TopP
 
 
 class LoraConfig(BaseModel):
@@ -46,8 +42,8 @@ class GRPOConfig(BaseModel):
     group_size: int = Field(8, ge=2, description="G: completions sampled per prompt")
     prompts_per_step: int = Field(8, ge=1, description="prompts per rollout batch (batch = prompts * G)")
     max_new_tokens: int = Field(256, ge=1, description="completion length limit")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature (log-probs use the same)")
-    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
+    temperature: Temperature = Field(TEMPERATURE, description="sampling temperature (log-probs use the same)")
+    top_p: TopP = Field(TOP_P, description="nucleus sampling")
     share_prefix: bool = Field(True, description="encode each prompt once per group (KV cache repeated G times)")
     fast_decode: bool = Field(
         True,
@@ -62,7 +58,7 @@ class GRPOConfig(BaseModel):
     )
     overlap_scoring: bool = Field(
         True,
-        description="send each group to the verifier as soon as its completions are decoded (trainer/grpo/overlap.py)",
+        description="send each group to the verifier as soon as its completions are decoded (trainer/grpo/rewards.py)",
     )
     scoring_workers: int = Field(4, ge=1, description="threads that send groups to the verifier (overlap_scoring)")
     rollout_backend: Literal["hf", "vllm"] = Field(
@@ -97,7 +93,7 @@ class GRPOConfig(BaseModel):
     advantage: Literal["outcome", "process"] = Field(
         "outcome",
         description="'outcome': one advantage per completion from its reward; 'process' (DeepSeekMath process "
-        "supervision): per-token advantages from the verifier's step rewards, see trainer/grpo/process.py",
+        "supervision): per-token advantages from the verifier's step rewards, see trainer/grpo/loss.py",
     )
     process_outcome_step: bool = Field(
         True, description="process: add the overall reward as a last step ending at the completion's last token"
@@ -191,57 +187,3 @@ class GRPOConfig(BaseModel):
     def off_policy(self) -> bool:
         """True when some optimizer step sees a batch sampled by an older policy (needs old log-probs)."""
         return self.mu > 1 or self.minibatches > 1
-
-
-def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> GRPOConfig:
-    """Read YAML (optional; a pipeline config's ``grpo:`` section is used when present), apply the
-    overrides (``["--beta", "0"]`` or a nested mapping), validate once. Errors (ConfigError) name the
-    field and the file. The parsing is trainer.cli's, shared by every trainer entry point."""
-    raw: dict = {}
-    if path is not None:
-        raw = cli.read_yaml(path)
-        raw = raw["grpo"] if isinstance(raw.get("grpo"), dict) else raw
-    over = overrides if isinstance(overrides, dict) else cli.parse_argv(GRPOConfig, list(overrides or []))[1]
-    return cli.build(GRPOConfig, cli.merge(raw, over), f" in {path}" if path else "")
-
-
-# -- the pipelines' sections (make train, make r1): the embedded task, the tiny model, held-out figures --
-
-
-class TaskConfig(BaseModel):
-    """The embedded task (used when no --data is given); see trainer/pipelines/task.py."""
-
-    model_config = ConfigDict(extra="forbid")
-    operands: int = Field(4, ge=2, description="numbers per problem")
-    min_value: int = Field(1, ge=0, description="smallest operand")
-    max_value: int = Field(9, ge=1, description="largest operand")
-    worked_fraction: float = Field(0.35, ge=0, le=1, description="share of warm-start rows that show their work")
-    estimate_to: int = Field(10, ge=1, description="the other rows answer with the value rounded to this multiple")
-    warmstart_size: int = Field(12000, ge=0, description="warm-start (supervised) rows")
-    train_size: int = Field(4000, ge=1, description="GRPO prompts (final answers only)")
-    heldout_size: int = Field(256, ge=1, description="held-out problems graded before and after")
-
-    def sizes(self) -> dict[str, int]:
-        return {"warmstart": self.warmstart_size, "train": self.train_size, "heldout": self.heldout_size}
-
-
-class TinyConfig(BaseModel):
-    """Shape of the tiny Qwen2 decoder the embedded default builds (trainer/pipelines/tiny.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-    hidden_size: int = Field(128, ge=1, description="width of the residual stream")
-    num_hidden_layers: int = Field(4, ge=1, description="transformer blocks")
-    num_attention_heads: int = Field(4, ge=1, description="query heads (key/value heads are the same number)")
-    intermediate_size: int = Field(384, ge=1, description="width of the SwiGLU MLP")
-    max_position_embeddings: int = Field(128, ge=1, description="longest sequence (prompt + completion) in tokens")
-
-
-class EvalSection(BaseModel):
-    """Held-out accuracy before and after training: greedy, plus sampled accuracy and pass@k."""
-
-    model_config = ConfigDict(extra="forbid")
-    verifier: str = Field("math", description="verifier that grades held-out accuracy")
-    max_new_tokens: int = Field(48, ge=1, description="completion length limit")
-    batch_size: int = Field(128, ge=1, description="rows per generate call")
-    heldout_from_data: int = Field(200, ge=1, description="with --data and no --eval-data: rows held out")
-    k: int = Field(8, ge=0, description="samples per problem (T=1) for sampled accuracy and pass@k; 0: greedy only")
