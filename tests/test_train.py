@@ -274,6 +274,8 @@ def test_gradient_checkpointing_and_shared_prefix_give_the_same_update():
         optimize(cfg, Learner(model, opt, sched), UpdateBatch(batch, adv, token_loss_mask(cfg, batch), old_lp, ref_lp))
         results.append([p.detach().clone() for p in model.parameters()])
     plain, shared, recomputed = results
-    # Adam divides by sqrt(v): float32 rounding in near-zero gradients shows up at ~1e-5 after 2 steps of lr 1e-2
-    assert all(torch.allclose(x, y, atol=1e-4) for x, y in zip(plain, shared, strict=True))
+    # Adam divides by sqrt(v): float32 rounding in near-zero gradients (the shared prefix sums the prompt's
+    # terms in another order) shows up at 1e-5..2e-4 after 2 steps of lr 1e-2, depending on the CPU's kernels;
+    # a wrong shared-prefix gradient moves weights by the step size itself, 1e-2
+    assert all(torch.allclose(x, y, atol=1e-3) for x, y in zip(plain, shared, strict=True))
     assert all(torch.allclose(x, y, atol=1e-6) for x, y in zip(plain, recomputed, strict=True))
