@@ -32,8 +32,10 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
+from sandbox.deadline import Deadline  # noqa: E402
 from tests.test_code_langs import PROGRAMS  # noqa: E402
 from verifiers.code import judges, languages, stdio  # noqa: E402
+from verifiers.code.options import CodeOptions  # noqa: E402
 
 PY_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 VERSION = {
@@ -77,10 +79,10 @@ def sandbox_lang(svc, lang: str, srcs: list[str], cs: list[tuple[str, str]], wid
     if lang == "python":
         out["compile"] = float("nan")
         return out
-    copts = {"case_timeout_s": "5"}
+    copts = CodeOptions.parse({"mode": "stdio", "language": lang, "case_timeout_s": "5"})
     t0 = time.perf_counter()
     with ThreadPoolExecutor(width) as ex:
-        list(ex.map(lambda s: stdio.run_compiled(lang, s, [], copts, 120.0, True, ""), [s + "//c\n" for s in srcs]))
+        list(ex.map(lambda s: stdio.run_compiled(s, [], copts, Deadline.after(120.0), ""), [s + "//c\n" for s in srcs]))
     out["compile"] = len(srcs) / (time.perf_counter() - t0) if languages.language(lang).compile else float("nan")
     return out
 
@@ -207,13 +209,15 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
     from verifiers.code import toolchains
-    from verifiers.math.verifier import WARMUP
+    from verifiers.kinds import sandbox_warmup
     from verifiers.service.core import VerifierService
+    from verifiers.service.limits import ServiceLimits
     from verifiers.service.registry import Registry
 
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
-    os.environ["RLVR_LANGS_POOL_SIZE"] = str(pool_size)
-    pool = SandboxPool(SandboxConfig(size=pool_size, warmup=WARMUP)).start()
+    toolchains.close()
+    toolchains.configure(ServiceLimits(langs_pool_size=pool_size))
+    pool = SandboxPool(SandboxConfig(size=pool_size, warmup=sandbox_warmup())).start()
     with tf.TemporaryDirectory() as d:
         svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
         try:

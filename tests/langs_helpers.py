@@ -5,7 +5,6 @@ toolchain pool (both Docker; the toolchain image is built here if its tag is mis
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -31,14 +30,15 @@ def ensure_langs_image() -> None:
 def make_service(tmp_path_factory, langs_pool_size: int = 2):
     """(service, close) with a 2-sandbox Python pool and a toolchain pool of ``langs_pool_size``."""
     from verifiers.code import toolchains
-    from verifiers.math.verifier import WARMUP
+    from verifiers.kinds import sandbox_warmup
     from verifiers.service.core import VerifierService
+    from verifiers.service.limits import ServiceLimits
     from verifiers.service.registry import Registry
 
     ensure_langs_image()
-    os.environ["RLVR_LANGS_POOL_SIZE"] = str(langs_pool_size)
     toolchains.close()
-    pool = make_pool("docker", size=2, warmup=WARMUP).start()
+    toolchains.configure(ServiceLimits(langs_pool_size=langs_pool_size))
+    pool = make_pool("docker", size=2, warmup=sandbox_warmup()).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
     svc = VerifierService(reg, pool)
     toolchains.get()
@@ -48,6 +48,7 @@ def make_service(tmp_path_factory, langs_pool_size: int = 2):
         pool.close()
         reg.close()
         toolchains.close()
+        toolchains.configure(ServiceLimits())  # the process's default limits again
 
     return svc, close
 

@@ -11,7 +11,7 @@ Host-side judges (pure functions; the expected output never enters the program's
   other token must match exactly (``nan``/``inf`` too).
 
 The fourth judge, ``checker``, is a program from the reference run *in the sandbox* (a job of its
-own, after the candidate's job ended) — see ``checker_job`` below.
+own, after the candidate's job ended) — see ``CHECKER_RUNNER`` below.
 
 Reference shapes (``options["mode"] = "stdio"``):
 
@@ -39,6 +39,7 @@ JUDGES = ("exact", "tokens", "float", "checker")
 DEFAULT_TOL = 1e-6
 DIFF_CHARS = 300
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+Judge = Callable[[str, str], tuple[bool, str]]  # (expected, actual) -> (ok, the first difference)
 
 
 @dataclass(frozen=True)
@@ -138,26 +139,12 @@ def judge_float(expected: str, actual: str, abs_tol: float = DEFAULT_TOL, rel_to
     return True, ""
 
 
-def host_judge(options: dict[str, str]) -> tuple[str, Callable[[str, str], tuple[bool, str]] | None]:
-    """(judge name, function(expected, actual) -> (ok, diff)); None for ``checker`` (runs in the sandbox)."""
-    name = (options.get("judge") or "tokens").lower()
-    if name not in JUDGES:
-        raise BadRequest(f"code: options['judge'] must be one of {', '.join(JUDGES)}, got {name!r}")
+def host_judge(name: str, abs_tol: float = DEFAULT_TOL, rel_tol: float = DEFAULT_TOL) -> Judge | None:
+    """The host-side judge ``name`` (one of ``JUDGES``, validated by ``CodeOptions.parse``), as
+    function(expected, actual) -> (ok, diff); None for ``checker`` (it runs in the sandbox)."""
     if name == "float":
-        abs_tol, rel_tol = _tol(options, "abs_tol"), _tol(options, "rel_tol")
-        return name, lambda e, a: judge_float(e, a, abs_tol, rel_tol)
-    return name, {"exact": judge_exact, "tokens": judge_tokens, "checker": None}[name]
-
-
-def _tol(options: dict[str, str], key: str) -> float:
-    raw = options.get(key, "")
-    try:
-        v = float(raw) if raw != "" else DEFAULT_TOL
-    except ValueError:
-        v = -1.0
-    if not (v >= 0 and math.isfinite(v)):
-        raise BadRequest(f"code: options[{key!r}] must be a non-negative number, got {raw!r}")
-    return v
+        return lambda e, a: judge_float(e, a, abs_tol, rel_tol)
+    return {"exact": judge_exact, "tokens": judge_tokens, "checker": None}[name]
 
 
 # -- the checker job (runs in the sandbox) ------------------------------------------------------------

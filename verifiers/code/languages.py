@@ -1,6 +1,6 @@
 """The languages the ``code`` verifier runs, and how each is compiled and run in the toolchain sandbox.
 
-Python runs in the Python image's warm workers (see code_verifier.py). Every other language runs in
+Python runs in the Python image's warm workers (see verifiers/code/verifier.py). Every other language runs in
 the toolchain image (sandbox/image_langs.py) as **one sandbox job per submission**: the job is
 ``driver.py``, which writes the source into the job's scratch directory, compiles it under the
 compile budget, then runs the binary once per test case under the per-case budget (table below) and
@@ -27,17 +27,15 @@ error is a compile error, a type error is not.
 
 The JVM and V8 reserve far more address space than they touch, hence their larger run limits; the
 memory they can really use is bounded by the sandbox's cgroup (``memory_mb`` of the pool) in every
-case. Compile: ``compile_timeout_s`` (default 30 s; option of the same name), 256 processes/threads.
-Run: the per-case timeout (``case_timeout_s``), 64 processes, 16 MiB files, no network, the
-unprivileged user: the same limits as a Python job.
+case. Compile: ``compile_timeout_s`` (default 30 s; the request option of the same name, read by
+verifiers/code/options.py), 256 processes/threads. Run: the per-case timeout (``case_timeout_s``), 64
+processes, 16 MiB files, no network, the unprivileged user: the same limits as a Python job.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-from verifiers.base import BadRequest
 
 LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash")
 ALIASES = {
@@ -136,15 +134,6 @@ _TABLE = {
     ),
     "bash": Language("bash", ("bash", "sh", "shell"), "main.sh", None, ["bash", "main.sh"]),
 }
-
-
-def language_name(options: dict[str, str]) -> str:
-    """The canonical language of a request (``python`` by default); ``BadRequest`` if unknown."""
-    raw = (options.get("language") or "python").strip().lower()
-    name = ALIASES.get(raw, raw)
-    if name not in LANGUAGES:
-        raise BadRequest(f"code: options['language'] must be one of {', '.join(LANGUAGES)}, got {raw!r}")
-    return name
 
 
 def language(name: str) -> Language:

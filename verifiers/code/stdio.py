@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from sandbox.backend import Job, Limits, Result
 from sandbox.deadline import Deadline
-from verifiers.base import BadRequest, CaseVerdict, Context, Verdict
+from verifiers.base import CaseVerdict, Context, Verdict
 from verifiers.code import judges, languages, toolchains
+from verifiers.code.options import CodeOptions
 from verifiers.outcome import CaseStatus, Outcome
 from verifiers.service.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
 
@@ -46,16 +47,6 @@ class CaseRun:
     stdout: str = ""
     message: str = ""  # stderr tail, exit status, or the sandbox's error
     elapsed_s: float = 0.0
-
-
-def reward_mode(options: dict[str, str]) -> str:
-    """``all`` or ``fraction`` (``partial=true``, the old spelling, means ``fraction``)."""
-    raw = (options.get("reward") or "").strip().lower()
-    if not raw:
-        return "fraction" if options.get("partial", "").lower() in ("true", "1", "yes") else "all"
-    if raw not in ("all", "fraction", "partial"):
-        raise BadRequest(f"code: options['reward'] must be 'all' or 'fraction', got {raw!r}")
-    return "all" if raw == "all" else "fraction"
 
 
 def _clip(s: str, n: int = DETAIL_CHARS) -> str:
@@ -100,15 +91,15 @@ def _from_result(res: Result, timeout_s: float) -> CaseRun:
     return CaseRun("ok", res.stdout, elapsed_s=res.wall_s)
 
 
-def run_compiled(lang_name: str, code: str, inputs: list[str], options: dict, deadline: Deadline, stop: bool,
-                 rid: str):  # fmt: skip
-    """One job in the toolchain pool, by the submission's ``deadline``: (compile error message or None,
-    runs, compile seconds)."""
-    lang = languages.for_source(languages.language(lang_name), code)
-    per_case = float(options["case_timeout_s"])
-    compile_s = float(options.get("compile_timeout_s") or languages.COMPILE_TIMEOUT_S) if lang.compile else 0.0
+def run_compiled(code: str, inputs: list[str], opts: CodeOptions, deadline: Deadline, rid: str):
+    """One job in the toolchain pool for ``opts.language``, by the submission's ``deadline``: (compile
+    error message or None, runs, compile seconds). Each case runs at most ``opts.case_timeout_s``; with
+    ``reward=all`` the cases after the first failure are skipped."""
+    lang = languages.for_source(languages.language(opts.language), code)
+    per_case = opts.case_timeout_s
+    compile_s = opts.compile_timeout_s if lang.compile else 0.0
     job, nonce = toolchains.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
-                                      stop_on_error=stop, job_id=rid)  # fmt: skip
+                                      stop_on_error=opts.reward == "all", job_id=rid)  # fmt: skip
     need = job.timeout_s  # the driver's own need (compile, then every case with its start-up), spent from the deadline
     job.timeout_s, job.deadline = min(need, deadline.remaining()), deadline
     res = toolchains.run_job(job)
@@ -154,8 +145,8 @@ def _case_run(d: dict, per_case: float) -> CaseRun:
 
 
 # -- judging ------------------------------------------------------------------------------------------
-def judge_runs(runs: list[CaseRun], spec: judges.StdioSpec, options: dict, ctx: Context) -> list[CaseVerdict]:
-    name, fn = judges.host_judge(options)
+def judge_runs(runs: list[CaseRun], spec: judges.StdioSpec, opts: CodeOptions, ctx: Context) -> list[CaseVerdict]:
+    fn = judges.host_judge(opts.judge, opts.abs_tol, opts.rel_tol)
     check: Callable[[int, str], tuple[bool, str]] = (
         (lambda i, out: fn(spec.cases[i][1], out)) if fn else (lambda i, out: _checker(spec, i, out, ctx))
     )
@@ -175,7 +166,7 @@ def judge_runs(runs: list[CaseRun], spec: judges.StdioSpec, options: dict, ctx: 
             raise _SandboxFailed(r.message)
         return CaseVerdict(status[r.status], _clip(r.message), r.elapsed_s)
 
-    if name != "checker":
+    if opts.judge != "checker":
         return [one(i) for i in range(len(runs))]
     with ThreadPoolExecutor(max(1, min(ctx.parallelism, len(runs)))) as ex:
         return list(ex.map(one, range(len(runs))))
@@ -217,8 +208,9 @@ def _run_checker(checker: str, case_input: str, expected: str, actual: str, ctx:
     return False, said, "timed out" if res.timed_out else f"exited {res.exit_code}"
 
 
-def verdict(cases: list[CaseVerdict], mode: str) -> Verdict:
-    """The submission's verdict from its cases (first failing case decides the outcome)."""
+def verdict(cases: list[CaseVerdict], reward: str) -> Verdict:
+    """The submission's verdict from its cases (first failing case decides the outcome); ``reward``:
+    ``all`` or ``fraction`` (``CodeOptions.reward``)."""
     n = len(cases)
     passed = sum(c.status is CaseStatus.PASSED for c in cases)
     fail = next((i for i, c in enumerate(cases) if c.status is not CaseStatus.PASSED), None)
@@ -229,13 +221,13 @@ def verdict(cases: list[CaseVerdict], mode: str) -> Verdict:
     over = next((c for c in cases if c.status is CaseStatus.OUTPUT_LIMIT), None)
     if over is not None:  # one policy for every mode: the whole answer is a RUNTIME_ERROR, reward 0
         return Verdict(0.0, Outcome.RUNTIME_ERROR, over.detail, cases=cases)
-    reward = passed / n if mode == "fraction" else 0.0
-    return Verdict(reward, _OUTCOME[first.status], detail, cases=cases)
+    share = passed / n if reward == "fraction" else 0.0
+    return Verdict(share, _OUTCOME[first.status], detail, cases=cases)
 
 
-def grade(runs: list[CaseRun], spec: judges.StdioSpec, options: dict, ctx: Context, mode: str) -> Verdict:
+def grade(runs: list[CaseRun], spec: judges.StdioSpec, opts: CodeOptions, ctx: Context) -> Verdict:
     try:
-        return verdict(judge_runs(runs, spec, options, ctx), mode)
+        return verdict(judge_runs(runs, spec, opts, ctx), opts.reward)
     except _SandboxFailed as e:
         return Verdict.of(Outcome.SANDBOX_ERROR, str(e))
     except _BadChecker as e:

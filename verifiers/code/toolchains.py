@@ -7,14 +7,13 @@ every capability dropped, unprivileged uid, pids/memory/CPU cgroup limits) with 
 /tmp allows exec (compiled binaries run from the job's scratch directory), larger memory and /tmp for
 compilers, and no Python preloads.
 
-Its limits are the service's (``configure(limits)``, called by the server with its validated
-``ServiceLimits``): the output cap (``--output-cap-bytes``: every language, not only Python), CPUs,
-the queue limit (``--max-queue-s``) and, unless set below, the pool size (``--pool-size``). Compilers
-need more than a Python job, so memory is at least 2048 MiB and processes at least 256.
-Environment overrides, read when the pool starts: ``RLVR_LANGS_POOL_SIZE`` (default: the service's
-pool size, else the CPU count, at least 2), ``RLVR_LANGS_MEMORY_MB``, ``RLVR_LANGS_IMAGE`` (default: the
-tag the sources describe; ``make image LANGS=all`` builds it). A missing image is a ``SANDBOX_ERROR``
-whose detail says so.
+Its limits come only from the service's ``ServiceLimits`` (``configure(limits)``, called by the server
+with the ones it validated at start-up): the output cap (``--output-cap-bytes``: every language, not only
+Python), CPUs and the queue limit (``--max-queue-s``) as the Python pool's; its own size
+(``--langs-pool-size``; 0: the service's ``--pool-size``, else the CPU count, at least 2), memory
+(``--langs-memory-mb``; 0: ``--memory-mb``, at least 2048 MiB, since compilers need more than a Python
+job) and image (``--langs-image``; empty: the tag the sources describe, which ``make image LANGS=all``
+builds). Processes: at least 256. A missing image is a ``SANDBOX_ERROR`` whose detail says so.
 
 Every non-Python submission is one job running ``driver.py`` (``driver_job`` builds it; its
 answer lines are read back with ``driver_lines``): the code verifier's stdio mode and SandboxFusion's
@@ -54,14 +53,14 @@ def configure(limits: ServiceLimits) -> None:
 
 
 def config() -> SandboxConfig:
+    """The toolchain pool's configuration, from the configured ``ServiceLimits`` alone."""
     from sandbox import image_langs
 
     lim = _limits
-    size = os.environ.get("RLVR_LANGS_POOL_SIZE") or lim.pool_size or max(2, os.cpu_count() or 2)
     return SandboxConfig(
-        size=int(size),
-        image=os.environ.get("RLVR_LANGS_IMAGE") or image_langs.image_tag(),
-        memory_mb=int(os.environ.get("RLVR_LANGS_MEMORY_MB") or max(2048, lim.memory_mb)),
+        size=lim.langs_pool_size or lim.pool_size or max(2, os.cpu_count() or 2),
+        image=lim.langs_image or image_langs.image_tag(),
+        memory_mb=lim.langs_memory_mb or max(2048, lim.memory_mb),
         cpus=lim.cpus,
         pids=max(256, lim.pids),
         tmpfs_mb=256,

@@ -39,12 +39,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sandbox.backend import Job, Limits, Result
 from verifiers.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.code import judges, languages, stdio, toolchains
+from verifiers.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.math.extract import strip_think
 from verifiers.outcome import CaseStatus, Outcome
 from verifiers.request import Request
@@ -118,67 +119,43 @@ class CodeVerifier(Builtin):
     )
     default_timeout_s: float = 60.0  # non-Python: compile + every case (the service's deadline for a request)
     python_timeout_s: float = 10.0  # Python's default budget
-    case_timeout_s: float = 5.0
+    case_timeout_s: float = CASE_TIMEOUT_S  # a request's default case_timeout_s
     stdio_parallelism: int = max(2, os.cpu_count() or 2)
-    options = {
-        "mode": "assert (default: an assert script or MBPP list, Python) or stdio (stdin/stdout cases)",
-        "language": "python (default), c, cpp, java, javascript, go, rust",
-        "entry_point": "the function check(candidate) is called with (assert mode)",
-        "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt)",
-        "case_timeout_s": "seconds per test case (default 5)",
-        "compile_timeout_s": "seconds for the compiler (compiled languages, default 30)",
-        "reward": "all (default: every test passes) or fraction (the share passed)",
-        "partial": "true: reward=fraction (an older spelling; reward wins when both are given)",
-        "judge": "stdio: tokens (default), exact, float (abs_tol, rel_tol) or checker",
-        "abs_tol": "judge=float: absolute tolerance",
-        "rel_tol": "judge=float: relative tolerance",
-    }
+    options = DESCRIPTIONS  # parsed by CodeOptions.parse (verifiers/code/options.py)
     sandbox_entry = HARNESS  # Python; compiled languages run verifiers/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
 
-    def check(self, req: Request) -> tuple[str, str]:
+    def check(self, req: Request) -> CodeOptions:
         """The request's own mistakes (bad options, no tests), found before grading: VerifyBatch calls this
-        for every item up front, so a malformed item fails the call naming it. Returns (mode, language)."""
-        mode = req.options.get("mode", "assert") or "assert"
-        if mode not in ("assert", "stdio"):
-            raise BadRequest(f"code: options['mode'] must be 'assert' or 'stdio', got {mode!r}")
-        lang = languages.language_name(req.options)
-        if lang != "python" and mode != "stdio":
-            raise BadRequest(f"code: language {lang!r} is graded with mode=stdio (assert mode is Python's)")
-        stdio.reward_mode(req.options)
-        _seconds(req.options, "case_timeout_s", self.case_timeout_s)
-        if mode == "assert" and not req.reference.strip():
+        for every item up front, so a malformed item fails the call naming it. Returns its options, parsed."""
+        opts = CodeOptions.parse(req.options, self.case_timeout_s)
+        if opts.mode == "assert" and not req.reference.strip():
             raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
-        if mode == "stdio":
-            name, _ = judges.host_judge(req.options)  # validates judge, abs_tol, rel_tol
-            judges.parse_reference(req.reference, name)
-            if lang != "python":
-                _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
-        return mode, lang
+        if opts.mode == "stdio":
+            judges.parse_reference(req.reference, opts.judge)
+        return opts
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
-        mode, lang = self.check(req)
-        code = candidate_code(req.completion, languages.tags(lang))
+        opts = self.check(req)
+        code = candidate_code(req.completion, languages.tags(opts.language))
         if not code.strip():
             return Verdict.of(Outcome.NO_ANSWER, "no code in the completion")
-        default = self.python_timeout_s if lang == "python" else self.default_timeout_s
+        default = self.python_timeout_s if opts.language == "python" else self.default_timeout_s
         budget = req.timeout_s or default  # the submission's programs' time, spent from the request's deadline
-        if mode == "stdio":
-            return self._stdio(req, lang, code, budget, ctx)
-        return self._assert(req, code, budget, ctx)
+        if opts.mode == "stdio":
+            return self._stdio(req, opts, code, budget, ctx)
+        return self._assert(req, opts, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------
-    def _assert(self, req: Request, code: str, budget: float, ctx: Context) -> Verdict:
-        if not req.reference.strip():
-            raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
+    def _assert(self, req: Request, opts: CodeOptions, code: str, budget: float, ctx: Context) -> Verdict:
         nonce = secrets.token_hex(16)
         tests = _test_list(req.reference)
         stdin = json.dumps(
             {
                 "candidate": code,
                 "tests": req.reference if tests is None else tests,
-                "entry_point": req.options.get("entry_point", ""),
-                "prelude": req.options.get("prelude", ""),
+                "entry_point": opts.entry_point,
+                "prelude": opts.prelude,
                 "nonce": nonce,
             }
         )
@@ -188,38 +165,22 @@ class CodeVerifier(Builtin):
         verdict = assert_verdict(res, nonce, res.time_limit_s or job.timeout_s)
         if tests is None or verdict.outcome in (Outcome.SANDBOX_ERROR,) or res.output_limit_exceeded:
             return verdict
-        return _list_verdict(res, nonce, len(tests), verdict, stdio.reward_mode(req.options))
+        return _list_verdict(res, nonce, len(tests), verdict, opts.reward)
 
     # -- stdin/stdout cases (verifiers/code/stdio.py) ------------------------------------------------
-    def _stdio(self, req: Request, lang: str, code: str, budget: float, ctx: Context) -> Verdict:
-        name, _ = judges.host_judge(req.options)  # validates judge, abs_tol, rel_tol
-        spec = judges.parse_reference(req.reference, name)
-        mode = stdio.reward_mode(req.options)
-        per_case = min(_seconds(req.options, "case_timeout_s", self.case_timeout_s), budget)
+    def _stdio(self, req: Request, opts: CodeOptions, code: str, budget: float, ctx: Context) -> Verdict:
+        spec = judges.parse_reference(req.reference, opts.judge)
+        opts = replace(opts, case_timeout_s=min(opts.case_timeout_s, budget))  # a case's limit: at most the budget
         deadline = ctx.deadline.within(budget)  # no case runs past the submission's budget
         inputs = [i for i, _ in spec.cases]
-        if lang == "python":
-            runs = stdio.run_python(
-                code, inputs, ctx, per_case, mode == "all", self.stdio_parallelism, req.id, deadline
-            )
+        if opts.language == "python":
+            runs = stdio.run_python(code, inputs, ctx, opts.case_timeout_s, opts.reward == "all",
+                                    self.stdio_parallelism, req.id, deadline)  # fmt: skip
         else:
-            _seconds(req.options, "compile_timeout_s", languages.COMPILE_TIMEOUT_S)
-            options = dict(req.options, case_timeout_s=str(per_case))
-            error, runs, _ = stdio.run_compiled(lang, code, inputs, options, deadline, mode == "all", req.id)
+            error, runs, _ = stdio.run_compiled(code, inputs, opts, deadline, req.id)
             if error is not None:
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
-        return stdio.grade(runs, spec, req.options, ctx, mode)
-
-
-def _seconds(options: dict[str, str], key: str, default: float) -> float:
-    raw = options.get(key, "")
-    try:
-        v = float(raw) if raw not in ("", "0") else default
-    except ValueError:
-        v = -1.0
-    if not (0 < v < 3600):
-        raise BadRequest(f"code: options[{key!r}] must be a number of seconds in (0, 3600), got {raw!r}")
-    return v
+        return stdio.grade(runs, spec, opts, ctx)
 
 
 def _test_list(reference: str) -> list[str] | None:
@@ -238,7 +199,7 @@ def _test_list(reference: str) -> list[str] | None:
 _TEST_STATUS = {"pass": CaseStatus.PASSED, "assert": CaseStatus.WRONG_ANSWER, "error": CaseStatus.RUNTIME_ERROR}
 
 
-def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) -> Verdict:
+def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, reward: str) -> Verdict:
     """One verdict per independent assert; a test the program never finished is its time-out or crash,
     the rest are skipped. ``whole`` (the script's verdict) says whether the program ran to its end."""
     lines = toolchains.driver_lines(res.stdout, nonce)
@@ -259,7 +220,7 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, mode: str) ->
             )
         else:
             cases.append(CaseVerdict(CaseStatus.SKIPPED))
-    v = stdio.verdict(cases, mode)
+    v = stdio.verdict(cases, reward)
     if v.outcome is Outcome.CORRECT and whole.outcome is not Outcome.CORRECT:  # every test passed, then it exited
         return Verdict(0.0, whole.outcome, whole.detail, cases=cases)
     return v

@@ -1,6 +1,7 @@
 """Every limit of the service in one validated model: the sandbox's (backend, pool size, memory, CPUs,
-pids, output cap) and the requests' (message size, batch size, completion length, timeout ceiling,
-concurrent requests).
+pids, output cap), the toolchain pool's (its size, memory and image) and the requests' (message size,
+batch size, completion length, timeout ceiling, concurrent requests). Every pool reads its limits from
+this object (the toolchain pool from ``verifiers.code.toolchains.configure``), never from the environment.
 
 The model is the CLI: ``add_arguments`` turns each field into a ``--flag`` of
 ``python -m verifiers.server`` (help text and default from the field), ``from_args`` validates them
@@ -20,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sandbox.backend import MAX_OUTPUT_CAP, OUTPUT_CAP, Result, SandboxConfig
 from verifiers.base import Verdict
@@ -54,6 +55,23 @@ class ServiceLimits(BaseModel):
         description="bytes a program may write to stdout and stderr together; past it the program is killed and "
         f"graded RUNTIME_ERROR '{OUTPUT_LIMIT_DETAIL}', reward 0",
     )
+    # -- the toolchain pool (non-Python code: verifiers/code/toolchains.py) ------------------------------
+    langs_pool_size: int = Field(
+        0,
+        ge=0,
+        le=512,
+        description="toolchain sandboxes (non-Python code) kept warm; 0: --pool-size, else one per"
+        " CPU core (at least 2)",
+    )
+    langs_memory_mb: int = Field(
+        0, ge=0, le=1 << 20, description="memory limit of each toolchain sandbox, MiB; 0: --memory-mb, at least 2048"
+    )
+    langs_image: str = Field(
+        "",
+        max_length=256,
+        description="image of the toolchain pool; empty: the tag the sources describe (built"
+        " by `make image LANGS=all`)",
+    )
     # -- requests -----------------------------------------------------------------------------------
     max_timeout_s: float = Field(
         120.0, gt=0, le=3600, description="wall-time ceiling: the largest timeout_s a request may ask for"
@@ -75,6 +93,13 @@ class ServiceLimits(BaseModel):
     max_concurrent_rpcs: int = Field(
         256, ge=1, le=100_000, description="RPCs in progress at once; more get RESOURCE_EXHAUSTED at once"
     )
+
+    @field_validator("langs_memory_mb")
+    @classmethod
+    def _zero_or_a_real_limit(cls, v: int) -> int:
+        if 0 < v < 128:
+            raise ValueError("must be 0 (the default) or at least 128")
+        return v
 
     def sandbox_config(self, **extra) -> SandboxConfig:
         """The pool's configuration (``extra``: warm-up code and other non-limit settings)."""

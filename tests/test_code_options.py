@@ -1,0 +1,158 @@
+"""The ``code`` kind's request options are parsed once (verifiers/code/options.py), and the toolchain
+pool takes its limits from the service's ``ServiceLimits`` only (verifiers/code/toolchains.py).
+
+No sandbox is started here: the parser is a pure function, and the toolchain pool's configuration is
+read without starting the pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from verifiers.base import BadRequest
+from verifiers.code import toolchains
+from verifiers.code.judges import DEFAULT_TOL
+from verifiers.code.languages import COMPILE_TIMEOUT_S
+from verifiers.code.options import CASE_TIMEOUT_S, CodeOptions
+from verifiers.code.verifier import CodeVerifier
+from verifiers.request import Request
+from verifiers.service.limits import LimitsError, ServiceLimits, add_arguments, from_args
+
+STDIO_REF = '[{"input": "1 2", "output": "3"}]'
+
+
+# -- the parser -------------------------------------------------------------------------------------------
+def test_an_empty_map_is_every_default():
+    assert CodeOptions.parse({}) == CodeOptions(
+        mode="assert", language="python", entry_point="", prelude="", case_timeout_s=CASE_TIMEOUT_S,
+        compile_timeout_s=COMPILE_TIMEOUT_S, reward="all", judge="tokens", abs_tol=DEFAULT_TOL, rel_tol=DEFAULT_TOL,
+    )  # fmt: skip
+    assert CASE_TIMEOUT_S == 5.0 and COMPILE_TIMEOUT_S == 30.0
+    assert CodeOptions.parse({}, case_timeout_s=7.0).case_timeout_s == 7.0  # the verifier's default
+
+
+@pytest.mark.parametrize(
+    "options,field,value",
+    [
+        ({"mode": ""}, "mode", "assert"),
+        ({"mode": "stdio"}, "mode", "stdio"),
+        ({"mode": "stdio", "language": " C++ "}, "language", "cpp"),
+        ({"mode": "stdio", "language": "golang"}, "language", "go"),
+        ({"language": "python3"}, "language", "python"),
+        ({"entry_point": "add", "prelude": "import math"}, "entry_point", "add"),
+        ({"entry_point": "add", "prelude": "import math"}, "prelude", "import math"),
+        ({"case_timeout_s": "2.5"}, "case_timeout_s", 2.5),
+        ({"case_timeout_s": "0"}, "case_timeout_s", CASE_TIMEOUT_S),
+        ({"mode": "stdio", "language": "c", "compile_timeout_s": "12"}, "compile_timeout_s", 12.0),
+        ({"mode": "stdio", "language": "c", "compile_timeout_s": "0"}, "compile_timeout_s", COMPILE_TIMEOUT_S),
+        ({"reward": " Fraction "}, "reward", "fraction"),
+        ({"reward": "partial"}, "reward", "fraction"),
+        ({"partial": "true"}, "reward", "fraction"),
+        ({"partial": "YES"}, "reward", "fraction"),
+        ({"partial": "no"}, "reward", "all"),
+        ({"partial": "true", "reward": "all"}, "reward", "all"),  # reward wins over the older spelling
+        ({"mode": "stdio", "judge": "EXACT"}, "judge", "exact"),
+        ({"mode": "stdio", "judge": "float", "abs_tol": "0.5"}, "abs_tol", 0.5),
+        ({"mode": "stdio", "judge": "float", "rel_tol": "0"}, "rel_tol", 0.0),
+    ],
+)
+def test_each_option_is_read_into_its_field(options, field, value):
+    assert getattr(CodeOptions.parse(options), field) == value
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"mode": "bogus"}, "code: options['mode'] must be 'assert' or 'stdio', got 'bogus'"),
+        ({"mode": "stdio", "language": "cobol"}, "code: options['language'] must be one of python, c, cpp, java, "
+                                                 "javascript, go, rust, typescript, bash, got 'cobol'"),
+        ({"language": "c"}, "code: language 'c' is graded with mode=stdio (assert mode is Python's)"),
+        ({"reward": "half"}, "code: options['reward'] must be 'all' or 'fraction', got 'half'"),
+        ({"case_timeout_s": "-3"}, "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), "
+                                   "got '-3'"),
+        ({"case_timeout_s": "x"}, "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), got 'x'"),
+        ({"case_timeout_s": "3600"}, "options['case_timeout_s'] must be a number of seconds in (0, 3600)"),
+        ({"case_timeout_s": "nan"}, "options['case_timeout_s'] must be a number of seconds in (0, 3600)"),
+        ({"mode": "stdio", "language": "rust", "compile_timeout_s": "-1"},
+         "code: options['compile_timeout_s'] must be a number of seconds in (0, 3600), got '-1'"),
+        ({"mode": "stdio", "judge": "regex"}, "code: options['judge'] must be one of exact, tokens, float, checker, "
+                                              "got 'regex'"),
+        ({"mode": "stdio", "judge": "float", "abs_tol": "-1"},
+         "code: options['abs_tol'] must be a non-negative number, got '-1'"),
+        ({"mode": "stdio", "judge": "float", "rel_tol": "inf"},
+         "code: options['rel_tol'] must be a non-negative number, got 'inf'"),
+    ],
+)  # fmt: skip
+def test_a_bad_option_is_a_bad_request_naming_it(options, message):
+    with pytest.raises(BadRequest) as e:
+        CodeOptions.parse(options)
+    assert message in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"judge": "regex", "abs_tol": "x", "compile_timeout_s": "-1"},  # assert mode reads none of them
+        {"mode": "stdio", "judge": "tokens", "abs_tol": "x", "rel_tol": "-1"},  # tolerances: judge=float only
+        {"mode": "stdio", "compile_timeout_s": "x"},  # the compiler's time: compiled languages only
+    ],
+)
+def test_options_of_another_mode_are_not_read(options):
+    opts = CodeOptions.parse(options)
+    assert (opts.abs_tol, opts.rel_tol, opts.compile_timeout_s) == (DEFAULT_TOL, DEFAULT_TOL, COMPILE_TIMEOUT_S)
+
+
+def test_the_verifiers_check_returns_the_parsed_options():
+    v = CodeVerifier(case_timeout_s=4.0)
+    opts = v.check(Request("code", "x", STDIO_REF, options={"mode": "stdio", "language": "js", "reward": "fraction"}))
+    assert (opts.mode, opts.language, opts.reward, opts.case_timeout_s) == ("stdio", "javascript", "fraction", 4.0)
+    with pytest.raises(BadRequest, match="'reference' must hold the tests"):
+        v.check(Request("code", "x", "  ", options={}))
+    with pytest.raises(BadRequest, match="with mode=stdio, reference must be a JSON list"):
+        v.check(Request("code", "x", "not json", options={"mode": "stdio"}))
+    assert set(v.options) == {f.name for f in CodeOptions.__dataclass_fields__.values()} | {"partial"}
+
+
+# -- the toolchain pool's limits --------------------------------------------------------------------------
+@pytest.fixture
+def configured():
+    """Restores the toolchain module's default limits afterwards (no pool is started here)."""
+    yield toolchains.configure
+    toolchains.configure(ServiceLimits())
+
+
+def test_the_toolchain_pool_takes_its_limits_from_the_service_limits(configured, monkeypatch):
+    monkeypatch.setenv("RLVR_LANGS_POOL_SIZE", "9")  # the old side channel: no longer read
+    monkeypatch.setenv("RLVR_LANGS_MEMORY_MB", "9999")
+    monkeypatch.setenv("RLVR_LANGS_IMAGE", "elsewhere:1")
+    configured(ServiceLimits(langs_pool_size=3, langs_memory_mb=3000, langs_image="mine:1", cpus=0.5, pids=300,
+                             output_cap_bytes=70000, max_queue_s=12))  # fmt: skip
+    cfg = toolchains.config()
+    assert (cfg.size, cfg.memory_mb, cfg.image) == (3, 3000, "mine:1")
+    assert (cfg.cpus, cfg.pids, cfg.output_bytes, cfg.max_wait_s, cfg.tmpfs_exec) == (0.5, 300, 70000, 12, True)
+
+
+def test_the_toolchain_pools_defaults_follow_the_service_pool(configured, monkeypatch):
+    from sandbox import image_langs
+
+    monkeypatch.setenv("RLVR_LANGS_POOL_SIZE", "9")
+    configured(ServiceLimits(pool_size=5, memory_mb=4096))
+    cfg = toolchains.config()
+    assert (cfg.size, cfg.memory_mb, cfg.image, cfg.pids) == (5, 4096, image_langs.image_tag(), 256)
+    configured(ServiceLimits(memory_mb=1024))
+    assert toolchains.config().memory_mb == 2048  # compilers get at least 2048 MiB
+    assert toolchains.config().size >= 2  # 0: one per CPU core, at least 2
+
+
+def test_the_toolchain_limits_are_server_flags():
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    limits = from_args(p.parse_args(["--langs-pool-size", "4", "--langs-memory-mb", "2500", "--langs-image", "x:y"]))
+    assert (limits.langs_pool_size, limits.langs_memory_mb, limits.langs_image) == (4, 2500, "x:y")
+    assert from_args(p.parse_args([])).langs_pool_size == 0
+    with pytest.raises(LimitsError, match="--langs-memory-mb '100': Value error, must be 0 .* or at least 128"):
+        from_args(p.parse_args(["--langs-memory-mb", "100"]))
+    with pytest.raises(LimitsError, match="--langs-pool-size '-1'"):
+        from_args(p.parse_args(["--langs-pool-size", "-1"]))
