@@ -71,8 +71,8 @@ def main() -> None:
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
     from verifiers.client import VerifierClient
+    from verifiers.kinds import sandbox_warmup
     from verifiers.launch import LocalServer
-    from verifiers.math.verifier import WARMUP
 
     problems = list(read_problems().values())
     canon = [p["canonical_solution"] for p in problems]
@@ -84,7 +84,7 @@ def main() -> None:
 
     say(f"code bench: {len(problems)} HumanEval problems, pool {args.pool_size}, {os.cpu_count()} CPUs")
     with (
-        SandboxPool(SandboxConfig(size=args.pool_size, warmup=WARMUP)) as pool,
+        SandboxPool(SandboxConfig(size=args.pool_size, warmup=sandbox_warmup())) as pool,
         LocalServer(pool_size=args.pool_size) as srv,
         VerifierClient(srv.target, timeout_s=900) as client,
     ):

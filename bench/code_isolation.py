@@ -66,7 +66,7 @@ def main() -> None:
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
     from verifiers.code.verifier import HARNESS
-    from verifiers.math.verifier import WARMUP
+    from verifiers.kinds import sandbox_warmup
 
     problems = list(read_problems().values())[: args.limit or None]
     warm_old, job_old = old_harness(args.base)
@@ -74,7 +74,7 @@ def main() -> None:
     print(f"code isolation bench: {len(problems)} HumanEval programs, old = {args.base}, pool {args.pool_size}, "
           f"{os.cpu_count()} CPUs")  # fmt: skip
     ratios = {"rate": [], "p50": []}
-    with SandboxPool(SandboxConfig(size=args.pool_size, warmup=WARMUP + "\n" + warm_old)) as pool:
+    with SandboxPool(SandboxConfig(size=args.pool_size, warmup=sandbox_warmup() + "\n" + warm_old)) as pool:
         one_round(pool, HARNESS, problems[:8])  # both warm before the first timed round
         one_round(pool, job_old, problems[:8])
         for r in range(args.rounds):

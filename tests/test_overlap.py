@@ -17,8 +17,7 @@ import torch
 
 from trainer.config import GRPOConfig, TinyConfig
 from trainer.data import DataStream, Example
-from trainer.grpo.rewards import GroupScorer, ScoringError
-from trainer.grpo.rewards import PythonReward, VerifierReward
+from trainer.grpo.rewards import GroupScorer, PythonReward, ScoringError, VerifierReward
 from trainer.grpo.step import collect_batch
 from trainer.pipelines import tiny
 from trainer.rollout.decode import finished_groups, generate_rollout

@@ -22,8 +22,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from trainer.config import GRPOConfig, TaskConfig, TinyConfig
-from trainer.grpo.loss import grpo_loss
-from trainer.grpo.loss import char_to_token_end, process_advantages, steps_to_tokens
+from trainer.grpo.loss import char_to_token_end, grpo_loss, process_advantages, steps_to_tokens
 from trainer.pipelines import task, tiny
 from verifiers.steps import ArithSteps
 

@@ -3,7 +3,7 @@
 Host side (this module, linear time, nothing evaluated): extract the final answer(s) with plain string
 scanning (``verifiers/math/extract.py``), decide the trivial case of two integer literals by comparing digit
 strings, and hand everything else to the sandbox. Sandbox side (``verifiers/math/grader.py``, loaded
-once per warm worker by ``WARMUP``): Math-Verify parsing and sympy comparison under a per-item soft
+once per warm worker by the pool's warm-up, ``verifiers.kinds.sandbox_warmup``): Math-Verify parsing and sympy comparison under a per-item soft
 timeout and the job's hard kill.
 
 Throughput: forking the warm worker and its first parse cost far more here than a comparison (the
@@ -47,7 +47,7 @@ MAX_ITEMS = 32  # items per sandbox job
 ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before the pool kills the job
 FALLBACKS = ("none", "last_number", "full")
 
-# The job: the grader module is already in the warm worker; a worker started without WARMUP builds it.
+# The job: the grader module is already in the warm worker; a worker started without that warm-up builds it.
 JOB_CODE = f"""import sys
 m = sys.modules.get("rlvr_math")
 if m is None:
