@@ -210,8 +210,8 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     from sandbox.pool import SandboxPool
     from verifiers.code import toolchains
     from verifiers.kinds import sandbox_warmup
+    from verifiers.limits import ServiceLimits
     from verifiers.service.core import VerifierService
-    from verifiers.service.limits import ServiceLimits
     from verifiers.service.registry import Registry
 
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)

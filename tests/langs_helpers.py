@@ -31,8 +31,8 @@ def make_service(tmp_path_factory, langs_pool_size: int = 2):
     """(service, close) with a 2-sandbox Python pool and a toolchain pool of ``langs_pool_size``."""
     from verifiers.code import toolchains
     from verifiers.kinds import sandbox_warmup
+    from verifiers.limits import ServiceLimits
     from verifiers.service.core import VerifierService
-    from verifiers.service.limits import ServiceLimits
     from verifiers.service.registry import Registry
 
     ensure_langs_image()

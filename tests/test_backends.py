@@ -12,7 +12,7 @@ import pytest
 
 from sandbox.backend import Job, SandboxConfig
 from sandbox.pool import SandboxPool
-from verifiers.service import limits as service_limits
+from verifiers import limits as service_limits
 
 
 def test_podman_is_chosen_with_the_backend_flag():

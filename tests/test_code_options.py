@@ -17,8 +17,8 @@ from verifiers.code.judges import DEFAULT_TOL
 from verifiers.code.languages import COMPILE_TIMEOUT_S
 from verifiers.code.options import CASE_TIMEOUT_S, CodeOptions
 from verifiers.code.verifier import CodeVerifier
+from verifiers.limits import LimitsError, ServiceLimits, add_arguments, from_args
 from verifiers.request import Request
-from verifiers.service.limits import LimitsError, ServiceLimits, add_arguments, from_args
 
 STDIO_REF = '[{"input": "1 2", "output": "3"}]'
 

@@ -24,8 +24,8 @@ from google.protobuf import json_format
 from proto.verifier.v1 import verifier_pb2 as pb
 from tests.langs_helpers import SUM_CASES
 from verifiers.http.api import HttpContext, HttpServer, create_app
+from verifiers.limits import ServiceLimits
 from verifiers.server import AdminToken, Servicer
-from verifiers.service.limits import ServiceLimits
 
 FENCE = "```"
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"

@@ -238,6 +238,51 @@ def private_imports(root: Path) -> list[str]:
     )
 
 
+# -- inside verifiers/: floors --------------------------------------------------------------------------------
+# From the bottom up (docs/architecture.md): the shapes every room shares; the kinds (one room or module each,
+# and kinds.py, their table); the service behind both fronts; the fronts (gRPC server, HTTP, launch). The client
+# side (client, cli, integrations) stands apart: it takes only the shapes, so a trainer never loads the service.
+VERIFIER_SHAPES = {"verifiers", "verifiers.request", "verifiers.outcome", "verifiers.base", "verifiers.errors",
+                   "verifiers.limits"}  # fmt: skip
+VERIFIER_KINDS = ("verifiers.kinds", "verifiers.format", "verifiers.steps", "verifiers.consistency",
+                  "verifiers.composite", "verifiers.python_verifier", "verifiers.remote", "verifiers.reward_model",
+                  "verifiers.math", "verifiers.code")  # fmt: skip
+VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.integrations")
+
+
+def verifier_floor(module: str) -> int | str:
+    def within(prefixes) -> bool:
+        return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+    if module in VERIFIER_SHAPES:
+        return 0
+    if within(VERIFIER_KINDS):
+        return 1
+    if within(("verifiers.service",)):
+        return 2
+    return "client side" if within(VERIFIER_CLIENT_SIDE) else 3
+
+
+def verifier_floor_violations(root: Path) -> list[str]:
+    bad = []
+    for src, targets in sorted(graph(root).items()):
+        if not src.startswith("verifiers"):
+            continue
+        for t in sorted(x for x in targets if x.startswith("verifiers")):
+            here, there = verifier_floor(src), verifier_floor(t)
+            if here == "client side":
+                ok = there in (0, "client side")
+            else:
+                ok = there != "client side" and there <= here
+            if not ok:
+                bad.append(f"{src} ({here}) imports {t} ({there})")
+    return bad
+
+
+def test_verifier_rooms_import_downward_only():
+    assert verifier_floor_violations(ROOT) == []
+
+
 # modules whose re-exports are their documented public surface: the client names the outcome vocabulary for
 # the trainer (which may import nothing else of verifiers), and the deprecated aliases hand over a module
 SURFACES = {"verifiers.client"} | DEPRECATED_ALIASES
@@ -371,6 +416,12 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
     assert borrowed_imports(tmp_path) == ["tests/test_y.py: verifiers.base.Outcome"]
     (tmp_path / "sandbox" / "lazy.py").write_text("def __getattr__(name):\n    raise AttributeError(name)\n")
     assert getattr_faces(tmp_path) == ["sandbox.lazy"]
+    (tmp_path / "verifiers" / "code" / "peek.py").write_text("from verifiers.service.core import VerifierService\n")
+    (tmp_path / "verifiers" / "integrations" / "heavy.py").write_text("from verifiers.math import verifier\n")
+    assert verifier_floor_violations(tmp_path) == [
+        "verifiers.code.peek (1) imports verifiers.service.core (2)",
+        "verifiers.integrations.heavy (client side) imports verifiers.math.verifier (1)",
+    ]
 
 
 def test_each_deprecated_path_warns_and_hands_over_its_module():

@@ -1,6 +1,6 @@
 """Every limit is set where the service starts, validated there, documented, and holds.
 
-The flags come from one model (verifiers/service/limits.py): ``--help`` shows each with its default, a bad
+The flags come from one model (verifiers/limits.py): ``--help`` shows each with its default, a bad
 value stops the server before it starts a sandbox (exit 2, the flag named), ``make serve`` passes its
 variables to them, the README's Limits section lists them. Then one real server started with small
 limits shows each one holding over gRPC, with the right status and a message naming the flag, and the
@@ -20,7 +20,7 @@ import pytest
 
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
 from verifiers.launch import ROOT, LocalServer
-from verifiers.service.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
+from verifiers.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
 
 FLAGS = {  # flag -> the Makefile variable that sets it
     "--backend": "BACKEND",
@@ -79,7 +79,7 @@ def test_a_bad_limit_stops_the_server_before_it_starts(args, named):
 def test_the_limits_become_the_pool_configuration():
     import argparse
 
-    from verifiers.service.limits import add_arguments
+    from verifiers.limits import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p)

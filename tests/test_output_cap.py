@@ -14,9 +14,9 @@ import pytest
 
 from sandbox.backend import Job, Limits
 from tests.security.conftest import BACKENDS, make_pool
+from verifiers.limits import OUTPUT_LIMIT_DETAIL
 from verifiers.request import Request
 from verifiers.service.core import VerifierService
-from verifiers.service.limits import OUTPUT_LIMIT_DETAIL
 from verifiers.service.registry import Registry
 
 CAP = 256 * 1024

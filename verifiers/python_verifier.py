@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from sandbox.backend import Job, Limits, Result
 from verifiers.base import BadRequest, Context, Unavailable, Verdict
+from verifiers.limits import cut_short_verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
-from verifiers.service.limits import cut_short_verdict
 from verifiers.steps import BadSteps, check_steps
 
 MAX_SOURCE_BYTES = 1 << 20

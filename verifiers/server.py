@@ -39,6 +39,7 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
 from verifiers import kinds
+from verifiers import limits as service_limits
 from verifiers.base import BadRequest, ServiceError, Unauthenticated, Verdict
 from verifiers.code import toolchains
 from verifiers.errors import ListenError
@@ -46,7 +47,6 @@ from verifiers.remote import INSTANCE_HEADER
 from verifiers.request import Request
 from verifiers.service import admin_token as token_source
 from verifiers.service import bounds as service_bounds
-from verifiers.service import limits as service_limits
 from verifiers.service.callers import grpc_caller
 from verifiers.service.core import VerifierService
 from verifiers.service.registry import Registry

@@ -43,7 +43,7 @@ class Score:
     outcome: str
     components: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
-    steps: list[tuple[float, int, int]] = field(default_factory=list)  # (reward, start, end) per step (loss.py: process advantages)
+    steps: list[tuple[float, int, int]] = field(default_factory=list)  # (reward, start, end) per step
 
 
 class RewardFn(Protocol):

@@ -73,7 +73,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
                 "did not record them: set `tis: off`"
             )
         device = batch.rollout.completion_ids.device
-        if cfg.advantage == "process":  # per-token advantages from the verifier's step rewards (loss.py, batch_process_advantages)
+        if cfg.advantage == "process":  # per-token, from the verifier's step rewards (loss.py)
             adv = batch_process_advantages(cfg, batch, tokenizer).to(device)  # (N, C)
         else:
             adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)

@@ -25,8 +25,8 @@ from sandbox.deadline import Deadline
 from verifiers.base import CaseVerdict, Context, Verdict
 from verifiers.code import judges, languages, toolchains
 from verifiers.code.options import CodeOptions
+from verifiers.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
 from verifiers.outcome import CaseStatus, Outcome
-from verifiers.service.limits import OUTPUT_LIMIT_DETAIL, output_limit_verdict
 
 DETAIL_CHARS = 600
 CHECKER_TIMEOUT_S = 10.0

@@ -32,7 +32,7 @@ from pathlib import Path
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError
 from sandbox.pool import SandboxPool
 from verifiers.code import languages
-from verifiers.service.limits import ServiceLimits
+from verifiers.limits import ServiceLimits
 
 DRIVER_JOB = (Path(__file__).resolve().parent / "driver.py").read_text() + "\nmain()\n"
 DRIVER_MARGIN_S = 3.0  # the driver's own start-up and reporting, beyond compile + cases

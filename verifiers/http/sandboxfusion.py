@@ -51,7 +51,7 @@ from pydantic import BaseModel, Field
 from sandbox.backend import Job, Limits, Result
 from verifiers.code import languages, toolchains
 from verifiers.http.common import HttpError, run_blocking
-from verifiers.service.limits import OUTPUT_LIMIT_DETAIL
+from verifiers.limits import OUTPUT_LIMIT_DETAIL
 
 sandboxfusion_router = APIRouter(tags=["sandboxfusion"])
 MAX_RUN_TIMEOUT_S = 120.0  # the service's per-item ceiling (service.MAX_TIMEOUT_S)

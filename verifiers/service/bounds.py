@@ -1,4 +1,4 @@
-"""The service's bounds on what callers send and what it keeps (issue 30), beside ``verifiers/service/limits.py``:
+"""The service's bounds on what callers send and what it keeps (issue 30), beside ``verifiers/limits.py``:
 the HTTP request head (size and header count), JSON nesting, the verdict cache's byte budget and the
 longest verdict detail. One validated model; each field is a ``--flag`` of ``python -m verifiers.server``
 (docs/security.md says what each one defends).
@@ -16,7 +16,7 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from verifiers.service.limits import LimitsError
+from verifiers.limits import LimitsError
 
 MIN_CACHE_BYTES = 16 << 20
 

@@ -17,13 +17,13 @@ from verifiers import kinds
 from verifiers.base import BadRequest, Context, ServiceError, Verdict, Verifier
 from verifiers.composite import Composite
 from verifiers.kinds import NAME_RE, check_name
+from verifiers.limits import ServiceLimits
 from verifiers.outcome import Outcome
 from verifiers.request import Request
 from verifiers.service.bounds import ServiceBounds
 from verifiers.service.cache import VerdictCache
 from verifiers.service.callers import CALLER
 from verifiers.service.fair import FairGate, GateSaturated
-from verifiers.service.limits import ServiceLimits
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
 
