@@ -134,7 +134,9 @@ serve: setup
 	  $(if $(MAX_TIMEOUT_S),--max-timeout-s $(MAX_TIMEOUT_S)) $(if $(MAX_MESSAGE_MB),--max-message-mb $(MAX_MESSAGE_MB)) \
 	  $(if $(MAX_BATCH),--max-batch $(MAX_BATCH)) $(if $(MAX_COMPLETION_CHARS),--max-completion-chars $(MAX_COMPLETION_CHARS)) \
 	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) $(if $(MAX_QUEUE_S),--max-queue-s $(MAX_QUEUE_S)) \
-	  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
+	  $(if $(LANGS_POOL),--langs-pool-size $(LANGS_POOL)) $(if $(LANGS_MEMORY_MB),--langs-memory-mb $(LANGS_MEMORY_MB)) \
+  $(if $(LANGS_IMAGE),--langs-image $(LANGS_IMAGE)) \
+  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
 test: setup image-langs postgres service-image
 	$(PY) -m pytest $(PYTEST_ARGS)

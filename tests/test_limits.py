@@ -35,6 +35,8 @@ FLAGS = {  # flag -> the Makefile variable that sets it
     "--max-batch": "MAX_BATCH",
     "--max-completion-chars": "MAX_COMPLETION_CHARS",
     "--max-concurrent-rpcs": "MAX_CONCURRENT",
+    "--langs-pool-size": "LANGS_POOL",
+    "--langs-memory-mb": "LANGS_MEMORY_MB",
 }
 SMALL = ["--max-message-mb", "1", "--max-batch", "4", "--max-completion-chars", "1000", "--max-timeout-s", "5",
          "--max-concurrent-rpcs", "3", "--output-cap-bytes", "65536", "--memory-mb", "1024", "--pids", "100",
