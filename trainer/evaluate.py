@@ -4,20 +4,6 @@
 runs it; use ``python -m trainer.evaluation.evaluate`` instead.
 """
 
-import sys
-import warnings
+from trainer.deprecated import hand_over
 
-from trainer.evaluation.evaluate import main
-
-warnings.warn(
-    "trainer.evaluate is now trainer.evaluation.evaluate; the old path goes in the next release",
-    DeprecationWarning,
-    stacklevel=1 if __name__ == "__main__" else 2,
-)
-
-if __name__ == "__main__":
-    main()
-else:
-    import trainer.evaluation.evaluate as _moved  # noqa: E402
-
-    sys.modules[__name__] = _moved
+hand_over("trainer.evaluate", "trainer.evaluation.evaluate", __name__)

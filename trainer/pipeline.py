@@ -4,20 +4,6 @@
 runs it; use ``python -m trainer.pipelines.make_train`` instead.
 """
 
-import sys
-import warnings
+from trainer.deprecated import hand_over
 
-from trainer.pipelines.make_train import main
-
-warnings.warn(
-    "trainer.pipeline is now trainer.pipelines.make_train; the old path goes in the next release",
-    DeprecationWarning,
-    stacklevel=1 if __name__ == "__main__" else 2,
-)
-
-if __name__ == "__main__":
-    main()
-else:
-    import trainer.pipelines.make_train as _moved  # noqa: E402
-
-    sys.modules[__name__] = _moved
+hand_over("trainer.pipeline", "trainer.pipelines.make_train", __name__)

@@ -4,20 +4,6 @@
 runs it; use ``python -m trainer.evaluation.suites`` instead.
 """
 
-import sys
-import warnings
+from trainer.deprecated import hand_over
 
-from trainer.evaluation.suites import main
-
-warnings.warn(
-    "trainer.suites is now trainer.evaluation.suites; the old path goes in the next release",
-    DeprecationWarning,
-    stacklevel=1 if __name__ == "__main__" else 2,
-)
-
-if __name__ == "__main__":
-    main()
-else:
-    import trainer.evaluation.suites as _moved  # noqa: E402
-
-    sys.modules[__name__] = _moved
+hand_over("trainer.suites", "trainer.evaluation.suites", __name__)

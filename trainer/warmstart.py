@@ -4,20 +4,6 @@
 runs it; use ``python -m trainer.pipelines.warmstart`` instead.
 """
 
-import sys
-import warnings
+from trainer.deprecated import hand_over
 
-from trainer.pipelines.warmstart import main
-
-warnings.warn(
-    "trainer.warmstart is now trainer.pipelines.warmstart; the old path goes in the next release",
-    DeprecationWarning,
-    stacklevel=1 if __name__ == "__main__" else 2,
-)
-
-if __name__ == "__main__":
-    main()
-else:
-    import trainer.pipelines.warmstart as _moved  # noqa: E402
-
-    sys.modules[__name__] = _moved
+hand_over("trainer.warmstart", "trainer.pipelines.warmstart", __name__)
