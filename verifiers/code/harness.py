@@ -1,6 +1,6 @@
 """The sandbox half of the ``code`` verifier's assert mode. Never runs in the service process.
 
-The warm-up (``code_verifier.CODE_WARMUP``) builds this source once per warm worker as the module
+The warm-up (``verifier.CODE_WARMUP``) builds this source once per warm worker as the module
 ``rlvr_code`` (next to ``rlvr_code_wire``, verifiers/code/wire.py), so a job is ``rlvr_code.main()``.
 Two processes grade a job, and the tests never run in the candidate's:
 

@@ -6,8 +6,8 @@
     POST   /v1/verifiers            RegisterVerifierRequest → VerifierInfo      (admin token)
     GET    /v1/verifiers/{name}                          → VerifierInfo
     DELETE /v1/verifiers/{name}                          → UnregisterVerifierResponse (admin token)
-    POST   /get_reward              OpenRLHF's remote reward shape (http_openrlhf.py)
-    POST   /run_code                SandboxFusion's shape (http_sandboxfusion.py)
+    POST   /get_reward              OpenRLHF's remote reward shape (openrlhf.py)
+    POST   /run_code                SandboxFusion's shape (sandboxfusion.py)
     GET    /healthz                 200 SERVING once the sandbox pool is ready, 503 NOT_SERVING before/after
     GET    /metrics                 Prometheus text format (verifiers/service/metrics.py)
     GET    /openapi.json, /docs     the OpenAPI document and its browser

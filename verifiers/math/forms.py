@@ -1,6 +1,6 @@
 """How final answers are written, read as text: Unicode and typesetting forms, digit groups, units and
 hedges. Nothing here parses math (plain ``re`` and string scans, linear time), so the host imports it
-(``extract.py``: hedges around the answer) and the sandbox does too: ``math_verifier`` ships this source
+(``extract.py``: hedges around the answer) and the sandbox does too: ``math/verifier.py`` ships this source
 as the module ``rlvr_math_forms`` next to ``rlvr_math`` and ``rlvr_math_text``.
 
 * ``normalize``: Unicode math (``½``, ``x²``, ``√2``, ``π``, full-width digits), ``\\color``, ``1.5e3``

@@ -1,6 +1,6 @@
 """Prometheus metrics of the verifier core, served as ``GET /metrics`` on the HTTP port.
 
-The counters live in ``VerifierService`` (service.py calls ``observe_*``), not in a transport, so gRPC
+The counters live in ``VerifierService`` (core.py calls ``observe_*``), not in a transport, so gRPC
 and HTTP traffic (``/v1``, ``/get_reward``, ``/run_code``) are counted alike. Each service owns its own
 ``CollectorRegistry`` (two services in one process never collide); the pool and cache figures are read
 at scrape time from the objects themselves, so they cannot drift from what the service uses.
