@@ -40,24 +40,24 @@ from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extr
 try:  # in the sandbox the host ships forms/text/equal.py as these modules (verifiers.kinds.sandbox_warmup)
     import rlvr_math_equal as equal
     import rlvr_math_forms as forms
-    import rlvr_math_text as _text
+    import rlvr_math_text as text_rules
 except ImportError:  # on the host
     from verifiers.math import equal, forms
-    from verifiers.math import text as _text
-BadReference = _text.BadReference
-DELIMITERS = _text.DELIMITERS
-ONLY_WORDS = _text.ONLY_WORDS
-OUTSIDE_OK = _text.OUTSIDE_OK
-TEXT_UNWRAP = _text.TEXT_UNWRAP
-clip = _text.clip
-escape_dollars = _text.escape_dollars
-fix_malformed = _text.fix_malformed
-read_as_letters = _text.read_as_letters
-sole_region = _text.sole_region
-squash_space = _text.squash_space
-text_key = _text.text_key
-upright_constants = _text.upright_constants
-words_of = _text.words_of
+    from verifiers.math import text as text_rules
+BadReference = text_rules.BadReference
+DELIMITERS = text_rules.DELIMITERS
+ONLY_WORDS = text_rules.ONLY_WORDS
+OUTSIDE_OK = text_rules.OUTSIDE_OK
+TEXT_UNWRAP = text_rules.TEXT_UNWRAP
+clip = text_rules.clip
+escape_dollars = text_rules.escape_dollars
+fix_malformed = text_rules.fix_malformed
+read_as_letters = text_rules.read_as_letters
+sole_region = text_rules.sole_region
+squash_space = text_rules.squash_space
+text_key = text_rules.text_key
+upright_constants = text_rules.upright_constants
+words_of = text_rules.words_of
 
 LATEX = (LatexExtractionConfig(boxed_match_priority=0),)
 EXPR = (ExprExtractionConfig(),)
