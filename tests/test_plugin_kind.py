@@ -74,12 +74,7 @@ def test_every_builtin_declares_the_seam():
 # the modules whose code reads each kind's options
 READERS = {
     "math": ["verifiers/math/verifier.py"],
-    "code": [
-        "verifiers/code/verifier.py",
-        "verifiers/code/stdio.py",
-        "verifiers/code/judges.py",
-        "verifiers/code/languages.py",
-    ],
+    "code": ["verifiers/code/options.py"],  # the one reader: CodeOptions.parse
     "language": ["verifiers/consistency.py"],
 }
 
