@@ -7,7 +7,7 @@
   is correct afterwards.
 
 The engine that gets restarted is a second ``dockerd`` of this test's own (its own socket, data root,
-exec root and containerd; no bridge, no iptables), never the engine other tests and sessions share:
+exec root, containerd and bridge; no iptables), never the engine other tests and sessions share:
 restarting that one would kill every sandbox on the machine. The sandbox image is copied into it once
 (``docker save | docker load``; its data root is kept between runs). The server SIGKILL fault is in
 tests/test_server_lifecycle.py.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -26,6 +27,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from sandbox.image import image_tag
 from tests.security.conftest import ensure_image
 from verifiers.client import VerifierClient
 from verifiers.launch import LocalServer
@@ -36,7 +38,18 @@ ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 ADD_OK = "```python\ndef add(a, b):\n    return a + b\n```"
 ENGINE_DIR = Path("/tmp/rlvr-fault-engine")
 ENGINE_DATA = Path("/var/lib/rlvr-fault-engine")
+# The engine's own bridge. With `--bridge none` dockerd deletes the host's docker0 as it starts (moby's
+# removeDefaultBridgeInterface); with the default it would take docker0 over. Its sandboxes use no network.
+ENGINE_BRIDGE = "rlvr-fault0"
+ENGINE_BRIDGE_ADDR = "198.51.100.1/24"  # TEST-NET-2 (RFC 5737): routed nowhere
 SERVING = health_pb2.HealthCheckResponse.SERVING
+
+
+def _link_exists(name: str) -> bool:
+    return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+
+
+HOST_BRIDGE = _link_exists("docker0")  # read when the tests are collected, before any engine of ours ran
 
 
 def _wait_for(cond, timeout: float) -> bool:
@@ -103,8 +116,12 @@ class Engine:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
+        if not _link_exists(ENGINE_BRIDGE):
+            subprocess.run(["ip", "link", "add", ENGINE_BRIDGE, "type", "bridge"], check=True)
+            subprocess.run(["ip", "addr", "add", ENGINE_BRIDGE_ADDR, "dev", ENGINE_BRIDGE], check=True)
+        subprocess.run(["ip", "link", "set", ENGINE_BRIDGE, "up"], check=True)
         cmd = ["dockerd", "--host", self.host, "--data-root", str(ENGINE_DATA), "--exec-root", str(ENGINE_DIR / "exec"),
-               "--pidfile", str(ENGINE_DIR / "dockerd.pid"), "--bridge", "none", "--iptables=false",
+               "--pidfile", str(ENGINE_DIR / "dockerd.pid"), "--bridge", ENGINE_BRIDGE, "--iptables=false",
                "--ip6tables=false", "--ip-masq=false", "--cgroup-parent", "rlvr-fault-engine",
                "--shutdown-timeout", "2"]  # fmt: skip
         log = open(ENGINE_DIR / "dockerd.log", "ab")  # noqa: SIM115 - the child keeps its copy
@@ -136,10 +153,9 @@ class Engine:
 
 @pytest.fixture
 def engine():
-    if not subprocess.run(["which", "dockerd"], capture_output=True).returncode == 0 or os.geteuid() != 0:
-        pytest.skip("restarting an engine needs dockerd and root (as `make setup` runs it here)")
+    if not (shutil.which("dockerd") and shutil.which("ip")) or os.geteuid() != 0:
+        pytest.skip("restarting an engine needs dockerd, iproute2 and root (as `make setup` runs it here)")
     ensure_image()
-    from sandbox.image import image_tag
 
     with open("/tmp/dockerd.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one engine-restarting test at a time on this machine
@@ -150,6 +166,7 @@ def engine():
             yield e
         finally:
             e.stop()
+            subprocess.run(["ip", "link", "delete", ENGINE_BRIDGE], capture_output=True)
 
 
 def _health(target: str) -> int | None:
@@ -158,6 +175,19 @@ def _health(target: str) -> int | None:
             return health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status
     except grpc.RpcError:
         return None
+
+
+def test_the_private_engine_leaves_the_hosts_bridge_alone(engine):
+    """A dockerd started with ``--bridge none`` deletes the host's docker0 as it starts, and with it the default
+    network of the engine everyone else uses ("could not find bridge docker0" for every container on it)."""
+    if not HOST_BRIDGE:
+        pytest.skip("this host had no docker0 bridge to keep")
+    engine.stop()
+    engine.start()
+    assert _link_exists("docker0")
+    r = subprocess.run(["docker", "run", "--rm", "--network", "bridge", "--entrypoint", "true", image_tag()],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
 
 
 def test_the_engine_restarted_under_the_service(engine, tmp_path):
