@@ -197,6 +197,36 @@ def build_offline(tag: str) -> None:
             raise ImageBuildError("tar of the sandbox root filesystem failed")
 
 
+def rootfs_from_image(tag: str) -> None:
+    """Fill var/cache's root file system and package directory from the image itself, when this checkout did
+    not build it (another checkout on this host did, or it was loaded from elsewhere): the bwrap backend binds
+    them, and without them falls back to the host's /usr. Offline, a few seconds: ``docker export``."""
+    root, pylibs = rootfs_cache(), pylibs_cache()
+    if (root / ".complete").exists() and (pylibs / ".complete").exists():
+        return
+    part = Path(str(root) + ".export")
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    cid = subprocess.run(["docker", "create", tag], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        export = subprocess.Popen(["docker", "export", cid], stdout=subprocess.PIPE)
+        run_logged(["tar", "--numeric-owner", "-x", "-C", str(part)], stdin=export.stdout)
+        if export.wait() != 0:
+            raise ImageBuildError(f"docker export of {tag} failed")
+    finally:
+        subprocess.run(["docker", "rm", cid], capture_output=True)
+    if not (pylibs / ".complete").exists():
+        shutil.rmtree(pylibs, ignore_errors=True)
+        shutil.move(str(part / "opt" / "pylibs"), pylibs)
+        (pylibs / ".complete").touch()
+    if (root / ".complete").exists():
+        shutil.rmtree(part)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+        (part / ".complete").touch()
+        part.rename(root)
+
+
 def build_from_registry(tag: str) -> None:
     with tempfile.TemporaryDirectory(prefix="rlvr-image-", dir=CACHE) as tmp:
         ctx = Path(tmp)
@@ -219,6 +249,7 @@ def main() -> int:
         return 0
     CACHE.mkdir(parents=True, exist_ok=True)
     if image_exists(tag) and not args.force:
+        rootfs_from_image(tag)
         print(f"sandbox image {tag} is up to date", file=sys.stderr)
         return 0
     t0 = time.monotonic()

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,22 @@ def test_start_up_says_which_root_filter_and_limits(caplog):
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("bwrap backend: root:"))
     assert "seccomp filter on" in line and "limits: " in line
     assert ("cgroup" in line) if os.geteuid() == 0 else True
+
+
+@pytest.mark.docker
+def test_a_checkout_that_did_not_build_the_image_takes_its_root_from_it(tmp_path, monkeypatch):
+    """`make image` finds the image built (by another checkout, or loaded): the root file system and packages
+    the bwrap backend binds still end up under var/cache, taken from the image, not the host's /usr."""
+    from sandbox import image
+    from sandbox.bwrap import image_rootfs
+    from tests.security.conftest import ensure_image
+
+    ensure_image()
+    monkeypatch.setattr(image, "CACHE", tmp_path)
+    assert image_rootfs() == ("", "")  # an empty var/cache: bwrap would fall back to the host's /usr
+    image.rootfs_from_image(image.image_tag())
+    root, pylibs = image_rootfs()
+    assert (root, pylibs) == (str(image.rootfs_cache()), str(image.pylibs_cache()))
+    assert Path(root, "usr/bin/python3").exists() and Path(pylibs, "sympy").is_dir()
+    assert not Path(root, "usr/bin/bwrap").exists()  # the image's /usr, not the host's
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([Path(root).name, Path(pylibs).name])
