@@ -17,11 +17,8 @@ here and lives with its room (the loop in trainer/train.py, the pipelines in tra
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from trainer import cli
 from trainer.config.commands import EvalArgs, PipelineConfig, R1Config, TaskArgs, WarmStartArgs
-from trainer.config.grpo import GRPOConfig, LoraConfig
+from trainer.config.grpo import GRPOConfig, LoraConfig, load_config
 from trainer.config.sampling import Temperature, TopP
 from trainer.config.sections import EvalSection, RejectionSection, TaskConfig, TinyConfig, WarmStartConfig
 
@@ -42,15 +39,3 @@ __all__ = [
     "WarmStartConfig",
     "load_config",
 ]
-
-
-def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> GRPOConfig:
-    """Read YAML (optional; a pipeline config's ``grpo:`` section is used when present), apply the
-    overrides (``["--beta", "0"]`` or a nested mapping), validate once. Errors (ConfigError) name the
-    field and the file. The parsing is trainer.cli's, shared by every trainer entry point."""
-    raw: dict = {}
-    if path is not None:
-        raw = cli.read_yaml(path)
-        raw = raw["grpo"] if isinstance(raw.get("grpo"), dict) else raw
-    over = overrides if isinstance(overrides, dict) else cli.parse_argv(GRPOConfig, list(overrides or []))[1]
-    return cli.build(GRPOConfig, cli.merge(raw, over), f" in {path}" if path else "")

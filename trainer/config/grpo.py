@@ -4,10 +4,12 @@ section of ``make train``'s config, the ``rl:`` and ``final_rl:`` sections of ``
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainer import cli
 from trainer.config.sampling import TEMPERATURE, TOP_P, Temperature, TopP
 
 
@@ -187,3 +189,15 @@ class GRPOConfig(BaseModel):
     def off_policy(self) -> bool:
         """True when some optimizer step sees a batch sampled by an older policy (needs old log-probs)."""
         return self.mu > 1 or self.minibatches > 1
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> GRPOConfig:
+    """Read YAML (optional; a pipeline config's ``grpo:`` section is used when present), apply the
+    overrides (``["--beta", "0"]`` or a nested mapping), validate once. Errors (ConfigError) name the
+    field and the file. The parsing is trainer.cli's, shared by every trainer entry point."""
+    raw: dict = {}
+    if path is not None:
+        raw = cli.read_yaml(path)
+        raw = raw["grpo"] if isinstance(raw.get("grpo"), dict) else raw
+    over = overrides if isinstance(overrides, dict) else cli.parse_argv(GRPOConfig, list(overrides or []))[1]
+    return cli.build(GRPOConfig, cli.merge(raw, over), f" in {path}" if path else "")
