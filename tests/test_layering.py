@@ -40,19 +40,24 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
+def from_module(node: ast.ImportFrom, path: Path, root: Path) -> str:
+    """The absolute name of the module a `from ... import` in `path` reads (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    here = module_name(path, root).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    return ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+
+
 def imports_of(path: Path, root: Path) -> set[str]:
     """Project modules `path` imports (absolute names; relative imports resolved)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    here = module_name(path, root).split(".")
-    package = here if path.name == "__init__.py" else here[:-1]
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            base = from_module(node, path, root)
             names = [f"{base}.{a.name}" for a in node.names]
         else:
             continue
@@ -202,14 +207,10 @@ def imported_names(root: Path):
             if "_pb2" in path.name:
                 continue
             tree = ast.parse(path.read_text(), filename=str(path))
-            here = module_name(path, root).split(".")
-            package = here if path.name == "__init__.py" else here[:-1]
             bound: dict[str, str] = {}  # local name -> the project module or symbol it denotes
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom):
-                    base = node.module or ""
-                    if node.level:
-                        base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+                    base = from_module(node, path, root)
                     if base.split(".")[0] not in PACKAGES:
                         continue
                     for alias in node.names:
