@@ -78,7 +78,7 @@ def test_infrastructure_failures_are_none_and_logged(verifier_server, broken_ver
     assert out == [None, None, None]
     assert logged[f"{broken_verifier}/outcome/SANDBOX_ERROR"] == 1.0 and sum(logged.values()) == 1.0
     assert len(logged) == len(OUTCOMES)  # every outcome every call, so TRL's per-name averages are not biased
-    assert extra == {f"{broken_verifier}_outcome": ["SANDBOX_ERROR"] * 3}
+    assert extra == {f"{broken_verifier}_outcome": ["SANDBOX_ERROR"] * 3, f"{broken_verifier}_signals": [""] * 3}
     # BAD_REFERENCE (the reference cannot be graded) is not the model's fault either
     results = [VerifyResult(0.0, o) for o in ("BAD_REFERENCE", "INCORRECT", "TIMEOUT", "CORRECT")]
     assert f.rewards(results) == [None, 0.0, 0.0, 0.0]

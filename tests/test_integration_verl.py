@@ -78,7 +78,9 @@ def test_naive_manager_calls_one_row_at_a_time(verifier_server, monkeypatch):
     assert rewards == EXPECTED
     assert extra["outcome"][:4] == ["CORRECT", "INCORRECT", "CORRECT", "NO_ANSWER"]
     assert extra["acc"] == EXPECTED and extra["graded"] == [1.0] * len(ROWS)
-    assert set(extra) == {"score", "acc", "outcome", "graded"} and all(len(v) == len(ROWS) for v in extra.values())
+    assert set(extra) == {"score", "acc", "outcome", "graded", "signals"} and all(
+        len(v) == len(ROWS) for v in extra.values()
+    )
 
 
 def test_batch_manager_gets_the_services_verdicts_in_one_call(verifier_server, client, monkeypatch):
@@ -113,7 +115,7 @@ def test_routes_and_overrides_from_reward_kwargs(verifier_server):
     # verifier= names the verifier for every item, whatever the data source
     one = call_with_kwargs(compute_score, {"verifier": "think_format", "target": verifier_server.target},
                            data_source="anything/else", solution_str="<think>x</think>y", ground_truth=None)  # fmt: skip
-    assert one == {"score": 1.0, "acc": 1.0, "outcome": "CORRECT", "graded": 1.0}
+    assert one == {"score": 1.0, "acc": 1.0, "outcome": "CORRECT", "graded": 1.0, "signals": ""}
 
 
 def test_unknown_source_and_untranslatable_ground_truth_are_clear_errors(verifier_server):
@@ -131,7 +133,7 @@ def test_infrastructure_failure_scores_zero_but_says_so(verifier_server, client,
         far = pb.RemoteVerifier(target=second.target, verifier="math")
         client.register(pb.RegisterVerifierRequest(name="verl_gone", remote=far, replace=True))
     s = compute_score("openai/gsm8k", "#### 1", "1", verifier="verl_gone", target=verifier_server.target)
-    assert s == {"score": 0.0, "acc": 0.0, "outcome": "SANDBOX_ERROR", "graded": 0.0}
+    assert s == {"score": 0.0, "acc": 0.0, "outcome": "SANDBOX_ERROR", "graded": 0.0, "signals": ""}
 
 
 def test_unreachable_target_from_the_environment_is_an_error(monkeypatch):

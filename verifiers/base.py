@@ -42,6 +42,12 @@ class Verdict:
     cached: bool = False
     cases: list[CaseVerdict] = field(default_factory=list)  # code: one verdict per test case, in order
     steps: list[Step] = field(default_factory=list)  # process supervision: per-step rewards, in order
+    signals: list[str] = field(default_factory=list)  # exploit signals (what the completion tried), sorted
+
+    def signal(self, *names: str) -> Verdict:
+        """Add exploit signals (each once, kept sorted); returns the verdict for chaining."""
+        self.signals = sorted({*self.signals, *names})
+        return self
 
     @classmethod
     def correct(cls, detail: str = "", reward: float = 1.0) -> Verdict:

@@ -68,6 +68,7 @@ class VerifyResult:
     cached: bool = False
     cases: list[dict] = field(default_factory=list)  # code: per test case {"status", "detail", "elapsed_s"}
     steps: list[dict] = field(default_factory=list)  # process supervision: {"reward", "start", "end"} per step
+    signals: list[str] = field(default_factory=list)  # exploit signals: what the completion tried (sorted names)
 
     @classmethod
     def from_proto(cls, r: pb.VerifyResponse) -> VerifyResult:
@@ -88,6 +89,7 @@ class VerifyResult:
                 for c in r.cases
             ],  # fmt: skip
             steps=[{"reward": s.reward, "start": s.start, "end": s.end} for s in r.steps],
+            signals=list(r.signals),
         )
 
 

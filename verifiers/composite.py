@@ -61,7 +61,8 @@ class Composite:
         detail = "; ".join(
             f"{p.verifier}={v.reward:g} ({v.outcome.value})" for p, v in zip(self.parts, verdicts, strict=True)
         )
-        return Verdict(reward, main.outcome, detail, components)
+        signals = sorted({s for v in verdicts for s in v.signals})  # what the completion tried, whichever part saw it
+        return Verdict(reward, main.outcome, detail, components, signals=signals)
 
 
 def r1() -> Composite:

@@ -121,4 +121,4 @@ class RemoteVerifier:
             steps = check_steps([Step(s.reward, s.start, s.end) for s in r.steps], req.completion, "remote steps")
         except BadSteps as e:
             return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} ({self.remote_name}): {e}")
-        return Verdict(r.reward, outcome, r.detail, dict(r.components), steps=steps)
+        return Verdict(r.reward, outcome, r.detail, dict(r.components), steps=steps, signals=sorted(set(r.signals)))

@@ -69,6 +69,7 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
             pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s) for c in v.cases
         ],  # fmt: skip
         steps=[pb.StepReward(reward=s.reward, start=s.start, end=s.end) for s in v.steps],
+        signals=v.signals,
     )
 
 

@@ -80,6 +80,7 @@ def reward_response(verdicts: list) -> dict:
     rewards = [float(v.reward) for v in verdicts]
     logs = {o.value.lower(): [float(v.outcome is o) for v in verdicts] for o in Outcome}
     logs["elapsed_s"] = [float(v.elapsed_s) for v in verdicts]
+    logs["signalled"] = [float(bool(v.signals)) for v in verdicts]  # any exploit signal (docs/verifiers.md)
     return {"rewards": rewards, "scores": rewards, "extra_logs": logs}
 
 

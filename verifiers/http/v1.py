@@ -149,6 +149,7 @@ def verdict_dict(v: Verdict, req_id: str) -> dict:
         "cases": [{"status": statuses[c.status], "detail": c.detail, "elapsedS": _double(c.elapsed_s)} for c in v.cases]
         if v.cases
         else [],
+        "signals": list(v.signals),
     }
 
 

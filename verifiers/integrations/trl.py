@@ -159,6 +159,7 @@ class RewardFunction:
                 log_metric(f"{self.__name__}/outcome/{outcome}", counts[outcome] / len(results))
         if callable(log_extra):
             log_extra(f"{self.__name__}_outcome", outcomes)
+            log_extra(f"{self.__name__}_signals", [",".join(r.signals) for r in results])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.verifier!r}, target={self.target!r}, answer_column={self.answer_column!r})"

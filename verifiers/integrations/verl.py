@@ -194,6 +194,7 @@ def as_score(r: VerifyResult) -> dict[str, Any]:
         "acc": 1.0 if r.outcome == Outcome.CORRECT else 0.0,
         "outcome": r.outcome,
         "graded": 1.0 if graded else 0.0,
+        "signals": ",".join(r.signals),  # exploit signals (docs/verifiers.md): kept in verl's dumps
     }
 
 

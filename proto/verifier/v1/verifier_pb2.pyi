@@ -90,7 +90,7 @@ class CaseVerdict(_message.Message):
     def __init__(self, status: _Optional[_Union[CaseVerdict.Status, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ...) -> None: ...
 
 class VerifyResponse(_message.Message):
-    __slots__ = ("reward", "outcome", "detail", "elapsed_s", "id", "components", "cached", "steps", "cases")
+    __slots__ = ("reward", "outcome", "detail", "elapsed_s", "id", "components", "cached", "steps", "cases", "signals")
     class ComponentsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +107,7 @@ class VerifyResponse(_message.Message):
     CACHED_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     CASES_FIELD_NUMBER: _ClassVar[int]
+    SIGNALS_FIELD_NUMBER: _ClassVar[int]
     reward: float
     outcome: Outcome
     detail: str
@@ -116,7 +117,8 @@ class VerifyResponse(_message.Message):
     cached: bool
     steps: _containers.RepeatedCompositeFieldContainer[StepReward]
     cases: _containers.RepeatedCompositeFieldContainer[CaseVerdict]
-    def __init__(self, reward: _Optional[float] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ..., id: _Optional[str] = ..., components: _Optional[_Mapping[str, float]] = ..., cached: _Optional[bool] = ..., steps: _Optional[_Iterable[_Union[StepReward, _Mapping]]] = ..., cases: _Optional[_Iterable[_Union[CaseVerdict, _Mapping]]] = ...) -> None: ...
+    signals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, reward: _Optional[float] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., detail: _Optional[str] = ..., elapsed_s: _Optional[float] = ..., id: _Optional[str] = ..., components: _Optional[_Mapping[str, float]] = ..., cached: _Optional[bool] = ..., steps: _Optional[_Iterable[_Union[StepReward, _Mapping]]] = ..., cases: _Optional[_Iterable[_Union[CaseVerdict, _Mapping]]] = ..., signals: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class VerifyBatchRequest(_message.Message):
     __slots__ = ("items",)
