@@ -244,11 +244,11 @@ def private_imports(root: Path) -> list[str]:
 # and kinds.py, their table); the service behind both fronts; the fronts (gRPC server, HTTP, launch). The client
 # side (client, cli, integrations) stands apart: it takes only the shapes, so a trainer never loads the service.
 VERIFIER_SHAPES = {"verifiers", "verifiers.request", "verifiers.outcome", "verifiers.base", "verifiers.errors",
-                   "verifiers.limits"}  # fmt: skip
+                   "verifiers.limits", "verifiers.signals", "verifiers.answer"}  # fmt: skip
 VERIFIER_KINDS = ("verifiers.kinds", "verifiers.format", "verifiers.steps", "verifiers.consistency",
                   "verifiers.composite", "verifiers.python_verifier", "verifiers.remote", "verifiers.reward_model",
                   "verifiers.math", "verifiers.code")  # fmt: skip
-VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.integrations")
+VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.integrations", "verifiers.canaries")
 
 
 def verifier_floor(module: str) -> int | str:
