@@ -140,6 +140,37 @@ def test_java_class_named_after_public_class(service):
     assert v.outcome == "CORRECT", v.detail
 
 
+JAVA_SUM = "Scanner s=new Scanner(System.in);System.out.println(s.nextLong()+s.nextLong());"
+JAVA_SHAPES = {
+    # no public class, and the class is not Main (issue 36)
+    "package-private": "import java.util.*;\nclass Solution{public static void main(String[] x){" + JAVA_SUM + "}}\n",
+    # a public helper class first, main in another top-level class
+    "main elsewhere": "import java.util.*;\npublic class Helper{static long id(long v){return v;}}\n"
+    "class Runner{public static void main(String[] x){" + JAVA_SUM + "}}\n",
+    # a public class named in a comment and in a string: neither names the file
+    "commented": "import java.util.*;\n// public class Old { }\n/* public class Older */\n"
+    'public class Main{static String s = "public class Fake {";public static void main(String[] x){'
+    + JAVA_SUM
+    + "}}\n",
+}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("shape", sorted(JAVA_SHAPES))
+def test_java_runs_the_class_that_declares_main(service, shape):
+    v = grade(service, "java", JAVA_SHAPES[shape])
+    assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
+
+
+@pytest.mark.docker
+def test_java_runs_with_assertions_enabled(service):
+    """SandboxFusion runs ``java -ea``: a failing ``assert`` is a runtime error, not a pass."""
+    src = "public class Main{public static void main(String[] x){assert 1 + 1 == 3 : \"boom-assert\";" \
+          'System.out.println("3");}}\n'  # fmt: skip
+    v = grade(service, "java", src)
+    assert v.outcome == "RUNTIME_ERROR" and "AssertionError" in v.detail, v.detail
+
+
 @pytest.mark.docker
 def test_compile_timeout_is_a_compile_error(service):
     slow = "#include <bits/stdc++.h>\nint main(){ std::cout << 1; }\n"  # parsing the header alone takes ~1 s

@@ -114,6 +114,22 @@ def test_an_endless_loop_is_a_time_limit(http, language):
     assert verl_result(body, "") == -3
 
 
+JAVA_SOLUTION = ("import java.util.*;\n// public class Commented { }\nclass Solution{public static void main(String[] x){"
+                 "Scanner s=new Scanner(System.in);System.out.println(s.nextLong()+s.nextLong());}}\n")  # fmt: skip
+
+
+def test_java_without_a_public_main_class_runs(http):
+    """A package-private class not named Main, a ``public class`` in a comment (issue 36)."""
+    body = run(http, "java", JAVA_SOLUTION, stdin="20 22\n")
+    assert body["status"] == "Success" and verl_result(body, "42\n") is True, body
+
+
+def test_java_asserts_are_enabled_as_in_sandboxfusion(http):
+    body = run(http, "java", 'public class Main{public static void main(String[] x){assert false : "ea-on";}}\n')
+    assert body["status"] == "Failed" and "ea-on" in body["run_result"]["stderr"], body
+    assert verl_result(body, "") == -2
+
+
 def test_files_reach_a_compiled_program(http):
     code = '#include <stdio.h>\nint main(){char b[64]={0};FILE*f=fopen("data/in.txt","r");fread(b,1,63,f);puts(b);}\n'
     body = run(http, "c", code, files={"data/in.txt": base64.b64encode(b"hello").decode(), "skip.txt": None})

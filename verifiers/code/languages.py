@@ -14,7 +14,7 @@ language    compile (Debian bookworm)                 run          address space
 =========== ========================================= ============ ===============================
 c           gcc 12 ``-O2 -std=gnu17 -lm``             ``./main``   4096 / 1024 MiB
 cpp         g++ 12 ``-O2 -std=c++17``                 ``./main``   4096 / 1024 MiB
-java        javac 17 (class from ``public class X``)  ``java X``   4096 / 2048 MiB (heap 512 MiB)
+java        javac 17 (run with ``-ea``: asserts on)   ``java X``   4096 / 2048 MiB (heap 512 MiB)
 javascript  — (syntax errors are runtime errors)      node 18      — / 2048 MiB
 go          go 1.19 ``go build`` (GOPATH mode)         ``./main``   4096 / 1024 MiB
 rust        rustc 1.63 ``-O --edition 2021``          ``./main``   4096 / 1024 MiB
@@ -34,8 +34,9 @@ processes, 16 MiB files, no network, the unprivileged user: the same limits as a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from verifiers.code.java_source import java_entry
 
 LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash")
 ALIASES = {
@@ -57,8 +58,6 @@ COMPILE_TIMEOUT_S = 30.0
 COMPILE_AS_MB = 4096
 COMPILE_NPROC = 256
 RUN_NPROC = 64
-_JAVA_CLASS = re.compile(r"public\s+(?:final\s+)?class\s+([A-Za-z_$][A-Za-z0-9_$]*)")
-_JAVA_PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_][\w.]*)\s*;", re.MULTILINE)
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
 # main.ts -> main.js with the image's TypeScript module (node-typescript): types stripped, syntax errors
 # reported as the compiler's (file(line,col): error TSnnnn: ...), exit 1.
@@ -112,7 +111,7 @@ _TABLE = {
             *(f"-J{f}" for f in _JVM),
             "Main.java",
         ],
-        ["java", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", ".", "Main"],
+        ["java", "-ea", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", ".", "Main"],
         run_as_mb=2048,
     ),
     "javascript": Language(
@@ -141,29 +140,21 @@ def language(name: str) -> Language:
 
 
 def for_source(lang: Language, code: str) -> Language:
-    """Java: the file and class are named after the source's ``public class`` (``Main`` if none); a
-    ``package`` declaration is compiled with ``-d .`` and run by its qualified name."""
+    """Java: the file is named after the source's public top-level class and the class run is the one
+    declaring ``main`` (verifiers/code/java_source.py; ``Main`` if neither); a ``package`` declaration is
+    compiled with ``-d .`` and run by its qualified name."""
     if lang.name != "java":
         return lang
-    m = _JAVA_CLASS.search(code)
-    cls = m.group(1) if m else "Main"
-    pkg = _JAVA_PACKAGE.search(code)
-    if cls == "Main" and not pkg:
+    entry = java_entry(code)
+    if entry == ("Main", "Main", ""):
         return lang
-    run_name = f"{pkg.group(1)}.{cls}" if pkg else cls
-    swap = {"Main.java": f"{cls}.java", "Main": run_name}
-    compile_argv = [swap.get(a, a) for a in lang.compile or []]
-    if pkg:
+    run_name = f"{entry.package}.{entry.main_class}" if entry.package else entry.main_class
+    source = f"{entry.file_class}.java"
+    compile_argv = [source if a == "Main.java" else a for a in lang.compile or []]
+    if entry.package:
         compile_argv[1:1] = ["-d", "."]
-    return Language(
-        lang.name,
-        lang.tags,
-        f"{cls}.java",
-        compile_argv,
-        [swap.get(a, a) for a in lang.run],
-        lang.run_as_mb,
-        lang.env,
-    )
+    run_argv = [run_name if a == "Main" else a for a in lang.run]
+    return Language(lang.name, lang.tags, source, compile_argv, run_argv, lang.run_as_mb, lang.env)
 
 
 def tags(name: str) -> tuple[str, ...]:
