@@ -10,6 +10,7 @@ Adding a kind is a module with its verifier plus one ``Kind(...)`` line in ``KIN
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import math
@@ -67,6 +68,51 @@ def parts(spec: dict) -> list[Part]:
         opts = c.get("options") or {}
         out.append(Part(name, float(weight), {str(k): str(v) for k, v in opts.items()}))
     return out
+
+
+# options every verifier accepts, whatever its kind (applied by the service core, verifiers/service/core.py)
+COMMON_OPTIONS = {
+    "enforce_signals": "a comma list of exploit signal names (verifiers/signals.py), or all: a paid verdict "
+    "carrying one becomes INCORRECT with reward 0",
+}
+
+
+def known_options(v: Verifier, lookup: Callable[[str], Verifier]) -> set[str] | None:
+    """The option keys ``v`` reads, COMMON_OPTIONS included; None where any key is accepted: a python
+    verifier's options are free-form (its ``verify`` gets them all), a remote one's are checked by the
+    server it points at. A composite knows the union of its parts' keys (``lookup`` resolves a part)."""
+    if isinstance(v, Composite):
+        keys: set[str] = set(COMMON_OPTIONS)
+        for p in v.parts:
+            part = known_options(lookup(p.verifier), lookup)
+            if part is None:
+                return None
+            keys |= part
+        return keys
+    if v.kind in ("python", "remote"):
+        return None
+    return set(getattr(type(v), "options", {})) | set(COMMON_OPTIONS)  # a reward model declares none
+
+
+def check_options(v: Verifier, options: Mapping[str, str], lookup: Callable[[str], Verifier], where: str = "") -> None:
+    """BadRequest naming each option key ``v`` does not know (a typo such as ``fallbak`` would otherwise be
+    ignored: the default applies and rewards go silently wrong), the keys it knows and the nearest one."""
+    known = known_options(v, lookup)
+    unknown = [] if known is None else sorted(set(options) - known)
+    if not unknown:
+        return
+    near = [m for k in unknown for m in difflib.get_close_matches(k, known, 1)]
+    hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
+    raise BadRequest(f"{where or v.name}: unknown option{'s' if len(unknown) > 1 else ''} "
+                     f"{', '.join(map(repr, unknown))}{hint}; {v.name} knows: {', '.join(sorted(known))}")  # fmt: skip
+
+
+def _check_composite(service: VerifierService, name: str, v: Any, deadline: Deadline) -> None:
+    """Its components exist and make no cycle; each component's stored options are ones that part knows."""
+    service.registry.check_components(name, v.parts)
+    for i, p in enumerate(v.parts):
+        check_options(service.registry.get(p.verifier), p.options, service.registry.get,
+                      f"composite.components[{i}] ({p.verifier}).options")  # fmt: skip
 
 
 def _build_python(name: str, description: str, spec: dict, version: int) -> Verifier:
@@ -128,7 +174,7 @@ KINDS: dict[str, Kind] = {
              lambda s: pb.CompositeVerifier(components=[pb.Component(**c) for c in s["components"]]),
              lambda m: {"components": [{"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)}
                                        for c in m.components]},
-             lambda service, name, v, deadline: service.registry.check_components(name, v.parts),
+             _check_composite,
              lambda registry, name, spec: registry.check_components(name, parts(spec))),
         Kind("reward_model", _build_reward_model, lambda s: pb.RewardModelVerifier(**s),
              lambda m: {"path": m.path, "mapping": m.mapping or "sigmoid", "low": m.low, "high": m.high,

@@ -9,7 +9,7 @@ logged per sample, so each is a list aligned with the queries.
 
 Here the response is the query with its prompt prefix removed (``split_completion``), the label is
 the reference, and the verifier is the query parameter ``verifier`` (default: the server's
-``--reward-verifier``). The whole request is one ``VerifierService.verify_batch`` call. The body is read
+``--reward-verifier``); every other query parameter is one of its options (``&fallback=last_number``). The whole request is one ``VerifierService.verify_batch`` call. The body is read
 as JSON whatever its Content-Type (OpenRLHF sends ``application/json``; ``curl -d`` sends a form type,
 none at all is common), as the ``/v1`` routes read theirs. OpenRLHF has no
 "cannot grade" value, so an infrastructure failure scores 0 and is flagged in ``extra_logs.sandbox_error``.
@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from verifiers.base import ServiceError
 from verifiers.http.common import HttpError, run_blocking
-from verifiers.outcome import Outcome
+from verifiers.outcome import OUTCOMES
 from verifiers.request import Request as VerifyRequest
 
 openrlhf_router = APIRouter(tags=["openrlhf"])
@@ -62,7 +62,7 @@ def split_completion(query: str, prompt: str) -> str:
     return query[at + len(prompt) :] if at >= 0 else query
 
 
-def build_requests(body: RewardRequest, verifier: str) -> list[VerifyRequest]:
+def build_requests(body: RewardRequest, verifier: str, options: dict[str, str] | None = None) -> list[VerifyRequest]:
     n = len(body.query)
     for name in ("prompts", "labels"):
         got = getattr(body, name)
@@ -71,14 +71,14 @@ def build_requests(body: RewardRequest, verifier: str) -> list[VerifyRequest]:
     prompts = body.prompts or [""] * n
     labels = ["" if x is None else str(x) for x in (body.labels or [None] * n)]
     return [
-        VerifyRequest(verifier, split_completion(q, p), ref, p, id=str(i))
+        VerifyRequest(verifier, split_completion(q, p), ref, p, options or {}, id=str(i))
         for i, (q, p, ref) in enumerate(zip(body.query, prompts, labels, strict=True))
     ]
 
 
 def reward_response(verdicts: list) -> dict:
     rewards = [float(v.reward) for v in verdicts]
-    logs = {o.value.lower(): [float(v.outcome is o) for v in verdicts] for o in Outcome}
+    logs = {o.value.lower(): [float(v.outcome is o) for v in verdicts] for o in OUTCOMES}
     logs["elapsed_s"] = [float(v.elapsed_s) for v in verdicts]
     logs["signalled"] = [float(bool(v.signals)) for v in verdicts]  # any exploit signal (docs/verifiers.md)
     return {"rewards": rewards, "scores": rewards, "extra_logs": logs}
@@ -111,7 +111,10 @@ async def get_reward(
     if not name:
         raise HttpError("INVALID_ARGUMENT", "no verifier named: add ?verifier=NAME to the URL "
                                             "(GET /v1/verifiers lists them) or start the server with --reward-verifier")  # fmt: skip
-    reqs = build_requests(body, name)
+    # every other query parameter is an option of the verifier (?verifier=math&fallback=last_number): the
+    # service refuses a key the verifier does not know, as it does on /v1/verify
+    options = {k: v for k, v in request.query_params.items() if k != "verifier"}
+    reqs = build_requests(body, name, options)
     if not reqs:
         return {"rewards": [], "scores": [], "extra_logs": {}}
     try:

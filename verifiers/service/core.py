@@ -16,7 +16,7 @@ from sandbox.pool import SandboxPool
 from verifiers import kinds
 from verifiers.base import BadRequest, Context, ServiceError, Verdict, Verifier
 from verifiers.composite import Composite
-from verifiers.kinds import NAME_RE, check_name
+from verifiers.kinds import NAME_RE, check_name, check_options
 from verifiers.limits import ServiceLimits
 from verifiers.outcome import Outcome
 from verifiers.request import Request
@@ -26,6 +26,7 @@ from verifiers.service.callers import CALLER
 from verifiers.service.fair import FairGate, GateSaturated
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
+from verifiers.signals import parse_enforced
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,8 @@ class VerifierService:
         # sandbox slots handed out round-robin between callers (verifiers/service/fair.py), not first come first served
         cfg = getattr(pool, "cfg", None)
         self.gate = None if pool is None else FairGate(pool.size, getattr(cfg, "max_waiters", 4096),
-                                                       lambda s: self.metrics.observe_queue_wait("sandbox_job", s))  # fmt: skip
+                                                       lambda s: self.metrics.observe_queue_wait("sandbox_job", s),
+                                                       burst=getattr(pool, "burst", 0))  # fmt: skip
         if self.gate is not None:
             self.metrics.watch_queue("sandbox_job", self.gate.depth)
         self._sandboxed: set[str] = set()  # verifiers seen running sandbox jobs (e.g. through a sub-request)
@@ -94,7 +96,8 @@ class VerifierService:
             wait_s = job.deadline.reserve(getattr(cfg, "grace_s", 0.0)).remaining()
         t0 = time.monotonic()
         try:
-            if not self.gate.acquire(CALLER.get(), wait_s):
+            grant = self.gate.acquire(CALLER.get(), wait_s)  # a Grant, released below (fair.py)
+            if not grant:
                 return Result(sandbox_error=f"no sandbox became free within {wait_s:.1f} s (pool size {self.pool.size}, "
                               f"{self.gate.depth()} jobs waiting): the pool is saturated; retry later, or wait longer "
                               "(the server's --max-queue-s) or raise --pool-size", id=job.id)  # fmt: skip
@@ -109,7 +112,7 @@ class VerifierService:
         except SandboxError as e:
             return Result(sandbox_error=str(e), id=job.id)
         finally:
-            self.gate.release()
+            self.gate.release(grant)
 
     # -- grading --------------------------------------------------------------------------------------
     def validate(self, req: Request) -> None:
@@ -126,16 +129,17 @@ class VerifierService:
             raise BadRequest(f"field 'completion' is {len(req.completion)} characters, over the server's limit of "
                              f"{self.limits.max_completion_chars} (--max-completion-chars)")  # fmt: skip
 
-    def verify(self, req: Request, deadline: Deadline | None = None, *, caller: str | None = None) -> Verdict:
+    def verify(self, req: Request, deadline: Deadline | None = None, *, caller: str | None = None,
+               part: bool = False) -> Verdict:  # fmt: skip
         """Grade one request by ``deadline`` (the caller's, e.g. its gRPC deadline), else by its grading
         budget (``timeout_s``, else the verifier's default) from now: that one deadline is the request's
         from here down to the worker; the budget also bounds the time its programs get (a job's
-        ``timeout_s``). ``caller`` (default: ``callers.CALLER``) scopes the cache. Raises ServiceError
-        for bad requests."""
+        ``timeout_s``). ``caller`` (default: ``callers.CALLER``) scopes the cache; ``part``: a sub-request a verifier made
+        (its option keys are not checked again). Raises ServiceError for bad requests."""
         caller = CALLER.get() if caller is None else caller
         token, via = CALLER.set(caller), VIA.set((*VIA.get(), req.verifier))
         try:
-            verdict = self._verify(req, deadline, caller)
+            verdict = self._verify(req, deadline, caller, part)
         except ServiceError as e:
             self.metrics.observe_error(e.status)
             raise
@@ -145,9 +149,22 @@ class VerifierService:
         self.metrics.observe_verdict(req.verifier, verdict.outcome.value, verdict.elapsed_s)
         return verdict
 
-    def _verify(self, req: Request, deadline: Deadline | None, caller: str) -> Verdict:
+    def check_request(self, req: Request) -> Verifier:
+        """A caller's request checked before grading (its fields, its option keys against what the verifier
+        knows, ``enforce_signals``); returns the verifier. A composite's sub-requests are not re-checked:
+        they carry the caller's options, which the composite checked against the union of its parts'."""
         self.validate(req)
         verifier = self.registry.get(req.verifier)
+        check_options(verifier, req.options, self.registry.get)
+        enforced_signals(req)
+        return verifier
+
+    def _verify(self, req: Request, deadline: Deadline | None, caller: str, part: bool) -> Verdict:
+        if not part:  # the caller's own request, not a sub-request a verifier made (a composite's part)
+            verifier = self.check_request(req)
+        else:
+            self.validate(req)
+            verifier = self.registry.get(req.verifier)
         t0 = time.monotonic()
         version = self.registry.cache_version(verifier)
         key = None if version is None else self.cache.key(req, version, caller)
@@ -162,7 +179,7 @@ class VerifierService:
             run_job=self.run_job,
             lookup=self.registry.get,
             deadline=deadline,
-            verify=lambda sub: self.verify(sub, deadline, caller=caller),  # spends from the same deadline
+            verify=lambda sub: self.verify(sub, deadline, caller=caller, part=True),  # spends from the same deadline
             parallelism=self.parallelism,
         )
         try:
@@ -173,6 +190,7 @@ class VerifierService:
             log.exception("verifier %s failed", req.verifier)
             verdict = Verdict.of(Outcome.SANDBOX_ERROR, f"verifier {req.verifier} failed: {type(e).__name__}: {e}")
         verdict.reward = min(1.0, max(0.0, float(verdict.reward)))
+        enforce(verdict, enforced_signals(req))
         cut_details(verdict, self.bounds.max_detail_chars)
         verdict.elapsed_s = time.monotonic() - t0
         # a TIMEOUT under a caller's deadline shorter than the budget says nothing about the next call's
@@ -191,7 +209,7 @@ class VerifierService:
                              "(--max-batch); split it")  # fmt: skip
         for i, r in enumerate(reqs):  # a malformed item fails the call up front, naming the item
             try:
-                self.validate(r)
+                self.check_request(r)
                 check = getattr(self.registry.get(r.verifier), "check", None)  # a verifier's own request checks
                 if check is not None:
                     check(r)
@@ -225,6 +243,26 @@ class VerifierService:
 
     def unregister(self, name: str) -> None:
         self.registry.remove(name)
+
+
+def enforced_signals(req: Request) -> set[str]:
+    """The exploit signals the request's ``enforce_signals`` option names; BadRequest for an unknown name."""
+    raw = req.options.get("enforce_signals", "")
+    if not raw:
+        return set()
+    try:
+        return parse_enforced(raw)
+    except ValueError as e:
+        raise BadRequest(f"{req.verifier}: options['enforce_signals']: {e} (or 'all')") from None
+
+
+def enforce(v: Verdict, enforced: set[str]) -> None:
+    """A paid verdict carrying an enforced signal becomes INCORRECT with reward 0, its detail naming the signal."""
+    hit = sorted(enforced.intersection(v.signals))
+    if hit and v.reward > 0:
+        v.detail = (f"exploit signal {', '.join(hit)} enforced (option enforce_signals): reward {v.reward:g} "
+                    f"({v.outcome.value}) withheld; {v.detail}")  # fmt: skip
+        v.reward, v.outcome = 0.0, Outcome.INCORRECT
 
 
 def cut(text: str, limit: int) -> str:
