@@ -14,8 +14,11 @@ import json
 import pytest
 
 from tests.data.code_battery import (
+    BUILTIN_NAMED_FAMILY,
     CALLABLE_FAMILY,
+    CHECK_FAMILY,
     CHECKER_FAMILY,
+    CONTROL_FAMILY,
     EXIT_FAMILY,
     FRAME_FAMILY,
     OK,
@@ -29,6 +32,19 @@ def _grade(svc, family):
     reqs = [Request("code", f"```python\n{prog}```", tests, options=dict(opts), timeout_s=8)
             for _, prog, tests, opts, _, _ in family]  # fmt: skip
     got = svc.verify_batch(reqs)
+    wrong = [
+        f"{cid}: got {v.outcome} (reward {v.reward}), want {want}: {why} | {v.detail[:200]}"
+        for (cid, _, _, _, want, why), v in zip(family, got, strict=True)
+        if v.outcome != want or v.reward != (1.0 if want == OK else 0.0)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def _grade_remote(client, family):
+    """The same as ``_grade``, through the real gRPC service (tests/conftest.py's ``client``)."""
+    items = [{"verifier": "code", "completion": f"```python\n{prog}```", "reference": tests, "options": dict(opts),
+              "timeout_s": 8} for _, prog, tests, opts, _, _ in family]  # fmt: skip
+    got = client.verify_batch(items)
     wrong = [
         f"{cid}: got {v.outcome} (reward {v.reward}), want {want}: {why} | {v.detail[:200]}"
         for (cid, _, _, _, want, why), v in zip(family, got, strict=True)
@@ -76,6 +92,28 @@ def test_exiting_before_the_tests_finish(service):
 @pytest.mark.docker
 def test_plain_data_both_ways(service):
     _grade(service, VALUES_FAMILY)
+
+
+# -- issue 36: the harness never infers the tests' structure from text ----------------------------------------
+@pytest.mark.docker
+def test_check_runs_whatever_text_mentions_check(client):
+    """A helper ``is_valid_check(``, an assert message, a comment or a string holding ``check(`` made the old
+    harness believe the tests call ``check`` themselves, so it never ran and an empty body was paid."""
+    _grade_remote(client, CHECK_FAMILY)
+
+
+@pytest.mark.docker
+def test_exceptions_from_the_candidate_are_failed_calls_never_control_flow(client):
+    """StopIteration raised by the candidate used to reach the tests as StopIteration and end the ``map``
+    inside ``all(...)`` quietly: every assert passed."""
+    _grade_remote(client, CONTROL_FAMILY)
+
+
+@pytest.mark.docker
+def test_a_function_under_test_named_like_a_builtin_is_the_candidates(client):
+    """MBPP's ``pow``/``max`` tasks: the tests' name is the candidate's function (``x = 0`` is not paid), while
+    a candidate shadowing a builtin the tests use as a helper still changes nothing."""
+    _grade_remote(client, BUILTIN_NAMED_FAMILY)
 
 
 @pytest.mark.docker

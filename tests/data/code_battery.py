@@ -518,3 +518,153 @@ CHECKER_FAMILY = [
         "the checker fails on the expected output too: the reference's fault, masked",
     ),
 ]
+
+
+# -- issue 36: the harness knows the tests' structure from their parsed source, never from substrings ---------
+EMPTY_ADD = "def add(a, b):\n    pass\n"
+CHECK_FAMILY = [
+    (f"{cid}-{which}", body, tests, opts, OK if body is ADD_OK and want == BAD else want, why)
+    for cid, tests, opts, want, why in [
+        (
+            "helper-named-check",
+            "def is_valid_check(x):\n    return x is not None\n" + ADD,
+            EP,
+            BAD,
+            "a helper whose name ends in check( made the harness think the tests call check",
+        ),
+        (
+            "assert-message",
+            ADD.replace("== 0\n", "== 0, 'check(candidate) failed'\n"),
+            EP,
+            BAD,
+            "check( inside an assert message",
+        ),
+        ("comment", "# the harness runs check(candidate)\n" + ADD, EP, BAD, "check( inside a comment"),
+        ("string", ADD + "NOTE = 'see check(add)'\n", EP, BAD, "check( inside a string"),
+        (
+            "main-guard",
+            ADD + "if __name__ == '__main__':\n    check(add)\n",
+            EP,
+            BAD,
+            "a call to check the tests never reach (their __name__ is not __main__)",
+        ),
+        ("top-level-call", ADD + "check(add)\n", {}, BAD, "the tests call check themselves, no entry point"),
+        ("explicit-and-entry", ADD + "check(add)\n", EP, BAD, "both: check runs (once or twice, never zero times)"),
+        (
+            "never-called-no-entry",
+            ADD,
+            {},
+            "BAD_REFERENCE",
+            "check is defined, never called, and nothing names the function under test: the reference is incomplete",
+        ),
+    ]
+    for which, body in (("empty", EMPTY_ADD), ("correct", ADD_OK))
+]
+
+ADD_CASES = "[((1, 2), 3), ((-1, 1), 0), ((5, 5), 10)]"
+MAP_TESTS = {
+    "all-map": f"def check(candidate):\n    assert all(map(lambda c: candidate(*c[0]) == c[1], {ADD_CASES}))\n",
+    "not-any-map": f"def check(candidate):\n    assert not any(map(lambda c: candidate(*c[0]) != c[1], {ADD_CASES}))\n",
+    "all-zip": "def check(candidate):\n    xs = [(1, 2), (-1, 1)]\n"
+    "    assert all(map(lambda a, b: candidate(*a) == b, xs, [3, 0]))\n",
+    "for-next": "def check(candidate):\n    it = iter([(1, 2, 3)])\n    a, b, c = next(it)\n"
+    "    assert candidate(a, b) == c\n",
+}
+RAISES = {
+    "stopiteration": "raise StopIteration",
+    "stopiteration-subclass": "class Stop(StopIteration):\n    pass\ndef _s():\n    raise Stop()\n",
+    "stopasynciteration": "raise StopAsyncIteration",
+    "generatorexit": "raise GeneratorExit",
+    "keyboardinterrupt": "raise KeyboardInterrupt",
+    "baseexception-subclass": "class B(BaseException):\n    pass\ndef _s():\n    raise B()\n",
+}
+
+
+def _raiser(stmt: str) -> str:
+    if stmt.startswith("class"):
+        return stmt + "def add(a, b):\n    _s()\n"
+    return f"def add(a, b):\n    {stmt}\n"
+
+
+CONTROL_FAMILY = [
+    (
+        f"{exc}-in-{tid}",
+        _raiser(stmt),
+        tests,
+        EP,
+        ERR,
+        f"{exc} from the candidate is a failed call, not the end of a loop",
+    )
+    for tid, tests in MAP_TESTS.items()
+    for exc, stmt in RAISES.items()
+] + [(f"correct-{tid}", ADD_OK, tests, EP, OK, "the loop form itself is fine") for tid, tests in MAP_TESTS.items()]
+
+POW_LIST = json.dumps(["assert pow(2, 3) == 8", "assert pow(3, 2) == 9"])
+MAX_SCRIPT = "assert max([1, 3]) == 3\nassert max([2, 0]) == 2\n"
+ALL_POW = "assert all(pow(a, b) == c for a, b, c in [(2, 3, 8), (3, 2, 9)])\n"
+BUILTIN_NAMED_FAMILY = [
+    ("pow-list-nothing", "x = 0\n", POW_LIST, {}, ERR, "MBPP's pow task: the tests' pow is the candidate's"),
+    ("pow-list-wrong", "def pow(a, b):\n    return 0\n", POW_LIST, {}, BAD, "a wrong pow is wrong"),
+    ("pow-list-correct", "def pow(a, b):\n    return a ** b\n", POW_LIST, {}, OK, "a right pow is right"),
+    ("max-script-nothing", "x = 0\n", MAX_SCRIPT, {}, ERR, "a script of asserts on a builtin-named function"),
+    (
+        "max-script-correct",
+        "def max(xs):\n    m = xs[0]\n    for x in xs:\n        m = x if x > m else m\n    return m\n",
+        MAX_SCRIPT,
+        {},
+        OK,
+        "the candidate's own max",
+    ),
+    ("pow-inside-all", "x = 0\n", ALL_POW, {}, ERR, "all() is the helper, pow the function under test"),
+    ("pow-inside-all-correct", "def pow(a, b):\n    return a ** b\n", ALL_POW, {}, OK, "the helper stays a builtin"),
+    ("pow-entry-point", "x = 0\n", "assert pow(2, 3) == 8\n", {"entry_point": "pow"}, ERR, "the entry point names it"),
+    (
+        "check-pow",
+        "x = 0\n",
+        "def check(candidate):\n    assert candidate(2, 3) == 8\ncheck(pow)\n",
+        {},
+        ERR,
+        "the tests pass pow to their own check",
+    ),
+    (
+        "check-pow-correct",
+        "def pow(a, b):\n    return a ** b\n",
+        "def check(candidate):\n    assert candidate(2, 3) == 8\ncheck(pow)\n",
+        {},
+        OK,
+        "HumanEval's form, named like a builtin",
+    ),
+    (
+        "ambiguous-builtins",
+        "x = 0\n",
+        "assert max(1, 2) == min(2, 3)\n",
+        {},
+        "BAD_REFERENCE",
+        "only builtins, none innermost alone: the reference must name its function",
+    ),
+    # the opposite: a candidate shadowing a builtin the tests use as a helper changes nothing
+    (
+        "shadow-sorted-helper",
+        "sorted = lambda x: [1, 3]\ndef my_sort(x):\n    return [9]\n",
+        json.dumps(["assert sorted(my_sort([3, 1])) == [1, 3]"]),
+        {},
+        BAD,
+        "sorted is the tests' helper",
+    ),
+    (
+        "shadow-int-helper",
+        "int = lambda x: 2\ndef half(x):\n    return 0\n",
+        json.dumps(["assert int(half(4)) == 2"]),
+        {},
+        BAD,
+        "int is the tests' helper",
+    ),
+    (
+        "shadow-all-helper",
+        "all = lambda x: True\ndef f():\n    return [0]\n",
+        "assert all(f())\n",
+        {},
+        BAD,
+        "all is the tests' helper",
+    ),
+]

@@ -32,11 +32,13 @@ import sys
 import time
 import traceback
 
-try:  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py and candidate.py
+try:  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py, candidate.py, testshape.py
     import rlvr_code_candidate as candidate_side
+    import rlvr_code_shape as shape
     import rlvr_code_wire as wire
 except ImportError:  # pragma: no cover - the host, for tests that import this module
     from verifiers.code import candidate as candidate_side
+    from verifiers.code import testshape as shape
     from verifiers.code import wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
@@ -133,10 +135,19 @@ class Remote:
         return f"<{self._what} object in the candidate's process>"
 
 
+# Exceptions that are control flow to the code that catches them: ``map``, ``zip``, ``filter`` and ``next``
+# end quietly on StopIteration, so ``all(map(lambda c: candidate(*c) == ..., cases))`` would pass every case.
+# A call that raises one is a failed call, a RuntimeError, as PEP 479 does for generators.
+CONTROL_FLOW = ("StopIteration", "StopAsyncIteration")
+
+
 def _rebuilt(raised):
-    """The candidate's exception, as the built-in class it derives from (RuntimeError if none)."""
+    """The candidate's exception, as the built-in class it derives from (RuntimeError if none, or if it is
+    one of CONTROL_FLOW): a failed call in the tests, never control flow."""
     ok = type(raised) is list and len(raised) == 2 and all(type(x) is str for x in raised)
     name, msg = raised if ok else ("RuntimeError", "the candidate's process sent an unreadable answer")
+    if name in CONTROL_FLOW:
+        return RuntimeError(f"the candidate raised {msg}")
     try:
         return wire.EXCEPTIONS.get(name, RuntimeError)(msg)
     except Exception:
@@ -160,10 +171,12 @@ def _fork_candidate():
 
 
 def _compiled(source, filename):
+    """(the parsed tree or None, the code object or the error compiling it raised)."""
     try:
-        return compile(source, filename, "exec", dont_inherit=True, optimize=0)
+        tree = shape.parse(source, filename)
+        return tree, compile(tree, filename, "exec", dont_inherit=True, optimize=0)
     except BaseException as e:  # raised when the test runs, as before
-        return e
+        return None, e
 
 
 def _names(code, into):
@@ -188,7 +201,7 @@ _ALIASES = {"np": "numpy", "pd": "pandas"}
 
 def _bind(cand, code, tests_ns, names, entry):
     """Put the candidate's globals the tests name into their namespace (builtins and the prelude's win,
-    bar the entry point); (True, "") or (False, why the candidate's code failed)."""
+    bar ``entry``, the function under test); (True, "") or (False, why the candidate's code failed)."""
     wanted = {n for n in names if not n.startswith("__") and n not in vars(builtins) and n not in tests_ns}
     reply = cand.ask({"code": code, "names": sorted(wanted | ({entry} if entry else set()))})
     if "names" not in reply or type(reply["names"]) is not dict:
@@ -211,7 +224,7 @@ def _bind(cand, code, tests_ns, names, entry):
                 pass
     if entry:
         if got.get(entry) != ["call"]:
-            return False, f"NameError: the entry point {entry!r} is not defined by the candidate"
+            return False, f"NameError: the function under test {entry!r} is not defined by the candidate"
         tests_ns["candidate"] = tests_ns[entry] = cand.proxy(entry)
     return True, ""
 
@@ -242,19 +255,27 @@ def main():
     cand = Candidate(pid, rf, wf, say)
     tests = q["tests"]
     many = isinstance(tests, list)  # MBPP style: independent asserts, each graded on its own
-    codes = [_compiled(t, f"test_{i}.py") for i, t in enumerate(tests)] if many else [_compiled(tests, "tests.py")]
+    parsed = [_compiled(t, f"test_{i}.py") for i, t in enumerate(tests)] if many else [_compiled(tests, "tests.py")]
+    codes = [c for _, c in parsed]
     tests_ns = {"__name__": "tests", "__builtins__": builtins}
+    prelude = None
     if q.get("prelude"):
         try:
-            exec(compile(q["prelude"], "prelude.py", "exec", dont_inherit=True), tests_ns)
+            prelude = shape.parse(q["prelude"], "prelude.py")
+            exec(compile(prelude, "prelude.py", "exec", dont_inherit=True), tests_ns)
         except BaseException:
             fail("bad_reference")
+    form = shape.Shape.of([t for t, _ in parsed if t is not None], prelude)
+    subject = q.get("entry_point") or form.subject
+    refused = _refused(form, subject)
+    if refused:
+        say("bad_reference", refused)
+        os._exit(1)
     names = set()
     for c in codes:
         _names(c, names)
-    entry = q.get("entry_point") or ""
     try:
-        ok, why = _bind(cand, q["candidate"], tests_ns, names, entry)
+        ok, why = _bind(cand, q["candidate"], tests_ns, names, subject)
     except BaseException:  # a malformed answer from the candidate's process
         fail("error")
     if not ok:
@@ -264,10 +285,9 @@ def main():
         for i, code in enumerate(codes):
             say(*_one_test(code, tests_ns), case=i)
     else:
-        calls_check = "check(" in tests.replace("def check(", "")
         try:
             _run(codes[0], tests_ns)
-            if entry and callable(tests_ns.get("check")) and not calls_check:
+            if form.defines_check and not form.calls_check:  # HumanEval: the tests define check, we call it
                 tests_ns["check"](tests_ns["candidate"])
         except AssertionError:
             fail("assert")
@@ -275,6 +295,20 @@ def main():
             fail("error")
     say("pass")  # every test ran (passed or not, in the MBPP style)
     os.kill(pid, signal.SIGKILL)  # the worker reaps it with the rest of the sandbox's processes
+
+
+def _refused(form, subject):
+    """Why the tests cannot be run as they stand ('' when they can): which function is under test is unclear."""
+    if subject == "?":
+        return (
+            "the tests call only builtins and more than one of them could be the function under test: "
+            "name it with options entry_point"
+        )
+    if form.defines_check and not form.calls_check and not subject:
+        return (
+            "the tests define check(candidate) but never call it: name the function under test with options entry_point"
+        )
+    return ""
 
 
 def _run(code, ns):

@@ -57,11 +57,14 @@ STDERR_TAIL = 600
 HARNESS_SOURCE = (Path(__file__).resolve().parent / "harness.py").read_text()
 WIRE_SOURCE = (Path(__file__).resolve().parent / "wire.py").read_text()
 CANDIDATE_SOURCE = (Path(__file__).resolve().parent / "candidate.py").read_text()
+SHAPE_SOURCE = (Path(__file__).resolve().parent / "testshape.py").read_text()
 _BUILD = f"""import types
 w = sys.modules["rlvr_code_wire"] = types.ModuleType("rlvr_code_wire")
 exec(compile({WIRE_SOURCE!r}, "wire.py", "exec"), w.__dict__)
 c = sys.modules["rlvr_code_candidate"] = types.ModuleType("rlvr_code_candidate")
 exec(compile({CANDIDATE_SOURCE!r}, "candidate.py", "exec"), c.__dict__)
+s = sys.modules["rlvr_code_shape"] = types.ModuleType("rlvr_code_shape")
+exec(compile({SHAPE_SOURCE!r}, "testshape.py", "exec"), s.__dict__)
 m = types.ModuleType("rlvr_code")
 exec(compile({HARNESS_SOURCE!r}, "harness.py", "exec"), m.__dict__)
 sys.modules["rlvr_code"] = m
