@@ -23,6 +23,7 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from sandbox.deadline import Deadline
 from verifiers.base import BadRequest, Context, Verdict, Verifier
 from verifiers.composite import Composite, Part
+from verifiers.signals import parse_enforced
 
 log = logging.getLogger(__name__)
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -111,8 +112,12 @@ def _check_composite(service: VerifierService, name: str, v: Any, deadline: Dead
     """Its components exist and make no cycle; each component's stored options are ones that part knows."""
     service.registry.check_components(name, v.parts)
     for i, p in enumerate(v.parts):
-        check_options(service.registry.get(p.verifier), p.options, service.registry.get,
-                      f"composite.components[{i}] ({p.verifier}).options")  # fmt: skip
+        where = f"composite.components[{i}] ({p.verifier}).options"
+        check_options(service.registry.get(p.verifier), p.options, service.registry.get, where)
+        try:
+            parse_enforced(p.options.get("enforce_signals", ""))
+        except ValueError as e:
+            raise BadRequest(f"{where}['enforce_signals']: {e}") from None
 
 
 def _build_python(name: str, description: str, spec: dict, version: int) -> Verifier:
