@@ -25,6 +25,10 @@ MAX_BATCH ?=
 MAX_COMPLETION_CHARS ?=
 MAX_CONCURRENT ?=
 PYTEST_ARGS ?=
+# Set by `make test` (target-specific, so its installs see it): a part that cannot be installed fails the
+# run instead of printing a note. `make setup` alone stays best effort (serving needs only Docker).
+REQUIRE_PARTS ?=
+PART_MISSING = $(if $(REQUIRE_PARTS),exit 1,true)
 
 # make train / make eval knobs (empty = the embedded default); ARGS: raw extra arguments appended
 CONFIG ?=
@@ -44,7 +48,7 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image image-langs bwrap podman postgres service-image proto serve test test-fast lint format train r1 eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap podman postgres service-image proto serve test parts test-fast lint format train r1 eval bench clean
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap and Podman if it can (idempotent; every target runs it)"
@@ -89,40 +93,40 @@ image: venv docker
 image-langs: venv docker
 	@$(PY) -m sandbox.image_langs
 
-# Best effort: the Docker backend is the default, so a machine without bubblewrap (or without user
+# Best effort for `make setup` (required by `make test`): the Docker backend is the default, so a machine without bubblewrap (or without user
 # namespaces) still sets up; the note says why and where the log is.
 bwrap: venv
 	@mkdir -p var/log
 	@sh sandbox/install_bwrap.sh >var/log/install_bwrap.log 2>&1 && grep -q '^bwrap backend: usable' var/log/install_bwrap.log \
-	  || echo "note: bubblewrap sandbox backend not available ($$(tail -n 1 var/log/install_bwrap.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_bwrap.log"
+	  || { echo "$(if $(REQUIRE_PARTS),error,note): bubblewrap sandbox backend not available ($$(tail -n 1 var/log/install_bwrap.log | cut -c1-160)); log: var/log/install_bwrap.log"; $(PART_MISSING); }
 
-# Best effort, like bwrap: rootless Podman (sandbox/podman.py; as root it runs as the user rlvr-podman),
+# Best effort like bwrap (required by `make test`): rootless Podman (sandbox/podman.py; as root it runs as the user rlvr-podman),
 # the sandbox image loaded into it offline from Docker's copy. Once done it only checks (under a second).
 podman: venv image
 	@mkdir -p var/log
 	@sh sandbox/install_podman.sh >var/log/install_podman.log 2>&1 && grep -q '^podman backend: usable' var/log/install_podman.log \
-	  || echo "note: podman sandbox backend not available ($$(grep '^podman backend' var/log/install_podman.log | cut -c1-160)); Docker backend unaffected; log: var/log/install_podman.log"
+	  || { echo "$(if $(REQUIRE_PARTS),error,note): podman sandbox backend not available ($$({ grep '^podman backend' var/log/install_podman.log || tail -n 1 var/log/install_podman.log; } | cut -c1-160)); log: var/log/install_podman.log"; $(PART_MISSING); }
 
 # The verifier service as one image, built offline like the sandbox image (deploy/service_image.py);
-# docker-compose (Debian's) for deploy/compose.yaml and its test, best effort.
+# docker-compose (Debian's) for deploy/compose.yaml and its test (best effort; required by `make test`).
 service-image: venv image
 	@$(PY) -m deploy.service_image
 	@command -v docker-compose >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] \
 	  || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose >/dev/null 2>&1; } \
-	  || echo "note: docker-compose not installed: the compose test will skip (apt-get install docker-compose)"
+	  || { echo "$(if $(REQUIRE_PARTS),error,note): docker-compose not installed (apt-get install docker-compose): the compose failover test needs it"; $(PART_MISSING); }
+	@command -v docker-compose >/dev/null 2>&1 || { echo "$(if $(REQUIRE_PARTS),error,note): docker-compose is not on PATH"; $(PART_MISSING); }
 
-# Best effort, like bwrap: PostgreSQL binaries for the registry tests on the shared (postgresql://) backend.
-# The tests start their own throwaway cluster (initdb in a temp dir, loopback port) and skip, saying why,
-# where there is none.
+# PostgreSQL binaries for the registry tests on the shared (postgresql://) backend (best effort; required
+# by `make test`). The tests start their own throwaway cluster (initdb in a temp dir, loopback port).
 postgres:
 	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" != 0 ] && ! sudo -n true 2>/dev/null; then \
-	  echo "note: PostgreSQL not installed and no root to install it: the registry's postgresql tests will skip (apt-get install postgresql)"; \
+	  echo "$(if $(REQUIRE_PARTS),error,note): PostgreSQL not installed and no root to install it (apt-get install postgresql)"; $(PART_MISSING); \
 	else mkdir -p var/log; S=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); export DEBIAN_FRONTEND=noninteractive; \
 	  { $$S apt-get install -y -q --no-install-recommends postgresql || { $$S apt-get update -q && $$S apt-get install -y -q --no-install-recommends postgresql; }; } \
 	    >var/log/install_postgres.log 2>&1 \
-	  || echo "note: could not install PostgreSQL (log: var/log/install_postgres.log): the registry's postgresql tests will skip"; fi
+	  || { echo "$(if $(REQUIRE_PARTS),error,note): could not install PostgreSQL (log: var/log/install_postgres.log)"; $(PART_MISSING); }; fi
 
 proto: venv
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. proto/verifier/v1/verifier.proto
@@ -138,8 +142,18 @@ serve: setup
   $(if $(LANGS_IMAGE),--langs-image $(LANGS_IMAGE)) \
   $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
 
+# `make test` requires every part tests/parts.py lists (the three sandbox backends, PostgreSQL,
+# docker-compose, the images): an install that fails stops it, naming the part, and `parts` checks
+# them all before pytest starts. Only the declared optional parts (a GPU, vLLM) may be skipped; -rs
+# prints each skip with its reason.
+test: REQUIRE_PARTS := 1
 test: setup image-langs postgres service-image
-	$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m tests.parts
+	$(PY) -m pytest -rs $(PYTEST_ARGS)
+
+# What this machine has of the parts the tests need (`make test` runs it after its installs)
+parts: venv
+	@$(PY) -m tests.parts
 
 test-fast: venv
 	$(PY) -m pytest -m "not docker" $(PYTEST_ARGS)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from sandbox.backend import Job, SandboxConfig
 from sandbox.pool import SandboxPool
+from tests.parts import require
 from verifiers import limits as service_limits
 
 
@@ -44,9 +46,9 @@ def test_the_podman_seccomp_profile_takes_namespace_creation_out():
 def test_podman_runs_the_worker_as_a_mapped_user_without_root_anywhere():
     from sandbox.podman import podman_available, podman_user
 
+    require("podman")
     ok, why = podman_available()
-    if not ok:
-        pytest.skip(f"podman backend unavailable here: {why}")
+    assert ok, f"podman is installed but the backend is unusable: {why}"
     code = "import json, os; print(os.getuid(), json.dumps(open('/proc/self/uid_map').read().split()))"
     with SandboxPool(SandboxConfig(backend="podman", size=1, preload=())) as pool:
         r = pool.run(Job(code=code), wait_s=60)
@@ -65,13 +67,16 @@ def test_podman_loads_the_sandbox_image_offline_from_dockers_copy():
     from sandbox.image import image_tag
     from sandbox.podman import image_present, podman_available, podman_cmd
 
+    require("podman")
     ok, why = podman_available()
-    if not ok:
-        pytest.skip(f"podman backend unavailable here: {why}")
+    assert ok, f"podman is installed but the backend is unusable: {why}"
     tag = image_tag()
-    rm = subprocess.run(podman_cmd("rmi", tag), capture_output=True, text=True)  # never -f: a pool may use it
-    if rm.returncode != 0 and image_present(tag):
-        pytest.skip(f"the image is in use by podman containers: {rm.stderr.strip()[:200]}")
+    end = time.monotonic() + 180  # never rmi -f: another pool (a concurrent test run) may be using it
+    while (rm := subprocess.run(podman_cmd("rmi", tag), capture_output=True, text=True)).returncode and image_present(
+        tag
+    ):
+        assert time.monotonic() < end, f"the image stayed in use by podman containers: {rm.stderr.strip()[:200]}"
+        time.sleep(2)
     assert not image_present(tag)
     with SandboxPool(SandboxConfig(backend="podman", size=1, preload=())) as pool:  # preflight loads it
         assert pool.run(Job(code="print(6 * 7)"), wait_s=60).stdout == "42\n"

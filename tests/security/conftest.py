@@ -1,9 +1,10 @@
 """The security battery's pools: one per backend (Docker, rootless Podman, bubblewrap), module-scoped, size 2.
 
 The Docker pool needs the engine and the sandbox image (`make setup`; the image is built here if only
-the tag is missing). The Podman pool is skipped, with the reason, where Podman is not installed or
-has no user to run as (`make podman`); the bwrap pool where bubblewrap cannot create namespaces. Both are started with a secret in this process's environment, so the battery can check
-that it never reaches a job.
+the tag is missing). Podman and bubblewrap are required parts (tests/parts.py: `make podman`, `make
+bwrap`): where either is missing the battery fails naming it, never skips. Each pool is started with a
+secret in this process's environment (removed after its module), so the battery can check that it
+never reaches a job.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pytest
 from sandbox.backend import SandboxConfig
 from sandbox.docker import docker_available
 from sandbox.pool import SandboxPool
+from tests.parts import require
+from tests.security.jobs import assert_serving, close_and_check
 
 SECRET_NAME = "RLVR_BATTERY_SECRET"
 SECRET_VALUE = "s3cr3t-" + os.urandom(8).hex()
@@ -34,31 +37,13 @@ def ensure_image() -> None:
             pytest.fail(f"could not build the sandbox image (`make image`): {r.stderr[-2000:]}")
 
 
-def bwrap_skip_reason() -> str:
-    from sandbox.bwrap import bwrap_usable
-
-    ok, why = bwrap_usable()
-    return "" if ok else why
-
-
-def podman_skip_reason() -> str:
-    from sandbox.podman import podman_available
-
-    ok, why = podman_available()
-    return "" if ok else why
-
-
 def make_pool(backend: str, **kw) -> SandboxPool:
+    """A pool of ``backend``. Every backend is a required part (tests/parts.py): one that is missing
+    here fails the test, naming it, and one the project's own probe finds unusable fails with its reason;
+    neither is a skip, so a broken backend cannot pass the battery by not running it."""
+    require({"docker": "docker", "podman": "podman", "bwrap": "bwrap"}[backend])
     if backend in ("docker", "podman"):
         ensure_image()  # podman loads it from Docker's copy (offline) when it lacks it
-    if backend == "podman":
-        why = podman_skip_reason()
-        if why:
-            pytest.skip(f"podman backend unavailable here: {why}")
-    elif backend == "bwrap":
-        why = bwrap_skip_reason()
-        if why:
-            pytest.skip(f"bwrap backend unavailable here: {why}")
     return SandboxPool(SandboxConfig(backend=backend, **kw))
 
 
@@ -67,12 +52,18 @@ BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("podm
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def pool(request):
-    os.environ[SECRET_NAME] = SECRET_VALUE
-    p = make_pool(request.param, size=2).start()
-    try:
-        yield p
-    finally:
-        p.close()
+    """The module's attacked pool, started with a secret in this process's environment (removed after:
+    no later test inherits it). Afterwards: it still serves, lost no sandbox, and closing it leaves no
+    container and no process behind."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(SECRET_NAME, SECRET_VALUE)
+        p = make_pool(request.param, size=2).start()
+        try:
+            yield p
+            assert_serving(p)
+            assert p.replaced == 0, f"the attacks killed {p.replaced} sandbox(es) of the pool"
+        finally:
+            close_and_check(p)
 
 
 # -- the outcome of each battery test per backend, for docs/sandbox.md's table (tests/security/table.py)
