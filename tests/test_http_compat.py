@@ -61,6 +61,7 @@ def test_get_reward_default_verifier_and_prompt_stripping(http):
     logs = body["extra_logs"]
     assert logs["correct"] == [1.0, 0.0, 0.0] and logs["no_answer"] == [0.0, 1.0, 0.0]
     assert all(isinstance(v, list) and len(v) == 3 for v in logs.values())  # OpenRLHF logs each per sample
+    assert "unspecified" not in logs and {"compile_error", "bad_reference", "signalled"} <= set(logs)
 
 
 def test_get_reward_single_query_as_openrlhf_sends_it(http):
@@ -90,9 +91,9 @@ def test_get_reward_code_passes_for_honest_code(http):
 @pytest.mark.parametrize(
     "url,body,status",
     [
-        ("/get_reward", b"{not json", 422),
-        ("/get_reward", json.dumps({"prompts": ["a"], "labels": ["1"]}).encode(), 422),  # no query
-        ("/get_reward", json.dumps({"query": "not a list"}).encode(), 422),
+        ("/get_reward", b"{not json", 400),
+        ("/get_reward", json.dumps({"prompts": ["a"], "labels": ["1"]}).encode(), 400),  # no query
+        ("/get_reward", json.dumps({"query": "not a list"}).encode(), 400),
         ("/get_reward", json.dumps({"query": ["a", "b"], "labels": ["1"]}).encode(), 400),  # misaligned
         ("/get_reward?verifier=no_such_verifier", json.dumps({"query": ["a"]}).encode(), 404),
         ("/get_reward?verifier=Bad%20Name", json.dumps({"query": ["a"]}).encode(), 400),
@@ -102,8 +103,7 @@ def test_get_reward_code_passes_for_honest_code(http):
 def test_get_reward_malformed_is_4xx_and_the_service_keeps_serving(http, url, body, status):
     r = http.post(url, content=body, headers={"content-type": "application/json"})
     assert r.status_code == status, r.text
-    detail = r.json().get("detail") or r.json()["error"]["message"]
-    assert detail  # says what was wrong
+    assert set(r.json()) == {"error"} and r.json()["error"]["message"]  # the documented shape, saying what was wrong
     still_serving(http)
 
 
@@ -161,7 +161,7 @@ def test_run_code_unsupported_language_is_sandbox_error_shape(http):
 
 @pytest.mark.parametrize(
     "change,status",
-    [({"code": None}, 422), ({"language": None}, 422), ({"run_timeout": "soon"}, 422), ({"run_timeout": 0}, 400),
+    [({"code": None}, 400), ({"language": None}, 400), ({"run_timeout": "soon"}, 400), ({"run_timeout": 0}, 400),
      ({"run_timeout": 10_000}, 400), ({"files": {"../escape.txt": "aGk="}}, 400), ({"files": {"a.txt": "%%%"}}, 400)],
     ids=["no-code", "no-language", "timeout-not-number", "timeout-zero", "timeout-huge", "path-escape", "not-base64"],
 )  # fmt: skip
@@ -170,12 +170,30 @@ def test_run_code_malformed_is_4xx_and_the_service_keeps_serving(http, change, s
     payload = {k: v for k, v in payload.items() if v is not None}
     r = http.post("/run_code", json=payload)
     assert r.status_code == status, r.text
+    error = r.json()["error"]  # the documented shape, not FastAPI's detail
+    assert set(r.json()) == {"error"} and error["status"] == "INVALID_ARGUMENT" and error["message"], r.text
     still_serving(http)
 
 
-def test_run_code_broken_json_is_422(http):
+def test_run_code_broken_json_is_400_in_the_error_shape(http):
     r = http.post(
         "/run_code", content=b'{"code": "print(1)", "language": ', headers={"content-type": "application/json"}
     )
-    assert r.status_code == 422 and r.json()["detail"]
+    assert r.status_code == 400 and "JSON" in r.json()["error"]["message"], r.text
     still_serving(http)
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", None])
+def test_every_post_route_reads_json_whatever_the_content_type(http, content_type):
+    """curl -d sends application/x-www-form-urlencoded; the body is JSON all the same (issue 42)."""
+    headers = {"content-type": content_type} if content_type else {}
+    r = http.post("/run_code", content=json.dumps(verl_payload("print(6)")).encode(), headers=headers)
+    assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "6\n", r.text
+    r = http.post("/get_reward?verifier=math", content=json.dumps({"query": ["\\boxed{2}"], "labels": ["2"]}),
+                  headers=headers)  # fmt: skip
+    assert r.status_code == 200 and r.json()["rewards"] == [1.0], r.text
+    r = http.post("/v1/verify", content=json.dumps({"verifier": "math", "completion": "\\boxed{2}", "reference": "2"}),
+                  headers=headers)  # fmt: skip
+    assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    r = http.post("/run_code", content=json.dumps({"language": "python"}).encode(), headers=headers)
+    assert r.status_code == 400 and "code" in r.json()["error"]["message"], r.text

@@ -20,7 +20,9 @@ two for any other form of body, parses the JSON into the proto request and calls
 method the gRPC server calls, through ``HttpContext`` (the few ``ServicerContext`` calls the servicer
 makes), so statuses, messages, the admin token check (``Authorization: Bearer <token>``) and the
 conversions are the gRPC ones. A gRPC status
-becomes an HTTP status by ``HTTP_STATUS`` and the body ``{"error": {"code", "status", "message"}}``.
+becomes an HTTP status by ``HTTP_STATUS`` and the body ``{"error": {"code", "status", "message"}}``; so
+does a body FastAPI cannot validate (400 INVALID_ARGUMENT, never its ``detail``/422). Every route reads its
+body as JSON whatever the Content-Type says (``limits.InputLimits``: curl's ``-d`` sends a form type).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 
@@ -202,12 +205,27 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     async def _http_error(request: Request, e: HttpError) -> JSONResponse:
         return error_response(e.status, e.message, e.http_status)
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_body(request: Request, e: RequestValidationError) -> JSONResponse:
+        return error_response("INVALID_ARGUMENT", validation_message(e.errors()))
+
     _v1_routes(app)
     _ops_routes(app)
     app.include_router(openrlhf_router)
     app.include_router(sandboxfusion_router)
     app.add_middleware(InputLimits, max_bytes=max_body_bytes, max_depth=(bounds or ServiceBounds()).max_json_depth)
     return app
+
+
+def validation_message(errors: Any) -> str:
+    """FastAPI's validation errors (a typed body: /run_code, /get_reward) as one sentence for the documented
+    ``{"error": {...}}`` body, e.g. ``body.code: Field required; body.run_timeout: Input should be a valid number``."""
+    parts = []
+    for err in list(errors)[:5]:
+        where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    more = len(list(errors)) - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 class HttpServer:

@@ -138,7 +138,7 @@ def uvicorn_http_options(max_head_bytes: int, max_headers: int) -> dict:
 
 class InputLimits:
     """ASGI middleware: the body is read here, at most ``max_bytes`` (413 past it, unread beyond), and a JSON
-    body nested deeper than ``max_depth`` is a 400; then the app gets the body as one message."""
+    body nested deeper than ``max_depth`` is a 400; then the app gets the body as one message, typed JSON."""
 
     def __init__(self, app: Any, max_bytes: int, max_depth: int = 32):
         self.app = app
@@ -168,12 +168,19 @@ class InputLimits:
             msg = (f"JSON body nested deeper than {self.max_depth} levels (the server's --max-json-depth): no "
                    "request of this API needs that many")  # fmt: skip
             return await error_response("INVALID_ARGUMENT", msg)(scope, receive, send)
-        return await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive),
-                              send)  # fmt: skip
+        return await self.app(as_json(scope), _replay([{"type": "http.request", "body": body, "more_body": False}],
+                                                      receive), send)  # fmt: skip
 
     async def _too_large(self, scope: dict, receive: Any, send: Any) -> None:
         msg = f"request body over the limit of {self.max_bytes} bytes (the server's --max-message-mb)"
         await error_response("RESOURCE_EXHAUSTED", msg, 413)(scope, receive, send)
+
+
+def as_json(scope: dict) -> dict:
+    """``scope`` with its Content-Type set to JSON: every route of this API reads a JSON body, and curl's
+    ``-d`` sends ``application/x-www-form-urlencoded`` (a typed FastAPI body would then be a 422)."""
+    headers = [(k, v) for k, v in scope.get("headers") or [] if k != b"content-type"]
+    return {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
 
 
 def _replay(messages: list[dict], receive: Any) -> Any:
