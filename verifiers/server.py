@@ -96,14 +96,14 @@ class AdminToken:
     def __init__(self, token: str):
         self._token = token.encode()
 
-    def check(self, context: grpc.ServicerContext) -> None:
+    def check(self, context: grpc.ServicerContext, what: str = "registering a verifier") -> None:
         if not self._token:
             return
         got = dict(context.invocation_metadata()).get("authorization", "")
         scheme, _, value = got.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
             raise Unauthenticated(
-                "this server requires an admin token for registration: send 'authorization: Bearer <token>' "
+                f"this server requires an admin token for {what}: send 'authorization: Bearer <token>' "
                 "(the CLI's --token or VERIFIER_ADMIN_TOKEN)"
                 if not got
                 else "the admin token is wrong"
@@ -184,7 +184,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
     def UnregisterVerifier(self, request, context):
         try:
-            self.admin.check(context)
+            self.admin.check(context, f"unregistering a verifier ({request.name})")
             self.service.unregister(request.name)
         except ServiceError as e:
             _abort(context, e)

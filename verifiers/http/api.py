@@ -13,7 +13,8 @@
     GET    /openapi.json, /docs     the OpenAPI document and its browser
 
 The /v1 bodies are the proto messages in protobuf's canonical JSON mapping (``json_format``: lowerCamelCase
-names, proto names accepted too; every field printed, int64 as a string). /v1/verify and /v1/verify_batch
+names, proto names accepted too; every field printed, int64 as a string, except a verifier's ``version``: a
+JSON number, as the CLI prints it). /v1/verify and /v1/verify_batch
 take a plain body straight to ``VerifierService`` and its verdicts straight to JSON (``v1.py``: the
 servicer's answer without the proto round trip, 4-5 ms per 256 items). Every other /v1 route, and those
 two for any other form of body, parses the JSON into the proto request and calls the *same* gRPC servicer
@@ -28,6 +29,7 @@ body as JSON whatever the Content-Type says (``limits.InputLimits``: curl's ``-d
 from __future__ import annotations
 
 import functools
+import json
 import socket
 import threading
 import time
@@ -77,7 +79,11 @@ class HttpContext:
 
 
 def _to_json(message: Any) -> Response:
-    return Response(protojson.to_json(message), media_type="application/json")
+    d = protojson.to_dict(message)
+    if isinstance(message, pb.VerifierInfo | pb.ListVerifiersResponse):  # a version is a count: an int, as
+        for info in d.get("verifiers", [d]):  # the CLI prints it (int64 is a string in the mapping otherwise)
+            info["version"] = int(info["version"])
+    return Response(json.dumps(d, ensure_ascii=False), media_type="application/json")
 
 
 def _servicer_lane(app: FastAPI, method: str, message: Any) -> str:
