@@ -108,8 +108,14 @@ def _close_live_pools() -> None:  # an interpreter exit without close() still re
 class SandboxPool:
     """Thread-safe: ``run`` may be called from many threads; each sandbox runs one job at a time."""
 
-    def __init__(self, config: SandboxConfig | None = None):
+    def __init__(self, config: SandboxConfig | None = None, burst: int = 0):
+        """``burst``: sandboxes kept warm beyond ``config.size``, for a gate that lends them only to a
+        caller holding none while others hold every ordinary one (verifiers/service/fair.py, ``FairGate``);
+        the pool itself hands any idle sandbox to any job, so without such a gate it is that much larger."""
         self.cfg = config or SandboxConfig()
+        if burst < 0:
+            raise SandboxError(f"burst sandboxes: {burst}; choose 0 or more")
+        self.burst = burst
         self._cls = backend_class(self.cfg.backend)
         if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
             raise SandboxError(f"output cap {self.cfg.output_bytes} bytes: choose 1 to {MAX_OUTPUT_CAP} bytes")
@@ -133,7 +139,7 @@ class SandboxPool:
         t0 = time.monotonic()
         self._cls.preflight(self.cfg)
         errors: list[Exception] = []
-        threads = [threading.Thread(target=self._add, args=(errors,)) for _ in range(self.cfg.size)]
+        threads = [threading.Thread(target=self._add, args=(errors,)) for _ in range(self.cfg.size + self.burst)]
         for t in threads:
             t.start()
         for t in threads:
@@ -215,7 +221,7 @@ class SandboxPool:
     @property
     def ready(self) -> bool:
         with self._lock:
-            return not self._closed and len(self._all) == self.cfg.size
+            return not self._closed and len(self._all) == self.cfg.size + self.burst
 
     @property
     def healthy(self) -> bool:
@@ -229,7 +235,7 @@ class SandboxPool:
 
     def stats(self) -> dict:
         with self._lock:
-            return {"size": self.cfg.size, "live": len(self._all), "idle": self._idle.qsize(),
+            return {"size": self.cfg.size, "burst": self.burst, "live": len(self._all), "idle": self._idle.qsize(),
                     "waiters": self._waiters, "replaced": self.replaced}  # fmt: skip
 
     # -- running ------------------------------------------------------------------------------------
@@ -302,7 +308,7 @@ class SandboxPool:
                     hint = (
                         "the pool is saturated; retry later, or wait longer (wait_s, SandboxConfig.max_wait_s; a"
                         " server's --max-queue-s) or raise SandboxConfig.size (--pool-size)"
-                        if live == self.size
+                        if live >= self.size
                         else f"only {live} of {self.size} sandboxes are up (replacements failing? see the log)"
                     )
                     raise PoolSaturated(
