@@ -49,6 +49,7 @@ from verifiers.service import admin_token as token_source
 from verifiers.service import bounds as service_bounds
 from verifiers.service.callers import grpc_caller
 from verifiers.service.core import VerifierService
+from verifiers.service.fair import BURST_SANDBOXES
 from verifiers.service.registry import Registry
 
 log = logging.getLogger("verifiers.server")
@@ -261,7 +262,8 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     limits = args.limits
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
-    pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()))  # every built-in kind's warm-up
+    # every built-in kind's warm-up; BURST_SANDBOXES more for a caller holding none (verifiers/service/fair.py)
+    pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES)
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
     toolchains.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
