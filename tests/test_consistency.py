@@ -78,3 +78,27 @@ def test_language_bad_option_over_grpc_names_the_item(client):
         client.verify_batch([{"verifier": "language", "completion": "x"},
                              {"verifier": "language", "completion": "x", "options": {"script": "klingon"}}])  # fmt: skip
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "items[1]" in e.value.message
+
+
+# the final-answer rule (verifiers/answer.py) for answer_consistency: (completion, outcome)
+CONSISTENCY_RULE = [
+    ("<think>3+4 = 7</think><answer>8</answer> so \\boxed{7}", "INCORRECT"),  # a tag and a box disagree
+    ("<think>3+4 = 7</think><answer>7</answer> или 8", "INCORRECT"),  # a hedge after the tag, in Russian
+    ("<think>3+4 = 7</think><think>so <answer>7</answer>", "NO_ANSWER"),  # an answer in an unclosed think
+    ("<think>3+4 = 7</think><think>no: 3+5 = 8</think><answer>7</answer>", "INCORRECT"),  # the last block's result
+    ("<think>3+4 = 7</think><think>check: 7</think><answer>7</answer>", "CORRECT"),
+]
+
+
+@pytest.mark.docker
+def test_answer_consistency_reads_the_answer_by_the_one_rule(client):
+    got = client.verify_batch([{"verifier": "answer_consistency", "completion": c} for c, _ in CONSISTENCY_RULE])
+    assert [r.outcome for r in got] == [want for _, want in CONSISTENCY_RULE], [r.detail for r in got]
+
+
+@pytest.mark.docker
+def test_language_measures_every_think_block(client):
+    completion = "<think>add them</think><think>然后加起来</think><answer>7</answer>"
+    r = client.verify("language", completion, options={"language": "en"})
+    assert r.reward == pytest.approx(7 / 12) and r.outcome == "INCORRECT"
+    assert client.verify("language", "<think>add</think><think>them</think>7", options={"language": "en"}).reward == 1.0

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from verifiers.answer import boxed_all, extract, last_number
 from verifiers.code.verifier import candidate_code
 from verifiers.format import tag_count, think_format
-from verifiers.math.extract import boxed_all, extract, last_number
 
 MB = 1_000_000
 HOSTILE = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.math.extract import extract, strip_think
+from verifiers.answer import extract, strip_think
 from verifiers.math.verifier import int_literal
 
 

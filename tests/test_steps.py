@@ -151,3 +151,31 @@ def test_remote_verifier_carries_the_steps(client, tmp_path):
         r = client.verify("arith-remote", WORKED, "17", prompt="3-2+8+8=?")
     assert (r.reward, r.outcome) == (1.0, "CORRECT")
     assert spans(WORKED, r.steps) == [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]
+
+
+# the final-answer rule (verifiers/answer.py): what arith_steps used to pay with an extraction of its own
+ANSWER_RULE = [
+    ("<think>1+8+8, 9+8, 17</think>\\boxed{18} \\boxed{17}", "INCORRECT"),  # two different boxes
+    ("<think>1+8+8, 9+8, 17</think><answer>17</answer> so \\boxed{18}", "INCORRECT"),  # a tag and a box disagree
+    ("<think>1+8+8, 9+8, 17</think><answer>17</answer> oder 18", "INCORRECT"),  # a hedge after the tag
+    ("<think>1+8+8, 9+8, 17</think><answer>17</answer> (or maybe 18)", "INCORRECT"),
+    ("<think>1+8+8, 9+8, 17</think><think>still going <answer>17</answer>", "NO_ANSWER"),  # unclosed think
+    ("<think>1+8+8, 9+8, 17</think><answer>17</answer>", "CORRECT"),
+    ("<think>1+8+8, 9+8, 17</think><answer>17</answer> so \\boxed{17}", "CORRECT"),  # the same answer restated
+]
+
+
+@pytest.mark.docker
+def test_arith_steps_reads_the_answer_by_the_one_rule(client):
+    items = [
+        {"verifier": "arith_steps", "completion": c, "reference": "17", "prompt": "3-2+8+8=?"} for c, _ in ANSWER_RULE
+    ]
+    got = [r.outcome for r in client.verify_batch(items)]
+    assert got == [want for _, want in ANSWER_RULE]
+
+
+@pytest.mark.docker
+def test_arith_steps_checks_every_think_block(client):
+    completion = "<think>1+8+8</think><think>9+9, 18</think><answer>18</answer>"
+    r = client.verify("arith_steps", completion, "17", prompt="3-2+8+8=?")
+    assert spans(completion, r.steps) == [(1.0, "1+8+8"), (0.0, "9+9"), (1.0, "18")]

@@ -2,7 +2,8 @@
 built-in and meant for composites such as ``0.8 * math + 0.1 * think_format + 0.1 * language``.
 
 ``language``: the share of the chain of thought's letters written in the target script. The chain of
-thought is the first ``<think>…</think>`` block, else the whole completion. Every character whose
+thought is the text of every ``<think>`` block (``verifiers/answer.py``: all of them, not only the first), else
+the whole completion. Every character whose
 Unicode category is a letter (``L*``) counts once; it is in a script when its Unicode name starts with
 that script's word (``LATIN SMALL LETTER A``: latin; ``CJK UNIFIED IDEOGRAPH-4E00``, hiragana, katakana:
 cjk; ``HANGUL …``: hangul …). Digits, punctuation, symbols and spaces are not letters and never count,
@@ -12,9 +13,9 @@ thought without letters gets 1 (nothing in it is mixed). Options: ``script`` = o
 cyrillic …); default ``script=latin``. This measures the script, not the language: French and English
 are both latin (R1 counted target-language words; a word-level language detector is left out).
 
-``answer_consistency``: the final answer (as the math verifier extracts it: ``\\boxed{}``, else the last
-``<answer>``) equals, by the math verifier's own equivalence, the last result the reasoning reached: the
-value after the last ``=`` in the ``<think>`` block (up to a comma, semicolon, line break or tag), else its
+``answer_consistency``: the final answer (as the final-answer rule reads it, ``verifiers/answer.py``: two
+different answers, a hedge or an unclosed think block are refused) equals, by the math verifier's own
+equivalence, the last result the reasoning reached: the value after the last ``=`` in the ``<think>`` blocks (up to a comma, semicolon, line break or tag), else its
 last number. The comparison is a call of ``math`` with that result as the reference, so it runs in the
 sandbox exactly as math grading does (nothing is parsed or evaluated here). No ``<think>`` block, no
 result in it, or no final answer: NO_ANSWER (reward 0).
@@ -29,8 +30,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from verifiers.answer import extract, reasoning, reasoning_spans
 from verifiers.base import BadRequest, Builtin, Context, Verdict
-from verifiers.math.extract import extract
 from verifiers.outcome import Outcome
 from verifiers.request import Request
 
@@ -52,14 +53,13 @@ LANGUAGE_SCRIPT = {
     "ko": "hangul", "el": "greek", "ar": "arabic", "fa": "arabic", "he": "hebrew", "hi": "devanagari",
     "th": "thai",
 }  # fmt: skip
-_THINK = re.compile(r"<think>(.*?)</think>", re.S)
 _LAST_EQ = re.compile(r"=\s*([^=,;\n<]+?)\s*(?=$|[,;\n<])")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 
 
 def chain_of_thought(completion: str) -> str:
-    m = _THINK.search(completion)
-    return m.group(1) if m else completion
+    """Every think block's text (verifiers/answer.py ``reasoning``), else the whole completion."""
+    return reasoning(completion)
 
 
 def target_script(options: dict[str, str]) -> str:
@@ -122,10 +122,9 @@ class AnswerConsistency(Builtin):
     default_timeout_s: float = 10.0
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
-        m = _THINK.search(req.completion)
-        if m is None:
+        if not reasoning_spans(req.completion):
             return Verdict.of(Outcome.NO_ANSWER, "no <think>…</think> block: no reasoning to compare with")
-        result = last_result(m.group(1))
+        result = last_result(reasoning(req.completion))
         if result is None:
             return Verdict.of(Outcome.NO_ANSWER, "the <think> block reaches no result ('= value' or a number)")
         if extract(req.completion) is None:

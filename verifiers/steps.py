@@ -7,8 +7,8 @@ Step shape (``Verdict.steps``, proto ``StepReward``): ``Step(reward, start, end)
 (``start_i >= end_{i-1}``), and every reward is a finite number. ``check_steps`` enforces exactly that
 and raises ``BadSteps`` naming the first offending step.
 
-``arith_steps`` checks every step written in the ``<think>`` block (the whole completion if there is
-none), with integers and a regex only (nothing is evaluated). A step is one segment between commas,
+``arith_steps`` checks every step written in the ``<think>`` blocks (all of them, an unclosed last one
+included; the whole completion if there is none), with integers and a regex only (nothing is evaluated). A step is one segment between commas,
 semicolons or line breaks, in one of two forms:
 
 - an equation ``a op b … = c`` (ops ``+ - *``, ``*`` binding tighter): right iff the left side's value is c;
@@ -20,8 +20,9 @@ semicolons or line breaks, in one of two forms:
   the third is a right rewrite of what was written).
 
 Each step's reward is 1 if right, 0 if wrong; segments that are neither form (words) are not steps.
-The overall reward is the final answer's correctness alone (the last ``<answer>``, else the last
-``\\boxed{}``, compared with the integer reference), the same signal as the task's outcome reward, so the
+The overall reward is the final answer's correctness alone (the final answer as the final-answer rule
+reads it, ``verifiers/answer.py``: two different answers, a hedge or an unclosed think block earn 0;
+compared with the integer reference), the same signal as the task's outcome reward, so the
 steps add process supervision without changing what the outcome reward means.
 
 >>> v = ArithSteps().grade("<think>1+8+8, 9+8, 17</think><answer>17</answer>", "17", "3-2+8+8=?")
@@ -36,8 +37,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from verifiers.answer import extract, reasoning_spans
 from verifiers.base import Builtin, Context, ServiceError, Step, Verdict
-from verifiers.math.extract import answer_tag, boxed_all
 from verifiers.outcome import Outcome
 from verifiers.request import Request
 
@@ -48,7 +49,6 @@ _EQUATION = re.compile(rf"({_CHAIN}\s*[-+*×]\s*\d{{1,30}})\s*=\s*({_INT})(?!\d)
 _BARE = re.compile(rf"\s*({_CHAIN})\s*")
 _SEGMENT = re.compile(r"[^,;\n]+")
 _TOKEN = re.compile(r"\d+|[-+*×]")
-_THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
 
 class BadSteps(ServiceError):
@@ -140,18 +140,18 @@ class ArithSteps(Builtin):
         steps = self.steps(completion, prompt, _as_int(reference))
         right = sum(s.reward for s in steps)
         ref = _as_int(reference)
-        visible = (
-            completion[completion.rfind("</think>") + len("</think>") :] if "</think>" in completion else completion
-        )
-        tag = answer_tag(visible)
-        boxed = boxed_all(visible)
-        answer = tag if tag is not None else (boxed[-1] if boxed else None)
+        ext = extract(completion)  # the final-answer rule (verifiers/answer.py)
         counted = f"{right:g}/{len(steps)} steps right"
         if ref is None:
             v = Verdict.of(Outcome.BAD_REFERENCE, f"reference {reference[:40]!r} is not an integer; {counted}")
-        elif answer is None:
+        elif ext is None:
             v = Verdict.of(Outcome.NO_ANSWER, f"no <answer> or \\boxed{{}} after the reasoning; {counted}")
+        elif ext.sprayed or len(ext.answers) > 1:
+            v = Verdict.of(Outcome.INCORRECT, f"several different final answers; {counted}")
+        elif ext.hedge:
+            v = Verdict.of(Outcome.INCORRECT, f"the answer's sentence hedges ({ext.hedge!r}); {counted}")
         else:
+            answer = ext.answers[0]
             ok = _as_int(answer) == ref
             v = Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, f"answer {answer.strip()[:40]!r} "
                            f"{'=' if ok else '!='} {ref}; {counted}")  # fmt: skip
@@ -159,11 +159,18 @@ class ArithSteps(Builtin):
         return v
 
     def steps(self, completion: str, prompt: str, reference: int | None) -> list[Step]:
-        m = _THINK.search(completion)
-        lo, text = (m.start(1), m.group(1)) if m else (0, completion)
         head = _BARE.match(prompt.split("=", 1)[0]) if prompt else None
         prev = _tokens(head.group(1)) if head and head.end() == len(prompt.split("=", 1)[0]) else None
         out: list[Step] = []
+        for lo, hi in reasoning_spans(completion) or [(0, len(completion))]:
+            prev = self._block(completion[lo:hi], lo, prev, reference, out)
+            if len(out) >= MAX_STEPS:
+                break
+        return out[:MAX_STEPS]
+
+    @staticmethod
+    def _block(text: str, lo: int, prev: list[str] | None, reference: int | None, out: list[Step]) -> list[str] | None:
+        """Append the steps of one think block (starting at ``lo``) to ``out``; returns the last chain."""
         for seg in _SEGMENT.finditer(text):
             eqs = list(_EQUATION.finditer(seg.group()))
             if eqs:
@@ -183,4 +190,4 @@ class ArithSteps(Builtin):
             prev = cur
             if len(out) >= MAX_STEPS:
                 break
-        return out
+        return prev

@@ -3,11 +3,21 @@
 Each verdict is the one a careful human grader gives. Families group one kind of attack (or one kind of
 correct answer that used to be refused); ``tests/test_math_adversarial.py`` sends each family as one
 VerifyBatch through a real server. Against the code before issue 26, 177 of these 403 cases were graded
-otherwise (most of them paid a wrong answer). The forms half of the table is math_battery_forms.py.
+otherwise (most of them paid a wrong answer). The forms half of the table is math_battery_forms.py; the
+families of the one final-answer rule (issue 36) are math_battery_answers.py.
 """
 
 from __future__ import annotations
 
+from tests.data.math_battery_answers import (
+    BARE_RESPONSE,
+    CHANNELS,
+    DISPUTED,
+    FORMS_READ,
+    HEDGES_LANGUAGES,
+    RENDERED,
+    THINK_BLOCKS,
+)
 from tests.data.math_battery_forms import (
     CONTROLS,
     DIGIT_SPACING,
@@ -143,7 +153,12 @@ HEDGES_INSIDE = [("3", h, I, "the answer hedges or offers alternatives") for h i
     ("\\{3, 4\\}", "3 \\text{ or } 4", C, "the alternatives are exactly the reference's set"),
     ("\\{3, 4\\}", "x = 3 \\text{ or } x = 4", C, "both roots, as the reference asks"),
     ("\\{3, 4\\}", "3 \\text{ or } 5", I, "a different set"),
-    ("\\{3, 4\\}", "\\text{either } 3 \\text{ or } 4", I, "'either' hedges between the two"),
+    (
+        "\\{3, 4\\}",
+        "\\text{either } 3 \\text{ or } 4",
+        C,
+        "'either 3 or 4' lists the set, as '3 or 4' does (disputed forms, docs/verifiers.md)",
+    ),
     ("\\{3, -3\\}", "\\pm 3", C, "±3 is both values"),
     ("\\text{no solution}", "\\text{no solution}", C, "a words reference, said the same"),
     ("x \\text{ if } x > 0", "x \\text{ if } x > 0", C, "the reference's own condition words are allowed"),
@@ -333,6 +348,7 @@ MULTIPLE = [
     ("3", "<think>\\boxed{4}</think>so \\boxed{3}", C, "the answer after the reasoning is 3", RAW),
 ]
 
+
 CASES = (
     _family("infinity", INFINITY + INFINITY_REL)
     + _family("equations", EQUATIONS)
@@ -348,4 +364,11 @@ CASES = (
     + _family("bases", BASES)
     + _family("multiple", MULTIPLE)
     + _family("controls", CONTROLS)
+    + _family("channels", CHANNELS)
+    + _family("think_blocks", THINK_BLOCKS)
+    + _family("hedges_languages", HEDGES_LANGUAGES)
+    + _family("rendered", RENDERED)
+    + _family("forms_read", FORMS_READ)
+    + _family("bare_response", BARE_RESPONSE)
+    + _family("disputed", DISPUTED)
 )

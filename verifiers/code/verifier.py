@@ -43,11 +43,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sandbox.backend import Job, Limits, Result
+from verifiers.answer import strip_think
 from verifiers.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.code import judges, languages, stdio, toolchains
 from verifiers.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.limits import cut_short_verdict
-from verifiers.math.extract import strip_think
 from verifiers.outcome import CaseStatus, Outcome
 from verifiers.request import Request
 

@@ -151,10 +151,57 @@ def assigned_value(eq, float_rounding, numeric_precision):
     return last.rhs
 
 
+def _alternatives_as_set(x, other):
+    """``x < 1 \\text{ or } x > 3`` (read as a set of inequalities in one variable) against a set: the union
+    of the sets they define, ``(-\\infty, 1) \\cup (3, \\infty)``."""
+    if not (isinstance(x, sympy.FiniteSet) and len(x) > 1 and isinstance(other, sympy.Set)):
+        return x
+    if isinstance(other, sympy.FiniteSet) or not all(grader.is_relation(r) for r in x.args):
+        return x
+    names = set().union(*(r.free_symbols for r in x.args))
+    if len(names) != 1:
+        return x
+    try:
+        return sympy.Union(*(r.as_set() for r in x.args))
+    except Exception:
+        return x
+
+
+def _committed_interval(gold):
+    """The set a reference commits to as an interval (``x \\in (1, 2)``, ``1 < x < 2``), else None (a bare
+    ``(1, 2)`` is a point or an interval: docs/verifiers.md, "Disputed forms")."""
+    if isinstance(gold, sympy.Eq) and isinstance(gold.lhs, sympy.Symbol) and isinstance(gold.rhs, sympy.Set):
+        return gold.rhs if isinstance(gold.rhs, sympy.Interval | sympy.Union) else None
+    if grader.is_relation(gold) and not grader.is_equation(gold) and len(gold.free_symbols) == 1:
+        try:
+            return gold.as_set()
+        except Exception:
+            return None
+    return None
+
+
+def _assignments(x):
+    """Several ``name = value`` (a point given by its coordinates)."""
+    return isinstance(x, sympy.FiniteSet | sympy.Tuple) and len(x) > 1 and all(isinstance(e, sympy.Eq) for e in x)
+
+
 def expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_comp=False, strict=True):
     """Math-Verify's comparison (its sets, tuples and intervals call this for their elements), except: an
     equation against a value counts only as ``name = value`` (Math-Verify takes any equation's right
     side), and an inequality in one variable against an interval is compared as the set it defines."""
+    gold, pred = _alternatives_as_set(gold, pred), _alternatives_as_set(pred, gold)
+    interval = _committed_interval(gold)
+    if interval is not None:  # the reference says "an interval": a point's coordinates are not one
+        if _assignments(pred):
+            return False
+        if grader.is_relation(pred) and len(pred.free_symbols) == 1:
+            try:
+                pred = pred.as_set()
+            except Exception:
+                return False
+        elif isinstance(pred, sympy.Eq) and isinstance(pred.rhs, sympy.Set):
+            pred = pred.rhs
+        return _mv_expr_eq(interval, pred, float_rounding, numeric_precision, allow_set_relation_comp, strict)
     if grader.is_equation(pred) and not grader.is_equation(gold):
         pred = assigned_value(pred, float_rounding, numeric_precision)
         if pred is None:

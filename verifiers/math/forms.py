@@ -1,7 +1,7 @@
 """How final answers are written, read as text: Unicode and typesetting forms, digit groups, units and
-hedges. Nothing here parses math (plain ``re`` and string scans, linear time), so the host imports it
-(``extract.py``: hedges around the answer) and the sandbox does too: ``math/verifier.py`` ships this source
-as the module ``rlvr_math_forms`` next to ``rlvr_math`` and ``rlvr_math_text``.
+hedges inside an answer. Nothing here parses math (plain ``re`` and string scans, linear time); it runs in the
+sandbox: ``math/verifier.py`` ships this source as the module ``rlvr_math_forms`` next to ``rlvr_math``,
+``rlvr_math_text`` and ``rlvr_answer`` (``verifiers/answer.py``: the final-answer rule and its hedge words).
 
 * ``normalize``: Unicode math (``½``, ``x²``, ``√2``, ``π``, full-width digits), ``\\color``, ``1.5e3``
   and thousands groups (``1 000``, ``1\\,000``) rewritten as the LaTeX the parser reads;
@@ -9,14 +9,19 @@ as the module ``rlvr_math_forms`` next to ``rlvr_math`` and ``rlvr_math_text``.
   answer is not a number at all (never the product 7·0).
 * ``bases`` / ``in_decimal``: numerals in a base (``12_{4}``), whose subscript the parser drops.
 * ``all_reals``: 'all real numbers' in words.
-* ``hedge_inside`` / ``hedge_around`` / ``hedge``: a word that offers an alternative, a condition or a
-  doubt (``possibly``, ``if``, ``otherwise`` …) in the answer or in the sentence around it.
+* ``hedge_inside``: a word that offers an alternative, a condition or a doubt (``possibly``, ``if``,
+  ``oder``, ``或`` …: ``verifiers/answer.py``'s words) in the answer itself.
 * ``unit_of`` / ``units_in`` / ``unit_factor``: the unit written after a quantity, so that ``10 m`` is
   not ``10 cm`` (and ``0.1 m`` is).
 """
 
 import re
 import unicodedata
+
+try:  # in the sandbox the host ships verifiers/answer.py as this module (verifiers/math/verifier.py)
+    import rlvr_answer as answer_rule
+except ImportError:  # on the host
+    from verifiers import answer as answer_rule
 
 # -- Unicode and typesetting ---------------------------------------------------------------------------
 _FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
@@ -80,9 +85,135 @@ def normalize(s):
         s = _unicode("".join(c for c in s if unicodedata.category(c) != "Cf"))
     if "\\" in s:
         s = _ANNOUNCE.sub("", _COLOR.sub("", s))
+        s = _currency(_EITHER_OR.sub(r"\1", s))
     s = s.replace(":=", "=")
     s = _SCI.sub(r"(\1\\times 10^{\2})", s)
-    return _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
+    s = _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
+    return rendered(s) if "{" in s or "^" in s or "\\" in s else s
+
+
+_EITHER_OR = re.compile(r"^\s*\\text\s*\{\s*either\s*\}\s*(.+\\text\s*\{\s*or\s*\}.+)$", re.I)
+_CUR = r"(\\\$|\$|USD|dollars?|euros?|EUR|€|£|¥|yuan|rupees?|Rs\.?)"
+_NUM = r"(-?\d+(?:[.,]\d+)*)"
+_CURRENCY = (re.compile(rf"\\text\s*\{{\s*{_CUR}\s*\}}\s*{_NUM}", re.I),
+             re.compile(rf"\\text\s*\{{\s*{_CUR}\s*{_NUM}\s*\}}", re.I))  # fmt: skip
+_CURRENCY_AFTER = re.compile(rf"\\text\s*\{{\s*{_NUM}\s*{_CUR}\s*\}}", re.I)
+
+
+def _currency(s):
+    """Currency written in text (``\\text{\\$}5``, ``\\text{5 dollars}``, ``\\text{USD } 5``): the amount
+    followed by its unit, as ``unit_of`` reads it (``5 \\text{ dollars}``)."""
+    t = s.strip()
+    for pattern in _CURRENCY:
+        m = pattern.fullmatch(t)
+        if m:
+            return f"{m.group(2)} \\text{{ {_unit_word(m.group(1))}}}"
+    m = _CURRENCY_AFTER.fullmatch(t)
+    return f"{m.group(1)} \\text{{ {_unit_word(m.group(2))}}}" if m else s
+
+
+def _unit_word(cur):
+    return "dollars" if cur.strip("\\") == "$" else cur
+
+
+# -- what is rendered is what is graded ------------------------------------------------------------------------
+_WRITTEN_AS = (("\\varnothing", "\\emptyset"), ("\\langle", "("), ("\\rangle", ")"), ("⟨", "("), ("⟩", ")"))
+_REPEATING = re.compile(r"(-?)(\d*)\.(\d*)\s*\\(?:overline|dot|bar)\s*\{\s*(\d{1,12})\s*\}")
+_SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*([A-Za-z])\s*(?:\\in\s*\\mathbb\s*\{?R\}?\s*)?(?:\\mid|\\vert|\||:|\\colon)"
+                          r"\s*(.+?)\s*(?:\\right)?\\\}")  # fmt: skip
+
+
+def rendered(s):
+    """The answer as it renders: braces that only group digits glue them (``5{2}`` and the colours'
+    ``{5}{2}`` are 52, never 5·2 or 5 + 2); ``a^b^c`` is ``a^{b^{c}}`` (powers associate to the right);
+    ``0.\\overline{6}`` is the fraction it repeats to; ``\\varnothing`` is ``\\emptyset``, ``\\langle 1, 2
+    \\rangle`` the tuple (1, 2); a set built from one variable's condition (``\\{x \\mid 1 < x < 3\\}``)
+    is that condition, which the grader reads as the set it defines."""
+    for a, b in _WRITTEN_AS:
+        s = s.replace(a, b)
+    s = _REPEATING.sub(_repeating, s)
+    m = _SET_BUILDER.fullmatch(s.strip())
+    if m and m.group(1) in m.group(2):
+        s = m.group(2)
+    return _right_powers(_glue_digits(s))
+
+
+def _repeating(m):
+    sign, whole, fixed, period = m.group(1), m.group(2) or "0", m.group(3), m.group(4)
+    num = int(whole + fixed + period) - int(whole + fixed or "0")
+    den = (10 ** len(period) - 1) * 10 ** len(fixed)
+    return f"{sign}\\frac{{{num}}}{{{den}}}"
+
+
+_DIGIT_GROUP = re.compile(r"\{\s*(\d+(?:\.\d+)?)\s*\}")
+
+
+def _glue_digits(s):
+    """Braces around digits that are no command's argument, superscript or subscript (nothing but a digit,
+    an operator, a space or the start before them) are dropped: what remains is the digits as rendered."""
+    out, i, before = [], 0, ""
+    while True:
+        j = s.find("{", i)
+        if j < 0:
+            out.append(s[i:])
+            return "".join(out)
+        out.append(s[i:j])
+        before = s[j - 1] if j > i else before  # the last character written so far
+        m = _DIGIT_GROUP.match(s, j)
+        if m and (not before or not (before.isalpha() or before in "\\^_}]")):
+            out.append(m.group(1))
+            i, before = m.end(), m.group(1)[-1]
+        else:
+            out.append("{")
+            i, before = j + 1, "{"
+
+
+def _power_arg(s, k):
+    """(the argument of a ``^`` starting at ``k``, where it ends): a brace group, a command or one character."""
+    while k < len(s) and s[k] == " ":
+        k += 1
+    if k >= len(s):
+        return "", k
+    if s[k] == "{":
+        depth = 0
+        for m in range(k, len(s)):
+            depth += {"{": 1, "}": -1}.get(s[m], 0)
+            if depth == 0:
+                return s[k + 1 : m], m + 1
+        return s[k:], len(s)
+    if s[k] == "\\":
+        m = k + 1
+        while m < len(s) and s[m].isalpha():
+            m += 1
+        return s[k : max(m, k + 2)], max(m, k + 2)
+    return s[k], k + 1
+
+
+def _right_powers(s):
+    """``a^b^c`` → ``a^{b^{c}}``; a single power is left as written."""
+    if s.count("^") < 2:
+        return s
+    out, i = [], 0
+    while i < len(s):
+        if s[i] != "^":
+            out.append(s[i])
+            i += 1
+            continue
+        args, k = [], i
+        while k < len(s) and s[k] == "^":
+            arg, k = _power_arg(s, k + 1)
+            args.append(arg)
+            while k < len(s) and s[k] == " " and s[k + 1 : k + 2] == "^":
+                k += 1
+        if len(args) == 1:
+            out.append(s[i:k])
+        else:
+            nested = args[-1]
+            for a in reversed(args[:-1]):
+                nested = a + "^{" + nested + "}"
+            out.append("^{" + nested + "}")
+        i = k
+    return "".join(out)
 
 
 _BASE = re.compile(r"(?<![\w.\\^{])([0-9]+)_\s*(?:\{\s*\(?([0-9]{1,2})\)?\s*\}|([0-9]))")
@@ -128,20 +259,8 @@ def all_reals(answer):
 
 
 # -- hedges --------------------------------------------------------------------------------------------
-# Inside an answer, a word that offers an alternative, a condition or a negation makes it not one answer.
-# ("or" alone is not here: ``2 \text{ or } 3`` is read as the set {2, 3}, which equals only that set.)
-INSIDE = ("possibly", "maybe", "perhaps", "probably", "likely", "either", "otherwise", "unless", "if", "iff",
-          "when", "whenever", "assuming", "provided", "not", "except", "but", "guess", "alternatively",
-          "might", "unsure", "unclear")  # fmt: skip
-# Around it (the rest of the answer's sentence): fewer words, since prose follows answers; here "or" is one.
-AROUND = ("or", "possibly", "maybe", "perhaps", "probably", "either", "otherwise", "unless", "if", "guess",
-          "alternatively")  # fmt: skip
-BEFORE = ("possibly", "maybe", "perhaps", "probably", "either", "guess")  # earlier in the sentence
-_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]+")
-_NOT_HEDGES = re.compile(r"\bor,? (?:equivalently|simply|in other words|written as|as a)\b|\beither (?:way|case)\b",
-                         re.I)  # fmt: skip
-
-
+# The hedge words (every language) and the sentence around an answer are the final-answer rule's
+# (verifiers/answer.py, shipped beside this module as ``rlvr_answer``); what an answer's own text hedges is here.
 _TEXTLIKE = re.compile(r"\\(?:text[a-z]*|math(?:rm|it|sf|tt|normal)|mbox|hbox|emph|operatorname)\s*\{([^{}]*)\}")
 
 
@@ -151,9 +270,11 @@ def hedge_inside(answer, allowed=""):
     separator of a list (``3 \\text{ (or 4)}``, ``3 \\text{ or more}``, ``x = 5 \\text{ cm and } y = 3``: read
     as x = 5 alone); or a word of ``INSIDE``.
     What the reference ``allowed`` itself writes does not count."""
+    if _EITHER_OR.match(answer):  # "either 3 or 4" lists the alternatives, as "3 or 4" does: a set
+        allowed += " either"
     if "?" in answer and "?" not in allowed:
         return "?"
-    texts = [m.group(1) for m in _TEXTLIKE.finditer(_NOT_HEDGES.sub(" ", answer))]
+    texts = [m.group(1) for m in _TEXTLIKE.finditer(answer_rule.NOT_HEDGES.sub(" ", answer))]
     whole = len(texts) == 1 and _TEXTLIKE.fullmatch(answer.strip())
     for t in texts:
         if t in allowed:
@@ -164,50 +285,7 @@ def hedge_inside(answer, allowed=""):
         for word in ("or", "and"):  # a connector with more words: the parser may keep only what precedes it
             if inner != word and re.search(rf"(?<![a-z]){word}(?![a-z])", inner):
                 return word
-    return hedge(answer, INSIDE, allowed)
-
-
-def hedge(text, words=INSIDE, allowed=""):
-    """The first hedge word of ``text`` (outside LaTeX command names) that ``allowed`` (the reference's
-    own text) does not also use, else None."""
-    text = _NOT_HEDGES.sub(" ", text)
-    ok = {w.lower() for w in _WORDS.findall(allowed)}
-    for w in _WORDS.findall(text):
-        if w.lower() in words and w.lower() not in ok:
-            return w
-    return None
-
-
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\s*\n|\n")
-
-
-def sentence_around(text, start, end):
-    """(before, after): the text of the sentence holding ``text[start:end]``, on each side of it (at most
-    200 characters each)."""
-    a = max(text.rfind(c, max(0, start - 200), start) for c in ("\n", ". ", "! ", "? "))
-    before = text[max(a + 1, start - 200) : start]
-    m = _SENTENCE_END.search(text, end, end + 200)
-    return before, text[end : m.start() if m else min(len(text), end + 200)]
-
-
-# right before the answer: "3 or $4$", "not $5$" (a number the sentence rules out is not its answer)
-_OR_BEFORE = re.compile(r"(?<![A-Za-z])(or|not|never|nor|except|isn't)[\s$,(\\]*$", re.I)
-
-
-def hedge_around(text, start, end):
-    """A hedge in the sentence around the answer at ``text[start:end]``: an ``or`` right before it (``3 or
-    4``), a doubt earlier in the sentence (``maybe``), or an alternative or condition after it."""
-    before, after = sentence_around(text, start, end)
-    m = _OR_BEFORE.search(before)
-    if m:
-        return m.group(1)
-    nxt = _NEXT_HEDGE.match(text, end + len(after), end + len(after) + 80)
-    return hedge(before, BEFORE) or hedge(after, AROUND) or (nxt.group(1) if nxt else None)
-
-
-# what opens the next sentence or line and still hedges the answer before it ("\n(or possibly 4)")
-_NEXT_HEDGE = re.compile(r"[\s.!?]*\(?\s*(or|possibly|maybe|perhaps|probably|alternatively|otherwise|wait)\b",
-                         re.I)  # fmt: skip
+    return answer_rule.hedge(answer, answer_rule.INSIDE, allowed)
 
 
 # -- units ---------------------------------------------------------------------------------------------

@@ -9,11 +9,12 @@ the host knows which items were done and which one was running.
 An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_tol", "timeout", "left"}``
 (``timeout``: its own seconds; ``left``: what was left of its request's deadline when the job was sent):
 
-* ``answer``: each pred is a final answer the host already extracted (a ``\\boxed{}`` or ``<answer>``
-  content). It is parsed *as a whole* (LaTeX first, then a plain expression that must account for
+* ``answer``: each pred is a final answer the host already extracted (``verifiers/answer.py``: a
+  ``\\boxed{}`` or ``<answer>`` content). It is parsed *as a whole* (LaTeX first, then a plain expression that must account for
   every digit), so malformed LaTeX is never truncated into a different number (``4\\sqrt(2)`` is not 4).
   With several preds (several different boxed answers) the item is correct only when every one of them,
-  or all of them together as one list, equals the gold: spraying guesses never wins.
+  or all of them together as one list, equals the gold: spraying guesses never wins. ``together``: false
+  where the answers came through different channels (a box and a tag): then every one must equal it.
 * ``full``: the pred is the whole completion, extracted the way Math-Verify does (LaTeX + expression
   extractors, boxed first).
 
@@ -37,11 +38,13 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-try:  # in the sandbox the host ships forms/text/equal.py as these modules (verifiers.kinds.sandbox_warmup)
+try:  # in the sandbox the host ships answer/forms/text/equal.py as these modules (verifiers.kinds.sandbox_warmup)
+    import rlvr_answer as answer_rule
     import rlvr_math_equal as equal
     import rlvr_math_forms as forms
     import rlvr_math_text as text_rules
 except ImportError:  # on the host
+    from verifiers import answer as answer_rule
     from verifiers.math import equal, forms
     from verifiers.math import text as text_rules
 BadReference = text_rules.BadReference
@@ -57,6 +60,8 @@ sole_region = text_rules.sole_region
 squash_space = text_rules.squash_space
 text_key = text_rules.text_key
 upright_constants = text_rules.upright_constants
+choice_part = text_rules.choice_part
+without_modulus = text_rules.without_modulus
 words_of = text_rules.words_of
 
 LATEX = (LatexExtractionConfig(boxed_match_priority=0),)
@@ -198,6 +203,8 @@ def grade(item, gold_cache):
         return _grade_unparsed(gold[1], item)
     if item.get("mode") == "full":
         return _grade_full(gold, item)
+    # a choice written with its value, a congruence's residue: the part the reference asks for (text.py)
+    item = dict(item, preds=[without_modulus(choice_part(p, item["gold"]), item["gold"]) for p in item["preds"]])
     for p in item["preds"]:  # a doubt, condition or alternative in the answer: never stripped, never paid
         word = forms.hedge_inside(written(p), allowed=item["gold"])
         if word:
@@ -213,12 +220,15 @@ def grade(item, gold_cache):
             return {"ok": False, "why": why}
         return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}{why}"}
     every = all(equivalent(gold, p) for p in preds)
-    # together: the boxes in the order written (extract.py lists them last-first), as one list or as a tuple
-    # (x = \boxed{2}, y = \boxed{3} for (2, 3)); a set reference ignores the order anyway
+    # together: the boxes in the order written (answer.py lists them last-first), as one list or as a tuple
+    # (x = \boxed{2}, y = \boxed{3} for (2, 3)); a set reference ignores the order anyway. Answers through
+    # different channels (a box and an answer tag, two tags) are never read together (verifiers/answer.py).
     listed = ", ".join(reversed(item["preds"]))
-    together = every or any(equivalent(gold, parse_whole(t) or []) for t in (listed, f"({listed})"))
-    why = f"{len(preds)} different boxed answers, " + ("all equal to the gold" if every else
-          "equal to the gold together" if together else "not all equal to the gold (answer spraying)")  # fmt: skip
+    may = item.get("together", True)
+    together = every or may and any(equivalent(gold, parse_whole(t) or []) for t in (listed, f"({listed})"))
+    kind = "boxed answers" if may else "answers through different channels"
+    why = f"{len(preds)} different {kind}, " + ("all equal to the gold" if every else
+          "equal to the gold together" if together else "not all equal to the gold (several answers)")  # fmt: skip
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
 
 
@@ -251,7 +261,7 @@ def _grade_full(gold, item):
     at = text.rfind(found) if found else -1
     word = forms.hedge_inside(found, allowed=item["gold"])
     if at >= 0 and not word:
-        word = forms.hedge_around(text, at, at + len(found))
+        word = answer_rule.hedge_around(text, at, at + len(found))
     if word:
         return {"ok": False, "why": f"the answer {clip(found)} is hedged in its sentence ({word!r})"}
     return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}"}

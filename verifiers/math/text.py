@@ -142,3 +142,31 @@ def clip(s):
 def upright_constants(s):
     """``\\mathrm{e}`` → ``e`` (and ``i``): Math-Verify strips ``\\mathrm{…}`` as a unit and cuts the rest."""
     return s.replace("\\mathrm{e}", "e").replace("\\mathrm{i}", "i")
+
+
+_CHOICE = re.compile(r"(?:\\text(?:bf|rm)?\s*\{\s*\(([A-E])\)\s*([^{}]*)\}|\(([A-E])\))\s*(.*)")
+_LETTER = re.compile(r"(?:\\text(?:bf|rm)?\s*\{\s*)?\(?([A-E])\)?\s*\}?")
+
+
+def choice_part(answer, gold):
+    """A multiple-choice answer written with its value (``\\text{(C) } 7``): the letter against a letter
+    reference (``C``), the value against any other; anything else is returned as it is."""
+    m = _CHOICE.fullmatch(answer.strip())
+    if not m:
+        return answer
+    letter, value = m.group(1) or m.group(3), f"{m.group(2) or ''} {m.group(4) or ''}".strip()
+    if not value:
+        return answer
+    return f"\\text{{({letter})}}" if _LETTER.fullmatch(gold.strip().strip("$").strip()) else value
+
+
+_MODULUS = re.compile(r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\w+)|\(\s*\\(?:bmod|mod)\s*(?:\{[^{}]*\}|\w+)\s*\)"
+                      r"|\\(?:bmod|mod)\s*(?:\{[^{}]*\}|\w+)|\(\s*\\text\s*\{\s*mod\s*\}\s*\w+\s*\))\s*$")  # fmt: skip
+
+
+def without_modulus(answer, gold):
+    """A congruence's residue (``3 \\pmod 7``, ``x \\equiv 3 \\pmod{7}``: 3, ``x = 3``) against a reference
+    that names no modulus; the answer as it is otherwise (docs/verifiers.md, "Disputed forms")."""
+    if "mod" in gold:
+        return answer
+    return _MODULUS.sub("", answer).replace("\\equiv", "=")

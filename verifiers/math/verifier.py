@@ -1,7 +1,7 @@
 """``math``: is the model's final answer equivalent to the gold answer?
 
 Host side (this module, linear time, nothing evaluated): extract the final answer(s) with plain string
-scanning (``verifiers/math/extract.py``), decide the trivial case of two integer literals by comparing digit
+scanning (``verifiers/answer.py``, the final-answer rule), decide the trivial case of two integer literals by comparing digit
 strings, and hand everything else to the sandbox. Sandbox side (``verifiers/math/grader.py``, loaded
 once per warm worker by the pool's warm-up, ``verifiers.kinds.sandbox_warmup``): Math-Verify parsing and sympy comparison under a per-item soft
 timeout and the job's hard kill.
@@ -29,23 +29,25 @@ from pathlib import Path
 
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
+from verifiers.answer import FALLBACKS, Extraction, extract
 from verifiers.base import BadRequest, Builtin, Context, Verdict
-from verifiers.math.extract import Extraction, extract
 from verifiers.outcome import Outcome
 from verifiers.request import Request
 
 _HERE = Path(__file__).resolve().parent
 GRADER_SOURCE = (_HERE / "grader.py").read_text()
 TEXT_SOURCE = (_HERE / "text.py").read_text()  # imported by the grader
-# the grader's own modules, built in this order in the sandbox as rlvr_<file name>
-MODULES = tuple((f"rlvr_math_{n}", n + ".py", (_HERE / f"{n}.py").read_text()) for n in ("forms", "text", "equal"))
+# the grader's own modules, built in this order in the sandbox: the final-answer rule (forms reads its hedge
+# words), then rlvr_math_<file name>
+MODULES = (("rlvr_answer", "answer.py", (_HERE.parent / "answer.py").read_text()),) + tuple(
+    (f"rlvr_math_{n}", n + ".py", (_HERE / f"{n}.py").read_text()) for n in ("forms", "text", "equal")
+)
 _BUILD = "".join(
     f"_m = sys.modules[{name!r}] = types.ModuleType({name!r})\nexec(compile({src!r}, {fn!r}, 'exec'), _m.__dict__)\n"
     for name, fn, src in MODULES
 )
 MAX_ITEMS = 32  # items per sandbox job
 ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before the pool kills the job
-FALLBACKS = ("none", "last_number", "full")
 
 # The job: the grader module is already in the warm worker; a worker started without that warm-up builds it.
 JOB_CODE = f"""import sys
@@ -316,7 +318,7 @@ class MathVerifier(Builtin):
             where = "no \\boxed{} or <answer> found" + ("" if fallback == "none" else f" (fallback {fallback})")
             return Verdict.of(Outcome.NO_ANSWER, where + " after the reasoning")
         if ext.sprayed:
-            return Verdict.of(Outcome.INCORRECT, f"answer spraying: {ext.sprayed} different boxed answers")
+            return Verdict.of(Outcome.INCORRECT, f"answer spraying: {ext.sprayed} different answers")
         if ext.hedge:
             return Verdict.of(Outcome.INCORRECT, f"{ext.source}: the answer's sentence hedges ({ext.hedge!r})")
         fast = None if rel_tol is not None else _integers(req.reference, ext)
@@ -324,7 +326,8 @@ class MathVerifier(Builtin):
             return fast
         budget = req.timeout_s or self.default_timeout_s
         mode = "full" if ext.source == "full" else "answer"
-        payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol}
+        payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol,
+                   "together": ext.together}  # fmt: skip
         item = _Item(payload, budget, ctx.deadline)  # its time is set when its job is sent (run_items)
         with self._lock:
             co = self._coalescers.get(ctx.run_job)
@@ -342,5 +345,5 @@ def _integers(reference: str, ext: Extraction) -> Verdict | None:
     if any(p is None for p in preds):
         return None
     ok = all(p == gold for p in preds)
-    why = f"gold={gold} pred={','.join(preds)}" + (" (different boxed answers)" if len(preds) > 1 else "")
+    why = f"gold={gold} pred={','.join(preds)}" + (" (different answers)" if len(preds) > 1 else "")
     return Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, f"{ext.source}: {why}")
