@@ -406,22 +406,6 @@ VALUES_FAMILY = [
     ("tuple-not-list", "def f():\n    return [1, 2]\n", "assert f() == (1, 2)\n", {}, BAD, "a list is not a tuple"),
     ("int-not-bool", "def f():\n    return 1\n", "assert f() is True\n", {}, BAD, "1 is not True"),
     (
-        "callable-argument",
-        "def apply(g, x):\n    return g(x)\n",
-        "assert apply(lambda v: v + 1, 1) == 2\n",
-        {},
-        ERR,
-        "not supported: a test that passes a function in fails (arguments are plain data)",
-    ),
-    (
-        "mutation-not-seen",
-        "def f(xs):\n    xs.sort()\n",
-        "xs = [3, 1]\nf(xs)\nassert xs == [1, 3]\n",
-        {},
-        BAD,
-        "not supported: calls are by value, the candidate's in-place changes to an argument are not seen",
-    ),
-    (
         "generator-result",
         "def f():\n    return (i for i in range(3))\n",
         "assert list(f()) == [0, 1, 2]\n",
@@ -472,12 +456,12 @@ VALUES_FAMILY = [
     ),
     ("object-truth", "class R:\n    pass\n", "assert R()\n", {}, ERR, "a handle has no truth value"),
     (
-        "object-equality",
+        "object-equality-lying",
         "class P:\n    def __init__(self, x):\n        self.x = x\n    def __eq__(self, o):\n        return True\n",
         "assert P(1) == P(2)\n",
         {},
         ERR,
-        "not supported: candidate objects cannot be compared, only their methods' plain results",
+        "a candidate object's __eq__ never decides a comparison in the tests (see NOT_SUPPORTED for the honest one)",
     ),
     (
         "method-returns-object",
@@ -487,13 +471,44 @@ VALUES_FAMILY = [
         ERR,
         "a method's result must be plain data",
     ),
+]
+
+
+# -- what the harness does not support yet (issue 41): correct programs, graded 0 today ------------------------
+# (id, program, tests, options, the careful verdict, "not supported yet: what"): tests/test_code_adversarial.py
+# runs each as a strict xfail, so the day one is supported the test says so.
+NOT_SUPPORTED = [
+    (
+        "callable-argument",
+        "def apply(g, x):\n    return g(x)\n",
+        "assert apply(lambda v: v + 1, 1) == 2\n",
+        {},
+        OK,
+        "not supported yet: a function passed to the candidate (arguments cross as plain data only)",
+    ),
+    (
+        "mutation-not-seen",
+        "def f(xs):\n    xs.sort()\n",
+        "xs = [3, 1]\nf(xs)\nassert xs == [1, 3]\n",
+        {},
+        OK,
+        "not supported yet: in-place changes to an argument (calls are by value)",
+    ),
+    (
+        "object-equality",
+        "class P:\n    def __init__(self, x):\n        self.x = x\n    def __eq__(self, o):\n        return self.x == o.x\n",
+        "assert P(1) == P(1)\nassert not (P(1) == P(2))\n",
+        {},
+        OK,
+        "not supported yet: comparing candidate objects (only their methods' plain results cross)",
+    ),
     (
         "object-as-argument",
         "class S:\n    pass\ndef f(x):\n    return 1\n",
         "assert f(S()) == 1\n",
         {},
-        ERR,
-        "not supported: a candidate object cannot be passed back into a call",
+        OK,
+        "not supported yet: a candidate object passed back into a call",
     ),
 ]
 
