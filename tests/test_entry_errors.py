@@ -63,3 +63,16 @@ def test_server_entry_point_on_a_taken_port_exits_1(taken_port, tmp_path):
     assert p.returncode == 1, p.stderr
     assert f"could not listen on 127.0.0.1:{taken_port} (in use?): choose another --port" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_cli_with_no_service_says_how_long_it_really_retried():
+    """Issue 42: with --timeout-s 3 the CLI said "retrying for up to 300 s", then "unavailable for 0 s"."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    out = subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", f"127.0.0.1:{port}", "--timeout-s", "3",
+                          "list"], cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 1 and "UNAVAILABLE" in out.stderr, out.stderr
+    assert "300 s" not in out.stderr and "for 0 s" not in out.stderr, out.stderr
+    assert "retrying for up to 0.3 s (2 more tries)" in out.stderr and "(3 tries in 0." in out.stderr, out.stderr

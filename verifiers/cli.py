@@ -81,7 +81,7 @@ def _info(info: pb.VerifierInfo, full: bool = False) -> dict:
 
 def run(a: argparse.Namespace) -> object:
     token = a.token if a.cmd in ("register", "unregister") else None
-    with VerifierClient(a.target, timeout_s=a.timeout_s, retries=2, token=token or None) as c:
+    with VerifierClient(a.target, timeout_s=a.timeout_s, retries=2, token=token or None, wait_s=a.timeout_s) as c:
         if a.cmd == "register":
             return _info(c.register(register_request(a)))
         if a.cmd == "unregister":

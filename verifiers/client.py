@@ -219,7 +219,7 @@ class VerifierClient:
         while True:
             left = deadline - time.monotonic()
             if left <= 0 and down_since is not None:
-                raise self._unavailable(details, time.monotonic() - t0)
+                raise self._unavailable(details, time.monotonic() - t0, tries)
             if left <= 0:
                 raise VerifierError(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method}: no answer from {self.target}")
             try:
@@ -231,15 +231,16 @@ class VerifierClient:
                 now = time.monotonic()
                 end = max(deadline, wait_until)
                 if (self.retries is not None and tries >= self.retries) or now >= end:
-                    raise self._unavailable(details, now - t0) from None
+                    raise self._unavailable(details, now - t0, tries + 1) from None
                 if down_since is None or now >= next_note:
+                    window = self._retry_window(delay, tries, end - now)
                     if down_since is None:
                         down_since = now
-                        log.warning("verifier service at %s unavailable (%s): retrying for up to %.0f s",
-                                    self.target, details, end - now)  # fmt: skip
+                        log.warning("verifier service at %s unavailable (%s): retrying for up to %s",
+                                    self.target, details, window)  # fmt: skip
                     else:
                         log.warning("verifier service at %s still unavailable after %.0f s: retrying for up to "
-                                    "%.0f s more", self.target, now - down_since, end - now)  # fmt: skip
+                                    "%s more", self.target, now - down_since, window)  # fmt: skip
                     next_note = now + NOTE_EVERY_S
                 if now < wait_until:  # time spent waiting for the service is not grading time
                     deadline = max(deadline, now + budget)
@@ -251,11 +252,21 @@ class VerifierClient:
                             time.monotonic() - down_since, method)  # fmt: skip
             return response
 
-    def _unavailable(self, details: str, waited_s: float) -> VerifierError:
+    def _retry_window(self, delay: float, tries: int, left_s: float) -> str:
+        """How long the retries still to come can last, in words: ``left_s``, or less where ``retries`` ends them."""
+        if self.retries is not None:
+            total = 0.0
+            for _ in range(self.retries - tries):
+                total, delay = total + delay, min(delay * 2, MAX_BACKOFF_S)
+            if total < left_s:
+                return f"{total:.1f} s ({self.retries - tries} more tries)"
+        return f"{left_s:.0f} s" if left_s >= 10 else f"{left_s:.1f} s"
+
+    def _unavailable(self, details: str, waited_s: float, tries: int) -> VerifierError:
         return VerifierError(
             grpc.StatusCode.UNAVAILABLE,
-            f"verifier service at {self.target} unavailable for {waited_s:.0f} s ({details}): is it running? "
-            "(`make serve`, or set the target to where it runs)",
+            f"verifier service at {self.target} unavailable ({tries} tries in {waited_s:.1f} s: {details}): is it "
+            "running? (`make serve`, or set the target to where it runs)",
         )
 
     # -- grading ----------------------------------------------------------------------------------
