@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from tests.parts import pg_bindir, require
 from verifiers.client import VerifierClient
 from verifiers.launch import LocalServer
 
@@ -34,25 +35,12 @@ def client(verifier_server):
 
 
 # -- PostgreSQL: a throwaway cluster for the registry's shared (postgresql://) backend ------------------
-def _pg_bindir():
-    import shutil
-    from pathlib import Path
-
-    found = shutil.which("initdb")
-    for d in [Path(found).parent] if found else []:
-        if (d / "pg_ctl").exists():
-            return d
-    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):  # Debian keeps them off PATH
-        if (d / "initdb").exists() and (d / "pg_ctl").exists():
-            return d
-    return None
-
-
 @pytest.fixture(scope="session")
 def postgres_server():
     """A PostgreSQL cluster of its own for the session: initdb in a temp dir, a free loopback port, trust
     auth for the user ``rlvr``, fsync off (it is thrown away). Run as the ``postgres`` user when the tests
-    run as root. Skipped, saying why, where PostgreSQL is missing or cannot start (`make postgres`)."""
+    run as root. PostgreSQL is a required part (tests/parts.py, `make postgres`): where it is missing or
+    cannot start, the tests that use it fail saying why; they never skip."""
     import os
     import pwd
     import shutil
@@ -60,15 +48,11 @@ def postgres_server():
     import tempfile
     from pathlib import Path
 
-    bindir = _pg_bindir()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed (no initdb/pg_ctl): `make postgres` installs it")
+    require("postgresql")
+    bindir = pg_bindir()
     run_as: list[str] = []
     if os.geteuid() == 0:
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("tests run as root and there is no 'postgres' user to run PostgreSQL as")
+        user = pwd.getpwnam("postgres")  # the part's check: as root there is a 'postgres' user
         run_as = ["runuser", "-u", "postgres", "--"]
     base = Path(tempfile.mkdtemp(prefix="rlvr-pg-"))
     if run_as:
@@ -86,7 +70,7 @@ def postgres_server():
     except (OSError, subprocess.SubprocessError) as e:
         why = (getattr(e, "stderr", "") or str(e)).strip().splitlines()[-1:] or [type(e).__name__]
         shutil.rmtree(base, ignore_errors=True)
-        pytest.skip(f"could not start a throwaway PostgreSQL with {bindir}: {why[0]}")
+        pytest.fail(f"could not start a throwaway PostgreSQL with {bindir}: {why[0]}")
     try:
         yield f"postgresql://rlvr@127.0.0.1:{port}"
     finally:

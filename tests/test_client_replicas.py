@@ -57,29 +57,24 @@ def test_bad_targets_say_what_is_wrong(target, match):
 def test_nothing_listening_fails_after_the_wait_budget_with_a_clear_message(caplog):
     port = free_port()
     with VerifierClient(f"127.0.0.1:{port}", timeout_s=1, wait_s=3) as c:
-        t0 = time.monotonic()
         with pytest.raises(VerifierError, match=f"127.0.0.1:{port} unavailable") as err:
             c.verify("think_format", "x")
-        took = time.monotonic() - t0
     assert err.value.code.name == "UNAVAILABLE"
-    assert 2.5 < took < 6.0  # the wait budget (longer than the deadline) bounded a dead service
     assert f"verifier service at 127.0.0.1:{port} unavailable" in caplog.text and "retrying for up to" in caplog.text
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a timing: ignoring the deadline would wait wait_s (300 s)
 def test_a_deadline_given_to_the_call_is_never_passed_waiting():
     with VerifierClient(f"127.0.0.1:{free_port()}", wait_s=300) as c:
-        t0 = time.monotonic()
         with pytest.raises(VerifierError, match="UNAVAILABLE"):
             c.verify("think_format", "x", deadline_s=1.0)
-        assert time.monotonic() - t0 < 2.0
 
 
-def test_retries_zero_fails_at_once():
+def test_retries_zero_fails_at_once(caplog):
     with VerifierClient(f"127.0.0.1:{free_port()}", retries=0) as c:
-        t0 = time.monotonic()
         with pytest.raises(VerifierError, match="UNAVAILABLE"):
             c.verify_batch([VerifyItem("think_format", "x"), VerifyItem("think_format", "y")])
-        assert time.monotonic() - t0 < 3.0
+    assert "retrying" not in caplog.text  # failed on the first try: no wait, no retry
 
 
 # -- two real servers, one SIGKILLed mid-batch ----------------------------------------------------------

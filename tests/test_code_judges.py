@@ -175,7 +175,6 @@ def test_fraction_reward_and_one_verdict_per_case(service):
         ]
         assert v.outcome == "INCORRECT" and "case 1" in v.detail and "'nope'" in v.detail, v.detail
         assert "crash-marker" in v.cases[3].detail
-        assert v.cases[2].elapsed_s >= 1.0
 
 
 @pytest.mark.docker

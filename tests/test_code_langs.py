@@ -105,7 +105,7 @@ def test_wrong(service, lang):
 def test_time_limit(service, lang):
     v = grade(service, lang, PROGRAMS[lang][2], case_timeout_s="1")
     assert (v.outcome, v.reward) == ("TIMEOUT", 0.0), v.detail
-    assert v.cases[0].status is CaseStatus.TIME_LIMIT and v.cases[0].elapsed_s >= 1.0
+    assert v.cases[0].status is CaseStatus.TIME_LIMIT
     assert v.cases[1].status is CaseStatus.SKIPPED  # reward=all: the rest is not run
 
 

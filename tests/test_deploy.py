@@ -20,6 +20,7 @@ import time
 import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
+from tests.parts import require
 from tests.security.conftest import ensure_image
 from verifiers.client import VerifierClient
 from verifiers.launch import ROOT
@@ -120,8 +121,7 @@ def test_the_service_image_grades_with_the_bwrap_backend_inside_its_container(se
 
 
 def test_compose_two_replicas_share_the_registry_and_survive_one_stopping(service_image, chan_dir, postgres_url):
-    if not shutil.which("docker-compose"):
-        pytest.skip("docker-compose not installed (`make service-image` installs Debian's)")
+    require("docker-compose")  # a required part: missing, the test fails naming it (never a skip)
     ports = {k: free_port() for k in ("RLVR_PORT_A", "RLVR_HTTP_A", "RLVR_PORT_B", "RLVR_HTTP_B")}
     env = os.environ | {k: str(v) for k, v in ports.items()} | {
         "RLVR_SERVICE_IMAGE": service_image, "RLVR_REGISTRY_URL": postgres_url, "RLVR_CHAN_DIR": chan_dir,

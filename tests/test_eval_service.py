@@ -106,8 +106,7 @@ def test_infrastructure_errors_are_reported_apart_and_graded_again_on_resume(tmp
 
 @pytest.mark.parametrize(("variant", "expected"), [("canonical", 1.0), ("not_implemented", 0.0)])
 def test_humaneval_canonical_passes_and_stubs_fail(tmp_path, verifier_server, client, variant, expected):
-    if not has_code(client):
-        pytest.skip("code verifier not available")
+    assert has_code(client), "the built-in code verifier is not listed"
     f = write(tmp_path / f"{variant}.jsonl", suites.humaneval_completions(variant, limit=20))
     r = run_eval(verifier_server.target, "--completions", str(f), "--out", str(tmp_path / "he.json"))
     assert r["n"] == 20 and r["infra_errors"] == 0, r["outcomes"]
@@ -171,8 +170,7 @@ def test_command_line_starts_its_own_service_when_no_target_is_given(tmp_path):
 
 
 def test_humaneval_with_a_model_grades_prompt_plus_continuation(tmp_path, verifier_server, client):
-    if not has_code(client):
-        pytest.skip("code verifier not available")
+    assert has_code(client), "the built-in code verifier is not listed"
     model_dir, _ = tiny_model_and_data(tmp_path)
     out = tmp_path / "he.json"
     r = run_eval(verifier_server.target, "--model", str(model_dir), "--suite", "humaneval", "--limit", "2",

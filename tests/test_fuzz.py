@@ -209,15 +209,14 @@ def alive(server) -> None:
 @SETTINGS
 @given(r=request())
 def test_fuzzed_verify(server, stub, r):
-    t0, limit = time.monotonic(), budget(r)
+    limit = budget(r)
     try:
         got = stub.Verify(r, timeout=limit)
     except grpc.RpcError as e:
         assert e.code() != grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer within {limit:g} s: {r.verifier!r}"
         check_error(e, f"Verify({r.verifier!r}, timeout_s={r.timeout_s})")
     else:
-        check_verdict(r, got)
-        assert time.monotonic() - t0 < limit
+        check_verdict(r, got)  # answered at all: within the call's gRPC deadline (limit), no clock needed
     alive(server)
 
 

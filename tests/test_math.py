@@ -141,7 +141,7 @@ def test_math_cases(client, gold, completion, options, outcome):
 @pytest.mark.docker
 def test_power_tower_times_out_and_service_survives(client):
     r = client.verify("math", boxed("9^{9^{9^{9}}}"), "1", timeout_s=2)
-    assert r.outcome == "TIMEOUT" and r.elapsed_s < 2 + 5
+    assert r.outcome == "TIMEOUT"  # the service's own kill, within the client's call deadline
     assert client.verify("math", boxed("\\frac{1}{2}"), "0.5").outcome == "CORRECT"
 
 

@@ -41,7 +41,9 @@ def _names(node: ast.AST) -> set[str]:
 
 
 def _targets(node: ast.AST) -> list[str]:
-    """Names an assignment-like statement binds."""
+    """Names an assignment-like statement binds (a loop's or a comprehension's targets included)."""
+    if isinstance(node, (ast.For, ast.comprehension)):
+        return [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
     if isinstance(node, ast.Assign):
         return [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
     if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
@@ -49,25 +51,33 @@ def _targets(node: ast.AST) -> list[str]:
     return []
 
 
+def _value(node: ast.AST) -> ast.AST | None:
+    return node.iter if isinstance(node, (ast.For, ast.comprehension)) else getattr(node, "value", None)
+
+
 def _spread(scope: ast.AST, tainted: set[str], seed) -> set[str]:
     """``tainted`` plus every name ``scope`` assigns from a tainted expression (to a fixed point)."""
     out = set(tainted)
-    assigns = [n for n in ast.walk(scope) if _targets(n) and getattr(n, "value", None) is not None]
+    assigns = [n for n in ast.walk(scope) if _targets(n) and _value(n) is not None]
     changed = True
     while changed:
         changed = False
         for a in assigns:
-            if (seed(a.value) or _names(a.value) & out) and not set(_targets(a)) <= out:
+            if (seed(_value(a)) or _names(_value(a)) & out) and not set(_targets(a)) <= out:
                 out |= set(_targets(a))
                 changed = True
     return out
 
 
+def _a_time_by_name(name: str) -> bool:
+    return "elapsed" in name or "stamp" in name
+
+
 def _time_derived(node: ast.AST, timed: set[str]) -> bool:
     for n in ast.walk(node):
-        if _is_clock(n) or (isinstance(n, ast.Name) and (n.id in timed or "elapsed" in n.id)):
+        if _is_clock(n) or (isinstance(n, ast.Name) and (n.id in timed or _a_time_by_name(n.id))):
             return True
-        if isinstance(n, ast.Attribute) and "elapsed" in n.attr:
+        if isinstance(n, ast.Attribute) and _a_time_by_name(n.attr):
             return True
     return False
 
@@ -76,7 +86,8 @@ def wall_clock_asserts(tree: ast.Module) -> list[int]:
     """Line numbers of asserts comparing a time (clock reading, ``elapsed``) to a number."""
     lines = []
     for fn in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        timed = _spread(fn, set(), lambda v: any(_is_clock(n) for n in ast.walk(v)))
+        timed = _spread(fn, set(), lambda v: any(_is_clock(n) or (isinstance(n, ast.Name) and _a_time_by_name(n.id))
+                                                 for n in ast.walk(v)))  # fmt: skip
         for a in (n for n in ast.walk(fn) if isinstance(n, ast.Assert)):
             for c in (n for n in ast.walk(a.test) if isinstance(n, ast.Compare)):
                 sides = [c.left, *c.comparators]

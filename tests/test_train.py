@@ -49,8 +49,9 @@ def write_data(path: Path, n: int = 16) -> Path:
 
 @pytest.fixture(scope="module")
 def server():
-    launch = pytest.importorskip("verifiers.launch", reason="verifiers/launch.py (LocalServer) not there yet")
-    with launch.LocalServer(pool_size=1) as srv:
+    from verifiers.launch import LocalServer
+
+    with LocalServer(pool_size=1) as srv:
         yield srv
 
 

@@ -100,9 +100,9 @@ def test_entry_point_with_a_missing_config_file_exits_1_with_one_line(tmp_path):
 def test_entry_point_prints_a_library_error_raised_mid_run_as_one_line(tmp_path):
     """The vllm rollout backend cannot run here (no vllm or no CUDA): its BackendError is raised after the
     model and data are loaded, and reaches the user as `error: ...`, exit status 1."""
-    from trainer.rollout.vllm import unavailable_reason
+    from tests.parts import missing
 
-    if unavailable_reason() is None:
+    if not missing("vllm"):  # a declared optional part (tests/parts.py), decided from the host's facts
         pytest.skip("vllm can run here, so there is no backend error to show")
     tok = tiny_tokenizer()
     init = tmp_path / "init"

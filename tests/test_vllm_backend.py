@@ -12,13 +12,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.parts import missing, skip_unless
 from trainer.config import TinyConfig
 from trainer.data import Example
 from trainer.pipelines import tiny
 from trainer.rollout.backend_base import BackendError, rollout_from_ids
 from trainer.rollout.backends import make_backend
 from trainer.rollout.decode import generate_rollout
-from trainer.rollout.vllm import sampling_kwargs, unavailable_reason
+from trainer.rollout.vllm import sampling_kwargs
 
 EXAMPLES = [Example("1+2=", "3"), Example("10+20=", "30")]
 
@@ -42,8 +43,7 @@ def test_unknown_backend_and_unusable_vllm_are_clear_errors():
     model, tok = _policy()
     with pytest.raises(BackendError, match="one of \\['hf', 'vllm'\\]"):
         make_backend("sglang", model, tok)
-    reason = unavailable_reason()
-    if reason is None:
+    if not missing("vllm"):  # a declared optional part (tests/parts.py), decided from the host's facts
         pytest.skip("vllm and a GPU are available here: nothing to refuse")
     with pytest.raises(BackendError, match="vllm"):
         make_backend("vllm", model, tok, model_path="unused")
@@ -73,7 +73,7 @@ def test_vllm_sampling_settings_are_the_hf_paths():
     assert sampling_kwargs(1, max_new_tokens=4, eos_ids=[2], do_sample=False)["temperature"] == 0.0
 
 
-@pytest.mark.skipif(unavailable_reason() is not None, reason=f"vllm backend: {unavailable_reason()}")
+@skip_unless("vllm")
 def test_vllm_greedy_rollouts_equal_hf_before_and_after_a_weight_push(tmp_path):
     folder = tiny.build(tmp_path / "m")
     from transformers import AutoModelForCausalLM, AutoTokenizer
