@@ -105,6 +105,10 @@ def test_format_rate_components_latency_and_breakdown():
     ]
     r = passk.build_report(records, title="t")
     assert r["format_rate"] == pytest.approx(3 / 5)
+    # a think_format row is a format grade itself (issue 42: make eval's format rate left them out)
+    fmt_rows = [rec("d", 0, "CORRECT", 1.0, "think_format"), rec("d", 1, "INCORRECT", 0.0, "think_format")]
+    assert passk.build_report(records + fmt_rows)["format_rate"] == pytest.approx(4 / 7)
+    assert passk.build_report(fmt_rows)["format_rate"] == pytest.approx(1 / 2)
     assert r["reward_mean"] == pytest.approx(3.0 / 5)
     comps = r["verifiers"]["r1"]["components"]
     assert comps["math"] == {"mean": pytest.approx(2 / 3), "full_rate": pytest.approx(2 / 3), "n": 3}
@@ -180,6 +184,15 @@ def test_completions_file_errors_say_where(tmp_path, rows, verifier, needle):
     with pytest.raises(DataError) as e:
         suites.load_completions(f, verifier)
     assert needle in str(e.value)
+
+
+def test_a_format_verifier_row_needs_no_reference(tmp_path):
+    f = write(tmp_path / "c.jsonl", [{"id": "p", "completion": "<think>a</think>1", "verifier": "think_format"},
+                                     {"id": "q", "completion": "<think>a</think>1"}])  # fmt: skip
+    s = suites.load_completions(f, "tag_count")
+    assert [(x.verifier, x.reference) for x in s] == [("think_format", ""), ("tag_count", "")]
+    with pytest.raises(DataError, match="no 'reference' for id 'p'"):  # math still needs one
+        suites.load_completions(write(tmp_path / "m.jsonl", [{"id": "p", "completion": "1"}]), "math")
 
 
 def test_human_eval_samples_format_takes_reference_and_prompt_from_the_suite(tmp_path):

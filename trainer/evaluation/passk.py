@@ -98,6 +98,10 @@ def pass_at_k_table(records: Sequence[Mapping[str, Any]], extra_ks: Iterable[int
 
 
 def _format_value(r: Mapping[str, Any]) -> float | None:
+    """The sample's format grade: its own reward when its verifier is a format verifier (a think_format
+    row), else the format component of its composite (r1's), else the separate format grade."""
+    if r.get("verifier") in FORMAT_COMPONENTS:
+        return float(r["reward"])
     comps = r.get("components") or {}
     for name in FORMAT_COMPONENTS:
         if name in comps:

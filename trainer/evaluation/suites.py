@@ -171,11 +171,16 @@ def load_problems(suite: str, verifier: str | None = None, limit: int | None = N
     return probs
 
 
+# the built-in verifiers that read no reference: a completions row for them needs no "reference" field
+NO_REFERENCE = ("think_format", "tag_count", "language")
+
+
 def load_completions(
     path: str | Path, verifier: str | None = None, problems: list[Problem] | None = None
 ) -> list[Sample]:
     """A completions file as samples; the sample index is the line's rank among its id's lines unless
-    the row says ``"sample"``. Rows without ``reference`` take it (and the prompt) from ``problems``."""
+    the row says ``"sample"``. Rows without ``reference`` take it (and the prompt) from ``problems``, except
+    rows for a verifier that reads none (``NO_REFERENCE``: think_format, tag_count, language)."""
     by_id = {p.id: p for p in problems or []}
     seen: dict[str, int] = {}
     out = []
@@ -186,6 +191,8 @@ def load_completions(
         pid = str(pid)
         completion, ref, prompt = row["completion"], row.get("reference"), str(row.get("prompt", ""))
         name = row.get("verifier") or verifier
+        if ref is None and (row.get("verifier") or verifier) in NO_REFERENCE and pid not in by_id:
+            ref = ""  # a format verifier grades the completion alone
         if ref is None:
             p = by_id.get(pid)
             if p is None:
