@@ -12,6 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.http_helpers import http_service
 from verifiers.client import VerifierClient, VerifierError
+from verifiers.code.languages import LANGUAGES
+from verifiers.service.fair import BURST_SANDBOXES
 
 pytestmark = pytest.mark.docker
 
@@ -164,6 +166,13 @@ def test_registration_needs_the_token_and_round_trips(http, grpc_client):
     assert http.delete("/v1/verifiers/math", headers=AUTH).status_code == 403  # built-in: PERMISSION_DENIED
 
 
+def test_the_code_verifiers_description_lists_the_languages_it_serves(http):
+    """Derived from the language table (issue 42: it listed 7 of 9); ListVerifiers over HTTP shows it."""
+    info = {v["name"]: v for v in http.get("/v1/verifiers").json()["verifiers"]}["code"]
+    listed = info["description"].split("options language: ", 1)[1].split(")", 1)[0].split(", ")
+    assert listed == list(LANGUAGES) and isinstance(info["version"], int)
+
+
 def test_registration_with_no_spec_is_400(http):
     r = http.post("/v1/verifiers", json={"name": "empty_spec"}, headers=AUTH)
     assert r.status_code == 400 and "no spec given" in r.json()["error"]["message"]
@@ -205,7 +214,7 @@ def test_metrics_count_grpc_and_http_traffic(http, grpc_client):
     assert delta(("rlvr_cache_hits_total", ())) >= 1
     assert delta(("rlvr_verify_seconds_count", (("verifier", "think_format"),))) == 9
     assert delta(("rlvr_verify_batch_items_count", ())) == 1 and delta(("rlvr_verify_batch_items_sum", ())) == 5
-    assert after[("rlvr_sandbox_pool_size", ())] == 2 and after[("rlvr_sandbox_pool_live", ())] == 2
+    assert after[("rlvr_sandbox_pool_size", ())] == 2 and after[("rlvr_sandbox_pool_live", ())] == 2 + BURST_SANDBOXES
     assert after[("rlvr_sandbox_pool_busy", ())] == 0
     assert ("rlvr_sandbox_restarts_total", ()) in after
     assert delta(("rlvr_sandbox_jobs_total", (("result", "ok"),))) >= 1  # the math item ran in the sandbox

@@ -28,7 +28,7 @@ MAX_SECONDS = 3600.0
 # option name -> what it does (the kind's declared schema: ListVerifiers shows it)
 DESCRIPTIONS = {
     "mode": "assert (default: an assert script or MBPP list, Python) or stdio (stdin/stdout cases)",
-    "language": "python (default), c, cpp, java, javascript, go, rust",
+    "language": f"{LANGUAGES[0]} (default), {', '.join(LANGUAGES[1:])}",  # the language table's, as it grows
     "entry_point": "the function check(candidate) is called with (assert mode)",
     "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt)",
     "case_timeout_s": "seconds per test case (default 5)",

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,6 +51,7 @@ from verifiers.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.limits import cut_short_verdict
 from verifiers.outcome import CaseStatus, Outcome
 from verifiers.request import Request
+from verifiers.signals import SIGNALS
 
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
@@ -116,7 +118,7 @@ def _tail(s: str) -> str:
 class CodeVerifier(Builtin):
     name: str = "code"
     description: str = (
-        "the completion's last code block (options language: python, c, cpp, java, javascript, go, rust) passes the "
+        f"the completion's last code block (options language: {', '.join(languages.LANGUAGES)}) passes the "
         "reference tests in the sandbox: an assert script or MBPP list (Python), or mode=stdio cases with "
         "judge=tokens|exact|float|checker; reward=all|fraction"
     )
@@ -166,9 +168,9 @@ class CodeVerifier(Builtin):
                   deadline=ctx.deadline)  # fmt: skip
         res = ctx.run_job(job)
         verdict = assert_verdict(res, nonce, res.time_limit_s or job.timeout_s)
-        if tests is None or verdict.outcome in (Outcome.SANDBOX_ERROR,) or res.output_limit_exceeded:
-            return verdict
-        return _list_verdict(res, nonce, len(tests), verdict, opts.reward)
+        if tests is not None and verdict.outcome is not Outcome.SANDBOX_ERROR and not res.output_limit_exceeded:
+            verdict = _list_verdict(res, nonce, len(tests), verdict, opts.reward)
+        return verdict.signal(*assert_signals(res, nonce, verdict))
 
     # -- stdin/stdout cases (verifiers/code/stdio.py) ------------------------------------------------
     def _stdio(self, req: Request, opts: CodeOptions, code: str, budget: float, ctx: Context) -> Verdict:
@@ -183,7 +185,12 @@ class CodeVerifier(Builtin):
             error, runs, _ = stdio.run_compiled(code, inputs, opts, deadline, req.id)
             if error is not None:
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
-        return stdio.grade(runs, spec, opts, ctx)
+        verdict = stdio.grade(runs, spec, opts, ctx)
+        statuses = {c.status for c in verdict.cases}
+        return verdict.signal(
+            *(["code.output_cap"] if CaseStatus.OUTPUT_LIMIT in statuses else []),
+            *(["code.time_limit"] if CaseStatus.TIME_LIMIT in statuses else []),
+        )
 
 
 def _test_list(reference: str) -> list[str] | None:
@@ -229,19 +236,29 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, reward: str) 
     return v
 
 
-def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
-    cut = cut_short_verdict(res, f"tests did not finish in {timeout_s:.3g} s; stderr: {_tail(res.stderr)}")
-    if cut is not None:
-        return cut
-    verdict = None
-    for line in reversed(res.stdout.splitlines()):
+def _nonce_lines(res: Result, nonce: str) -> list[dict]:
+    """The lines the tests' process wrote on its private stdout (the candidate cannot know the nonce)."""
+    out = []
+    for line in res.stdout.splitlines():
         try:
             d = json.loads(line)
         except ValueError:
             continue
-        if isinstance(d, dict) and d.get("nonce") == nonce and "case" not in d:  # not one assert's own line
-            verdict = d
-            break
+        if isinstance(d, dict) and d.get("nonce") == nonce:
+            out.append(d)
+    return out
+
+
+def _script_line(res: Result, nonce: str) -> dict | None:
+    """The whole script's verdict line (not one MBPP assert's, not a signals line), the last one written."""
+    return next((d for d in reversed(_nonce_lines(res, nonce)) if "case" not in d and d.get("status")), None)
+
+
+def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
+    cut = cut_short_verdict(res, f"tests did not finish in {timeout_s:.3g} s; stderr: {_tail(res.stderr)}")
+    if cut is not None:
+        return cut
+    verdict = _script_line(res, nonce)
     if verdict is None or not verdict.get("status"):
         how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
         return Verdict.of(
@@ -261,3 +278,32 @@ def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if status == "bad_reference":
         return Verdict.of(Outcome.BAD_REFERENCE, f"the prelude failed: {_tail(verdict.get('detail', ''))}")
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
+
+
+# Lines a test harness prints for a pass (unittest, pytest, a JSON verdict, ours): printed by the candidate
+# (its output is the job's stderr), they fool a grader that reads output; ours reads only its nonce line.
+_VERDICT_LINE = re.compile(
+    r"^(?:(?:all )?(?:tests?|cases?) (?:passed|ok)\b|(?:ok|pass(?:ed)?|success|accepted)[.!]?$|ran \d+ tests? in |"
+    r"=+ .*\b\d+ passed\b|.*\.\.\. ok$|\{.*\"(?:status|nonce|passed|verdict|result)\"\s*:)",
+    re.IGNORECASE,
+)
+
+
+def assert_signals(res: Result, nonce: str, verdict: Verdict) -> list[str]:
+    """The exploit signals of an assert-mode run: those the harness wrote on its nonce lines (what the candidate's
+    process did, verifiers/code/harness.py), and what the run itself shows (its output, its end)."""
+    found = set()
+    for d in _nonce_lines(res, nonce):
+        if isinstance(d.get("signals"), list):
+            found.update(n for n in d["signals"] if isinstance(n, str) and n.startswith("code.") and n in SIGNALS)
+    if res.output_limit_exceeded:
+        found.add("code.output_cap")
+    if res.timed_out:
+        found.add("code.time_limit")
+    if verdict.outcome is not Outcome.SANDBOX_ERROR and not res.timed_out and not res.output_limit_exceeded:
+        line = _script_line(res, nonce)
+        if line is None or (line["status"] == "pass" and not (res.exit_code == 0 and res.finished)):
+            found.add("code.early_exit")  # something ended the tests' process before or as it said its verdict
+    if any(_VERDICT_LINE.match(line.strip()) for line in res.stderr.splitlines()[-200:]):
+        found.add("code.verdict_lines")
+    return sorted(found)
