@@ -131,16 +131,20 @@ postgres:
 proto: venv
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. proto/verifier/v1/verifier.proto
 
+# the server's flags, one line when echoed (a recipe's continuation lines echo as they are written: an
+# empty $(if ...) left lines holding only a backslash)
+SERVE_ARGS = --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL) \
+	$(if $(BACKEND),--backend $(BACKEND)) $(if $(MEMORY_MB),--memory-mb $(MEMORY_MB)) $(if $(CPUS),--cpus $(CPUS)) \
+	$(if $(PIDS),--pids $(PIDS)) $(if $(OUTPUT_CAP),--output-cap-bytes $(OUTPUT_CAP)) \
+	$(if $(MAX_TIMEOUT_S),--max-timeout-s $(MAX_TIMEOUT_S)) $(if $(MAX_MESSAGE_MB),--max-message-mb $(MAX_MESSAGE_MB)) \
+	$(if $(MAX_BATCH),--max-batch $(MAX_BATCH)) $(if $(MAX_COMPLETION_CHARS),--max-completion-chars $(MAX_COMPLETION_CHARS)) \
+	$(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) $(if $(MAX_QUEUE_S),--max-queue-s $(MAX_QUEUE_S)) \
+	$(if $(LANGS_POOL),--langs-pool-size $(LANGS_POOL)) $(if $(LANGS_MEMORY_MB),--langs-memory-mb $(LANGS_MEMORY_MB)) \
+	$(if $(LANGS_IMAGE),--langs-image $(LANGS_IMAGE)) \
+	$(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
+
 serve: setup
-	$(PY) -m verifiers.server --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL) \
-	  $(if $(BACKEND),--backend $(BACKEND)) $(if $(MEMORY_MB),--memory-mb $(MEMORY_MB)) $(if $(CPUS),--cpus $(CPUS)) \
-	  $(if $(PIDS),--pids $(PIDS)) $(if $(OUTPUT_CAP),--output-cap-bytes $(OUTPUT_CAP)) \
-	  $(if $(MAX_TIMEOUT_S),--max-timeout-s $(MAX_TIMEOUT_S)) $(if $(MAX_MESSAGE_MB),--max-message-mb $(MAX_MESSAGE_MB)) \
-	  $(if $(MAX_BATCH),--max-batch $(MAX_BATCH)) $(if $(MAX_COMPLETION_CHARS),--max-completion-chars $(MAX_COMPLETION_CHARS)) \
-	  $(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) $(if $(MAX_QUEUE_S),--max-queue-s $(MAX_QUEUE_S)) \
-	  $(if $(LANGS_POOL),--langs-pool-size $(LANGS_POOL)) $(if $(LANGS_MEMORY_MB),--langs-memory-mb $(LANGS_MEMORY_MB)) \
-  $(if $(LANGS_IMAGE),--langs-image $(LANGS_IMAGE)) \
-  $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
+	$(PY) -m verifiers.server $(strip $(SERVE_ARGS))
 
 # `make test` requires every part tests/parts.py lists (the three sandbox backends, PostgreSQL,
 # docker-compose, the images): an install that fails stops it, naming the part, and `parts` checks

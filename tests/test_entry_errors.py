@@ -76,3 +76,13 @@ def test_cli_with_no_service_says_how_long_it_really_retried():
     assert out.returncode == 1 and "UNAVAILABLE" in out.stderr, out.stderr
     assert "300 s" not in out.stderr and "for 0 s" not in out.stderr, out.stderr
     assert "retrying for up to 0.3 s (2 more tries)" in out.stderr and "(3 tries in 0." in out.stderr, out.stderr
+
+
+def test_make_serve_echoes_its_command_as_one_line():
+    """Issue 42: the recipe's continuation lines echoed as lines holding only a backslash."""
+    out = subprocess.run(["make", "-n", "serve", "HTTP_PORT=8080"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    lines = out.stdout.splitlines()
+    assert not [line for line in lines if line.strip() == "\\"], out.stdout
+    serve = [line for line in lines if "-m verifiers.server" in line]
+    assert len(serve) == 1 and serve[0].endswith("--http-port 8080"), out.stdout
