@@ -285,7 +285,9 @@ def bare_math(text: str) -> bool:
     (True, False, False)
     """
     s = text.strip()
-    if not s or len(s) > 2000 or any(d in s for d in ("$", "\\(", "\\[", "<", ":")) or "\n\n" in s:
+    if re.fullmatch(r"[\d\s.,+-]*", s):  # a bare number (``1000,99``): Math-Verify's number extraction reads it
+        return False
+    if len(s) > 2000 or any(d in s for d in ("$", "\\(", "\\[", "<", ":")) or "\n\n" in s:
         return False
     return not _PROSE.search(_ENVIRONMENT.sub(" ", s))
 

@@ -172,12 +172,23 @@ def _committed_interval(gold):
     ``(1, 2)`` is a point or an interval: docs/verifiers.md, "Disputed forms")."""
     if isinstance(gold, sympy.Eq) and isinstance(gold.lhs, sympy.Symbol) and isinstance(gold.rhs, sympy.Set):
         return gold.rhs if isinstance(gold.rhs, sympy.Interval | sympy.Union) else None
-    if grader.is_relation(gold) and not grader.is_equation(gold) and len(gold.free_symbols) == 1:
-        try:
-            return gold.as_set()
-        except Exception:
-            return None
-    return None
+    return gold.as_set() if _simple_relation(gold) else None
+
+
+def _simple_relation(r):
+    """An inequality (or a chain of them) between one plain variable and numbers: ``1 < x < 2``, ``x \\le 2``."""
+    parts = list(r.args) if isinstance(r, sympy.And) else [r]
+    if not parts or not all(isinstance(p, sympy.core.relational.Relational) and not isinstance(p, sympy.Eq | sympy.Ne)
+                            for p in parts):  # fmt: skip
+        return False
+    names = set()
+    for p in parts:
+        for side in (p.lhs, p.rhs):
+            if isinstance(side, sympy.Symbol):
+                names.add(side)
+            elif not (isinstance(side, sympy.Expr) and side.is_number):
+                return False
+    return len(names) == 1
 
 
 def _assignments(x):
@@ -194,13 +205,10 @@ def expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_co
     if interval is not None:  # the reference says "an interval": a point's coordinates are not one
         if _assignments(pred):
             return False
-        if grader.is_relation(pred) and len(pred.free_symbols) == 1:
-            try:
-                pred = pred.as_set()
-            except Exception:
-                return False
-        elif isinstance(pred, sympy.Eq) and isinstance(pred.rhs, sympy.Set):
+        if isinstance(pred, sympy.Eq) and isinstance(pred.rhs, sympy.Set):
             pred = pred.rhs
+        elif _simple_relation(pred):
+            pred = pred.as_set()
         return _mv_expr_eq(interval, pred, float_rounding, numeric_precision, allow_set_relation_comp, strict)
     if grader.is_equation(pred) and not grader.is_equation(gold):
         pred = assigned_value(pred, float_rounding, numeric_precision)
