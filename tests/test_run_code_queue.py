@@ -85,3 +85,22 @@ def test_the_wait_is_bounded_by_the_servers_queue_limit(tmp_path_factory):
             assert verl_result(queued, "output_1\n") == -1  # verl: not the program's fault
             assert held.result()["run_result"]["status"] == "TimeLimitExceeded"
             assert verl_result(post(http, "input_1"), "output_1\n") is True  # served again once it is free
+
+
+def test_a_run_cut_short_by_shutdown_is_still_answered_in_json(tmp_path_factory):
+    """The soak's one /run_code answer that was not JSON (bench/results/soak.txt): the server stopped
+    (SIGTERM, --grace-s 1) while a program ran; uvicorn cancelled the request past the grace and answered
+    a plain-text 500. SandboxFusion's shape is the answer on every path: SandboxError, not the program's fault."""
+    with server(tmp_path_factory, "queue_shutdown", 1, "--grace-s", "1") as srv:
+        http = httpx.Client(base_url=http_base(srv))
+        with http, ThreadPoolExecutor(1) as ex:
+            payload = {"code": "import time\ntime.sleep(60)\n", "language": "python", "run_timeout": 90}
+            reply = ex.submit(http.post, "/run_code", json=payload, timeout=120)
+            while not reply.done() and "rlvr_sandbox_pool_busy 1.0" not in http.get("/metrics").text:
+                pass  # until the program holds the sandbox
+            srv.stop()
+            r = reply.result()
+    assert r.headers["content-type"] == "application/json", (r.status_code, r.text[:200])
+    body = r.json()
+    assert body["status"] == "SandboxError" and "shutting down" in body["message"], body
+    assert verl_result(body, "") == -1

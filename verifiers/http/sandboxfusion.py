@@ -32,14 +32,20 @@ Any other language answers SandboxFusion's error shape: ``status: "SandboxError"
 the languages served. ``fetch_files`` is not supported (a non-empty list gets the same error shape);
 verl sends ``[]``.
 
+Every answer is this JSON shape, even a run the server's shutdown cut short (past ``--grace-s``:
+``SandboxError``, "the server is shutting down") or an internal failure (``SandboxError`` naming it);
+a malformed request is a 400 with the ``{"error": ...}`` body.
+
 Queueing: the wait for a free sandbox is bounded by the server's queue limit (``--max-queue-s``), never
 by ``run_timeout`` (the program keeps all of it however long it queued); past the limit: SandboxError.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import logging
 import posixpath
 from collections.abc import Callable
 from typing import Any, Literal
@@ -53,6 +59,7 @@ from verifiers.code import languages, toolchains
 from verifiers.http.common import HttpError, run_blocking
 from verifiers.limits import OUTPUT_LIMIT_DETAIL
 
+log = logging.getLogger(__name__)
 sandboxfusion_router = APIRouter(tags=["sandboxfusion"])
 MAX_RUN_TIMEOUT_S = 120.0  # the service's per-item ceiling (service.MAX_TIMEOUT_S)
 MAX_FILES_BYTES = 16 << 20
@@ -278,7 +285,16 @@ def run_code(req: RunCodeRequest, run_job: RunJob) -> RunCodeResponse:
 async def run_code_route(body: RunCodeRequest, request: Request) -> Any:
     """Run a program in the sandbox and answer in SandboxFusion's shape (verl's sandbox_fusion_url)."""
     service = request.app.state.service
-    resp = await run_blocking(request, run_code, body, service.run_job)
+    try:
+        resp = await run_blocking(request, run_code, body, service.run_job)
+    except asyncio.CancelledError:  # the server stopped past its grace (the soak's one plain-text 500)
+        resp = RunCodeResponse(status="SandboxError", message="the server is shutting down: the run was cut "
+                                                              "short; send it again (to another replica)")  # fmt: skip
+    except HttpError:
+        raise  # the request's own mistake: answered as such by the app's handler
+    except Exception as e:  # noqa: BLE001 - an answer in SandboxFusion's shape on every path, never a bare 500
+        log.exception("/run_code failed")
+        resp = RunCodeResponse(status="SandboxError", message=f"internal error: {type(e).__name__}: {e}"[:500])
     service.metrics.observe_run_code(language_label(body.language), resp.status)
     # already a RunCodeResponse: written as is (FastAPI would validate it again against response_model)
     return Response(resp.model_dump_json(), media_type="application/json")
