@@ -36,3 +36,24 @@ def test_family(client, family):
         if r.outcome != verdict or r.reward != (1.0 if verdict == "CORRECT" else 0.0)
     ]
     assert not wrong, f"{len(wrong)} of {len(cases)} {family} cases graded otherwise:\n" + "\n".join(wrong)
+
+
+# verl's numina_* and math_dapo routes send fallback=full; a bare LaTeX response is its own answer (the
+# final-answer rule), never NO_ANSWER or its last number: (data_source, response, ground truth, score)
+VERL_BARE = [
+    ("numina_synthetic_math", "\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}", 1.0),
+    ("numina_olympiads", "x^3 - 3x^2 + 3x - 1", "(x-1)^3", 1.0),
+    ("numina_olympiads", "x^3 - 3x^2 + 3x - 1", "-1", 0.0),
+    ("numina_cn_k12", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", 1.0),
+    ("numina_cn_k12", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", "4", 0.0),
+    ("math_dapo", "So the answer is $\\frac{1}{2}$.", "0.5", 1.0),
+]
+
+
+@pytest.mark.docker
+def test_verl_routes_read_a_bare_latex_response_whole(verifier_server):
+    from verifiers.integrations.verl import compute_score_batch
+
+    sources, responses, truths, want = zip(*VERL_BARE, strict=True)
+    got = compute_score_batch(sources, responses, truths, target=verifier_server.target)
+    assert [g["score"] for g in got] == list(want), [g["outcome"] for g in got]
