@@ -22,11 +22,14 @@ answer lines are read back with ``driver_lines``): the code verifier's stdio mod
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 import subprocess
 import threading
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError
@@ -92,14 +95,74 @@ def output_cap() -> int:
     return _pool.cfg.output_bytes if _pool is not None else (_limits.output_cap_bytes or OUTPUT_CAP)
 
 
-def run_job(job: Job) -> Result:
-    """Run a job in the toolchain pool; infrastructure failures become ``Result.sandbox_error``. With
-    ``job.deadline`` (a request's) the wait for a sandbox spends from it; without one the wait is bounded
-    by the queue limit, never by the job's own time."""
+class _Flight:
+    __slots__ = ("done", "result", "nonce")
+
+    def __init__(self, nonce: str) -> None:
+        self.done = threading.Event()
+        self.result: Result | None = None
+        self.nonce = nonce
+
+
+_flights: dict[str, _Flight] = {}
+STATS: Counter[str] = Counter()  # "compiles": driver jobs run with a compile step; "shared": jobs that joined one
+
+
+def _pool_run(job: Job) -> Result:
     try:
         return get().run(job)
     except SandboxError as e:
         return Result(sandbox_error=str(e), id=job.id)
+
+
+def run_job(job: Job) -> Result:
+    """Run a job in the toolchain pool; infrastructure failures become ``Result.sandbox_error``. With
+    ``job.deadline`` (a request's) the wait for a sandbox spends from it; without one the wait is bounded
+    by the queue limit, never by the job's own time.
+
+    Compile once per source: a driver job identical to one already running (same language, source,
+    compiler flags, inputs and limits; only the nonce differs), as a batch of G completions holding the
+    same program makes, joins it instead of compiling and running again: it gets that job's result with
+    its own nonce written in (the program never sees either nonce). ``STATS`` counts both."""
+    key, nonce = _flight_key(job)
+    if key is None:
+        return _pool_run(job)
+    with _lock:
+        flight = _flights.get(key)
+        leader = flight is None
+        if leader:
+            flight = _flights[key] = _Flight(nonce)
+            STATS["compiles"] += 1
+    if not leader:
+        wait_s = job.deadline.remaining() if job.deadline is not None else job.timeout_s + DRIVER_MARGIN_S
+        if flight.done.wait(max(0.0, wait_s)) and flight.result is not None:
+            with _lock:
+                STATS["shared"] += 1
+            r = flight.result
+            return replace(r, stdout=r.stdout.replace(flight.nonce, nonce), id=job.id)
+        return _pool_run(job)  # the first one did not answer in this job's time: run it on its own
+    try:
+        flight.result = _pool_run(job)
+        return flight.result
+    finally:
+        with _lock:
+            _flights.pop(key, None)
+        flight.done.set()
+
+
+def _flight_key(job: Job) -> tuple[str | None, str]:
+    """(what makes a driver job the same as another, its nonce); (None, "") for a job with no compile step."""
+    try:
+        q = json.loads(job.stdin)
+    except ValueError:
+        return None, ""
+    if not isinstance(q, dict) or not q.get("compile") or not isinstance(q.get("nonce"), str):
+        return None, ""
+    nonce = q.pop("nonce")
+    if job.code != DRIVER_JOB:
+        return None, ""
+    same = json.dumps([q, job.limits.memory_mb, job.limits.nproc], sort_keys=True)  # each keeps its own deadline
+    return hashlib.sha256(same.encode()).hexdigest(), nonce
 
 
 def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,
