@@ -8,7 +8,8 @@ imports alike: a lazy import is still a dependency). The rules:
 - `verifiers` may import `proto` and `sandbox`, never `trainer`;
 - `trainer` reaches the service only through the client side of `verifiers`: `verifiers.client`
   (the RPCs), `verifiers.launch` (starts the server as a separate process, never imports it) and
-  `verifiers.integrations` (adapters built on the client); never `sandbox` or `proto` directly;
+  `verifiers.integrations` (adapters built on the client) and `verifiers.canaries` (known-bad completions
+  replayed through a reward, on the client); never `sandbox` or `proto` directly;
 - no import cycle between modules (apart from KNOWN_CYCLES, listed with the reason it still exists).
 
 `test_a_wrong_import_is_caught` writes a module that breaks a rule into a scratch copy of the tree and
@@ -28,7 +29,7 @@ ALLOWED = {
     "proto": set(),
     "sandbox": {"sandbox"},
     "verifiers": {"verifiers", "sandbox", "proto"},
-    "trainer": {"trainer", "verifiers.client", "verifiers.launch", "verifiers.integrations"},
+    "trainer": {"trainer", "verifiers.client", "verifiers.launch", "verifiers.integrations", "verifiers.canaries"},
 }
 KNOWN_CYCLES = []
 
@@ -164,6 +165,7 @@ def test_a_wrong_import_is_caught(tmp_path):
 TRAINER_ROOMS = (
     "trainer",
     "trainer.rollout",
+    "trainer.alarm",  # the reward-hacking alarm: the step calls it (AlarmWatch.check), it sees no GRPO code
     "trainer.grpo",
     "trainer.evaluation",
     "trainer.train",

@@ -37,10 +37,12 @@ from typing import Any
 import torch
 
 from trainer import cli, distributed, interrupt, own_model, preflight
+from trainer.alarm.evidence import ALARMS_FILE, AlarmStopped
+from trainer.alarm.watch import AlarmStop, AlarmWatch
 from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
-from trainer.errors import DataError, exit_on_error
+from trainer.errors import ConfigError, DataError, exit_on_error
 from trainer.evaluation.evaluator import evaluate
 from trainer.grpo.rewards import RewardFn, VerifierReward
 from trainer.grpo.step import StepParts, rollout_dtype, run_step
@@ -78,15 +80,32 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
     start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
     logger.truncate_after(start)
+    if parts.alarm is not None:
+        parts.alarm.start(start)  # canaries through the training reward, before any update
     device = next(model.parameters()).device
     last: dict[str, float] = {}
     saved = start
     t_loop, cpu_loop = time.perf_counter(), time.process_time()
     try:
         for step in range(start + 1, cfg.steps + 1):
-            last = distributed.reduce_metrics(run_step(parts, step), ctx)
+            data_before = stream.state()
+            try:
+                last = distributed.reduce_metrics(run_step(parts, step), ctx)
+            except AlarmStop as e:  # on_alarm stop: the step's update was not applied
+                stream.load(data_before)
+                logger.log(step, e.metrics)
+                done = save_run(cfg, step - 1, *state, ctx)
+                raise AlarmStopped(
+                    f"{e}\nstopped before step {step}'s update; checkpoint of step {step - 1}: {done}; evidence: "
+                    f"{Path(cfg.run_dir) / ALARMS_FILE}; resume with --resume {done} (add --grpo.on_alarm warn to "
+                    "train past the alarm)",
+                    step - 1,
+                    done,
+                ) from None
             if eval_examples and step % cfg.eval_every == 0:
                 last.update(_periodic_eval(parts, eval_examples))
+                if parts.alarm is not None and "eval/accuracy" in last:
+                    parts.alarm.note_eval(step, last["eval/accuracy"])
             last["perf/peak_mem_mb"] = peak_memory_mb(device)
             last["perf/elapsed_s"] = time.perf_counter() - t_loop  # since this process's first step
             last["perf/elapsed_cpu_s"] = time.process_time() - cpu_loop
@@ -109,6 +128,8 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             parts.reward_fn.close()
         if parts.backend is not None:
             parts.backend.close()
+        if parts.alarm is not None:
+            parts.alarm.close()
         distributed.teardown(ctx)
     return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
 
@@ -151,6 +172,11 @@ def _build(
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
         reward_fn.check()
+    alarm = None
+    if cfg.alarm:
+        if ctx.active:
+            raise ConfigError("alarm: not supported under torchrun yet (each rank would audit its own share)")
+        alarm = AlarmWatch(cfg)
     logger = (
         MetricsLogger(cfg.run_dir, report_to=cfg.report_to, config=cfg.model_dump(mode="json"))
         if ctx.is_main
@@ -158,7 +184,7 @@ def _build(
     )
     parts = StepParts(
         cfg=rank_cfg, model=model, tokenizer=tokenizer, ref=ref, optimizer=optimizer, scheduler=scheduler,
-        data=data, reward_fn=reward_fn, logger=logger, train_model=train_model, ctx=ctx, backend=backend,
+        data=data, reward_fn=reward_fn, logger=logger, train_model=train_model, ctx=ctx, backend=backend, alarm=alarm,
     )  # fmt: skip
     return parts, stream, eval_examples
 

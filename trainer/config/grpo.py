@@ -121,6 +121,37 @@ class GRPOConfig(BaseModel):
         "FSDP2 fully_shard per decoder layer, for models that do not fit one device); see trainer/distributed.py",
     )
 
+    # -- the reward-hacking alarm (trainer/alarm/, docs/train.md "The reward-hacking alarm") -----------
+    alarm: bool = Field(
+        False,
+        description="watch for reward hacking: audit a sample of rewarded completions, replay canaries through the "
+        "reward, raise alarms on the dynamics (docs/train.md); the alarm_* and audit* settings need it",
+    )
+    on_alarm: Literal["warn", "drop", "stop"] = Field(
+        "warn",
+        description="what an alarm does: warn (progress line, stderr, alarms.jsonl); drop (also: the flagged "
+        "completions get advantage 0 and no loss); stop (checkpoint of the last step before it, then exit)",
+    )
+    audit: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="share of the step's groups whose completions are re-graded by the audit verifier (at least one "
+        "group with a paid completion); None: 0.05 with the alarm on",
+    )
+    audit_verifier: str | None = Field(
+        None,
+        description="the independent verdict; None: the strict built-in of the data's kind (math with fallback none, "
+        "or code), with enforce_signals=all where the service offers it. A data column audit_reference, when "
+        "present, is what the audit grades against",
+    )
+    canary_every: int = Field(
+        100, ge=0, description="replay the canaries through the training reward every K steps (0: only at start)"
+    )
+    allow_hackable_reward: bool = Field(
+        False, description="train even when a canary is paid at start (otherwise the run stops before training)"
+    )
+
     # -- run --------------------------------------------------------------------------------------
     run_dir: str = Field("runs/grpo", description="metrics, checkpoints, curves.png")
     save_every: int = Field(0, ge=0, description="checkpoint every K steps (0: only at the end)")
@@ -167,9 +198,22 @@ class GRPOConfig(BaseModel):
             raise ValueError(f"minibatch of {mb} rows is not divisible by micro_batch_size={self.micro_batch_size}")
         if self.lora is not None and self.ref_reset_every:
             raise ValueError("ref_reset_every needs full fine-tuning: with lora the reference is the frozen base model")
+        if not self.alarm:
+            set_ = sorted(self.model_fields_set & ALARM_FIELDS)
+            if set_ and any(getattr(self, k) != GRPOConfig.model_fields[k].default for k in set_):
+                raise ValueError(
+                    f"{', '.join(set_)} {'needs' if len(set_) == 1 else 'need'} alarm: true (--grpo.alarm true)"
+                )
         if self.rollout_dtype == "float32" and self.dtype in ("bfloat16", "float16"):
             raise ValueError(f"rollout_dtype=float32 needs float32 parameters (dtype is {self.dtype}): use auto")
         return self
+
+    @property
+    def audit_share(self) -> float:
+        """The audit's share of groups: ``audit``, or 0.05 with the alarm on (0 without it)."""
+        if not self.alarm:
+            return 0.0
+        return 0.05 if self.audit is None else self.audit
 
     @property
     def batch_size(self) -> int:
@@ -189,6 +233,9 @@ class GRPOConfig(BaseModel):
     def off_policy(self) -> bool:
         """True when some optimizer step sees a batch sampled by an older policy (needs old log-probs)."""
         return self.mu > 1 or self.minibatches > 1
+
+
+ALARM_FIELDS = {"on_alarm", "audit", "audit_verifier", "canary_every", "allow_hackable_reward"}
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | dict | None = None) -> GRPOConfig:

@@ -44,6 +44,7 @@ class Score:
     components: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
     steps: list[tuple[float, int, int]] = field(default_factory=list)  # (reward, start, end) per step
+    signals: list[str] = field(default_factory=list)  # exploit signals the verifier saw (trainer/alarm/)
 
 
 class RewardFn(Protocol):
@@ -69,7 +70,7 @@ class VerifierReward:
         results = grade_items(self.client, items)
         steps = [[(x["reward"], x["start"], x["end"]) for x in r.steps] for r in results]
         return [
-            Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st)
+            Score(r.reward, r.outcome, dict(r.components), r.elapsed_s, st, list(r.signals))
             for r, st in zip(results, steps, strict=True)
         ]
 

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from trainer import distributed
+from trainer.alarm.watch import AlarmWatch
 from trainer.config import GRPOConfig
 from trainer.data import DataStream
 from trainer.errors import ConfigError
@@ -56,6 +57,7 @@ class StepParts:
     train_model: Any = None  # the DDP/FSDP wrapper under torchrun (None: model itself)
     ctx: distributed.Dist = field(default_factory=distributed.Dist)
     backend: RolloutBackend | None = None  # where rollouts come from (None: the policy samples them)
+    alarm: AlarmWatch | None = None  # the reward-hacking alarm (--grpo.alarm true; trainer/alarm/)
 
 
 def run_step(parts: StepParts, step: int) -> dict[str, float]:
@@ -78,6 +80,9 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
         else:
             adv = masked_group_advantages(cfg, batch.rewards, batch.valid).to(device)  # (N,)
         loss_mask = token_loss_mask(cfg, batch)  # (N, C)
+        alarm_m: dict[str, float] = {}
+        if parts.alarm is not None:  # audit, rules, evidence; drop: flagged rows leave the loss; stop: raises
+            adv, loss_mask, alarm_m = parts.alarm.check(step, batch, adv, loss_mask)
         old_lp = score_logprobs(model, batch.rollout, cfg) if cfg.off_policy else None
         ref_lp = None
         if cfg.beta > 0:
@@ -90,6 +95,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
             backend.sync_weights(model)  # e.g. vLLM: push the updated weights before the next rollout
     t2 = time.perf_counter()
     m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
+    m.update(alarm_m)
     tokens = int(batch.rollout.completion_mask.sum())
     m.update(
         {

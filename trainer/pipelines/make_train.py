@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from trainer import cli, interrupt, own_model, preflight
+from trainer.alarm.evidence import AlarmStopped
 from trainer.config import GRPOConfig, PipelineConfig, load_config
 from trainer.data import read_jsonl
 from trainer.errors import Stopped, exit_on_error
@@ -51,7 +52,7 @@ from trainer.pipelines.warmstart import warm_start
 from trainer.progress import MetricsBar
 
 DEFAULT_CONFIG = run_folder.DEFAULT_CONFIG  # with --model and no --config: run_folder.REAL_MODEL_CONFIG
-ALIASES = {"verifier": "grpo.verifier"}  # make train VERIFIER=...: the GRPO reward
+ALIASES = {"verifier": "grpo.verifier", "alarm": "grpo.alarm"}  # make train VERIFIER=...: the GRPO reward; --alarm true
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,6 +264,10 @@ def grpo(r: Run) -> None:
     from trainer.train import train
 
     g = r.grpo
+    if g.alarm:
+        by = g.audit_verifier or "the strict built-in"
+        every = f" and every {g.canary_every} steps" if g.canary_every else ""
+        say(f"alarm: on ({g.on_alarm}); audit {g.audit_share:.0%} of groups by {by}; canaries at start{every}")
     what = " (final answers only: no worked solutions)" if r.own_task else ""
     say(f"GRPO: {g.steps} steps x {g.prompts_per_step} prompts x G={g.group_size} on {r.paths['train']}{what}")
     r.watch = OutcomeWatch(g.steps, g.verifier)
@@ -339,6 +344,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         raise interrupt.Interrupted(
             e.step, e.checkpoint, f"interrupted at step {e.step}; resume with: {resume_command(r)}"
         ) from None
+    except AlarmStopped as e:  # on_alarm stop: the message names the alarm; the run resumes in place
+        raise Stopped(f"{str(e).split(chr(10))[0]}\ncheckpoint of step {e.step}: {e.checkpoint}; evidence: "
+                      f"{r.dir / 'alarms.jsonl'}; resume with: {resume_command(r)} (add ARGS='--grpo.on_alarm warn' "
+                      "to train past the alarm)") from None  # fmt: skip
     except KeyboardInterrupt:
         from trainer.checkpoint import list_checkpoints
 
