@@ -48,6 +48,7 @@ _BUILD = "".join(
 )
 MAX_ITEMS = 32  # items per sandbox job
 ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before the pool kills the job
+ITEM_SHARE_S = 0.5  # a job's time beyond its longest item's, for each other item it carries
 
 # The job: the grader module is already in the warm worker; a worker started without that warm-up builds it.
 JOB_CODE = f"""import sys
@@ -258,10 +259,13 @@ def _comparison_by(deadline: Deadline) -> Deadline:
 
 
 def _run_job(items: list[_Item], run_job) -> Result:
-    """One job for the items: as long as the longest item's time, by the latest of their deadlines (each
-    item's own timer stops it by its own)."""
+    """One job for the items: the longest item's time plus ``ITEM_SHARE_S`` for each other item, by the
+    latest of their deadlines (each item's own timer stops it by its own; the job's kill is the backstop for
+    one that does not stop). Without the share, a job of 32 quick items on a loaded machine outlived the
+    longest item's time and the item running then was reported TIMEOUT (found by bench/fuzz_answers.py)."""
     stdin = json.dumps({"items": [it.payload for it in items]})
-    job = Job(code=JOB_CODE, stdin=stdin, timeout_s=max(it.timeout_s for it in items), limits=Limits(memory_mb=1024),
+    timeout_s = max(it.timeout_s for it in items) + ITEM_SHARE_S * (len(items) - 1)
+    job = Job(code=JOB_CODE, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024),
               deadline=max((it.deadline for it in items), key=lambda d: d.at))  # fmt: skip
     return run_job(job)
 
