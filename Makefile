@@ -148,12 +148,12 @@ serve: setup
 
 # `make test` requires every part tests/parts.py lists (the three sandbox backends, PostgreSQL,
 # docker-compose, the images): an install that fails stops it, naming the part, and `parts` checks
-# them all before pytest starts. Only the declared optional parts (a GPU, vLLM) may be skipped; -rs
-# prints each skip with its reason.
+# them all before pytest starts. Only the declared optional parts (a GPU, vLLM) may be skipped: with
+# RLVR_REQUIRE_PARTS=1, any other skip fails the run (tests/conftest.py); -rs prints each with its reason.
 test: REQUIRE_PARTS := 1
 test: setup image-langs postgres service-image
 	@$(PY) -m tests.parts
-	$(PY) -m pytest -rs $(PYTEST_ARGS)
+	RLVR_REQUIRE_PARTS=1 $(PY) -m pytest -rs $(PYTEST_ARGS)
 
 # What this machine has of the parts the tests need (`make test` runs it after its installs)
 parts: venv

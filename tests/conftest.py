@@ -18,6 +18,38 @@ def docker_ready() -> bool:
         return False
 
 
+# -- skips: only the optional parts tests/parts.py declares ------------------------------------------------
+DECLARED = "optional part "  # how tests/parts.py's skip reasons begin (skip_unless; a part present likewise)
+
+
+def _skips(config) -> tuple[list[str], list[str]]:
+    """(declared, undeclared) skip lines of this session: 'nodeid: reason'."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    rows = []
+    for rep in reporter.stats.get("skipped", []) if reporter else []:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rows.append(f"{rep.nodeid}: {reason.removeprefix('Skipped: ')}")
+    return [r for r in rows if DECLARED in r], [r for r in rows if DECLARED not in r]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    declared, undeclared = _skips(config)
+    if declared or undeclared:
+        terminalreporter.section("skips by part (tests/parts.py)")
+        terminalreporter.line(f"{len(declared)} for declared optional parts, {len(undeclared)} for anything else")
+        for row in undeclared:
+            terminalreporter.line(f"UNDECLARED {row}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under `make test` (RLVR_REQUIRE_PARTS=1, so .ci/run too) a skip for anything but a declared optional
+    part fails the run: a required part must not go missing quietly."""
+    import os
+
+    if os.environ.get("RLVR_REQUIRE_PARTS") and _skips(session.config)[1] and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
 @pytest.fixture(scope="session")
 def verifier_server(tmp_path_factory):
     """One real verifier service (2 sandbox containers) on a free loopback port for the session."""

@@ -103,7 +103,7 @@ def test_entry_point_prints_a_library_error_raised_mid_run_as_one_line(tmp_path)
     from tests.parts import missing
 
     if not missing("vllm"):  # a declared optional part (tests/parts.py), decided from the host's facts
-        pytest.skip("vllm can run here, so there is no backend error to show")
+        pytest.skip("optional part vllm present: it can run here, so there is no backend error to show")
     tok = tiny_tokenizer()
     init = tmp_path / "init"
     tiny_model(tok).save_pretrained(init)

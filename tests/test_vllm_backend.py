@@ -44,7 +44,7 @@ def test_unknown_backend_and_unusable_vllm_are_clear_errors():
     with pytest.raises(BackendError, match="one of \\['hf', 'vllm'\\]"):
         make_backend("sglang", model, tok)
     if not missing("vllm"):  # a declared optional part (tests/parts.py), decided from the host's facts
-        pytest.skip("vllm and a GPU are available here: nothing to refuse")
+        pytest.skip("optional part vllm present (and a GPU): nothing to refuse")
     with pytest.raises(BackendError, match="vllm"):
         make_backend("vllm", model, tok, model_path="unused")
 

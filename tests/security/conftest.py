@@ -73,7 +73,7 @@ _outcomes: dict[str, str] = {}
 def pytest_runtest_logreport(report):
     if "test_battery_" not in report.nodeid or "[" not in report.nodeid:
         return
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+    if report.when == "call" or (report.when in ("setup", "teardown") and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.outcome == "skipped" else report.outcome
         if hasattr(report, "wasxfail") and report.outcome == "passed":
             outcome = "xpassed"

@@ -28,7 +28,7 @@ PROTECTIONS = {
     "memory": ["memory_bomb"],
     "CPU": ["cpu_loop", "cpu_quota", "sleeping_forever"],
     "output": ["runaway_output"],
-    "persistence": ["do_not_persist", "no_process_survives", "finds_nothing_of_an_earlier", "closing_leaves_nothing"],
+    "persistence": ["do_not_persist", "no_process_survives", "finds_nothing_of_an_earlier", "closing_a_pool_leaves"],
 }  # fmt: skip
 
 
