@@ -36,7 +36,12 @@ def _runs(*cmd: str, timeout: float = 60) -> str:
 
 
 def _image(repo: str) -> str:
-    return _runs("docker", "image", "inspect", "--format", "{{.Id}}", f"{repo}:latest")
+    """The engine has an image of ``repo`` (any tag: `make image` tags each build by its inputs)."""
+    why = _runs("docker", "image", "ls", "--quiet", repo)
+    if why:
+        return why
+    found = subprocess.run(["docker", "image", "ls", "--quiet", repo], capture_output=True, text=True, timeout=60)
+    return "" if found.stdout.strip() else f"the engine has no {repo} image"
 
 
 def _bwrap() -> str:
