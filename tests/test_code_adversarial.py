@@ -178,7 +178,7 @@ def test_plain_data_round_trips_exactly():
 
     from verifiers.code.wire import decode, encode
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, derandomize=True, database=None)  # the same 300 every run
     @given(_plain())
     def check(v):
         back = decode(encode(v))
