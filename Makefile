@@ -48,13 +48,14 @@ ARGS ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
-.PHONY: help setup venv docker image image-langs bwrap podman postgres service-image proto serve test parts test-fast lint format train r1 eval bench clean
+.PHONY: help setup venv docker image image-langs bwrap podman postgres service-image proto serve test parts test-fast lint format train r1 eval audit bench clean
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap and Podman if it can (idempotent; every target runs it)"
 	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
 	@echo "make r1         the R1 pipeline on the embedded default: cold-start SFT -> RL -> rejection sampling -> SFT -> RL (CONFIG=… SEED=… OUT=… ARGS=…; resumable per stage)"
 	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
+	@echo "make audit      re-grade a run's saved completions through the audit and print the report (RUN=runs/<name> TARGET=…)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included)"
 	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON); limits: POOL= BACKEND= MEMORY_MB= CPUS= PIDS="
 	@echo "                OUTPUT_CAP= MAX_TIMEOUT_S= MAX_MESSAGE_MB= MAX_BATCH= MAX_COMPLETION_CHARS= MAX_CONCURRENT= (README: Limits)"
@@ -193,6 +194,9 @@ eval: setup
 	  $(if $(COMPLETIONS),--completions $(COMPLETIONS)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(K),--k $(K)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(OUT),--out $(OUT)) $(if $(SUITE),--suite $(SUITE)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(RUNS),--runs $(RUNS)) $(ARGS)
+
+audit: setup
+	$(PY) -m trainer.alarm.audit_run $(if $(RUN),$(RUN),$(or $(RUNS),runs)/latest) $(if $(TARGET),--target $(TARGET)) $(ARGS)
 
 # MATH_VERIFY_REPO=<clone of github.com/huggingface/Math-Verify> adds bench/math_agreement.py
 MATH_VERIFY_REPO ?=

@@ -1,6 +1,7 @@
 """Metrics: one JSON line per step (``metrics.jsonl``), the same scalars to every ``report_to`` backend
 (TensorBoard by default; Weights & Biases and Trackio when installed), sampled completions
-(``completions.jsonl`` and a table in each backend), and ``curves.png`` at the end.
+(``completions.jsonl`` and a table in each backend), and ``curves.png`` at the end (a red line at each step
+the reward-hacking alarm fired, ``alarm/fired``).
 
 Names are namespaced (``reward/mean``, ``loss/kl``, ``perf/tokens_per_s``). Everything under
 ``perf/`` depends on the machine; everything else is a function of the seed and the config.
@@ -24,6 +25,7 @@ CURVES = [
     "reward/mean",
     "reward/accuracy",
     "eval/accuracy",
+    "alarm/audit_agreement",
     "loss/total",
     "loss/kl",
     "policy/entropy",
@@ -185,6 +187,11 @@ def moving_average(values: list[float], window: int) -> list[float]:
     return out
 
 
+def alarm_steps(rows: list[dict[str, Any]]) -> list[int]:
+    """Steps at which the reward-hacking alarm fired (``alarm/fired`` > 0 in metrics.jsonl)."""
+    return [r["step"] for r in rows if (r.get("alarm/fired") or 0) > 0]
+
+
 def plot_curves(metrics_path: str | Path, out: str | Path) -> Path | None:
     """A grid of the main curves from metrics.jsonl; None when there is nothing to plot."""
     rows = read_metrics(metrics_path)
@@ -199,7 +206,10 @@ def plot_curves(metrics_path: str | Path, out: str | Path) -> Path | None:
     cols = 3
     nrows = math.ceil(len(names) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 2.8 * nrows), squeeze=False)
+    alarms = alarm_steps(rows)
     for ax, name in zip(axes.flat, names, strict=False):
+        for i, s in enumerate(alarms):  # the reward-hacking alarm (trainer/alarm/): a red line at each step it fired
+            ax.axvline(s, color="tab:red", linewidth=1.0, alpha=0.7, label="alarm" if i == 0 else None)
         pts = [(r["step"], r[name]) for r in rows if r.get(name) is not None]
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         if len(pts) < 50:
@@ -209,6 +219,8 @@ def plot_curves(metrics_path: str | Path, out: str | Path) -> Path | None:
             ax.plot(xs, moving_average(ys, max(5, len(ys) // 20)), linewidth=1.8)
         ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
+    if alarms:
+        axes.flat[0].legend(fontsize=7, loc="best")
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     fig.tight_layout()

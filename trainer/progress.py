@@ -17,6 +17,7 @@ class MetricsBar:
 
         self.path, self.bar = path, tqdm(total=total, desc="GRPO", unit="step", dynamic_ncols=True)
         self.watch = watch  # trainer.outcome_watch.OutcomeWatch: a warning when the first steps grade one outcome
+        self.alarms: list[str] = []  # rules of the reward-hacking alarm that fired so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
 
@@ -53,6 +54,11 @@ class MetricsBar:
                 shown = {k: f"{v:.3f}" for k, v in post.items() if v is not None}
                 if self.watch is not None and self.watch.flag:
                     shown["warning"] = self.watch.flag
+                fired = [k.split("/", 2)[2] for k, v in m.items() if k.startswith("alarm/fired/") and v]
+                if fired:  # the reward-hacking alarm (trainer/alarm/); its message is on stderr and in alarms.jsonl
+                    self.alarms += fired
+                if self.alarms:
+                    shown["ALARM"] = ",".join(dict.fromkeys(self.alarms))
                 self.bar.set_postfix(shown, refresh=False)
                 self.bar.refresh()
 

@@ -1,0 +1,118 @@
+"""``make audit RUN=runs/<name>``: a finished run's saved completions re-graded offline, and the report.
+
+    python -m trainer.alarm.audit_run runs/<name> [--target host:port] [--verifier NAME] [--audit-verifier NAME]
+
+What a run saved (``completions.jsonl``: the completions logged every ``log_completions_every`` steps;
+``alarms.jsonl``: the completions each alarm flagged) is sent again through the audit's independent verdict
+(the strict built-in of the data's kind, or the run's ``audit_verifier``) and through the training reward,
+where the service knows it. The report gives, per step, how many the training reward paid, how many of
+those the audit pays (agreement), the completions they disagree on, the run's alarms, and the canary table
+of the training reward. Without ``--target`` a local service is started for the audit and stopped after
+(a verifier the run registered itself is then unknown: the training verdicts saved in the run are used).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainer.alarm.audit import data_kind, make_plan, run_audit
+from trainer.alarm.canary import CanaryCheck
+from trainer.alarm.evidence import read_alarms
+from trainer.alarm.stats import PAID, Completion
+from trainer.errors import DataError, exit_on_error
+from verifiers.client import VerifierClient
+
+
+def run_settings(run: Path) -> dict[str, Any]:
+    """The run's GRPO settings (config.yaml's grpo section, as make train writes it)."""
+    path = run / "config.yaml"
+    if not path.exists():
+        return {}
+    raw = yaml.safe_load(path.read_text()) or {}
+    return raw.get("grpo", raw) if isinstance(raw, dict) else {}
+
+
+def saved_completions(run: Path) -> list[dict[str, Any]]:
+    """completions.jsonl rows, then the completions alarms.jsonl flagged (marked with their rule)."""
+    rows = []
+    path = run / "completions.jsonl"
+    if path.exists():
+        rows += [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x]
+    for a in read_alarms(run):
+        rows += [{**c, "step": a["step"], "alarm": a["rule"]} for c in a.get("completions", [])]
+    if not rows:
+        raise DataError(f"{run}: no completions.jsonl or alarms.jsonl with completions: nothing to audit")
+    return rows
+
+
+def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifier: str | None) -> str:
+    """Re-grade the run's saved completions; the report as text."""
+    cfg = run_settings(run)
+    verifier = verifier or cfg.get("verifier")
+    rows = saved_completions(run)
+    comps = [Completion(r["completion"], r["prompt"], str(r["reference"]), float(r["reward"]), str(r.get("outcome", "")),
+                        tuple(r.get("signals", ()))) for r in rows]  # fmt: skip
+    data = cfg.get("data") if cfg.get("data") and Path(cfg["data"]).exists() else None
+    plan = make_plan(client, audit_verifier or cfg.get("audit_verifier"), data)
+    verdicts = run_audit(client, plan, comps, list(range(len(comps))))
+    out = [f"audit of {run}: {len(comps)} saved completions; training reward {verifier or '(unknown)'}; audit "
+           f"{plan.verifier} {plan.options or ''}{' (' + plan.note + ')' if plan.note else ''}"]  # fmt: skip
+    by_step: dict[int, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        by_step[int(r["step"])].append(i)
+    out.append("step  saved  paid  audit pays  agreement")
+    for step, idx in sorted(by_step.items()):
+        paid = [i for i in idx if comps[i].paid]
+        agree = sum(verdicts[i][0] >= PAID for i in paid)
+        out.append(f"{step:>4}  {len(idx):>5}  {len(paid):>4}  {agree:>10}  {agree / len(paid) if paid else 1:>9.0%}")
+    bad = [i for i, c in enumerate(comps) if c.paid and verdicts[i][0] < PAID]
+    out.append(f"paid by the training reward, refused by the audit: {len(bad)} of {sum(c.paid for c in comps)} paid")
+    for i in bad[:10]:
+        c, v = comps[i], verdicts[i]
+        out.append(f"  step {rows[i]['step']}: {c.text[:80]!r} (reference {c.reference!r}): audit {v[1]} {v[2] or ''}")
+    alarms = read_alarms(run)
+    out.append(f"alarms in the run: {len(alarms)}")
+    out += [f"  step {a['step']}: {a['rule']} [{a['action']}]: {a['message']}" for a in alarms]
+    known = {v.name for v in client.list_verifiers()}
+    if verifier in known:
+        data = cfg.get("data")
+        report = CanaryCheck(client, verifier, data_kind(data if data and Path(data).exists() else None)).run()
+        out.append(f"canaries through {verifier!r}:\n{report.table()}")
+    else:
+        out.append(f"canaries: {verifier!r} is not registered on this service (pass --target where it is)")
+    return "\n".join(out)
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(prog="python -m trainer.alarm.audit_run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", help="a run folder (runs/<name>, or runs/latest)")
+    ap.add_argument("--target", default=None, help="host:port of a verifier service (default: start a local one)")
+    ap.add_argument("--verifier", default=None, help="the training reward (default: the run's config.yaml)")
+    ap.add_argument("--audit-verifier", default=None, help="the audit (default: the run's, else the strict built-in)")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    run = Path(args.run)
+    if not run.is_dir():
+        raise DataError(f"{run}: not a run folder (make audit RUN=runs/<name>)")
+    if args.target:
+        with VerifierClient(args.target) as c:
+            text = audit(run, c, args.verifier, args.audit_verifier)
+    else:
+        from verifiers.launch import LocalServer
+
+        print("starting a local verifier service for the audit ...", file=sys.stderr, flush=True)
+        with LocalServer(pool_size=2, log_path=str(run / "audit_verifier.log")) as srv, VerifierClient(srv.target) as c:
+            text = audit(run, c, args.verifier, args.audit_verifier)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()
