@@ -140,10 +140,11 @@ def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
 
 @pytest.mark.docker
 def test_cli_against_our_service_pays_nothing(verifier_server, tmp_path):
-    """math and format (the code canaries went through the same service above; a second pass of ~200
-    sandboxed programs would double this file's time)."""
+    """math and format, with the budget the tests above used (the service's cache may answer them); the
+    code canaries went through the same service above: a second pass of ~200 sandboxed programs would
+    double this file's time."""
     out = tmp_path / "results.jsonl"
-    p = cli(verifier_server.target, "--kinds", "math,format", "--json", str(out))
+    p = cli(verifier_server.target, "--kinds", "math,format", "--timeout-s", "10", "--json", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "== format canaries -> think_format" in p.stdout and "families paid: 0 of" in p.stdout
     results = [json.loads(line) for line in out.read_text().splitlines()]
@@ -177,6 +178,7 @@ def test_cli_usage_errors_exit_2(args, message):
 
 @pytest.mark.docker
 def test_cli_over_http_v1_and_openrlhf(tmp_path):
+    """The format canaries (graded on the host, no sandbox time) through both HTTP shapes."""
     from tests.http_helpers import http_base
     from verifiers.launch import LocalServer
 
@@ -184,7 +186,7 @@ def test_cli_over_http_v1_and_openrlhf(tmp_path):
         base = http_base(srv)
         v1 = cli(base, "--kinds", "format")
         assert v1.returncode == 0 and "via /v1/verify_batch" in v1.stdout, v1.stdout + v1.stderr
-        rlhf = cli(base, "--openrlhf", "--kinds", "math", "--verifier", "math")
+        rlhf = cli(base, "--openrlhf", "--kinds", "format", "--verifier", "think_format")
         assert rlhf.returncode == 0 and "via /get_reward" in rlhf.stdout, rlhf.stdout + rlhf.stderr
 
 
