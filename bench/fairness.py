@@ -5,7 +5,8 @@ first caller floods /run_code with slow programs.
         [--old-root /path/to/an/older/checkout]
 
 Each round starts a fresh server (a pool of ``--pool`` sandboxes, HTTP on), measures caller B quiet
-(``--cheap`` think_format /v1/verify calls, ``--sandboxed`` /run_code ``print`` calls, sequential), then
+(``--cheap`` think_format /v1/verify calls, ``--sandboxed`` /run_code ``print`` calls, ``--asserts``
+code-verifier assert jobs (issue 40: they waited for one of the flood's programs to end), sequential), then
 starts caller A's flood (``--flood`` concurrent /run_code programs sleeping ``--sleep-s`` s, x-client-id
 ``flood``), waits until they are all queued, and measures B again (x-client-id ``other``). Rounds alternate
 quiet/flood on the same server; the medians of each and of the per-round ratios are printed with the
@@ -49,9 +50,22 @@ def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tu
     raise RuntimeError(f"server in {root} exited before serving")
 
 
-def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float) -> tuple[list[float], list[float]]:
-    """Caller B: latencies (s) of sequential cheap and sandboxed calls (cap_s: a call that timed out)."""
-    out_cheap, out_sbx = [], []
+ASSERT_JOB = {"verifier": "code", "completion": "```python\ndef add(a, b):\n    return a + b\n```",
+              "reference": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "options": {"entry_point": "add"}}  # fmt: skip
+
+
+def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, asserts: int = 0
+            ) -> tuple[list[float], ...]:  # fmt: skip
+    """Caller B: latencies (s) of sequential cheap, sandboxed and code-assert calls (cap_s: timed out)."""
+    out_cheap, out_sbx, out_assert = [], [], []
+    for _ in range(asserts):
+        job = dict(ASSERT_JOB, completion=ASSERT_JOB["completion"].replace("\n```", f"  # {time.time_ns()}\n```"))
+        t0 = time.monotonic()  # each job unique: the verdict cache never answers it
+        try:
+            http.post("/v1/verify", json=job, headers={"x-client-id": "other"}, timeout=cap_s)
+        except httpx.TimeoutException:
+            pass
+        out_assert.append(time.monotonic() - t0)
     for _ in range(cheap):
         t0 = time.monotonic()
         try:
@@ -67,7 +81,7 @@ def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float) -> tup
         except httpx.TimeoutException:
             pass
         out_sbx.append(time.monotonic() - t0)
-    return out_cheap, out_sbx
+    return out_cheap, out_sbx, out_assert
 
 
 def flood(base: str, n: int, sleep_s: float, stop: threading.Event) -> ThreadPoolExecutor:
@@ -99,13 +113,13 @@ def one_round(root: Path, a: argparse.Namespace) -> dict:
         ex = None
         try:
             with httpx.Client(base_url=base) as http:
-                b_calls(http, 3, 1, a.cap_s)  # warm
-                quiet = b_calls(http, a.cheap, a.sandboxed, a.cap_s)
+                b_calls(http, 3, 1, a.cap_s, 1)  # warm
+                quiet = b_calls(http, a.cheap, a.sandboxed, a.cap_s, a.asserts)
                 ex = flood(base, a.flood, a.sleep_s, stop)
                 until = time.monotonic() + 30
                 while waiting(http) < min(a.flood - a.pool, 31) - 1 and time.monotonic() < until:
                     time.sleep(0.1)
-                flooded = b_calls(http, a.cheap, a.sandboxed, a.cap_s)
+                flooded = b_calls(http, a.cheap, a.sandboxed, a.cap_s, a.asserts)
         finally:
             proc.terminate()
             proc.wait(timeout=120)
@@ -121,7 +135,10 @@ def pct(xs: list[float], q: float) -> float:
 
 def report(name: str, rounds: list[dict]) -> None:
     print(f"== {name}: {len(rounds)} rounds")
-    for i, kind in enumerate(("cheap think_format /v1/verify", "sandboxed /run_code print")):
+    kinds = ("cheap think_format /v1/verify", "sandboxed /run_code print", "code assert job /v1/verify")
+    for i, kind in enumerate(kinds):
+        if not rounds[0]["quiet"][i]:
+            continue
         q50 = [statistics.median(r["quiet"][i]) for r in rounds]
         f50 = [statistics.median(r["flood"][i]) for r in rounds]
         f99 = [pct(r["flood"][i], 0.99) for r in rounds]
@@ -141,12 +158,13 @@ def main() -> None:
     p.add_argument("--sleep-s", type=float, default=10.0)
     p.add_argument("--cheap", type=int, default=20)
     p.add_argument("--sandboxed", type=int, default=3)
+    p.add_argument("--asserts", type=int, default=3, help="B's code-verifier assert jobs (issue 40's probe)")
     p.add_argument("--cap-s", type=float, default=60.0)
     p.add_argument("--old-root", default="")
     p.add_argument("--old-rounds", type=int, default=0, help="rounds on --old-root (default: --rounds)")
     a = p.parse_args()
     print(f"flood: {a.flood} x /run_code sleeping {a.sleep_s:g} s from one caller; pool {a.pool}; B: {a.cheap} "
-          f"cheap + {a.sandboxed} sandboxed sequential calls; cap {a.cap_s:g} s")  # fmt: skip
+          f"cheap + {a.sandboxed} sandboxed + {a.asserts} code-assert sequential calls; cap {a.cap_s:g} s")  # fmt: skip
     ours = [one_round(ROOT, a) for _ in range(a.rounds)]
     report(f"this checkout ({ROOT})", ours)
     if a.old_root:
