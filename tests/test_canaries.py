@@ -90,6 +90,17 @@ def test_a_grade_function_that_loses_results_is_refused():
         run_canaries(lambda items: [("1", "")] * len(items), load_canaries(kinds={"format"}))
 
 
+def test_a_canary_the_grader_could_not_grade_is_reported_not_passed_over():
+    canaries = load_canaries(kinds={"format"}, families={"format.null"})
+
+    def broken(items):  # the sandbox is down for every item but the first
+        return [(0.0, "INCORRECT")] + [(0.0, "SANDBOX_ERROR")] * (len(items) - 1)
+
+    report = run_canaries(broken, canaries)
+    assert not report.paid and len(report.ungraded) == len(canaries)
+    assert f"ungraded (not the grader's verdict, e.g. SANDBOX_ERROR): {len(canaries)}" in report.table()
+
+
 # -- the weak grader, in-process --------------------------------------------------------------------------------
 @pytest.mark.parametrize("fn", [substring_score, substring_reward], ids=["verl", "trl"])
 def test_a_substring_grader_is_caught_family_by_family(fn):

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verifiers.client import VerifierClient, VerifyItem
+from verifiers.outcome import UNGRADED
 
 KINDS = ("math", "code", "format")
 DATA = Path(__file__).resolve().parent / "data"
@@ -85,6 +86,13 @@ class CanaryReport:
     def paid(self) -> list[CanaryResult]:
         return [r for r in self.results if r.paid]
 
+    @property
+    def ungraded(self) -> list[CanaryResult]:
+        """Canaries whose verdict (or control's) was not the grader's (SANDBOX_ERROR, BAD_REFERENCE): unpaid
+        but untested, so a broken sandbox does not read as a safe reward."""
+        names = {str(o) for o in UNGRADED}
+        return [r for r in self.results if r.outcome in names or r.control_outcome in names]
+
     def families(self) -> dict[str, tuple[int, int]]:
         """family -> (sent, paid), in the order the families first appear."""
         out: dict[str, tuple[int, int]] = {}
@@ -105,6 +113,8 @@ class CanaryReport:
         paid = self.families_paid()
         lines.append(f"{'total':<{width}}  {len(self.results):>5}  {len(self.paid):>5}")
         lines.append(f"families paid: {len(paid)} of {len(fams)}" + (f" ({', '.join(paid)})" if paid else ""))
+        if self.ungraded:
+            lines.append(f"ungraded (not the grader's verdict, e.g. SANDBOX_ERROR): {len(self.ungraded)}")
         return "\n".join(lines)
 
     def __add__(self, other: CanaryReport) -> CanaryReport:

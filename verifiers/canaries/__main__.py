@@ -80,7 +80,9 @@ def run(a: argparse.Namespace) -> CanaryReport:
     kinds = _kinds(a.kinds)
     if a.openrlhf and urlparse(a.target).scheme not in ("http", "https"):
         raise CanaryError("--openrlhf needs an http://host:port target")
-    client = VerifierClient(a.target, timeout_s=a.timeout_s + 60, wait_s=a.wait_s) if _is_grpc(a.target) else None
+    # a batch's deadline: BATCH items queue behind each other on the service's pool
+    deadline_s = max(300.0, 4 * a.timeout_s + 60)
+    client = VerifierClient(a.target, timeout_s=deadline_s, wait_s=a.wait_s) if _is_grpc(a.target) else None
     try:
         report = CanaryReport()
         for kind, (grade, label) in graders(a, kinds, client).items():
@@ -103,7 +105,8 @@ def summary(report: CanaryReport, show: int) -> str:
         lines.append(f"... and {len(report.paid) - show} more paid (--json PATH writes every result)")
     fams = report.families()
     lines.append(f"sent {len(report.results)} canaries in {len(fams)} families: paid {len(report.paid)}, "
-                 f"families paid {len(report.families_paid())} of {len(fams)}")  # fmt: skip
+                 f"families paid {len(report.families_paid())} of {len(fams)}"
+                 + (f", ungraded {len(report.ungraded)}" if report.ungraded else ""))  # fmt: skip
     return "\n".join(lines)
 
 
