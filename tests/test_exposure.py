@@ -19,7 +19,8 @@ from verifiers.remote import check_target
 pytestmark = pytest.mark.docker
 TOKEN = "s3cret-admin-token-for-exposure-test"
 ADMIN = {"authorization": f"Bearer {TOKEN}"}
-SECRET_PART = {"verifier": "tag_count", "weight": 0.25, "options": {"hidden": "the-secret-option"}}
+# a component's stored options are checked against the keys it reads (issue 42): language reads "script"
+SECRET_PART = {"verifier": "language", "weight": 0.25, "options": {"script": "the-secret-option"}}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_definitions_are_the_admins_names_and_kinds_are_public(served):
     srv, http = served
     public = http.get("/v1/verifiers/mixed").json()
     assert public["name"] == "mixed" and public["kind"] == "composite" and public["description"]
-    assert "the-secret-option" not in str(public) and "tag_count" not in str(public)
+    assert "the-secret-option" not in str(public) and "language" not in str(public)
     listed = {v["name"]: v for v in http.get("/v1/verifiers").json()["verifiers"]}
     assert listed["mixed"]["kind"] == "composite" and "the-secret-option" not in str(listed)
     assert "the-secret-option" in str(http.get("/v1/verifiers/mixed", headers=ADMIN).json())
@@ -70,7 +71,7 @@ def test_definitions_are_the_admins_names_and_kinds_are_public(served):
         stub = pb_grpc.VerifierServiceStub(ch)
         assert not stub.GetVerifier(pb.GetVerifierRequest(name="mixed")).HasField("composite")
         got = stub.GetVerifier(pb.GetVerifierRequest(name="mixed"), metadata=tuple(ADMIN.items()))
-        assert got.composite.components[1].options["hidden"] == "the-secret-option"
+        assert got.composite.components[1].options["script"] == "the-secret-option"
 
 
 def test_a_cache_hit_never_answers_another_callers_submission(served):
