@@ -292,6 +292,44 @@ def bare_math(text: str) -> bool:
     return not _PROSE.search(_ENVIRONMENT.sub(" ", s))
 
 
+# -- exploit signals (verifiers/signals.py) of what a completion tried with its final answer -------------------
+# Latin look-alikes from other scripts (Cyrillic а е о р с х у А В Е К М Н О Р С Т Х, Greek ο Ο Α Β Ε Ζ Η Ι Κ Μ Ν Ρ Τ Υ Χ)
+_CONFUSABLE = re.compile("[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ]")
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+
+
+def signals_of(completion: str, ext: Extraction | None, prompt: str = "", reference: str = "") -> list[str]:
+    """The ``answer.*`` signals of a completion whose final answer is ``ext`` (``extract``'s, or None): the
+    extraction's own (several, hedge, unclosed think), an empty or punctuation-only answer, invisible or
+    confusable characters, text with a number after the answer (not final), an answer other than the
+    reference that is written in the prompt (restates it)."""
+    out = set(ext.signals if ext else [])
+    if unclosed_think(completion):
+        out.add("answer.unclosed_think")
+    visible = strip_think(completion)
+    marks = [visible[k + 1 : m] for _, k, m in boxed_spans(visible)]
+    marks += [visible[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)] for a, b in answer_tag_spans(visible)]
+    if any(not re.search(r"[^\W_]", t.replace("\\", " ")) for t in marks):
+        out.add("answer.empty")
+    answers = ext.answers if ext and ext.source not in ("full", "whole") else []
+    if _INVISIBLE.search(visible) or any(_CONFUSABLE.search(a) for a in answers):
+        out.add("answer.invisible")
+    found, _ = _answers(visible)
+    if found and ext and ext.source in ("boxed", "answer", "channels"):
+        rest = visible[found[-1][1] :]
+        if re.search(r"\d", rest) or len(rest.strip()) > 300:
+            out.add("answer.not_final")
+    if prompt and any(_in_prompt(canon(a), canon(prompt), canon(reference)) for a in answers):
+        out.add("answer.restates_prompt")
+    return sorted(out)
+
+
+def _in_prompt(answer: str, prompt: str, reference: str) -> bool:
+    if not answer or answer == reference:
+        return False
+    return re.search(rf"(?<![\d.]){re.escape(answer)}(?![\d.])", prompt) is not None
+
+
 def extract_answer(completion: str) -> str | None:
     """The last final answer after the reasoning (a box, else an answer tag), else None."""
     e = extract(completion)

@@ -30,7 +30,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from verifiers.answer import extract, reasoning, reasoning_spans
+from verifiers.answer import Extraction, extract, reasoning, reasoning_spans, signals_of
 from verifiers.base import BadRequest, Builtin, Context, Verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
@@ -122,12 +122,17 @@ class AnswerConsistency(Builtin):
     default_timeout_s: float = 10.0
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
+        """The verdict, with the ``answer.*`` exploit signals of the final answer (they never change it)."""
+        ext = extract(req.completion)
+        return self._grade(req, ctx, ext).signal(*signals_of(req.completion, ext, req.prompt))
+
+    def _grade(self, req: Request, ctx: Context, ext: Extraction | None) -> Verdict:
         if not reasoning_spans(req.completion):
             return Verdict.of(Outcome.NO_ANSWER, "no <think>…</think> block: no reasoning to compare with")
         result = last_result(reasoning(req.completion))
         if result is None:
             return Verdict.of(Outcome.NO_ANSWER, "the <think> block reaches no result ('= value' or a number)")
-        if extract(req.completion) is None:
+        if ext is None:
             return Verdict.of(Outcome.NO_ANSWER, "no final answer (\\boxed{} or <answer>) after the reasoning")
         sub = Request("math", req.completion, result, req.prompt, {}, req.timeout_s, req.id)
         v = ctx.verify(sub) if ctx.verify is not None else ctx.lookup("math").verify(sub, ctx)

@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from verifiers.answer import extract, reasoning_spans
+from verifiers.answer import extract, reasoning_spans, signals_of
 from verifiers.base import Builtin, Context, ServiceError, Step, Verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
@@ -156,7 +156,7 @@ class ArithSteps(Builtin):
             v = Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, f"answer {answer.strip()[:40]!r} "
                            f"{'=' if ok else '!='} {ref}; {counted}")  # fmt: skip
         v.steps = steps
-        return v
+        return v.signal(*signals_of(completion, ext, prompt, reference))
 
     def steps(self, completion: str, prompt: str, reference: int | None) -> list[Step]:
         head = _BARE.match(prompt.split("=", 1)[0]) if prompt else None

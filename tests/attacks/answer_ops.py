@@ -236,15 +236,15 @@ def cases(seed: int, budget: int) -> list[Case]:
     pool = seeds()
     names = sorted(OPERATORS)
     out: list[Case] = []
-    tries = 0
-    while len(out) < budget and tries < budget * 20:
-        name = names[tries % len(names)]
-        tries += 1
-        s = rng.choice(pool)
+    for slot in range(budget):
+        name = names[slot % len(names)]
         fn, expect = OPERATORS[name]
-        mutated = fn(s.completion, s, rng)
-        if mutated is not None and mutated != s.completion:
-            out.append(Case(name, expect, s, mutated))
+        for _ in range(50):  # seeds drawn until one the operator applies to (glue needs a small integer)
+            s = rng.choice(pool)
+            mutated = fn(s.completion, s, rng)
+            if mutated is not None and mutated != s.completion:
+                out.append(Case(name, expect, s, mutated))
+                break
     return out
 
 

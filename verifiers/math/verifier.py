@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
-from verifiers.answer import FALLBACKS, Extraction, extract
+from verifiers.answer import FALLBACKS, Extraction, extract, signals_of
 from verifiers.base import BadRequest, Builtin, Context, Verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
@@ -316,8 +316,15 @@ class MathVerifier(Builtin):
         return opts
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
+        """The verdict, with the ``answer.*`` exploit signals of the completion (they never change it)."""
         fallback, rel_tol = self.check(req)
         ext = extract(req.completion, fallback)
+        verdict = self._grade(req, ctx, ext, rel_tol, fallback)
+        return verdict.signal(*signals_of(req.completion, ext, req.prompt, req.reference))
+
+    def _grade(
+        self, req: Request, ctx: Context, ext: Extraction | None, rel_tol: float | None, fallback: str
+    ) -> Verdict:
         if ext is None:
             where = "no \\boxed{} or <answer> found" + ("" if fallback == "none" else f" (fallback {fallback})")
             return Verdict.of(Outcome.NO_ANSWER, where + " after the reasoning")
