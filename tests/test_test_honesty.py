@@ -162,6 +162,8 @@ def _conditions(tree: ast.Module):
             child, node = node, parents[node]
             if isinstance(node, (ast.If, ast.While, ast.IfExp)) and child is not node.test:
                 conds.append(node.test)
+            if isinstance(node, ast.Try) and child in node.handlers:  # skipped when the try's body raised
+                conds += node.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn is tree:
                 fn = node
         yield call, conds, fn
@@ -240,6 +242,11 @@ def test_import():
 @skip_unless("gpu")
 def test_declared_optional_is_fine():
     pytest.importorskip("peft")
+def test_when_the_probe_raises():
+    try:
+        podman_available()
+    except OSError:
+        pytest.skip("no podman")
 """,
 }
 
@@ -251,5 +258,5 @@ def test_the_check_names_each_planted_example(tmp_path):
     assert found == {
         "test_slow.py": ["line 7: wall-clock assert", "line 9: wall-clock assert"],
         "test_skips.py": ["line 7: skip decided by project code", "line 11: skip decided by project code",
-                          "line 13: skip decided by project code"],
+                          "line 13: skip decided by project code", "line 21: skip decided by project code"],
     }, found  # fmt: skip
