@@ -24,7 +24,8 @@ def key(reference: str, completion: str, options: dict) -> str:
 def paid_pairs() -> list[tuple[str, str, dict]]:
     """(reference, completion, options) of every pair we pay."""
     from tests.data.math_battery import CASES
-    from trainer.pipelines.task import TaskConfig, make_problem
+    from trainer.config import TaskConfig
+    from trainer.pipelines.task import make_problem
 
     out = [(gold, comp, dict(opts)) for _, gold, comp, opts, verdict, _ in CASES if verdict == "CORRECT"]
     rng = random.Random(0)

@@ -48,7 +48,8 @@ class Case:
 def seeds() -> list[Seed]:
     """Correct pairs from the math batteries (those with a box after the reasoning) and the embedded task."""
     from tests.data.math_battery import CASES
-    from trainer.pipelines.task import TaskConfig, make_problem
+    from trainer.config import TaskConfig
+    from trainer.pipelines.task import make_problem
 
     out = []
     for _, gold, completion, options, verdict, _ in CASES:
