@@ -129,4 +129,7 @@ DISPUTED = [
     ("1 < x < 2", "x = 1, y = 2", I, "a point is not the committed interval"),
     ("(x, y) = (1, 2)", "x = 1, y = 2", C, "a reference committed to a point"),
     ("(x, y) = (1, 2)", "1 < x < 2", I, "an interval is not the committed point"),
+    ("x < 1", "-x > -1", C, "a committed interval, its inequality rearranged"),
+    ("x < 1", "-x > 1", I, "another interval"),
+    ("-2 \\le x \\le 7", "x \\in [-2, 7]", C, "an inequality reference, the interval as membership"),
 ]

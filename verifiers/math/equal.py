@@ -207,8 +207,11 @@ def expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_co
             return False
         if isinstance(pred, sympy.Eq) and isinstance(pred.rhs, sympy.Set):
             pred = pred.rhs
-        elif _simple_relation(pred):
-            pred = pred.as_set()
+        elif grader.is_relation(pred) and not grader.is_equation(pred) and len(pred.free_symbols) == 1:
+            try:  # any inequality in the variable (-x > -1) as the set it defines
+                pred = pred.as_set()
+            except Exception:
+                return False
         return _mv_expr_eq(interval, pred, float_rounding, numeric_precision, allow_set_relation_comp, strict)
     if grader.is_equation(pred) and not grader.is_equation(gold):
         pred = assigned_value(pred, float_rounding, numeric_precision)
