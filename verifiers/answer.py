@@ -345,7 +345,7 @@ OR_WORDS = ("or", "oder", "ou", "o", "u", "oppure", "или", "либо", "lub",
 _DOUBTS = {
     "en": ("possibly", "maybe", "perhaps", "probably", "either", "otherwise", "unless", "if", "guess", "alternatively"),
     "de": ("vielleicht", "möglicherweise", "wahrscheinlich", "entweder", "sonst", "wenn", "eventuell"),
-    "fr": ("peut-être", "possiblement", "probablement", "sinon", "si"),
+    "fr": ("peut-être", "possiblement", "probablement", "sinon"),  # not "si": "in SI units" after an answer
     "es": ("quizás", "quizá", "posiblemente", "probablemente", "sino", "acaso"),
     "pt": ("talvez", "possivelmente", "provavelmente", "senão"),
     "it": ("forse", "probabilmente", "altrimenti"),
