@@ -44,14 +44,17 @@ from trainer.train import train  # noqa: E402
 from verifiers.client import VerifierClient  # noqa: E402
 from verifiers.launch import LocalServer  # noqa: E402
 
-LR = 1e-4  # the demonstration's; make train's default is 5e-5 (the hack is learned there too, more slowly)
+LR = 5e-4  # the demonstration's (make train's default is 5e-5: the same hack, learned more slowly)
 SIZES = {"warmstart": 4000, "train": 2000, "heldout": 64}
 TINY = TinyConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=192)
 
 
 def warm(out: Path, seed: int, steps: int):
-    """Data, the tiny model, its warm start (saved to out/warm)."""
+    """Data, the tiny model, its warm start (saved to out/warm; kept there from an earlier run of the same
+    ``--work`` folder)."""
     paths = demo_data(out / "data", seed, SIZES)
+    if (out / "warm" / "config.json").exists():
+        return paths
     tok = tiny.build_tokenizer()
     model = tiny.build_model(tok, TINY, seed=seed)
     rows = read_jsonl(paths["warmstart"])
@@ -74,15 +77,23 @@ def caught(out: Path, paths, target: str, steps: int) -> dict:
     """Run A (audit everything, warn) and run B (defaults, stop)."""
     a = grpo_cfg(out, paths, "watch", target, HACKABLE, steps, alarm=True, audit=1.0, allow_hackable_reward=True)
     train(a)
-    rows_a = read_metrics(out / "watch" / "metrics.jsonl")
     b = grpo_cfg(out, paths, "stop", target, HACKABLE, steps, alarm=True, on_alarm="stop", allow_hackable_reward=True)
     stopped, message = None, ""
     try:
         train(b)
     except AlarmStopped as e:
         stopped, message = e.step + 1, str(e)
-    return {"rows": rows_a, "onset": onset(rows_a), "alarms_a": read_alarms(out / "watch"),
-            "stopped": stopped, "message": message, "alarms_b": read_alarms(out / "stop")}  # fmt: skip
+    return collect(out, stopped, message)
+
+
+def collect(out: Path, stopped: int | None = None, message: str = "") -> dict:
+    """Run A's curves and onsets, run B's stop, from the work folder."""
+    rows_a = read_metrics(out / "watch" / "metrics.jsonl")
+    alarms_b = read_alarms(out / "stop")
+    if stopped is None:
+        stopped = next((a["step"] for a in alarms_b if a["action"] == "stop"), None)
+    return {"rows": rows_a, "onset": onset(rows_a), "onset_exploited": onset(rows_a, "alarm/exploited"),
+            "alarms_a": read_alarms(out / "watch"), "stopped": stopped, "message": message, "alarms_b": alarms_b}  # fmt: skip
 
 
 def cost(out: Path, paths, target: str, steps: int, rounds: int) -> list[dict]:
@@ -100,6 +111,39 @@ def cost(out: Path, paths, target: str, steps: int, rounds: int) -> list[dict]:
                         "step_s": statistics.median(r["perf/step_s"] for r in rows),
                         "alarms": len([a for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"])})  # fmt: skip
     return res
+
+
+def heldout_math(work: Path, target: str) -> dict[str, float]:
+    """Greedy held-out accuracy under the honest ``math`` verifier: the warm start, and run A's last checkpoint
+    (train.py's periodic eval grades with the training reward, which the hack fools too)."""
+    from transformers import AutoModelForCausalLM
+
+    from trainer.checkpoint import list_checkpoints
+    from trainer.data import load_examples
+    from trainer.evaluation.evaluator import evaluate
+    from trainer.grpo.rewards import VerifierReward
+
+    examples = load_examples(work / "data" / "heldout.jsonl")
+    out, reward = {}, VerifierReward("math", target)
+    try:
+        tok = tiny.build_tokenizer()
+        for name, path in (("warm start", work / "warm"), ("after run A", list_checkpoints(work / "watch")[-1])):
+            model = AutoModelForCausalLM.from_pretrained(path)
+            out[name] = evaluate(model, tok, examples, reward, max_new_tokens=48)["accuracy"]
+    finally:
+        reward.close()
+    return out
+
+
+def cost_of(work: Path, i: int, on: bool) -> dict | None:
+    """A finished cost run's figures (median step time; the run's wall from its first to last step)."""
+    run = work / f"cost-{i}-{int(on)}"
+    rows = [r for r in read_metrics(run / "metrics.jsonl") if r.get("step", 0) >= 1]
+    if not rows:
+        return None
+    return {"round": i + 1, "alarm": on, "load": float("nan"), "wall_s": rows[-1]["perf/elapsed_s"],
+            "step_s": statistics.median(r["perf/step_s"] for r in rows),
+            "alarms": len([a for a in read_alarms(run) if a["action"] != "allowed"])}  # fmt: skip
 
 
 def replay(metrics_rows: list[dict], t: Thresholds) -> dict[str, int]:
@@ -126,7 +170,7 @@ def stats_of(r: dict) -> StepStats:
     paid = int(r["alarm/paid"])
     sig = {k.split("/", 2)[2]: round(v * paid) for k, v in r.items() if k.startswith("alarm/signal/")}
     return StepStats(step=r["step"], reward=r["reward/mean"], paid=paid, audited=int(r["alarm/audited"]),
-                     agreed=int(r["alarm/audit_agreed"]), signals=sig, top_answer=str(r.get("alarm/top_answer_prompts")),
+                     agreed=int(r["alarm/audit_agreed"]), sampled=int(r.get("alarm/audit_sampled", r["alarm/audited"])), signals=sig, top_answer=str(r.get("alarm/top_answer_id")),
                      top_answer_prompts=int(r["alarm/top_answer_prompts"]), paid_prompts=int(r["alarm/paid_prompts"]),
                      len_paid=r.get("alarm/length_paid"), len_unpaid=r.get("alarm/length_unpaid"),
                      eval_acc=r.get("eval/accuracy"))  # fmt: skip
@@ -161,7 +205,8 @@ def report(args, got: dict, costs: list[dict], honest: dict[str, dict[str, int]]
            f"GRPO 8 prompts x G=8, lr {LR}, seed 0; load {os.getloadavg()[0]:.1f} at the end"]  # fmt: skip
     if got:
         out.append("\n## 1. A hack learned and caught (reward: contains_reference; audit: math, fallback none)")
-        out.append("run A (audit 1, warn): per-step curves")
+        out.append("run A (audit 1, warn): per-step curves (heldout: train.py's periodic greedy eval, graded by the "
+                   "training reward, which the hack fools too; the math-graded figures are below)")  # fmt: skip
         out.append("step  reward  paid  audited  agreed  agreement  exploited  heldout  alarm")
         for r in curves(got["rows"]):
             out.append(f"{r['step']:>4}  {fmt(r['reward/mean']):>6}  {fmt(r['alarm/paid']):>4}  {fmt(r['alarm/audited']):>7}  "
@@ -169,13 +214,18 @@ def report(args, got: dict, costs: list[dict], honest: dict[str, dict[str, int]]
                        f"{fmt(r['eval/accuracy']):>7}  {'ALARM' if r['alarm/fired'] else ''}")  # fmt: skip
         first_a = [a for a in got["alarms_a"] if a["action"] != "allowed"]
         out.append(
-            f"onset (exploited share of the batch +0.15 over its first 3 steps, 3-step mean): step {got['onset']}"
+            f"onset, training reward (its 5-step mean stays >= +0.10 above the first 5 steps'): step {got['onset']}"
         )
-        out.append(
-            f"run A first alarm: {first_a[0]['step'] if first_a else None} ({first_a[0]['rule'] if first_a else ''})"
-        )
-        out.append(f"run B (defaults: audit 5%, on_alarm stop): stopped at step {got['stopped']}")
-        out.append("run B message: " + got["message"].replace("\n", "\n  "))
+        out.append(f"onset, exploited share (the same rule on alarm/exploited): step {got['onset_exploited']}")
+        if got.get("heldout_math"):
+            out.append("held-out accuracy, greedy, graded by math (64 problems): "
+                       + ", ".join(f"{k} {v:.3f}" for k, v in got["heldout_math"].items()))  # fmt: skip
+        out.append("run A alarms: " + ", ".join(f"step {a['step']} {a['rule']}" for a in first_a))
+        b = [a for a in got["alarms_b"] if a["action"] == "stop"]
+        out.append(f"run B (defaults: audit 5%, on_alarm stop): stopped at step {got['stopped']}"
+                   + (f" by {b[0]['rule']}: {b[0]['message']}" if b else ""))  # fmt: skip
+        if got["message"]:
+            out.append("run B message: " + got["message"].replace("\n", "\n  "))
     if costs:
         out.append("\n## 2. Cost on step time (honest reward r1; alarm off vs on, alternated)")
         for c in costs:
@@ -207,7 +257,20 @@ def main() -> None:
     ap.add_argument("--honest", nargs="*", default=[], help="run folders of honest runs trained with the alarm on")
     ap.add_argument("--out", default="bench/results/alarm.txt")
     ap.add_argument("--work", default=None, help="folder for the runs (default: a temporary one)")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report from --work's finished runs")
     args = ap.parse_args()
+    if args.report_only:
+        work = Path(args.work)
+        costs = [c for c in (cost_of(work, i, on) for i in range(args.cost_rounds) for on in (False, True)) if c]
+        honest = {d: replay(read_metrics(Path(d) / "metrics.jsonl"), Thresholds()) for d in args.honest}
+        got = collect(work) if (work / "watch").exists() else {}
+        if got:
+            with LocalServer(pool_size=2, log_path=str(work / "server2.log")) as srv:
+                got["heldout_math"] = heldout_math(work, srv.target)
+        text = report(args, got, costs, honest)
+        Path(args.out).write_text(text)
+        print(text)
+        return
     torch.set_num_threads(2)
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-alarm-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -63,15 +63,17 @@ def curves(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"step": r["step"], **{k: r.get(k) for k in keys}} for r in rows if r.get("step", 0) >= 1]
 
 
-def onset(rows: list[dict[str, Any]], rise: float = 0.1, window: int = 3) -> int | None:
-    """The step the hack shows in the curves: the first step whose trailing ``window``-step mean of the
-    exploited share (``alarm/exploited``: audited completions paid by the training reward and refused by the
-    audit; needs ``audit 1`` to see every group) exceeds that of the first ``window`` steps by ``rise``."""
-    pts = [(r["step"], r.get("alarm/exploited") or 0.0) for r in rows if r.get("step", 0) >= 1 and "alarm/paid" in r]
+def onset(rows: list[dict[str, Any]], key: str = "reward/mean", rise: float = 0.1, window: int = 5) -> int | None:
+    """The step the hack shows in the curves: the first step from which the trailing ``window``-step mean of
+    ``key`` stays at least ``rise`` above its mean over the first ``window`` steps, to the end of the rows.
+    ``key``: the training reward, or ``alarm/exploited`` (audited completions paid by the training reward and
+    refused by the audit; with ``audit 1`` every group with a paid completion is audited)."""
+    pts = [(r["step"], r.get(key) or 0.0) for r in rows if r.get("step", 0) >= 1 and "alarm/paid" in r]
     if len(pts) < 2 * window:
         return None
     start = sum(v for _, v in pts[:window]) / window
+    above = [sum(v for _, v in pts[i - window + 1 : i + 1]) / window - start >= rise for i in range(len(pts))]
     for i in range(2 * window - 1, len(pts)):
-        if sum(v for _, v in pts[i - window + 1 : i + 1]) / window - start >= rise:
+        if all(above[i:]):
             return pts[i][0]
     return None

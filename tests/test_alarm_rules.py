@@ -140,3 +140,11 @@ def test_alarm_settings_without_the_alarm_are_refused(field, value):
 def test_the_audit_share_defaults_to_five_percent_with_the_alarm():
     assert GRPOConfig().audit_share == 0.0 and GRPOConfig(alarm=True).audit_share == 0.05
     assert issubclass(ConfigError, ValueError)
+
+
+def test_make_train_takes_the_one_flag(tmp_path):
+    from trainer.pipelines.make_train import load_args
+
+    cfg = load_args(["--alarm", "true", "--grpo.on_alarm", "stop", "--runs", str(tmp_path)])
+    assert cfg.grpo.alarm and cfg.grpo.on_alarm == "stop" and cfg.grpo.audit_share == 0.05
+    assert not load_args(["--runs", str(tmp_path)]).grpo.alarm  # off by default

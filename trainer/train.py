@@ -92,16 +92,9 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             try:
                 last = distributed.reduce_metrics(run_step(parts, step), ctx)
             except AlarmStop as e:  # on_alarm stop: the step's update was not applied
-                stream.load(data_before)
+                stream.load(data_before)  # the checkpoint is the run as it stood before this step
                 logger.log(step, e.metrics)
-                done = save_run(cfg, step - 1, *state, ctx)
-                raise AlarmStopped(
-                    f"{e}\nstopped before step {step}'s update; checkpoint of step {step - 1}: {done}; evidence: "
-                    f"{Path(cfg.run_dir) / ALARMS_FILE}; resume with --resume {done} (add --grpo.on_alarm warn to "
-                    "train past the alarm)",
-                    step - 1,
-                    done,
-                ) from None
+                raise _stopped(e, step, save_run(cfg, step - 1, *state, ctx), cfg) from None
             if eval_examples and step % cfg.eval_every == 0:
                 last.update(_periodic_eval(parts, eval_examples))
                 if parts.alarm is not None and "eval/accuracy" in last:
@@ -132,6 +125,16 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             parts.alarm.close()
         distributed.teardown(ctx)
     return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
+
+
+def _stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> AlarmStopped:
+    return AlarmStopped(
+        f"{e}\nstopped before step {step}'s update; checkpoint of step {step - 1}: {checkpoint}; evidence: "
+        f"{Path(cfg.run_dir) / ALARMS_FILE}; resume with --resume {checkpoint} (add --grpo.on_alarm warn to train "
+        "past the alarm)",
+        step - 1,
+        checkpoint,
+    )
 
 
 def _build(

@@ -11,6 +11,7 @@ is a hack's signature); the graders decide what an answer is.
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class StepStats:
             "alarm/audit_agreed": float(self.agreed),
             "alarm/audit_sampled": float(self.sampled),
             "alarm/top_answer_prompts": float(self.top_answer_prompts),
+            "alarm/top_answer_id": float(zlib.crc32(self.top_answer.encode()) % 1_000_000),  # same string, same id
             "alarm/paid_prompts": float(self.paid_prompts),
         }
         if self.agreement is not None:
