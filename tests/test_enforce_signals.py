@@ -107,3 +107,17 @@ def test_enforce_leaves_unpaid_and_clean_verdicts_alone():
     enforce(v, {"code.early_exit"})
     assert (v.reward, v.outcome) == (0.0, Outcome.INCORRECT) and v.detail.startswith("exploit signal code.early_exit")
     assert enforced_signals(Request("math", "x")) == set()
+
+
+@pytest.mark.docker
+def test_through_the_real_service_a_math_signal_is_enforced_on_math_and_r1(client):
+    """End to end (Docker sandbox, gRPC): math pays a right answer that hides a zero-width space and signals
+    answer.invisible; enforced, the same completion earns 0, alone and through r1 (its format part too)."""
+    text = "<think>1+1</think> The answer is \\boxed{2}\u200b"
+    r = client.verify("math", text, "2")
+    assert (r.reward, r.outcome) == (1.0, Outcome.CORRECT) and "answer.invisible" in r.signals
+    r = client.verify("math", text, "2", options={"enforce_signals": "answer.invisible"})
+    assert (r.reward, r.outcome) == (0.0, Outcome.INCORRECT) and "answer.invisible enforced" in r.detail
+    assert client.verify("r1", text, "2").reward == 1.0
+    r = client.verify("r1", text, "2", options={"enforce_signals": "all"})
+    assert (r.reward, r.outcome) == (0.0, Outcome.INCORRECT) and r.components["math"] == 0.0
