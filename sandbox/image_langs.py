@@ -12,12 +12,17 @@ like the Python image (sandbox/image.py): no image registry, only the Debian pac
 Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18 with TypeScript 4.8 (the
 ``typescript`` module, used to strip types as SandboxFusion's ``tsx`` does), Go 1.19 (its standard
 library ships precompiled, so a job's build needs no warm cache), rustc 1.63; bash is in the base
-root filesystem already. Both steps are cached by
+root filesystem already. Issue 40 adds SandboxFusion's other languages where Debian has them at a modest
+size: PHP 8.2, Ruby 3.1, Perl 5.36, Lua 5.4, R 4.2 (``Rscript``), Scala 2.11, C# (Mono 6.8 ``mcs``), D
+(gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify; not Kotlin (1.3,
+~340 MB) nor Racket (~390 MB): too large for the build budget; Julia and Swift: no bookworm package.
+Both steps are cached by
 their inputs; ``python -m sandbox.image_langs`` builds it, ``make image LANGS=all`` from make.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -38,6 +43,24 @@ TOOLCHAIN_PACKAGES = [
     "node-typescript",
     "golang-go",
     "rustc",
+    # issue 40: SandboxFusion's other languages that Debian packages at a modest size (docs/sandbox.md)
+    "php-cli",
+    "ruby",
+    "perl",
+    "lua5.4",
+    "r-base-core",
+    "scala",
+    "mono-mcs",
+    "mono-runtime",
+    "gdc",
+    "iverilog",
+    "junit5",
+    "node-lodash",
+    "python3-pytest",
+    "golang-github-stretchr-testify-dev",  # go_test programs import testify (GOPATH: /usr/share/gocode)
+    "ruby-test-unit",  # what SandboxFusion's Ruby, Perl tests use
+    "libtest-deep-perl",
+    "libdata-compare-perl",
 ]
 DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
 
@@ -114,7 +137,11 @@ def ensure(force: bool = False) -> str:
         return tag
     t0 = time.monotonic()
     base.CACHE.mkdir(parents=True, exist_ok=True)
-    build(tag)
+    with open(base.CACHE / ".langs-build.lock", "w") as lock:  # one build at a time (tests build it when missing)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if base.image_exists(tag) and not force:  # another process built it while this one waited
+            return tag
+        build(tag)
     subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
     print(f"built toolchain image {tag} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     return tag

@@ -15,6 +15,7 @@ fork bomb is a time-out and the sandbox grades the next program normally.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 
@@ -38,6 +39,17 @@ def launcher(lang: str, cmd: str) -> str:
         "go": 'package main\nimport ("os";"os/exec")\n'
         f'func main(){{c:=exec.Command("sh","-c",{s});c.Stdout=os.Stdout;c.Stderr=os.Stderr;c.Run()}}\n',
         "rust": f'fn main(){{let _=std::process::Command::new("sh").arg("-c").arg({s}).status();}}\n',
+        # issue 40's languages, each through its own process API
+        "php": f"<?php system({s});\n",
+        "ruby": f"system({s})\n",
+        "perl": f"system({s});\n",
+        "lua": f"os.execute({s})\n",
+        "r": f"invisible(system({s}))\n",
+        "csharp": "class P{static void Main(){var p=System.Diagnostics.Process.Start(new System.Diagnostics."
+        f'ProcessStartInfo("sh","-c \'echo {base64.b64encode(cmd.encode()).decode()} | base64 -d | sh\'")'
+        "{UseShellExecute=false});p.WaitForExit();}}\n",
+        "d": f"import std.process;\nvoid main(){{spawnShell({s}).wait();}}\n",
+        "scala": f'object Main {{ def main(a: Array[String]): Unit = {{ import scala.sys.process._; Seq("sh", "-c", {s}).! }} }}\n',
     }[lang]
 
 
@@ -172,6 +184,42 @@ def test_fork_bomb_is_contained_and_the_sandbox_recovers(service, lang):
     for _ in range(2):  # each sandbox of the pool still grades normally
         ok = grade(service, lang, launcher(lang, "echo 3"), ONE)
         assert ok.outcome == "CORRECT", ok.detail
+
+
+# issue 40's languages: the same walls, attacked through each language's process API with a shell
+SHELL_LANGS = ["php", "ruby", "perl", "lua", "r", "csharp", "d", "scala"]
+SHELL_NETWORK = "if timeout 2 bash -c 'exec 3<>/dev/tcp/1.1.1.1/53' 2>/dev/null; then echo 3; else echo blocked; fi"
+SHELL_WRITE = (
+    f"ok=; for p in {' '.join(TARGETS)}; do (echo x >> $p) 2>/dev/null && ok=1; done; "
+    'if [ -n "$ok" ]; then echo 3; else echo blocked; fi'
+)
+SHELL_KILL_DRIVER = "echo 3; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"  # the shell's grandparent: the driver
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", SHELL_LANGS)
+def test_new_languages_run_and_meet_the_same_walls(service, lang):
+    assert grade(service, lang, launcher(lang, "echo 3"), ONE).outcome == "CORRECT"  # the launcher works
+    for _ in range(2):
+        grade(service, lang, launcher(lang, PERSIST_WRITE), ONE)  # then nothing of it may be read back
+    for attack in (SHELL_NETWORK, SHELL_WRITE, PERSIST_READ):
+        v = grade(service, lang, launcher(lang, attack), ONE)
+        _not_passed(v)
+        assert "'blocked'" in v.detail, (attack, v.detail)
+    ref = json.dumps([{"input": "1 2\n", "output": SECRET + "\n"}])
+    v = grade(service, lang, launcher(lang, SCAN), ref)
+    _not_passed(v)
+    assert "got 'scanned'" in v.detail, v.detail
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", SHELL_LANGS)
+def test_new_languages_killing_the_driver_or_a_fork_bomb_never_pass(service, lang):
+    v = grade(service, lang, launcher(lang, SHELL_KILL_DRIVER), ONE)
+    _not_passed(v)
+    v = grade(service, lang, launcher(lang, FORK_BOMB), ONE, case_timeout_s="2")
+    _not_passed(v)
+    assert grade(service, lang, launcher(lang, "echo 3"), ONE).outcome == "CORRECT"  # and the sandbox recovers
 
 
 @pytest.mark.docker

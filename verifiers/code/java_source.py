@@ -105,3 +105,24 @@ def java_entry(code: str) -> JavaEntry:
     public = next((name for name, pub, _ in types if pub), None)
     main = next((name for name, _, body in types if _MAIN.search(body)), None)
     return JavaEntry(public or main or "Main", main or public or "Main", pkg.group(1) if pkg else "")
+
+
+_SCALA_OBJECT = re.compile(r"\bobject\s+([A-Za-z_$][A-Za-z0-9_$]*)([^{]*)\{")
+
+
+def scala_main(code: str) -> str:
+    """The Scala object to run: the first top-level-looking ``object`` that ``extends App`` or defines
+    ``main`` (comments and strings blanked), else the first object, else ``Main``.
+
+    >>> scala_main("// object Nope\\nobject Hello extends App { println(1) }")
+    'Hello'
+    >>> scala_main("object Util { def f = 1 }\\nobject Run { def main(args: Array[String]): Unit = {} }")
+    'Run'
+    """
+    clean = blank_literals(code)
+    objects = list(_SCALA_OBJECT.finditer(clean))
+    for m in objects:
+        body = clean[m.end() - 1 : _matching(clean, m.end() - 1)]
+        if re.search(r"\bextends\s+App\b", m.group(2)) or re.search(r"\bdef\s+main\s*\(", body):
+            return m.group(1)
+    return objects[0].group(1) if objects else "Main"

@@ -34,11 +34,24 @@ processes, 16 MiB files, no network, the unprivileged user: the same limits as a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from verifiers.code.java_source import java_entry
+from verifiers.code.java_source import java_entry, scala_main
 
-LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash")
+LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash", "php", "ruby", "perl",
+             "lua", "r", "scala", "csharp", "d", "d_ut", "verilog", "go_test", "junit", "pytest")  # fmt: skip
+# SandboxFusion languages this server does not run, and why (a request naming one is refused with this)
+NOT_SERVED = {
+    "julia": "Debian bookworm has no Julia package",
+    "swift": "Debian bookworm has no Swift package",
+    "kotlin_script": "Debian's Kotlin (1.3) adds ~340 MB to the toolchain image",
+    "kotlin": "Debian's Kotlin (1.3) adds ~340 MB to the toolchain image",
+    "racket": "Debian's Racket adds ~390 MB to the toolchain image",
+    "jest": "Jest is not in the toolchain image (Debian's jest pulls a tree of Node packages)",
+    "lean": "Lean is not packaged by Debian",
+    "cuda": "the sandbox has no GPU",
+    "python_gpu": "the sandbox has no GPU",
+}
 ALIASES = {
     "py": "python",
     "python3": "python",
@@ -53,12 +66,22 @@ ALIASES = {
     "ts": "typescript",
     "sh": "bash",
     "shell": "bash",
+    "rb": "ruby",
+    "pl": "perl",
+    "c#": "csharp",
+    "cs": "csharp",
+    "dlang": "d",
+    "sv": "verilog",
+    "systemverilog": "verilog",
 }
 COMPILE_TIMEOUT_S = 30.0
 COMPILE_AS_MB = 4096
 COMPILE_NPROC = 256
 RUN_NPROC = 64
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
+_JUNIT = "/usr/share/java/junit-platform-console-standalone.jar"
+_GO_ENV = {"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache",
+           "GOPATH": "/tmp/job/go:/usr/share/gocode"}  # fmt: skip
 # main.ts -> main.js with the image's TypeScript module (node-typescript): types stripped, syntax errors
 # reported as the compiler's (file(line,col): error TSnnnn: ...), exit 1.
 _TS_STRIP = """
@@ -123,7 +146,7 @@ _TABLE = {
         "main.go",
         ["go", "build", "-o", "main", "main.go"],
         ["./main"],
-        env={"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache", "GOPATH": "/tmp/job/go"},
+        env=_GO_ENV,
     ),
     "rust": Language(
         "rust", ("rust", "rs"), "main.rs", ["rustc", "-O", "--edition", "2021", "-o", "main", "main.rs"], ["./main"]
@@ -132,6 +155,66 @@ _TABLE = {
         "typescript", ("typescript", "ts"), "main.ts", ["node", "-e", _TS_STRIP], ["node", "main.js"], run_as_mb=2048
     ),
     "bash": Language("bash", ("bash", "sh", "shell"), "main.sh", None, ["bash", "main.sh"]),
+    # issue 40: SandboxFusion's other languages, as its runners run them (sandbox/image_langs.py installs them)
+    "php": Language("php", ("php",), "main.php", None, ["php", "-f", "main.php"]),
+    "ruby": Language("ruby", ("ruby", "rb"), "main.rb", None, ["ruby", "main.rb"]),
+    "perl": Language("perl", ("perl", "pl"), "main.pl", None, ["perl", "main.pl"]),
+    "lua": Language("lua", ("lua",), "main.lua", None, ["lua5.4", "main.lua"]),
+    "r": Language("r", ("r", "R"), "main.R", None, ["Rscript", "main.R"], run_as_mb=2048),
+    "scala": Language(
+        "scala",
+        ("scala",),
+        "main.scala",
+        ["scalac", "-J-Xmx512m", *(f"-J{f}" for f in _JVM), "main.scala"],
+        ["scala", "-J-ea", "-J-Xmx512m", *(f"-J{f}" for f in _JVM), "-cp", ".", "Main"],
+        run_as_mb=2048,
+    ),
+    "csharp": Language(
+        "csharp",
+        ("csharp", "cs", "c#"),
+        "main.cs",
+        ["mcs", "-out:main.exe", "main.cs"],
+        ["mono", "main.exe"],
+        run_as_mb=2048,
+    ),  # fmt: skip
+    "d": Language("d", ("d",), "main.d", ["gdc", "-o", "main", "main.d"], ["./main"]),  # as SandboxFusion's dmd: no -O
+    "d_ut": Language("d_ut", ("d_ut", "d"), "main.d", ["gdc", "-funittest", "-o", "main", "main.d"], ["./main"]),
+    "verilog": Language(
+        "verilog",
+        ("verilog", "systemverilog", "sv", "v"),
+        "main.sv",
+        ["iverilog", "-Wall", "-Winfloop", "-Wno-timescale", "-g2012", "-s", "tb", "-o", "main.vvp", "main.sv"],
+        ["vvp", "-n", "main.vvp"],
+    ),
+    "go_test": Language(
+        "go_test", ("go_test", "go"), "main_test.go", None, ["go", "test", "main_test.go"], 4096, _GO_ENV
+    ),
+    "junit": Language(
+        "junit",
+        ("junit", "java"),
+        "Main.java",
+        ["javac", "-encoding", "UTF-8", "-J-Xmx512m", *(f"-J{f}" for f in _JVM), "-cp", f".:{_JUNIT}", "Main.java"],
+        [
+            "java",
+            "-ea",
+            "-Xmx512m",
+            *_JVM,
+            "-jar",
+            _JUNIT,
+            "--disable-banner",
+            "--class-path",
+            ".",
+            "--scan-class-path",
+        ],
+        run_as_mb=2048,
+    ),  # fmt: skip
+    "pytest": Language(
+        "pytest",
+        ("pytest", "python", "py"),
+        "test_main.py",
+        None,
+        ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_main.py"],
+    ),  # fmt: skip
 }
 
 
@@ -140,10 +223,14 @@ def language(name: str) -> Language:
 
 
 def for_source(lang: Language, code: str) -> Language:
-    """Java: the file is named after the source's public top-level class and the class run is the one
-    declaring ``main`` (verifiers/code/java_source.py; ``Main`` if neither); a ``package`` declaration is
-    compiled with ``-d .`` and run by its qualified name."""
-    if lang.name != "java":
+    """Java and JUnit: the file is named after the source's public top-level class and (Java) the class run
+    is the one declaring ``main`` (verifiers/code/java_source.py; ``Main`` if neither); a ``package``
+    declaration is compiled with ``-d .`` and run by its qualified name. Scala: the object run is the one
+    with a ``main`` (or ``extends App``)."""
+    if lang.name == "scala":
+        obj = scala_main(code)
+        return lang if obj == "Main" else replace(lang, run=[obj if a == "Main" else a for a in lang.run])
+    if lang.name not in ("java", "junit"):
         return lang
     entry = java_entry(code)
     if entry == ("Main", "Main", ""):
@@ -153,8 +240,21 @@ def for_source(lang: Language, code: str) -> Language:
     compile_argv = [source if a == "Main.java" else a for a in lang.compile or []]
     if entry.package:
         compile_argv[1:1] = ["-d", "."]
-    run_argv = [run_name if a == "Main" else a for a in lang.run]
-    return Language(lang.name, lang.tags, source, compile_argv, run_argv, lang.run_as_mb, lang.env)
+    run_argv = lang.run if lang.name == "junit" else [run_name if a == "Main" else a for a in lang.run]
+    return replace(lang, source=source, compile=compile_argv, run=run_argv)
+
+
+def source_text(lang: Language, code: str) -> str:
+    """What is written as ``lang.source``: the code, and for PHP an opening ``<?php`` tag where it has none
+    (as SandboxFusion does; PHP would otherwise echo the program as text)."""
+    if lang.name == "php" and "<?php" not in code and "<?=" not in code:
+        return "<?php\n" + code
+    return code
+
+
+def not_served(name: str) -> str | None:
+    """Why this server does not run SandboxFusion's language ``name`` (None: it does, or it is unknown)."""
+    return NOT_SERVED.get(name.strip().lower())
 
 
 def tags(name: str) -> tuple[str, ...]:

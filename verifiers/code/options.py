@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from verifiers.base import BadRequest
 from verifiers.code.judges import DEFAULT_TOL, JUDGES
-from verifiers.code.languages import ALIASES, COMPILE_TIMEOUT_S, LANGUAGES
+from verifiers.code.languages import ALIASES, COMPILE_TIMEOUT_S, LANGUAGES, not_served
 
 CASE_TIMEOUT_S = 5.0
 MAX_SECONDS = 3600.0
@@ -86,7 +86,9 @@ def _language(options: Mapping[str, str]) -> str:
     raw = (options.get("language") or "python").strip().lower()
     name = ALIASES.get(raw, raw)
     if name not in LANGUAGES:
-        raise BadRequest(f"code: options['language'] must be one of {', '.join(LANGUAGES)}, got {raw!r}")
+        why = not_served(raw)  # a SandboxFusion language this server does not run: say why (issue 40)
+        because = f"; {raw!r} is not served: {why}" if why else f", got {raw!r}"
+        raise BadRequest(f"code: options['language'] must be one of {', '.join(LANGUAGES)}{because}")
     return name
 
 

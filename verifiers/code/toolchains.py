@@ -176,7 +176,7 @@ def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_t
     nonce = secrets.token_hex(16)
     q = {
         "nonce": nonce,
-        "files": {lang.source: code},
+        "files": {lang.source: languages.source_text(lang, code)},
         "blobs": blobs or {},
         "compile": lang.compile,
         "compile_timeout": compile_s,

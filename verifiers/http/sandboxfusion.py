@@ -18,17 +18,20 @@ Languages: ``RUNNERS`` maps each served name to the function that runs it. ``pyt
 ``VerifierService.run_job``, a fresh process forked from the warm worker, code as ``main.py`` in
 ``/tmp/job`` where ``files`` are written first. Every other language the ``code`` verifier runs, under
 SandboxFusion's names (``cpp``, ``java``, ``go``, ``rust``, ``nodejs``/``js``, ``typescript``/``ts``,
-``bash``; also ``c`` and ``javascript``): one job in the toolchain pool (verifiers/code/toolchains.py), the
-driver compiling once under ``compile_timeout`` and running once under ``run_timeout``, with the
-service's output cap. As SandboxFusion reports them: a compiled language (``c``, ``cpp``, ``java``,
-``go``, ``rust``) has its compile step in ``compile_result``; a failed compile is ``Finished`` with a
+``bash``, ``php``, ``ruby``, ``perl``, ``lua``, ``R``, ``scala``, ``csharp`` (Mono), ``D_ut``, ``verilog``,
+``go_test``, ``junit``, ``pytest``; also ``c`` and ``javascript``): one job in the toolchain pool
+(verifiers/code/toolchains.py), the driver compiling once under ``compile_timeout`` and running once
+under ``run_timeout``, with the service's output cap. As SandboxFusion reports them: a compiled
+language (``c``, ``cpp``, ``java``, ``go``, ``rust``, ``scala``, ``D_ut``, ``verilog``, ``junit``) has
+its compile step in ``compile_result``; a failed compile is ``Finished`` with a
 non-zero ``return_code`` (a time-out: ``TimeLimitExceeded``), ``run_result`` is null and the status
-``Failed`` (verl: compile error). ``nodejs``, ``typescript`` and ``bash`` have no compile step
-(``compile_result`` null): TypeScript's types are stripped, so a syntax error is the run's failure.
+``Failed`` (verl: compile error). The others have no compile step shown (``compile_result`` null; C#'s
+``mcs`` failing is its run's failure, as SandboxFusion's ``dotnet run``): TypeScript's types are stripped, so a syntax error is the run's failure.
 ``memory_limit_MB`` is the program's address-space limit; the JVM and V8 reserve more than they use, so
 for them it is at least their default (languages.py). A program that passes the output cap is killed:
 ``Finished`` with ``return_code`` -9 and "output limit exceeded" in its stderr.
-Any other language answers SandboxFusion's error shape: ``status: "SandboxError"`` and a message naming
+SandboxFusion's languages this server does not run (``languages.NOT_SERVED``: julia, swift, kotlin_script,
+racket, jest, lean, cuda, python_gpu) answer ``SandboxError`` saying why. Any other language answers SandboxFusion's error shape: ``status: "SandboxError"`` and a message naming
 the languages served. ``fetch_files`` is not supported (a non-empty list gets the same error shape);
 verl sends ``[]``.
 
@@ -159,8 +162,11 @@ def run_python(req: RunCodeRequest, run_job: RunJob) -> tuple[None, CommandRunRe
 # SandboxFusion's language name (and a few of ours) -> the code verifier's language
 TOOLCHAIN_NAMES = {"c": "c", "cpp": "cpp", "java": "java", "go": "go", "rust": "rust", "nodejs": "javascript",
                    "javascript": "javascript", "js": "javascript", "typescript": "typescript", "ts": "typescript",
-                   "bash": "bash"}  # fmt: skip
-SHOWN_COMPILE = {"c", "cpp", "java", "go", "rust"}  # SandboxFusion reports a compile step for these
+                   "bash": "bash", "php": "php", "ruby": "ruby", "perl": "perl", "lua": "lua", "R": "r",
+                   "scala": "scala", "csharp": "csharp", "D_ut": "d_ut", "verilog": "verilog", "go_test": "go_test",
+                   "junit": "junit", "pytest": "pytest"}  # fmt: skip
+# SandboxFusion reports a compile step for these (its runners' compile commands)
+SHOWN_COMPILE = {"c", "cpp", "java", "go", "rust", "scala", "d_ut", "verilog", "junit"}
 SIGKILL = 9
 
 
@@ -269,6 +275,10 @@ def check_request(req: RunCodeRequest) -> None:
 
 def run_code(req: RunCodeRequest, run_job: RunJob) -> RunCodeResponse:
     runner = RUNNERS.get(req.language)
+    why = languages.not_served(req.language)
+    if runner is None and why:  # one of SandboxFusion's languages that this server's image does not have
+        return RunCodeResponse(status="SandboxError", message=f"language {req.language!r} is not available on "
+                                                              f"this server: {why}")  # fmt: skip
     if runner is None:
         served = ", ".join(sorted(RUNNERS))
         return RunCodeResponse(status="SandboxError", message=f"language {req.language[:60]!r} is not supported "
