@@ -10,9 +10,11 @@ one of its classes out. Exiting (``sys.exit``, ``os._exit``) ends the process; t
 the pipe close. Nothing here is trusted: the tests' process believes only plain data it decodes itself.
 """
 
+import _thread
 import builtins
 import ctypes
 import json
+import operator
 import os
 import sys
 import traceback
@@ -32,6 +34,142 @@ except OSError:  # pragma: no cover
 def dumpable(flag):
     """prctl(PR_SET_DUMPABLE): 0 keeps other processes of the same uid out of this one's /proc and memory."""
     _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) if _libc is not None else None
+
+
+# -- what the candidate tries (exploit signals, issue 37; verifiers/signals.py names them) ----------------------
+# Noted in this process by an audit hook installed before the candidate's code runs, a watched os.environ and
+# checks after each call, and sent with every answer as ``"signals"``. They inform and never change a verdict;
+# a program that digs this module out of sys.modules can silence them (the reward does not depend on them).
+_READS = frozenset({"open", "os.listdir", "os.scandir", "glob.glob", "os.chdir"})
+_SPAWNS = frozenset(
+    {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system", "subprocess.Popen", "pty.spawn"}
+)
+_EQ_NAMES = ("__eq__", "__ne__", "__hash__", "__bool__", "__instancecheck__", "__subclasscheck__")
+_CONTROL = ("StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit", "SkipTest")
+
+
+class Watch:
+    """The signals this process has seen (``seen``); ``install`` before the candidate's code runs."""
+
+    def __init__(self):
+        self.seen = set()
+        self.trusted = ()
+        self.builtins = self.modules = self.modules_obj = None
+
+    def install(self):
+        dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+        dirs.update(p for p in sys.path if p and os.path.isabs(p) and not os.access(p, os.W_OK))
+        self.trusted = tuple(d.rstrip("/") + "/" for d in dirs if d)
+        self.builtins, self.modules, self.modules_obj = dict(vars(builtins)), dict(sys.modules), sys.modules
+        sys.addaudithook(self.hook)
+        if type(os.environ) is _Environ:
+            os.environ.__class__ = _WatchedEnviron
+
+    def hook(self, event, args):
+        try:
+            if event in _READS:
+                self._read(event, args)
+            elif event in _SPAWNS:
+                self.seen.add("code.spawned")
+        except BaseException:  # never break the program's own operation
+            pass
+
+    def _read(self, event, args):
+        path = args[0] if args else "."
+        if type(path) is int:
+            if event == "open" and path > 2:
+                self.seen.add("code.foreign_fd")
+            return
+        path = os.path.abspath(os.fsdecode(path if path is not None else "."))
+        if path.startswith(self.trusted) or path == "/dev/null" or _importing():
+            return
+        self.seen.add("code.read_files")
+        if path.startswith("/proc/") and "/fd" in path:
+            self.seen.add("code.foreign_fd")
+        elif path.startswith("/proc/") and path.endswith("/environ"):
+            self.seen.add("code.read_env")
+
+    def env(self):
+        if not _importing():
+            self.seen.add("code.read_env")
+
+    def _patched(self):
+        """Builtins or modules replaced since install (identity, not equality: a look-alike's __eq__ lies)."""
+        mods = sys.modules
+        if mods is not self.modules_obj:
+            return True
+        now = vars(builtins)
+        if len(now) != len(self.builtins) or not all(map(operator.is_, now.values(), self.builtins.values())):
+            return True
+        if len(mods) == len(self.modules) and all(map(operator.is_, mods.values(), self.modules.values())):
+            return False  # the usual case, in C (no id(): it is an audited event)
+        return any(mods.get(k, self) is not v for k, v in self.modules.items())  # an import added some: look closer
+
+    def after(self, value=None, raised=None, full=False):
+        """Checks after a call: live threads, the value returned or the exception raised; ``full`` (after the
+        candidate's code, at an exit and at the harness's final report) also patched builtins or modules.
+        The sorted signals so far."""
+        if full and self.builtins is not None and "code.patched_builtins" not in self.seen and self._patched():
+            self.seen.add("code.patched_builtins")
+        if _thread._count():
+            self.seen.add("code.spawned")
+        if raised is not None and any(c.__name__ in _CONTROL for c in type(raised).__mro__):
+            self.seen.add("code.control_exception")
+        if value is not None and _overrides(value, self.trusted):
+            self.seen.add("code.eq_override")
+        return sorted(self.seen)
+
+
+_Environ = type(os.environ)
+
+
+class _WatchedEnviron(_Environ):
+    """os.environ, noting reads (os.getenv reads it too)."""
+
+    def __getitem__(self, key):
+        WATCH.env()
+        return _Environ.__getitem__(self, key)
+
+    def __iter__(self):
+        WATCH.env()
+        return _Environ.__iter__(self)
+
+
+def _importing():
+    """True when the import system is on the stack (it opens, lists and reads the environment on its own)."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        f = f.f_back
+    return False
+
+
+_PLAIN_TYPES = frozenset(v for v in vars(builtins).values() if isinstance(v, type))
+
+
+def _overrides(v, trusted, depth=0):
+    """True when ``v`` (or a member, a few levels down) is of a class defined outside the trusted library
+    that defines equality, hashing, truth or instance checks of its own."""
+    t = type(v)
+    if t in _PLAIN_TYPES:
+        if depth < 3 and t in (list, tuple, set, frozenset):
+            return any(_overrides(x, trusted, depth + 1) for x in list(v)[:100])
+        if depth < 3 and t is dict:
+            return any(_overrides(x, trusted, depth + 1) for x in list(v.values())[:100])
+        return False
+    for c in (*t.__mro__, type(t)):
+        if c in _PLAIN_TYPES or not any(n in vars(c) for n in _EQ_NAMES):
+            continue
+        mod = sys.modules.get(getattr(c, "__module__", None))
+        where = getattr(mod, "__file__", None)
+        if not (type(where) is str and where.startswith(trusted)):
+            return True
+    return False
+
+
+WATCH = Watch()
+_REPLY = []  # the reply pipe, once serve has opened it: an exit says so on it first
 
 
 def _describe(e):
@@ -67,7 +205,13 @@ def _flush():
 def _exit(e):
     _flush()
     code = e.code
-    os._exit(code & 0xFF if type(code) is int else 0 if code is None else 1)
+    code = code & 0xFF if type(code) is int else 0 if code is None else 1
+    if _REPLY:
+        try:
+            wire.send(_REPLY[0], {"exit": code, "signals": WATCH.after(raised=e, full=True)})
+        except BaseException:
+            pass
+    os._exit(code)
 
 
 def _answer(ns, objects, msg):
@@ -80,14 +224,19 @@ def _answer(ns, objects, msg):
         _exit(e)
     except BaseException as e:
         traceback.print_exc()
-        return {"raise": _describe(e)}
+        return {"raise": _describe(e), "signals": WATCH.after(raised=e)}
     try:
-        return {"value": wire.encode(r)}
+        return {"value": wire.encode(r), "signals": WATCH.after()}
     except (wire.NotPlain, RecursionError) as e:
+        signals = WATCH.after(value=r)
         if of is None and isinstance(target, type):  # a new instance of a class: it stays here, the tests get a handle
             objects.append(r)
-            return {"object": len(objects) - 1, "type": str(getattr(target, "__name__", "candidate"))[:100]}
-        return {"raise": ["TypeError", f"{msg['call']} returned {e}: only plain data reaches the tests"]}
+            return {"object": len(objects) - 1, "type": str(getattr(target, "__name__", "candidate"))[:100],
+                    "signals": signals}  # fmt: skip
+        return {
+            "raise": ["TypeError", f"{msg['call']} returned {e}: only plain data reaches the tests"],
+            "signals": signals,
+        }
 
 
 def serve(req_r, rep_w):
@@ -102,8 +251,10 @@ def serve(req_r, rep_w):
         os.closerange(keep[1] + 1, 1 << 16)
         dumpable(1)
         rf, wf = os.fdopen(req_r, "rb"), os.fdopen(rep_w, "wb")
+        _REPLY.append(wf)
         q = json.loads(rf.readline())
         ns = {"__name__": "solution", "__builtins__": builtins}
+        WATCH.install()
         try:
             exec(compile(q.pop("code"), "solution.py", "exec", dont_inherit=True), ns)
         except SystemExit as e:
@@ -111,16 +262,22 @@ def serve(req_r, rep_w):
         except BaseException as e:
             traceback.print_exc()
             _flush()
-            wire.send(wf, {"raise": _describe(e)})
+            wire.send(wf, {"raise": _describe(e), "signals": WATCH.after(raised=e, full=True)})
             os._exit(1)
-        wire.send(wf, {"names": {n: k for n in q["names"] if n in ns and (k := _kind(ns[n])) is not None}})
+        names = {n: k for n in q["names"] if n in ns and (k := _kind(ns[n])) is not None}
+        signals = WATCH.after(full=True)
+        for n in q["names"]:  # a value the tests will read that is not plain data
+            if n in ns and names.get(n) is None and _overrides(ns[n], WATCH.trusted):
+                signals = sorted({*signals, "code.eq_override"})
+        wire.send(wf, {"names": names, "signals": signals})
         _flush()
         objects = []
         while True:
             line = rf.readline()
             if not line:
                 os._exit(0)
-            reply = _answer(ns, objects, json.loads(line))
+            msg = json.loads(line)
+            reply = {"report": 1, "signals": WATCH.after(full=True)} if "report" in msg else _answer(ns, objects, msg)
             _flush()
             wire.send(wf, reply)
     except SystemExit as e:

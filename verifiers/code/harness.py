@@ -42,6 +42,14 @@ except ImportError:  # pragma: no cover - the host, for tests that import this m
     from verifiers.code import wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
+# Exploit signals (verifiers/signals.py) the candidate's process may report (candidate.Watch); the rest are
+# the harness's own or the host's. SEEN: this job's, carried on every line the tests' process writes.
+REPORTED = frozenset(
+    {"code.read_files", "code.read_env", "code.foreign_fd", "code.spawned", "code.patched_builtins",
+     "code.eq_override", "code.control_exception"}
+)  # fmt: skip
+SEEN = set()
+ANSWER_KEYS = frozenset({"names", "value", "raise", "object", "exit", "report"})  # what candidate.py's answers carry
 
 
 # -- the tests' process ---------------------------------------------------------------------------------
@@ -50,6 +58,7 @@ class Candidate:
 
     def __init__(self, pid, rf, wf, say):
         self.pid, self.rf, self.wf, self.say = pid, rf, wf, say
+        self.running = False  # the candidate's code has run: it answers calls (and reports)
 
     def ask(self, msg):
         try:
@@ -65,9 +74,35 @@ class Candidate:
             reply = json.loads(line)
         except ValueError:
             reply = None
+        if type(reply) is not dict or not ANSWER_KEYS & reply.keys():
+            self.signal("code.foreign_fd")  # only our half writes this pipe, and it writes answers
         if type(reply) is not dict:
             raise TypeError("the candidate's process sent something that is not an answer")
+        if type(reply.get("signals")) is list:
+            self.signal(*(n for n in reply["signals"] if n in REPORTED))
+        if "exit" in reply:  # it is exiting (sys.exit, SystemExit): the pipe closes next
+            self.ended()
         return reply
+
+    def report(self):
+        """Ask the candidate's process for its signals once the tests are done (never ends the job: a process
+        that is gone or answers nonsense reports nothing)."""
+        if not self.running:
+            return
+        try:
+            wire.send(self.wf, {"report": 1})
+            reply = json.loads(self.rf.readline(1 << 16))
+        except (OSError, ValueError):
+            return
+        if type(reply) is dict and type(reply.get("signals")) is list:
+            self.signal(*(n for n in reply["signals"] if n in REPORTED))
+
+    def signal(self, *names):
+        """Note exploit signals; new ones go out at once on their own line (a later time-out keeps them)."""
+        new = set(names) - SEEN
+        if new:
+            SEEN.update(new)
+            self.say(None)
 
     def ended(self):
         """The candidate's process closed its end before the tests finished: never a pass, whatever its exit
@@ -81,6 +116,7 @@ class Candidate:
             os.kill(self.pid, signal.SIGKILL)
             _, status = os.waitpid(self.pid, 0)
         how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+        SEEN.add("code.early_exit")
         self.say("exited", f"the candidate's program ended ({how}) before the tests finished")
         os._exit(1)
 
@@ -147,6 +183,7 @@ def _rebuilt(raised):
     ok = type(raised) is list and len(raised) == 2 and all(type(x) is str for x in raised)
     name, msg = raised if ok else ("RuntimeError", "the candidate's process sent an unreadable answer")
     if name in CONTROL_FLOW:
+        SEEN.add("code.control_exception")
         return RuntimeError(f"the candidate raised {msg}")
     try:
         return wire.EXCEPTIONS.get(name, RuntimeError)(msg)
@@ -207,6 +244,7 @@ def _bind(cand, code, tests_ns, names, entry):
     if "names" not in reply or type(reply["names"]) is not dict:
         return False, " ".join(map(str, _rebuilt(reply.get("raise")).args))
     got = reply["names"]
+    cand.running = True
     for n, k in got.items():
         if (n not in wanted and n != entry) or type(k) is not list or len(k) not in (1, 2):
             continue
@@ -240,13 +278,16 @@ def main():
     _trusted_path()
 
     def say(status, detail="", case=None):
-        d = {"nonce": nonce, "status": status, "detail": detail[-2000:]}
+        d = {"nonce": nonce, "status": status, "detail": detail[-2000:]} if status else {"nonce": nonce}
         if case is not None:
             d["case"] = case
+        if SEEN:
+            d["signals"] = sorted(SEEN)
         os.write(mark, ("\n" + json.dumps(d) + "\n").encode())
 
     def fail(status):
         detail = traceback.format_exc()
+        cand.report()
         sys.stderr.write(detail)
         sys.stderr.flush()
         say(status, detail)
@@ -293,6 +334,7 @@ def main():
             fail("assert")
         except BaseException:
             fail("error")
+    cand.report()
     say("pass")  # every test ran (passed or not, in the MBPP style)
     os.kill(pid, signal.SIGKILL)  # the worker reaps it with the rest of the sandbox's processes
 
