@@ -18,7 +18,9 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.canaries import BATCH, CanaryError, Grade, Item
+from verifiers.outcome import Outcome
 
 TRL_REFERENCE_COLUMNS = ("answer", "solution", "ground_truth", "reference")  # the names TRL recipes use
 
@@ -60,7 +62,15 @@ def _v1(base: str, verifier: str, options: Mapping[str, str], items: list[Item],
     results = got.get("results") if isinstance(got, dict) else None
     if not isinstance(results, list) or len(results) != len(items):
         raise CanaryError(f"{base}/v1/verify_batch: expected {{'results': [...]}} with {len(items)} entries")
-    return [(float(r.get("reward", 0.0)), str(r.get("outcome", "")).removeprefix("OUTCOME_")) for r in results]
+    return [(float(r.get("reward", 0.0)), outcome_of_json(r.get("outcome", ""))) for r in results]
+
+
+def outcome_of_json(name: object) -> str:
+    """An outcome as /v1 JSON spells it (the proto enum's name) → its Outcome name; unknown → as given."""
+    try:
+        return Outcome.from_proto(pb.Outcome.Value(str(name))).value
+    except ValueError:
+        return str(name)
 
 
 def _openrlhf(base: str, verifier: str, items: list[Item], timeout_s: float) -> list:
