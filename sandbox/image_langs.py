@@ -66,7 +66,8 @@ DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/sha
 
 
 def rootfs_hash() -> str:
-    return base.digest([base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"])
+    parts = [base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"]
+    return base.digest([*parts, _GO_WARM_TEST.encode()])
 
 
 def image_tag() -> str:
@@ -78,6 +79,23 @@ def image_tag() -> str:
 def _chroot(root: Path, *cmd: str) -> None:
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8"}
     base.run_logged(["chroot", str(root), *cmd], env=env, stdout=subprocess.DEVNULL)
+
+
+GO_WARM_CACHE = "usr/lib/rlvr/gocache"  # verifiers/code/languages.py copies it into a go_test job's own cache
+_GO_WARM_TEST = """package main
+import ("testing"; "github.com/stretchr/testify/assert"; "github.com/stretchr/testify/require")
+func TestWarm(t *testing.T) { assert.Equal(t, 1, 1); require.True(t, true) }
+"""
+
+
+def _warm_go_cache(root: Path) -> None:
+    """Compile testify once into a build cache kept in the image: a go_test job (``go test``, which builds
+    the imports in the run's time, as SandboxFusion's runner) then starts from it instead of compiling
+    testify and its dependencies again (11 s of CPU)."""
+    (root / "tmp/warm_test.go").write_text(_GO_WARM_TEST)
+    env = ["GO111MODULE=off", "CGO_ENABLED=0", "GOPATH=/tmp/job/go:/usr/share/gocode", f"GOCACHE=/{GO_WARM_CACHE}"]
+    _chroot(root, "sh", "-c", f"cd /tmp && env {' '.join(env)} go test warm_test.go && chmod -R a+rX /{GO_WARM_CACHE}")
+    (root / "tmp/warm_test.go").unlink()
 
 
 def build_rootfs() -> Path:
@@ -100,6 +118,7 @@ def build_rootfs() -> Path:
         _chroot(tmp, "apt-get", "update", "-q")
         _chroot(tmp, "apt-get", "install", "-y", "-q", "--no-install-recommends", *TOOLCHAIN_PACKAGES)
         _chroot(tmp, "apt-get", "clean")
+        _warm_go_cache(tmp)
     finally:
         subprocess.run(["umount", "-l", str(tmp / "proc")], check=False)
     (tmp / "etc" / "resolv.conf").write_text("")

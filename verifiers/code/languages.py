@@ -80,6 +80,7 @@ COMPILE_NPROC = 256
 RUN_NPROC = 64
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
 _JUNIT = "/usr/share/java/junit-platform-console-standalone.jar"
+GO_WARM_CACHE = "/usr/lib/rlvr/gocache"  # built with the image (sandbox/image_langs.py)
 _GO_ENV = {"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache",
            "GOPATH": "/tmp/job/go:/usr/share/gocode"}  # fmt: skip
 # main.ts -> main.js with the image's TypeScript module (node-typescript): types stripped, syntax errors
@@ -165,7 +166,7 @@ _TABLE = {
         "scala",
         ("scala",),
         "main.scala",
-        ["scalac", "-J-Xmx512m", *(f"-J{f}" for f in _JVM), "main.scala"],
+        ["scalac", "-J-Xmx512m", "-J-XX:TieredStopAtLevel=1", *(f"-J{f}" for f in _JVM), "main.scala"],
         ["scala", "-J-ea", "-J-Xmx512m", *(f"-J{f}" for f in _JVM), "-cp", ".", "Main"],
         run_as_mb=2048,
     ),
@@ -173,10 +174,10 @@ _TABLE = {
         "csharp",
         ("csharp", "cs", "c#"),
         "main.cs",
-        ["mcs", "-out:main.exe", "main.cs"],
+        ["mcs", "-define:DEBUG", "-define:TRACE", "-out:main.exe", "main.cs"],  # dotnet run's Debug build
         ["mono", "main.exe"],
         run_as_mb=2048,
-    ),  # fmt: skip
+    ),
     "d": Language("d", ("d",), "main.d", ["gdc", "-o", "main", "main.d"], ["./main"]),  # as SandboxFusion's dmd: no -O
     "d_ut": Language("d_ut", ("d_ut", "d"), "main.d", ["gdc", "-funittest", "-o", "main", "main.d"], ["./main"]),
     "verilog": Language(
@@ -186,8 +187,16 @@ _TABLE = {
         ["iverilog", "-Wall", "-Winfloop", "-Wno-timescale", "-g2012", "-s", "tb", "-o", "main.vvp", "main.sv"],
         ["vvp", "-n", "main.vvp"],
     ),
+    # go test compiles the program and its imports in the run (as SandboxFusion's runner): testify comes
+    # precompiled in the image's build cache (sandbox/image_langs.py), copied into the job's own first
     "go_test": Language(
-        "go_test", ("go_test", "go"), "main_test.go", None, ["go", "test", "main_test.go"], 4096, _GO_ENV
+        "go_test",
+        ("go_test", "go"),
+        "main_test.go",
+        None,
+        ["sh", "-c", f"cp -r {GO_WARM_CACHE} /tmp/job/.gocache 2>/dev/null; exec go test main_test.go"],
+        4096,
+        _GO_ENV,
     ),
     "junit": Language(
         "junit",
@@ -246,10 +255,18 @@ def for_source(lang: Language, code: str) -> Language:
 
 def source_text(lang: Language, code: str) -> str:
     """What is written as ``lang.source``: the code, and for PHP an opening ``<?php`` tag where it has none
-    (as SandboxFusion does; PHP would otherwise echo the program as text)."""
+    (as SandboxFusion does; PHP would otherwise echo the program as text); for C# the implicit usings of
+    the ``dotnet new console`` project SandboxFusion runs in (Mono's ``mcs`` has none), on the first line
+    so line numbers hold."""
     if lang.name == "php" and "<?php" not in code and "<?=" not in code:
         return "<?php\n" + code
+    if lang.name == "csharp":  # SandboxFusion's dotnet console project has implicit usings; a repeat is a warning
+        return _CS_USINGS + code
     return code
+
+
+_CS_USINGS = "".join(f"using {n}; " for n in ("System", "System.Collections.Generic", "System.IO", "System.Linq",
+                                                "System.Threading", "System.Threading.Tasks"))  # fmt: skip
 
 
 def not_served(name: str) -> str | None:
