@@ -109,6 +109,8 @@ def cost(out: Path, paths, target: str, steps: int, rounds: int) -> list[dict]:
             rows = [r for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl") if r.get("step", 0) >= 1]
             res.append({"round": i + 1, "alarm": on, "load": load, "wall_s": wall,
                         "step_s": statistics.median(r["perf/step_s"] for r in rows),
+                        "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
+                        "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
                         "alarms": len([a for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"])})  # fmt: skip
     return res
 
@@ -143,6 +145,8 @@ def cost_of(work: Path, i: int, on: bool) -> dict | None:
         return None
     return {"round": i + 1, "alarm": on, "load": float("nan"), "wall_s": rows[-1]["perf/elapsed_s"],
             "step_s": statistics.median(r["perf/step_s"] for r in rows),
+            "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
+            "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
             "alarms": len([a for a in read_alarms(run) if a["action"] != "allowed"])}  # fmt: skip
 
 
@@ -229,7 +233,8 @@ def report(args, got: dict, costs: list[dict], honest: dict[str, dict[str, int]]
     if costs:
         out.append("\n## 2. Cost on step time (honest reward r1; alarm off vs on, alternated)")
         for c in costs:
-            out.append(f"round {c['round']} alarm {'on ' if c['alarm'] else 'off'}: median step {c['step_s']:.3f} s, "
+            share = f", alarm.check {c['alarm_s']:.3f} s = {c['alarm_share']:.1%} of the step" if c["alarm"] else ""
+            out.append(f"round {c['round']} alarm {'on ' if c['alarm'] else 'off'}: median step {c['step_s']:.3f} s{share}, "
                        f"run {c['wall_s']:.1f} s, load {c['load']:.2f}, alarms {c['alarms']}")  # fmt: skip
         off = [c for c in costs if not c["alarm"]]
         on = [c for c in costs if c["alarm"]]
@@ -258,10 +263,12 @@ def main() -> None:
     ap.add_argument("--out", default="bench/results/alarm.txt")
     ap.add_argument("--work", default=None, help="folder for the runs (default: a temporary one)")
     ap.add_argument("--report-only", action="store_true", help="rewrite the report from --work's finished runs")
+    ap.add_argument("--cost-work", default=None, help="--report-only: the cost runs' folder (default: --work)")
     args = ap.parse_args()
     if args.report_only:
         work = Path(args.work)
-        costs = [c for c in (cost_of(work, i, on) for i in range(args.cost_rounds) for on in (False, True)) if c]
+        cw = Path(args.cost_work or work)
+        costs = [c for c in (cost_of(cw, i, on) for i in range(args.cost_rounds) for on in (False, True)) if c]
         honest = {d: replay(read_metrics(Path(d) / "metrics.jsonl"), Thresholds()) for d in args.honest}
         got = collect(work) if (work / "watch").exists() else {}
         if got:

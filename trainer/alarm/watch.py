@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ class AlarmWatch:
         self.history: list[StepStats] = []
         self.last_seen: dict[str, int] = {}  # rule -> last step it held
         self.fired: list[dict[str, Any]] = []  # the records written this run
+        self.canary_s = 0.0  # seconds the canaries at start took
 
     # -- before training ---------------------------------------------------------------------------------
     def start(self, step: int = 0) -> None:
@@ -67,10 +69,13 @@ class AlarmWatch:
         evidence.truncate_after(self.run_dir, step)
         if self.plan.note:
             evidence.say(f"alarm: {self.plan.note}")
+        t0 = time.perf_counter()
         report = self.canaries.run()
+        self.canary_s = time.perf_counter() - t0
         paid = self.canaries.newly_paid(report)
         if not paid:
-            evidence.say(f"alarm: canaries: {len(report.results)} sent through {self.cfg.verifier!r}, none paid")
+            evidence.say(f"alarm: canaries: {len(report.results)} sent through {self.cfg.verifier!r}, none paid "
+                         f"({self.canary_s:.1f} s)")  # fmt: skip
             return
         lines = paid_lines(report)
         if not self.cfg.allow_hackable_reward:
@@ -88,6 +93,7 @@ class AlarmWatch:
     def check(self, step: int, batch: Any, adv: Tensor, loss_mask: Tensor) -> tuple[Tensor, Tensor, dict[str, float]]:
         """The step's audit and rules; returns (advantages, loss mask, ``alarm/*`` metrics). ``batch`` is the
         step's trainer.grpo.rewards.Batch (rollout texts, prompts, references; rewards; scores)."""
+        t0 = time.perf_counter()
         rows = completions(batch)
         idx = pick_rows(rows, self.cfg.group_size, self.cfg.audit_share, self.rng)
         holding = bool(self.cfg.on_alarm == "drop" and self._holding(step))
@@ -113,8 +119,9 @@ class AlarmWatch:
             idx_f = flag(f, rows, verdicts)
             rows_f = evidence.flagged_rows(rows, idx_f, verdicts)
             self.fired.append(evidence.record(self.run_dir, step, f, self.cfg.on_alarm, rows_f, len(idx_f)))
-        if new and self.cfg.on_alarm == "stop":
-            raise AlarmStop(step, new, m)
+        m["perf/alarm_s"] = time.perf_counter() - t0  # the audit's VerifyBatch and the rules, inside the step
+        if new and self.cfg.on_alarm == "stop":  # the step's reward goes with it: its row in metrics.jsonl
+            raise AlarmStop(step, new, {**m, "reward/mean": stats.reward})
         if flagged and self.cfg.on_alarm == "drop":
             adv, loss_mask = drop_rows(adv, loss_mask, flagged)
             m["alarm/dropped"] = float(len(flagged))
