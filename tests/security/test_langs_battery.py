@@ -30,6 +30,7 @@ SECRET = "rlvrsecret" + os.urandom(8).hex()
 def launcher(lang: str, cmd: str) -> str:
     """A program in ``lang`` that runs ``sh -c cmd`` with its own stdout."""
     s = json.dumps(cmd)
+    q = "'" + cmd.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return {
         "c": f"#include <stdlib.h>\nint main(){{system({s});return 0;}}\n",
         "cpp": f"#include <cstdlib>\nint main(){{std::system({s});return 0;}}\n",
@@ -40,9 +41,9 @@ def launcher(lang: str, cmd: str) -> str:
         f'func main(){{c:=exec.Command("sh","-c",{s});c.Stdout=os.Stdout;c.Stderr=os.Stderr;c.Run()}}\n',
         "rust": f'fn main(){{let _=std::process::Command::new("sh").arg("-c").arg({s}).status();}}\n',
         # issue 40's languages, each through its own process API
-        "php": f"<?php system({s});\n",
+        "php": f"<?php system({q});\n",  # single quotes: PHP and Perl expand $names in double quotes
         "ruby": f"system({s})\n",
-        "perl": f"system({s});\n",
+        "perl": f"system({q});\n",
         "lua": f"os.execute({s})\n",
         "r": f"invisible(system({s}))\n",
         "csharp": "class P{static void Main(){var p=System.Diagnostics.Process.Start(new System.Diagnostics."
@@ -193,21 +194,26 @@ SHELL_WRITE = (
     f"ok=; for p in {' '.join(TARGETS)}; do (echo x >> $p) 2>/dev/null && ok=1; done; "
     'if [ -n "$ok" ]; then echo 3; else echo blocked; fi'
 )
+SLOW = "20"  # seconds per case: Scala and Mono start a VM before the attack runs
 SHELL_KILL_DRIVER = "echo 3; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"  # the shell's grandparent: the driver
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", SHELL_LANGS)
 def test_new_languages_run_and_meet_the_same_walls(service, lang):
-    assert grade(service, lang, launcher(lang, "echo 3"), ONE).outcome == "CORRECT"  # the launcher works
+    assert (
+        grade(service, lang, launcher(lang, "echo 3"), ONE, case_timeout_s=SLOW).outcome == "CORRECT"
+    )  # the launcher works
     for _ in range(2):
-        grade(service, lang, launcher(lang, PERSIST_WRITE), ONE)  # then nothing of it may be read back
+        grade(
+            service, lang, launcher(lang, PERSIST_WRITE), ONE, case_timeout_s=SLOW
+        )  # then nothing of it may be read back
     for attack in (SHELL_NETWORK, SHELL_WRITE, PERSIST_READ):
-        v = grade(service, lang, launcher(lang, attack), ONE)
+        v = grade(service, lang, launcher(lang, attack), ONE, case_timeout_s=SLOW)
         _not_passed(v)
         assert "'blocked'" in v.detail, (attack, v.detail)
     ref = json.dumps([{"input": "1 2\n", "output": SECRET + "\n"}])
-    v = grade(service, lang, launcher(lang, SCAN), ref)
+    v = grade(service, lang, launcher(lang, SCAN), ref, case_timeout_s=SLOW)
     _not_passed(v)
     assert "got 'scanned'" in v.detail, v.detail
 
@@ -215,11 +221,13 @@ def test_new_languages_run_and_meet_the_same_walls(service, lang):
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", SHELL_LANGS)
 def test_new_languages_killing_the_driver_or_a_fork_bomb_never_pass(service, lang):
-    v = grade(service, lang, launcher(lang, SHELL_KILL_DRIVER), ONE)
+    v = grade(service, lang, launcher(lang, SHELL_KILL_DRIVER), ONE, case_timeout_s=SLOW)
     _not_passed(v)
     v = grade(service, lang, launcher(lang, FORK_BOMB), ONE, case_timeout_s="2")
     _not_passed(v)
-    assert grade(service, lang, launcher(lang, "echo 3"), ONE).outcome == "CORRECT"  # and the sandbox recovers
+    assert (
+        grade(service, lang, launcher(lang, "echo 3"), ONE, case_timeout_s=SLOW).outcome == "CORRECT"
+    )  # and the sandbox recovers
 
 
 @pytest.mark.docker
