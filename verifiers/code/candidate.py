@@ -14,10 +14,10 @@ import _thread
 import builtins
 import ctypes
 import json
-import operator
 import os
 import sys
 import traceback
+from types import ModuleType
 
 try:
     import rlvr_code_wire as wire  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py
@@ -54,13 +54,15 @@ class Watch:
     def __init__(self):
         self.seen = set()
         self.trusted = ()
-        self.builtins = self.modules = self.modules_obj = None
+        self.modules_obj = self.addrs = self.tags = None
 
     def install(self):
         dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix}
         dirs.update(p for p in sys.path if p and os.path.isabs(p) and not os.access(p, os.W_OK))
         self.trusted = tuple(d.rstrip("/") + "/" for d in dirs if d)
-        self.builtins, self.modules, self.modules_obj = dict(vars(builtins)), dict(sys.modules), sys.modules
+        self.modules_obj = sys.modules
+        self.addrs = (id(vars(builtins)), id(sys.modules))  # before the hook: id() is an audited event
+        self.tags = tuple(map(_tag, self.addrs)) if _tag is not None else None
         sys.addaudithook(self.hook)
         if type(os.environ) is _Environ:
             os.environ.__class__ = _WatchedEnviron
@@ -94,22 +96,28 @@ class Watch:
             self.seen.add("code.read_env")
 
     def _patched(self):
-        """Builtins or modules replaced since install (identity, not equality: a look-alike's __eq__ lies)."""
+        """Builtins or modules replaced since install: the dicts' version tags (O(1), touching none of their
+        objects), then, where sys.modules changed (an import, or worse), the modules there at the warm-up by
+        identity (not equality: a look-alike's __eq__ lies)."""
+        if sys.modules is not self.modules_obj:
+            return True
+        if self.tags is None:
+            return False  # no cheap check on this interpreter: no signal rather than a slow job
+        if _tag(self.addrs[0]) != self.tags[0]:
+            return True
+        if _tag(self.addrs[1]) == self.tags[1]:
+            return False
+        # A module the warm-up had, replaced; or an entry that is no module (None marks a failed import, and
+        # typing.io is a class).
         mods = sys.modules
-        if mods is not self.modules_obj:
-            return True
-        now = vars(builtins)
-        if len(now) != len(self.builtins) or not all(map(operator.is_, now.values(), self.builtins.values())):
-            return True
-        if len(mods) == len(self.modules) and all(map(operator.is_, mods.values(), self.modules.values())):
-            return False  # the usual case, in C (no id(): it is an audited event)
-        return any(mods.get(k, self) is not v for k, v in self.modules.items())  # an import added some: look closer
+        replaced = any(mods.get(k, self) is not v for k, v in _AT_BUILD.items())
+        return replaced or not all(v is None or isinstance(v, (ModuleType, type)) for v in list(mods.values()))
 
     def after(self, value=None, raised=None, full=False):
         """Checks after a call: live threads, the value returned or the exception raised; ``full`` (after the
         candidate's code, at an exit and at the harness's final report) also patched builtins or modules.
         The sorted signals so far."""
-        if full and self.builtins is not None and "code.patched_builtins" not in self.seen and self._patched():
+        if full and self.modules_obj is not None and "code.patched_builtins" not in self.seen and self._patched():
             self.seen.add("code.patched_builtins")
         if _thread._count():
             self.seen.add("code.spawned")
@@ -120,6 +128,26 @@ class Watch:
         return sorted(self.seen)
 
 
+def _version_tag():
+    """A reader of a dict's version tag at its address (CPython 3.11's PyDictObject.ma_version_tag, which
+    changes on every change to the dict), or None where that layout does not hold. Comparing snapshots of
+    builtins and sys.modules instead touched the refcounts of ~600 objects the worker shares with the job
+    (copy-on-write page faults: +7 ms a job, bench/code_signals.py)."""
+    try:
+        read = lambda addr: ctypes.c_uint64.from_address(addr + 24).value  # noqa: E731
+        d = {}
+        tags = [read(id(d))]
+        for v in (1, 2):
+            d["x"] = v
+            tags.append(read(id(d)))
+        ok = sys.version_info[:2] == (3, 11) and ctypes.c_ssize_t.from_address(id(d) + 16).value == 1
+        return read if ok and tags[0] != tags[1] != tags[2] else None
+    except Exception:  # pragma: no cover - another interpreter
+        return None
+
+
+_tag = _version_tag()
+_AT_BUILD = dict(sys.modules)  # the modules there when the warm-up built this one (shared with every job)
 _Environ = type(os.environ)
 
 

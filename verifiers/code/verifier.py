@@ -36,10 +36,12 @@ defended, or not supported").
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import secrets
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -56,20 +58,23 @@ from verifiers.signals import SIGNALS
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
 
-HARNESS_SOURCE = (Path(__file__).resolve().parent / "harness.py").read_text()
-WIRE_SOURCE = (Path(__file__).resolve().parent / "wire.py").read_text()
-CANDIDATE_SOURCE = (Path(__file__).resolve().parent / "candidate.py").read_text()
-SHAPE_SOURCE = (Path(__file__).resolve().parent / "testshape.py").read_text()
-_BUILD = f"""import types
-w = sys.modules["rlvr_code_wire"] = types.ModuleType("rlvr_code_wire")
-exec(compile({WIRE_SOURCE!r}, "wire.py", "exec"), w.__dict__)
-c = sys.modules["rlvr_code_candidate"] = types.ModuleType("rlvr_code_candidate")
-exec(compile({CANDIDATE_SOURCE!r}, "candidate.py", "exec"), c.__dict__)
-s = sys.modules["rlvr_code_shape"] = types.ModuleType("rlvr_code_shape")
-exec(compile({SHAPE_SOURCE!r}, "testshape.py", "exec"), s.__dict__)
-m = types.ModuleType("rlvr_code")
-exec(compile({HARNESS_SOURCE!r}, "harness.py", "exec"), m.__dict__)
-sys.modules["rlvr_code"] = m
+_HERE = Path(__file__).resolve().parent
+# The sandbox modules (module, file name): the harness's own imports first, each registered before it runs;
+# the harness last, registered once it has run (a worker whose build failed has no ``rlvr_code``).
+_MODULES = [("rlvr_code_wire", "wire.py"), ("rlvr_code_candidate", "candidate.py"), ("rlvr_code_shape", "testshape.py"),
+            ("rlvr_code", "harness.py")]  # fmt: skip
+# Packed (zlib, base64): the pool passes the warm-up to each worker as one argv string, which Linux caps at
+# 128 KiB (MAX_ARG_STRLEN), and every kind's warm-up shares it.
+_PACKED = base64.b64encode(
+    zlib.compress(json.dumps([[m, f, (_HERE / f).read_text()] for m, f in _MODULES]).encode(), 9)
+).decode()
+_BUILD = f"""import types, zlib, base64, json
+for n, f, src in json.loads(zlib.decompress(base64.b64decode({_PACKED!r}))):
+    x = types.ModuleType(n)
+    if n != "rlvr_code":
+        sys.modules[n] = x
+    exec(compile(src, f, "exec"), x.__dict__)
+m = sys.modules["rlvr_code"] = x
 """
 # The code kind's declared warm-up (CodeVerifier.warmup): the harness modules, built once per worker.
 CODE_WARMUP = "import sys\n" + _BUILD
