@@ -8,6 +8,8 @@ pipe closes: a global's name (or a method of an object it made) and plain argume
 value, the nearest built-in class and message of the exception raised, or a handle to a new instance of
 one of its classes out. Exiting (``sys.exit``, ``os._exit``) ends the process; the tests' process sees
 the pipe close. Nothing here is trusted: the tests' process believes only plain data it decodes itself.
+``Watch`` notes what the candidate tries (exploit signals: files, environment, descriptors, processes,
+patched builtins, what it returns and raises) and every answer carries them; they never decide a verdict.
 """
 
 import _thread

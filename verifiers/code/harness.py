@@ -17,6 +17,12 @@ Two processes grade a job, and the tests never run in the candidate's:
   prelude define it) bound to proxies into the candidate's process; a candidate's module the tests name
   is the real module of that name, imported here; any other non-plain value is not bound.
 
+Which function is under test and whether the tests call ``check`` themselves come from the tests' parsed
+source (testshape.py), never from their text. An exception the candidate raises arrives as its nearest
+built-in class, StopIteration as RuntimeError (CONTROL_FLOW). The exploit signals the candidate's process
+notes (candidate.Watch) arrive with its answers; the harness adds its own and writes them on nonce lines
+``{"nonce", "signals"}`` (verifiers/signals.py names them; they never change the verdict).
+
 ``main`` reads ``{"candidate", "tests", "entry_point", "prelude", "nonce"}`` on stdin (``tests``: a script,
 or a list of independent asserts, MBPP style, each reported on its own line ``{"nonce", "case",
 "status"}``) and writes the verdict line carrying the nonce to a copy of stdout only the tests' process
@@ -294,19 +300,8 @@ def main():
         os._exit(1)
 
     cand = Candidate(pid, rf, wf, say)
-    tests = q["tests"]
-    many = isinstance(tests, list)  # MBPP style: independent asserts, each graded on its own
-    parsed = [_compiled(t, f"test_{i}.py") for i, t in enumerate(tests)] if many else [_compiled(tests, "tests.py")]
-    codes = [c for _, c in parsed]
-    tests_ns = {"__name__": "tests", "__builtins__": builtins}
-    prelude = None
-    if q.get("prelude"):
-        try:
-            prelude = shape.parse(q["prelude"], "prelude.py")
-            exec(compile(prelude, "prelude.py", "exec", dont_inherit=True), tests_ns)
-        except BaseException:
-            fail("bad_reference")
-    form = shape.Shape.of([t for t, _ in parsed if t is not None], prelude)
+    many = isinstance(q["tests"], list)  # MBPP style: independent asserts, each graded on its own
+    codes, tests_ns, form = _load(q, fail)
     subject = q.get("entry_point") or form.subject
     refused = _refused(form, subject)
     if refused:
@@ -337,6 +332,22 @@ def main():
     cand.report()
     say("pass")  # every test ran (passed or not, in the MBPP style)
     os.kill(pid, signal.SIGKILL)  # the worker reaps it with the rest of the sandbox's processes
+
+
+def _load(q, fail):
+    """(the tests' code objects, their namespace with the prelude run in it, their parsed shape)."""
+    tests = q["tests"]
+    many = isinstance(tests, list)
+    parsed = [_compiled(t, f"test_{i}.py") for i, t in enumerate(tests)] if many else [_compiled(tests, "tests.py")]
+    tests_ns = {"__name__": "tests", "__builtins__": builtins}
+    prelude = None
+    if q.get("prelude"):
+        try:
+            prelude = shape.parse(q["prelude"], "prelude.py")
+            exec(compile(prelude, "prelude.py", "exec", dont_inherit=True), tests_ns)
+        except BaseException:
+            fail("bad_reference")
+    return [c for _, c in parsed], tests_ns, shape.Shape.of([t for t, _ in parsed if t is not None], prelude)
 
 
 def _refused(form, subject):
