@@ -632,6 +632,22 @@ BUILTIN_NAMED_FAMILY = [
     ),
     ("pow-inside-all", "x = 0\n", ALL_POW, {}, ERR, "all() is the helper, pow the function under test"),
     ("pow-inside-all-correct", "def pow(a, b):\n    return a ** b\n", ALL_POW, {}, OK, "the helper stays a builtin"),
+    (
+        "pow-math-isclose",
+        "import math\n",
+        json.dumps(["assert math.isclose(pow(2, 0.5), 1.4142, rel_tol=1e-4)"]),
+        {},
+        ERR,
+        "math (a module the tests name) is not the function under test: pow is",
+    ),
+    (
+        "pow-math-isclose-correct",
+        "import math\ndef pow(a, b):\n    return a ** b\n",
+        json.dumps(["assert math.isclose(pow(2, 0.5), 1.4142, rel_tol=1e-4)"]),
+        {},
+        OK,
+        "the candidate's pow, the real math",
+    ),
     ("pow-entry-point", "x = 0\n", "assert pow(2, 3) == 8\n", {"entry_point": "pow"}, ERR, "the entry point names it"),
     (
         "check-pow",
