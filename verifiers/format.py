@@ -87,6 +87,36 @@ def tag_count(completion: str) -> float:
     return sum(0.25 for tag in TAGS if completion.count(tag) == 1)
 
 
+def format_signals(completion: str) -> list[str]:
+    """The ``format.*`` exploit signals (verifiers/signals.py) of a completion; linear time (find/count).
+
+    ``format.odd_tags``: one of the four R1 tags more than once, text before ``<think>``, or an ``<answer>``
+    opened inside the think block. ``format.think_is_answer``: the think block holds only what the answer
+    holds (spacing aside), so it shows no reasoning.
+
+    >>> format_signals("<think>2+2 is 4</think><answer>4</answer>")
+    []
+    >>> format_signals("<think>4</think><answer>4</answer>")
+    ['format.think_is_answer']
+    >>> format_signals("so <think>a</think><answer>1</answer><answer>2</answer>")
+    ['format.odd_tags']
+    """
+    found = []
+    start, close = completion.find(THINK_OPEN), completion.find(THINK_CLOSE)
+    answer_at = completion.find(ANSWER_OPEN)
+    if (any(completion.count(tag) > 1 for tag in TAGS) or (start > 0 and completion[:start].strip())
+            or (0 <= start and 0 <= answer_at < close)):  # fmt: skip
+        found.append("format.odd_tags")
+    if 0 <= start < close:
+        think = "".join(completion[start + len(THINK_OPEN) : close].split())
+        rest = completion[close + len(THINK_CLOSE) :]
+        a, b = rest.find(ANSWER_OPEN), rest.find(ANSWER_CLOSE)
+        answer = rest[a + len(ANSWER_OPEN) : b] if 0 <= a < b else rest
+        if think and think == "".join(answer.split()):
+            found.append("format.think_is_answer")
+    return found
+
+
 @dataclass
 class ThinkFormat(Builtin):
     name: str = "think_format"
@@ -95,7 +125,7 @@ class ThinkFormat(Builtin):
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         ok, why = think_format(req.completion)
-        return Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, why)
+        return Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, why).signal(*format_signals(req.completion))
 
 
 @dataclass
@@ -106,4 +136,5 @@ class TagCount(Builtin):
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         r = tag_count(req.completion)
-        return Verdict(r, Outcome.CORRECT if r == 1.0 else Outcome.INCORRECT, f"{int(r * 4)}/4 tags well-formed")
+        verdict = Verdict(r, Outcome.CORRECT if r == 1.0 else Outcome.INCORRECT, f"{int(r * 4)}/4 tags well-formed")
+        return verdict.signal(*format_signals(req.completion))
