@@ -154,8 +154,11 @@ def test_run_code_files_are_written_before_the_run(http):
 
 
 def test_run_code_unsupported_language_is_sandbox_error_shape(http):
-    body = http.post("/run_code", json=verl_payload("puts 1", language="ruby")).json()
-    assert body["status"] == "SandboxError" and "ruby" in body["message"] and "python" in body["message"]
+    body = http.post("/run_code", json=verl_payload("println(1)", language="julia")).json()  # no offline package
+    assert body["status"] == "SandboxError" and "julia" in body["message"] and "no Julia package" in body["message"]
+    assert body["run_result"] is None
+    body = http.post("/run_code", json=verl_payload("DISPLAY 1", language="cobol")).json()  # not in the table
+    assert body["status"] == "SandboxError" and "cobol" in body["message"] and "python" in body["message"]
     assert body["run_result"] is None
 
 

@@ -110,19 +110,19 @@ def test_sampled_figures_aggregate_as_make_eval_does():
     assert got["n_samples"] == 6 and got["sampled_ungraded"] == 2
 
 
-# callers of VerifierClient.verify_batch in trainer/ other than trainer/grpo/rewards.py (none left)
+# callers of VerifierClient.verify_batch in trainer/ other than trainer/grading.py (none left)
 PENDING_DIRECT_CALLERS: dict[str, int] = {}
 
 
 def test_trainer_grades_through_one_call():
-    """trainer.grpo.rewards.grade_items is the one grading call: make eval's Grader uses it, and no new module
+    """trainer.grading.grade_items is the one grading call: make eval's Grader uses it, and no new module
     calls the client's verify_batch on its own (the PENDING ones are listed; drop a line once moved)."""
     root = Path(__file__).resolve().parents[1]
     seen = {}
     for path in sorted((root / "trainer").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         n = path.read_text().count(".verify_batch(")
-        if n and rel != "trainer/grpo/rewards.py":
+        if n and rel != "trainer/grading.py":
             seen[rel] = n
     assert "grade_items(" in (root / "trainer/evaluation/grade.py").read_text()
-    assert seen == PENDING_DIRECT_CALLERS, f"call trainer.grpo.rewards.grade_items instead: {seen}"
+    assert seen == PENDING_DIRECT_CALLERS, f"call trainer.grading.grade_items instead: {seen}"

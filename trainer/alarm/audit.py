@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainer.alarm.stats import Completion
+from trainer.grading import grade_items
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
 
 STRICT = {"math": {"fallback": "none", "enforce_signals": "all"}, "code": {"enforce_signals": "all"}}
@@ -68,7 +69,7 @@ def make_plan(client: VerifierClient, audit_verifier: str | None, data: str | Pa
     kind = data_kind(data)
     plan = AuditPlan(kind, dict(STRICT[kind]), refs)
     try:
-        client.verify_batch([VerifyItem(kind, "", "0", "", plan.options, 0.0, "probe")])
+        grade_items(client, [VerifyItem(kind, "", "0", "", plan.options, 0.0, "probe")])
     except VerifierError as e:
         if "enforce_signals" not in str(e):
             raise
@@ -99,7 +100,7 @@ def run_audit(
         VerifyItem(plan.verifier, rows[i].text, plan.reference(rows[i]), rows[i].prompt, plan.options, 0.0, str(i))
         for i in idx
     ]
-    got = client.verify_batch(items)
+    got = grade_items(client, items)
     return {i: (r.reward, str(r.outcome), list(r.signals)) for i, r in zip(idx, got, strict=True)}
 
 

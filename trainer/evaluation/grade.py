@@ -1,6 +1,6 @@
 """Grading for ``make eval``: the service to talk to (``--target`` or one started here), the check that
 every verifier the run needs is registered, and the Grader that sends samples in VerifyBatch calls
-(``trainer.grpo.rewards.grade_items``, the one grading call), ``workers`` at a time, and logs each result as it
+(``trainer.grading.grade_items``, the one grading call), ``workers`` at a time, and logs each result as it
 comes back."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from trainer.config import EvalArgs
 from trainer.errors import VerifierSetupError
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.suites import Sample
-from trainer.grpo.rewards import grade_items
+from trainer.grading import grade_items
 from verifiers.client import UNGRADED, VerifierClient, VerifyItem
 
 DETAIL_CHARS = 400

@@ -5,7 +5,7 @@
 - ``update``: ``score_logprobs``, ``Learner``, ``UpdateBatch``, ``optimize``;
 - ``loss``: ``group_advantages``, ``masked_group_advantages``, ``grpo_loss``, ``k3_kl``, ``tis_weights``,
   and process supervision's ``process_advantages`` / ``batch_process_advantages`` (pure functions of tensors);
-- ``rewards``: ``RewardFn``, ``VerifierReward``, ``PythonReward``, ``Score``, ``grade``, ``grade_items``,
+- ``rewards``: ``RewardFn``, ``VerifierReward``, ``PythonReward``, ``Score``, ``grade``,
   ``Batch``, and ``GroupScorer`` (grading groups while the rest still decode).
 
 Rollouts come only through trainer.rollout's two doors.

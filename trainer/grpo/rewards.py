@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from trainer.errors import TrainerError, VerifierSetupError
+from trainer.grading import grade_items
 from trainer.rollout.decode import Rollout
 from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem, VerifyResult
 
@@ -124,16 +125,6 @@ def grade(
     rewards = torch.tensor([s.reward for s in scores], dtype=torch.float32)
     valid = torch.tensor([s.outcome not in UNGRADED for s in scores])
     return rewards, valid, scores, dt
-
-
-def grade_items(
-    client: VerifierClient, items: Sequence[VerifyItem], *, deadline_s: float | None = None
-) -> list[VerifyResult]:
-    """Grade ``items`` in one VerifyBatch call (the client may split it over replicas); results in order.
-
-    ``deadline_s`` bounds the whole call (None: the client's default). The client checks that the service
-    answered one result per item (a VerifierError otherwise), so grades never misalign."""
-    return client.verify_batch(items, deadline_s=deadline_s)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from trainer.grpo.rewards import grade_items
+from trainer.grading import grade_items
 from verifiers.client import Outcome, VerifierClient, VerifyItem
 
 
