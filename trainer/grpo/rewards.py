@@ -29,7 +29,7 @@ from torch import Tensor
 from trainer.errors import TrainerError, VerifierSetupError
 from trainer.grading import grade_items
 from trainer.rollout.decode import Rollout
-from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem, VerifyResult
+from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifyItem
 
 SANDBOX_ERROR = Outcome.SANDBOX_ERROR
 # UNGRADED (SANDBOX_ERROR, BAD_REFERENCE, from the proto enum via verifiers.client): not the model's fault,
