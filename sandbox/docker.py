@@ -261,7 +261,10 @@ class DockerSandbox(WorkerSandbox):
             return False
         if self._ended:
             return False
-        ready, _, _ = select.select([self._sock], [], [], 0)
+        try:
+            ready, _, _ = select.select([self._sock], [], [], 0)
+        except (ValueError, OSError):  # the attach socket was closed under us (fd -1): the sandbox is unusable
+            return False
         return not (ready and self._drain())
 
     def destroy(self) -> None:

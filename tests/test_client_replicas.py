@@ -124,7 +124,7 @@ def test_one_replica_sigkilled_mid_batch_every_result_exactly_once(tmp_path, cap
                 assert not t.is_alive() and "error" not in out, out.get("error")
             results = out["results"]
             assert [r.id for r in results] == [item.id for item, _ in cases]  # each once, in request order
-            assert [r.outcome for r in results] == [want for _, want in cases]
+            assert [r.outcome for r in results] == [want for _, want in cases], [r.detail for r in results]
             assert [r.reward for r in results] == [1.0 if want == "CORRECT" else 0.0 for _, want in cases]
             assert f"verifier service at {a.target},{b.target} unavailable" in caplog.text  # a retry happened
     finally:

@@ -146,6 +146,20 @@ def test_a_sandbox_that_died_while_idle_is_skipped_not_failed(pool):
 
 
 @pytest.mark.docker
+def test_an_idle_sandbox_whose_attach_socket_closed_is_replaced_not_raised():
+    """The full suite once found an idle Docker sandbox whose attach socket had been closed (fd -1): select()
+    raised ValueError in the pool's watchdog (the thread died) and in the next job's acquire (a
+    SANDBOX_ERROR). A closed channel is a dead sandbox: it is replaced and the job runs on another."""
+    with make_pool("docker", size=1) as pool:
+        victim = list(pool._idle.queue)[0]
+        os.close(victim._sock.detach())  # what the sandbox found: its stream closed (fd -1) while it sat idle
+        assert victim.alive() is False
+        r = pool.run(Job(code="print(3)"))
+        assert r.ok and r.stdout == "3\n", r.sandbox_error
+        assert _wait_for(lambda: pool.ready and victim.name not in pool.container_names())
+
+
+@pytest.mark.docker
 def test_a_sandbox_that_stops_answering_is_replaced():
     """A frozen worker: the job gets sandbox_error after its timeout + grace, and a new sandbox comes up.
     Docker's own pool (freezing a sandbox uses `docker pause`), so no other backend runs it as a skip."""
