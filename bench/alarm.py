@@ -37,9 +37,9 @@ from trainer.alarm.rules import RULES, Thresholds, length_ratio, reward_rise  # 
 from trainer.alarm.stats import StepStats  # noqa: E402
 from trainer.config import GRPOConfig, TinyConfig, WarmStartConfig  # noqa: E402
 from trainer.data import read_jsonl  # noqa: E402
-from trainer.metrics import read_metrics  # noqa: E402
 from trainer.pipelines import tiny  # noqa: E402
 from trainer.pipelines.warmstart import warm_start  # noqa: E402
+from trainer.run.metrics import read_metrics  # noqa: E402
 from trainer.train import train  # noqa: E402
 from verifiers.client import VerifierClient  # noqa: E402
 from verifiers.launch import LocalServer  # noqa: E402
@@ -120,10 +120,10 @@ def heldout_math(work: Path, target: str) -> dict[str, float]:
     (train.py's periodic eval grades with the training reward, which the hack fools too)."""
     from transformers import AutoModelForCausalLM
 
-    from trainer.checkpoint import list_checkpoints
     from trainer.data import load_examples
     from trainer.evaluation.evaluator import evaluate
     from trainer.grpo.rewards import VerifierReward
+    from trainer.run.checkpoint import list_checkpoints
 
     examples = load_examples(work / "data" / "heldout.jsonl")
     out, reward = {}, VerifierReward("math", target)

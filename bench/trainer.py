@@ -89,7 +89,7 @@ def run_ours(
 
     from trainer.config import GRPOConfig
     from trainer.grpo.rewards import PythonReward, VerifierReward
-    from trainer.metrics import read_metrics
+    from trainer.run.metrics import read_metrics
     from trainer.train import train
 
     torch.set_num_threads(threads)

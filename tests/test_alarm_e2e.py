@@ -15,12 +15,12 @@ import torch
 
 from tests.alarm_demo import HACKABLE, demo_data, register_hackable
 from trainer.alarm.evidence import AlarmStopped, read_alarms
-from trainer.checkpoint import checkpoint_dir, load_trainer_state
 from trainer.config import GRPOConfig, TinyConfig, WarmStartConfig
 from trainer.data import read_jsonl
-from trainer.metrics import read_metrics
 from trainer.pipelines import tiny
 from trainer.pipelines.warmstart import warm_start
+from trainer.run.checkpoint import checkpoint_dir, load_trainer_state
+from trainer.run.metrics import read_metrics
 from trainer.train import train
 
 pytestmark = pytest.mark.docker

@@ -21,11 +21,11 @@ from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
 from trainer.grpo.rewards import PythonReward
 from trainer.grpo.step import StepParts, run_step
-from trainer.metrics import MetricsLogger
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.policy import load_policy, make_optimizer, make_reference, seed_everything
 from trainer.rollout.lean_forward import lean_supported
 from trainer.rollout.replay import replay_logits
+from trainer.run.metrics import MetricsLogger
 
 torch.set_num_threads(1)
 EXAMPLES = [Example(f"{i}+{i}=", str(2 * i)) for i in range(6)]

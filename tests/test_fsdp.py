@@ -21,10 +21,10 @@ from transformers import AutoModelForCausalLM
 
 from tests.test_distributed import _cfg, _model_and_batch, _shard, free_port, torchrun_train
 from trainer import distributed
-from trainer.checkpoint import save_checkpoint
 from trainer.grpo.loss import masked_group_advantages
 from trainer.grpo.step import token_loss_mask
 from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
+from trainer.run.checkpoint import save_checkpoint
 
 
 def _step(cfg, model, ref, batch, ctx, parallel: str):

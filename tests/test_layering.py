@@ -160,10 +160,11 @@ def test_a_wrong_import_is_caught(tmp_path):
 
 # -- inside trainer/: rooms, doors, public names ------------------------------------------------------------
 # The rooms of trainer/ from the bottom up (docs/architecture.md); a module imports only its own room or one
-# below it. The modules directly in trainer/ (config, cli, errors, data, policy, distributed, metrics, ...)
-# are the ground floor, "trainer".
+# below it. The modules directly in trainer/ (config, cli, errors, data, policy, distributed, ...) are the
+# ground floor, "trainer"; the run's management (checkpoint, interrupt, metrics, progress, ...) stands on it.
 TRAINER_ROOMS = (
     "trainer",
+    "trainer.run",  # what a run needs around the algorithm: the step logs through it, it sees no GRPO code
     "trainer.rollout",
     "trainer.alarm",  # the reward-hacking alarm: the step calls it (AlarmWatch.check), it sees no GRPO code
     "trainer.grpo",

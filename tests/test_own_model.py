@@ -105,7 +105,7 @@ def test_a_peft_adapter_folder_as_model_trains_the_adapter(tmp_path, verifier_se
 
 def test_a_model_with_nothing_to_train_stops_before_anything_starts(tmp_path):
     from trainer.errors import ModelError
-    from trainer.own_model import check_trainable
+    from trainer.run.own_model import check_trainable
 
     model = torch.nn.Linear(2, 2).requires_grad_(False)
     with pytest.raises(ModelError, match="no parameter of the loaded model is trainable.*adapter_config.json"):

@@ -14,8 +14,8 @@ from tests.own_model_helpers import TAGS, bpe_tokenizer
 from trainer import preflight
 from trainer.config import GRPOConfig
 from trainer.errors import CheckpointError, ConfigError
-from trainer.outcome_watch import OutcomeWatch
 from trainer.pipelines import run_folder
+from trainer.run.outcome_watch import OutcomeWatch
 
 
 def test_a_special_think_tag_is_an_error_naming_the_token_and_the_fix():

@@ -24,7 +24,7 @@ from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer.config import GRPOConfig, load_config
 from trainer.errors import ConfigError
 from trainer.grpo.rewards import PythonReward
-from trainer.metrics import MetricsLogger, ReportToError, read_metrics
+from trainer.run.metrics import MetricsLogger, ReportToError, read_metrics
 from trainer.train import train
 
 torch.set_num_threads(1)

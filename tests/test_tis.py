@@ -29,11 +29,11 @@ from trainer.grpo.loss import grpo_loss, mismatch_stats, tis_weights
 from trainer.grpo.rewards import PythonReward
 from trainer.grpo.step import StepParts, concat_rollouts, rollout_dtype, run_step
 from trainer.grpo.update import score_logprobs
-from trainer.metrics import MetricsLogger
 from trainer.policy import make_optimizer, make_reference, seed_everything
 from trainer.rollout.backend_base import rollout_from_ids
 from trainer.rollout.decode import Rollout, generate_rollout
 from trainer.rollout.vllm import sampled_logprobs
+from trainer.run.metrics import MetricsLogger
 
 torch.set_num_threads(1)
 K = 8  # bandit arms

@@ -31,9 +31,9 @@ from trainer.grpo.loss import masked_group_advantages
 from trainer.grpo.rewards import Batch, Score, VerifierReward
 from trainer.grpo.step import token_loss_mask
 from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
-from trainer.metrics import read_metrics
 from trainer.policy import load_policy, make_optimizer
 from trainer.rollout.decode import generate_rollout
+from trainer.run.metrics import read_metrics
 from trainer.train import train
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,14 +22,13 @@ import torch
 
 from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer import distributed, errors
-from trainer.checkpoint import resolve_resume, save_checkpoint
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
 from trainer.errors import DataError
 from trainer.grpo import rewards
 from trainer.policy import load_policy, make_optimizer
-from trainer.resume import resume_run
 from trainer.rollout.backend_base import BackendError
+from trainer.run.checkpoint import resolve_resume, resume_run, save_checkpoint
 from trainer.train import train
 
 ROOT = Path(__file__).resolve().parent.parent

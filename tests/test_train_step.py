@@ -21,8 +21,8 @@ from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
 from trainer.grpo.rewards import PythonReward
 from trainer.grpo.step import StepParts, run_step
-from trainer.metrics import MetricsLogger
 from trainer.policy import make_optimizer, make_reference, seed_everything
+from trainer.run.metrics import MetricsLogger
 
 torch.set_num_threads(1)
 EXAMPLES = [Example(f"{i}+{i}=", str(2 * i)) for i in range(6)]

@@ -9,9 +9,9 @@
 
 This module is the run: ``train`` builds the parts once (``StepParts``), calls ``run_step`` for each
 step (trainer/grpo/step.py: one GRPO step, top to bottom), evaluates every ``eval_every`` steps, saves
-checkpoints (trainer/resume.py) and is the entry point. The parts come from trainer/policy.py (device,
+checkpoints (trainer/run/checkpoint.py) and is the entry point. The parts come from trainer/policy.py (device,
 precision, policy, reference, optimizer), trainer/rollout/backends.py (where rollouts come from),
-trainer/grpo/rewards.py (the verifier service as a reward) and trainer/metrics.py.
+trainer/grpo/rewards.py (the verifier service as a reward) and trainer/run/metrics.py.
 
 Where this departs from the paper (all switchable in the config):
 - Samples graded ``SANDBOX_ERROR`` or ``BAD_REFERENCE`` (not the model's fault) are masked out of the
@@ -36,10 +36,9 @@ from typing import Any
 
 import torch
 
-from trainer import cli, distributed, interrupt, own_model, preflight
+from trainer import cli, distributed, preflight
 from trainer.alarm.evidence import ALARMS_FILE, AlarmStopped
 from trainer.alarm.watch import AlarmStop, AlarmWatch
-from trainer.checkpoint import checkpoint_dir
 from trainer.config import GRPOConfig, load_config
 from trainer.data import DataStream, Example, load_examples
 from trainer.errors import ConfigError, DataError, exit_on_error
@@ -49,7 +48,6 @@ from trainer.grpo.step import StepParts, rollout_dtype, run_step
 from trainer.grpo.update import (
     peak_memory_mb,
 )
-from trainer.metrics import MetricsLogger
 from trainer.policy import (
     keep_freed_cpu_memory,
     load_policy,
@@ -58,8 +56,10 @@ from trainer.policy import (
     pick_device,
     seed_everything,
 )
-from trainer.resume import resume_run, save_run
 from trainer.rollout.backends import make_backend
+from trainer.run import interrupt, own_model
+from trainer.run.checkpoint import checkpoint_dir, resume_run, save_run
+from trainer.run.metrics import MetricsLogger
 
 
 def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | None = None) -> dict[str, Any]:

@@ -34,10 +34,10 @@ from trainer.errors import ConfigError
 from trainer.grpo.loss import batch_process_advantages, masked_group_advantages
 from trainer.grpo.rewards import Batch, GroupScorer, RewardFn, Score, grade, informative_groups
 from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
-from trainer.metrics import MetricsLogger
 from trainer.policy import autocast_dtype, pick_dtype
 from trainer.rollout.backends import RolloutBackend
 from trainer.rollout.decode import Rollout, generate_rollout
+from trainer.run.metrics import MetricsLogger
 from verifiers.client import OUTCOMES, Outcome
 
 

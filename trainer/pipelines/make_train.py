@@ -22,7 +22,7 @@ settings that matter and where each came from (trainer/pipelines/run_folder.py).
 preflight (trainer/preflight.py) checks that the tags the verifiers read survive decoding and writes the
 rendered prompt to ``prompt.txt``. ``--name`` of a run folder with a checkpoint resumes it in place;
 Ctrl-C/SIGTERM during GRPO writes the step's checkpoint and prints the command that resumes it
-(trainer/interrupt.py). ``--model`` may be a PEFT adapter folder (trainer/own_model.py).
+(trainer/run/interrupt.py). ``--model`` may be a PEFT adapter folder (trainer/run/own_model.py).
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ from typing import Any
 
 import yaml
 
-from trainer import cli, interrupt, own_model, preflight
+from trainer import cli, preflight
 from trainer.alarm.evidence import AlarmStopped
 from trainer.config import GRPOConfig, PipelineConfig, load_config
 from trainer.data import read_jsonl
 from trainer.errors import Stopped, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout, figure_lines
-from trainer.outcome_watch import OutcomeWatch
 from trainer.pipelines import run_folder, task, tiny
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
 from trainer.pipelines.warmstart import warm_start
-from trainer.progress import MetricsBar
+from trainer.run import interrupt, own_model
+from trainer.run.outcome_watch import OutcomeWatch
+from trainer.run.progress import MetricsBar
 
 DEFAULT_CONFIG = run_folder.DEFAULT_CONFIG  # with --model and no --config: run_folder.REAL_MODEL_CONFIG
 ALIASES = {"verifier": "grpo.verifier", "alarm": "grpo.alarm"}  # make train VERIFIER=...: the GRPO reward; --alarm true
@@ -349,7 +350,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
                       f"{r.dir / 'alarms.jsonl'}; resume with: {resume_command(r)} (add ARGS='--grpo.on_alarm warn' "
                       "to train past the alarm)") from None  # fmt: skip
     except KeyboardInterrupt:
-        from trainer.checkpoint import list_checkpoints
+        from trainer.run.checkpoint import list_checkpoints
 
         done = list_checkpoints(r.dir)
         how = f"resume with: {resume_command(r)}" if done else "no checkpoint yet: the same command starts it again"

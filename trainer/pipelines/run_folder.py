@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainer import cli
-from trainer.checkpoint import list_checkpoints, resolve_resume
+from trainer.run.checkpoint import list_checkpoints, resolve_resume
 from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import CheckpointError, ConfigError, DataError
 from trainer.pipelines import task

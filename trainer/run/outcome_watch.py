@@ -4,7 +4,7 @@ every one ``INCORRECT`` (the reference column, the task), ``CORRECT`` (nothing l
 group then has zero variance, every advantage is 0 and the loss moves only by the KL term, so the
 curves look alive while nothing is learnt. ``OutcomeWatch`` reads the ``outcome/*`` counts of each
 step's metrics and says so once, with the likely causes; ``make train`` puts it in the progress line
-and on stderr (trainer/progress.py)."""
+and on stderr (trainer/run/progress.py)."""
 
 from __future__ import annotations
 

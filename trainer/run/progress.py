@@ -16,7 +16,7 @@ class MetricsBar:
         from tqdm import tqdm
 
         self.path, self.bar = path, tqdm(total=total, desc="GRPO", unit="step", dynamic_ncols=True)
-        self.watch = watch  # trainer.outcome_watch.OutcomeWatch: a warning when the first steps grade one outcome
+        self.watch = watch  # trainer.run.outcome_watch.OutcomeWatch: a warning when the first steps grade one outcome
         self.alarms: list[str] = []  # rules of the reward-hacking alarm that fired so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
