@@ -16,8 +16,9 @@ c           gcc 12 ``-O2 -std=gnu17 -lm``             ``./main``   4096 / 1024 M
 cpp         g++ 12 ``-O2 -std=c++17``                 ``./main``   4096 / 1024 MiB
 java        javac 17 (run with ``-ea``: asserts on)   ``java X``   4096 / 2048 MiB (heap 512 MiB)
 javascript  — (syntax errors are runtime errors)      node 18      — / 2048 MiB
-go          go 1.19 ``go build`` (GOPATH mode)         ``./main``   4096 / 1024 MiB
+go          go 1.19 ``go build -ldflags=-s -w``       ``./main``   4096 / 1024 MiB
 rust        rustc 1.63 ``-O --edition 2021``          ``./main``   4096 / 1024 MiB
+            ``-C strip=debuginfo``
 typescript  TypeScript 4.8 ``transpileModule``        node 18      4096 / 2048 MiB
 bash        —                                         bash 5.2     — / 1024 MiB
 =========== ========================================= ============ ===============================
@@ -145,12 +146,16 @@ _TABLE = {
         "go",
         ("go", "golang"),
         "main.go",
-        ["go", "build", "-o", "main", "main.go"],
+        ["go", "build", "-ldflags=-s -w", "-o", "main", "main.go"],  # no symbol table, no DWARF: tracebacks keep names
         ["./main"],
         env=_GO_ENV,
     ),
     "rust": Language(
-        "rust", ("rust", "rs"), "main.rs", ["rustc", "-O", "--edition", "2021", "-o", "main", "main.rs"], ["./main"]
+        "rust",
+        ("rust", "rs"),
+        "main.rs",
+        ["rustc", "-O", "--edition", "2021", "-C", "strip=debuginfo", "-o", "main", "main.rs"],
+        ["./main"],
     ),
     "typescript": Language(
         "typescript", ("typescript", "ts"), "main.ts", ["node", "-e", _TS_STRIP], ["node", "main.js"], run_as_mb=2048

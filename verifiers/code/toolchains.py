@@ -22,6 +22,7 @@ answer lines are read back with ``driver_lines``): the code verifier's stdio mod
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError
 from sandbox.pool import SandboxPool
-from verifiers.code import languages
+from verifiers.code import compile_cache, languages
 from verifiers.limits import ServiceLimits
 
 DRIVER_JOB = (Path(__file__).resolve().parent / "driver.py").read_text() + "\nmain()\n"
@@ -100,12 +101,17 @@ class _Flight:
 
     def __init__(self, nonce: str) -> None:
         self.done = threading.Event()
-        self.result: Result | None = None
+        self.result: Result | compile_cache.Entry | None = None
         self.nonce = nonce
 
 
-_flights: dict[str, _Flight] = {}
-STATS: Counter[str] = Counter()  # "compiles": driver jobs run with a compile step; "shared": jobs that joined one
+_flights: dict[str, _Flight] = {}  # identical driver jobs in flight (the whole query but the nonce)
+_compiling: dict[str, _Flight] = {}  # compiles in flight, by compile-cache key
+# "compiles": compile steps run in a sandbox; "shared": jobs that joined an identical job in flight;
+# "cached": compiles answered by the artifact cache; "joined_compile": jobs that waited for a compile in
+# flight; "uncached": compiles whose artifact could not be taken (compile_cache.py)
+STATS: Counter[str] = Counter()
+CACHE = compile_cache.ArtifactCache()
 
 
 def _pool_run(job: Job) -> Result:
@@ -113,6 +119,10 @@ def _pool_run(job: Job) -> Result:
         return get().run(job)
     except SandboxError as e:
         return Result(sandbox_error=str(e), id=job.id)
+
+
+def _wait_s(job: Job) -> float:
+    return max(0.0, job.deadline.remaining() if job.deadline is not None else job.timeout_s + DRIVER_MARGIN_S)
 
 
 def run_job(job: Job) -> Result:
@@ -123,46 +133,141 @@ def run_job(job: Job) -> Result:
     Compile once per source: a driver job identical to one already running (same language, source,
     compiler flags, inputs and limits; only the nonce differs), as a batch of G completions holding the
     same program makes, joins it instead of compiling and running again: it gets that job's result with
-    its own nonce written in (the program never sees either nonce). ``STATS`` counts both."""
-    key, nonce = _flight_key(job)
-    if key is None:
+    its own nonce written in (the program never sees either nonce). Beyond that, a compile step is
+    answered from the artifact cache (verifiers/code/compile_cache.py) where a job with the same
+    compile key ran before or is compiling now. ``STATS`` counts each."""
+    q = _query(job)
+    if q is None or not q.get("compile"):
         return _pool_run(job)
+    nonce = q.pop("nonce")
+    same = json.dumps([q, job.limits.memory_mb, job.limits.nproc], sort_keys=True)  # each keeps its own deadline
+    k = hashlib.sha256(same.encode()).hexdigest()
     with _lock:
-        flight = _flights.get(key)
+        flight = _flights.get(k)
         leader = flight is None
         if leader:
-            flight = _flights[key] = _Flight(nonce)
-            STATS["compiles"] += 1
+            flight = _flights[k] = _Flight(nonce)
+    q["nonce"] = nonce
     if not leader:
-        wait_s = job.deadline.remaining() if job.deadline is not None else job.timeout_s + DRIVER_MARGIN_S
-        if flight.done.wait(max(0.0, wait_s)) and flight.result is not None:
+        if flight.done.wait(_wait_s(job)) and isinstance(flight.result, Result):
             with _lock:
                 STATS["shared"] += 1
             r = flight.result
             return replace(r, stdout=r.stdout.replace(flight.nonce, nonce), id=job.id)
-        return _pool_run(job)  # the first one did not answer in this job's time: run it on its own
+        return _compiled(job, q)  # the first one did not answer in this job's time: on its own
     try:
-        flight.result = _pool_run(job)
+        flight.result = _compiled(job, q)
         return flight.result
     finally:
         with _lock:
-            _flights.pop(key, None)
+            _flights.pop(k, None)
         flight.done.set()
 
 
-def _flight_key(job: Job) -> tuple[str | None, str]:
-    """(what makes a driver job the same as another, its nonce); (None, "") for a job with no compile step."""
+def _query(job: Job) -> dict | None:
+    """The driver query a job carries (None: not a driver job)."""
+    if job.code != DRIVER_JOB:
+        return None
     try:
         q = json.loads(job.stdin)
     except ValueError:
-        return None, ""
-    if not isinstance(q, dict) or not q.get("compile") or not isinstance(q.get("nonce"), str):
-        return None, ""
-    nonce = q.pop("nonce")
-    if job.code != DRIVER_JOB:
-        return None, ""
-    same = json.dumps([q, job.limits.memory_mb, job.limits.nproc], sort_keys=True)  # each keeps its own deadline
-    return hashlib.sha256(same.encode()).hexdigest(), nonce
+        return None
+    return q if isinstance(q, dict) and isinstance(q.get("nonce"), str) else None
+
+
+def _compiled(job: Job, q: dict) -> Result:
+    """A driver job with a compile step, through the artifact cache (with the cache off: as it is)."""
+    if CACHE.max_bytes <= 0:
+        _count("compiles")
+        return _pool_run(job)
+    ck = compile_cache.key(q, job, _image())
+    entry = CACHE.get(ck, q["compile_timeout"])
+    if entry is not None:
+        _count("cached")
+        return _from_entry(job, q, entry, hit=True)
+    with _lock:
+        flight = _compiling.get(ck)
+        leader = flight is None
+        if leader:
+            flight = _compiling[ck] = _Flight(q["nonce"])
+    if leader:
+        try:
+            flight.result = _build(job, q, ck)
+        finally:
+            with _lock:
+                _compiling.pop(ck, None)
+            flight.done.set()
+        if isinstance(flight.result, Result):
+            return flight.result
+        return _from_entry(job, q, flight.result)
+    flight.done.wait(_wait_s(job))
+    entry = flight.result if isinstance(flight.result, compile_cache.Entry) else CACHE.get(ck, q["compile_timeout"])
+    if entry is None or entry.compile["elapsed"] > q["compile_timeout"]:
+        _count("compiles")
+        return _pool_run(job)  # the compile in flight was not cached, or took longer than this job may
+    _count("joined_compile")
+    return _from_entry(job, q, entry, hit=True)
+
+
+def _count(what: str) -> None:
+    with _lock:
+        STATS[what] += 1
+
+
+def _image() -> str:
+    return _pool.cfg.image if _pool is not None else config().image
+
+
+def _build(job: Job, q: dict, ck: str) -> Result | compile_cache.Entry:
+    """Compile in a build job: the entry to run from (cached), or the result to answer with (a compile
+    error, cached where the same source always gets it; a time-out; an artifact too large to take, with
+    the cases run in the build job as the driver runs them)."""
+    _count("compiles")
+    nonce, limit = q["nonce"], max(0, output_cap() - compile_cache.LINE_ROOM)
+    res = _pool_run(replace(job, code=compile_cache.BUILD_JOB, stdin=json.dumps(dict(q, artifact_limit=limit))))
+    lines = driver_lines(res.stdout, nonce)
+    comp = next((d["compile"] for d in lines if "compile" in d), None)
+    blob = next((d["artifact"] for d in lines if "artifact" in d), None)
+    if any("uncached" in d for d in lines):
+        _count("uncached")
+        return replace(res, stdout=compile_cache.rewrite(res.stdout, nonce, _as_driver()))
+    if comp is not None and comp["ok"] and isinstance(blob, str) and not res.timed_out:
+        entry = compile_cache.Entry(comp, base64.b64decode(blob), None)
+        CACHE.put(ck, entry)
+        return entry
+    if comp is not None and compile_cache.cacheable_failure(comp, res):
+        CACHE.put(ck, compile_cache.Entry(comp, None, replace(res, id=""), nonce))
+    return res
+
+
+def _as_driver():
+    """Edits a fallen-through build job's lines into the driver's: its compile line, not the second one."""
+    seen = False
+
+    def edit(d: dict) -> dict | None:
+        nonlocal seen
+        if "uncached" in d or ("compile" in d and seen):
+            return None
+        seen = seen or "compile" in d
+        return d
+
+    return edit
+
+
+def _from_entry(job: Job, q: dict, entry: compile_cache.Entry, hit: bool = False) -> Result:
+    """A job's result from a compile (``hit``: another job's, its compile line says ``cached``): its
+    compile error as it was, or a run job on its artifact."""
+    nonce = q["nonce"]
+    if entry.failed is not None:
+        r = entry.failed
+        return replace(r, stdout=r.stdout.replace(entry.nonce, nonce), id=job.id)
+    cases_s = len(q["inputs"]) * (q["case_timeout"] + CASE_START_S) + DRIVER_MARGIN_S
+    run_q = json.dumps(dict(q, artifact=base64.b64encode(entry.artifact or b"").decode()))
+    res = _pool_run(replace(job, code=compile_cache.RUN_JOB, stdin=run_q, timeout_s=min(job.timeout_s, cases_s)))
+    comp = dict(entry.compile, cached=True) if hit else entry.compile
+    return replace(
+        res, stdout=compile_cache.rewrite(res.stdout, nonce, lambda d: dict(d, compile=comp) if "compile" in d else d)
+    )
 
 
 def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,

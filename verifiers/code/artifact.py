@@ -1,0 +1,161 @@
+"""The sandbox half of the compile cache (host half: verifiers/code/compile_cache.py). Standard library only.
+
+Shipped as one job with driver.py (its text, then this module's, then one call), whose ``run`` and
+``main`` it is handed, never imported there. Two entry points:
+
+* ``build(run, main, tail)``: write the job's files, compile as the driver does, and once the compiler
+  and everything it started are dead (``run`` kills every other process of the sandbox before it
+  returns) read what the compile wrote into the scratch directory and send it to the host as one
+  packed blob: the ``artifact`` line. Nothing of the program has run yet, and nothing else runs in the
+  sandbox (one job at a time, every process killed and /tmp wiped between jobs), so the blob is exactly
+  the compiler's output. A compile error is reported as the driver reports it. An artifact the host
+  cannot take (over ``artifact_limit`` bytes of base64, a link, too many files) is said with an
+  ``uncached`` line, and the job goes on as the driver: it runs the cases on the binary it just built;
+* ``run_cached(main)``: unpack the blob the host sent (``artifact``) into the scratch directory, then run
+  the driver with no compile step.
+
+The blob: zlib of, per file, ``>HHI`` (path length, mode bits, size), the path (UTF-8), the bytes.
+Paths are relative, below the scratch directory, without ``..`` or a leading dot (``entries`` refuses
+anything else, here and on the host). Top-level hidden entries are tool caches in HOME (Go's
+``.gocache``, Mono's ``.mono``), not part of the artifact.
+"""
+
+import base64
+import ctypes
+import io
+import json
+import os
+import stat
+import struct
+import sys
+import zlib
+
+HEAD = struct.Struct(">HHI")
+MAX_FILES = 1024
+
+
+def scan():
+    """{relative path: (size, mtime_ns, mode)} of what the scratch directory holds; a link or other
+    special file maps to None. None when it holds more than MAX_FILES entries."""
+    found, dirs = {}, [""]
+    while dirs:
+        d = dirs.pop()
+        for e in os.scandir(d or "."):
+            rel = f"{d}/{e.name}" if d else e.name
+            if not d and e.name.startswith("."):
+                continue
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                dirs.append(rel)
+            else:
+                found[rel] = (st.st_size, st.st_mtime_ns, st.st_mode & 0o777) if stat.S_ISREG(st.st_mode) else None
+            if len(found) > MAX_FILES:
+                return None
+    return found
+
+
+def pack(before, after, limit):
+    """(base64 blob of the files ``after`` has new or changed since ``before``, "") or (None, why not)."""
+    if after is None:
+        return None, f"the compile left more than {MAX_FILES} files"
+    parts, raw = [], 0
+    for rel in sorted(after):
+        if after[rel] == before.get(rel):
+            continue
+        if after[rel] is None:
+            return None, f"the compile left {rel}, not a regular file"
+        with open(rel, "rb") as f:
+            data = f.read()
+        name = rel.encode()
+        parts += [HEAD.pack(len(name), after[rel][2], len(data)), name, data]
+        raw += len(data)
+        if raw > 8 * limit:  # no point compressing it: binaries shrink 2-3x
+            return None, f"the compile wrote over {8 * limit} bytes"
+    blob = base64.b64encode(zlib.compress(b"".join(parts), 6)).decode()
+    if len(blob) > limit:
+        return None, f"the artifact takes {len(blob)} bytes, over the {limit} the output cap leaves"
+    return blob, ""
+
+
+def entries(blob):
+    """[(path, mode, bytes)] of a packed blob (zlib, not base64); ValueError for a path that leaves the
+    scratch directory or a truncated blob."""
+    data, at, out = zlib.decompress(blob), 0, []
+    while at < len(data):
+        if at + HEAD.size > len(data):
+            raise ValueError("truncated artifact")
+        n, mode, size = HEAD.unpack_from(data, at)
+        at += HEAD.size
+        name, body = data[at : at + n].decode(), data[at + n : at + n + size]
+        at += n + size
+        parts = name.split("/")
+        if len(body) != size or not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise ValueError(f"artifact entry {name!r} is not a plain relative path")
+        if parts[0].startswith("."):
+            raise ValueError(f"artifact entry {name!r} is hidden")
+        out.append((name, mode & 0o755, body))
+    return out
+
+
+def _hide():
+    try:
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as the driver: the program cannot look in
+    except Exception:
+        pass
+
+
+def _refeed(q):
+    """The driver's ``main`` reads its query from stdin: hand it ``q``."""
+    sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(q).encode()))
+
+
+def build(run, main, tail):
+    _hide()
+    q = json.loads(sys.stdin.buffer.read())
+
+    def say(**d):
+        os.write(1, ("\n" + json.dumps(dict(d, nonce=q["nonce"])) + "\n").encode())
+
+    env = dict(os.environ, **q["env"])
+    for name, data in (q.get("blobs") or {}).items():
+        if os.path.dirname(name):
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, "wb") as f:
+            f.write(base64.b64decode(data))
+    for name, text in q["files"].items():
+        with open(name, "w", encoding="utf-8") as f:
+            f.write(text)
+    before = scan() or {}
+    kind, code, sig, elapsed, out, err = run(
+        q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20, 64
+    )
+    message = (out + err).decode("utf-8", "replace")[-tail:]
+    if kind == "timeout":
+        message = f"compilation did not finish in {q['compile_timeout']:g} s\n" + message
+    ok = kind == "ok"
+    say(compile={"ok": ok, "message": message, "elapsed": elapsed, "status": kind, "exit": code, "signal": sig})
+    if not ok:
+        return
+    blob, why = pack(before, scan(), int(q.pop("artifact_limit")))
+    if blob is not None:
+        say(artifact=blob)
+        return
+    say(uncached=why)
+    q["compile"] = None  # the driver from here on, on the binary just built
+    _refeed(q)
+    main()
+
+
+def run_cached(main):
+    _hide()
+    q = json.loads(sys.stdin.buffer.read())
+    for name, mode, body in entries(base64.b64decode(q.pop("artifact"))):
+        if "/" in name:
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+        os.chmod(name, mode)
+    q["compile"] = None
+    _refeed(q)
+    main()
