@@ -7,23 +7,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
+# make serve: the few settings people change; every other flag of `python -m verifiers.server` (the
+# limits: `--help` lists them, docs/serve.md explains them) goes through ARGS='…', as for train and eval
 HOST ?= 127.0.0.1
 PORT ?= 50051
 REGISTRY ?= var/registry.sqlite
 POOL ?= 0
+BACKEND ?=
 HTTP_PORT ?=
 REWARD_VERIFIER ?=
-# make serve limits (empty = the server's default; `python -m verifiers.server --help` lists them all)
-BACKEND ?=
-MEMORY_MB ?=
-CPUS ?=
-PIDS ?=
-OUTPUT_CAP ?=
-MAX_TIMEOUT_S ?=
-MAX_MESSAGE_MB ?=
-MAX_BATCH ?=
-MAX_COMPLETION_CHARS ?=
-MAX_CONCURRENT ?=
 PYTEST_ARGS ?=
 # Set by `make test` (target-specific, so its installs see it): a part that cannot be installed fails the
 # run instead of printing a note. `make setup` alone stays best effort (serving needs only Docker).
@@ -45,6 +37,8 @@ LIMIT ?=
 OUT ?=
 SUITE ?=
 ARGS ?=
+# make audit: the run folder (default $(RUNS)/latest, RUNS defaulting to runs)
+RUN ?=
 # NAME only from the make command line (`make train NAME=x`): shells such as WSL's export NAME=<hostname>
 RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
@@ -52,22 +46,33 @@ RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap and Podman if it can (idempotent; every target runs it)"
-	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… ARGS='--grpo.steps 20')"
-	@echo "make r1         the R1 pipeline on the embedded default: cold-start SFT -> RL -> rejection sampling -> SFT -> RL (CONFIG=… SEED=… OUT=… ARGS=…; resumable per stage)"
-	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… ARGS=…)"
+	@echo "make venv       only .venv with the pinned packages (part of setup)"
+	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… TARGET=… NPROC=…)"
+	@echo "                ARGS='--grpo.steps 20 …': any config key or flag of trainer.pipelines.make_train (docs/train.md)"
+	@echo "make r1         the R1 pipeline: cold-start SFT -> RL -> rejection sampling -> SFT -> RL (CONFIG=… SEED=… OUT=… TARGET=…; resumable per stage)"
+	@echo "                ARGS='…': any flag of trainer.pipelines.r1"
+	@echo "make eval       evaluate runs/latest (or MODEL=… / COMPLETIONS=… DATA=… SUITE=… VERIFIER=… K=… LIMIT=… OUT=… RUNS=… TARGET=…)"
+	@echo "                ARGS='…': any flag of trainer.evaluation.evaluate (docs/eval.md)"
 	@echo "make audit      re-grade a run's saved completions through the audit and print the report (RUN=runs/<name> TARGET=…)"
-	@echo "make test       the whole test suite (Docker and gRPC tests included)"
-	@echo "make serve      run the verifier service on HOST:PORT (default 127.0.0.1:50051; HTTP_PORT=8080 adds HTTP/JSON); limits: POOL= BACKEND= MEMORY_MB= CPUS= PIDS="
-	@echo "                OUTPUT_CAP= MAX_TIMEOUT_S= MAX_MESSAGE_MB= MAX_BATCH= MAX_COMPLETION_CHARS= MAX_CONCURRENT= (README: Limits)"
-	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image (C, C++, Java, Node, Go, Rust)"
+	@echo "                ARGS='…': any flag of trainer.alarm.audit_run"
+	@echo "make serve      the verifier service on HOST:PORT (default 127.0.0.1:50051; REGISTRY=… POOL=… BACKEND=… HTTP_PORT=8080 REWARD_VERIFIER=…)"
+	@echo "                ARGS='--memory-mb 2048 …': any other flag of verifiers.server, the limits included (docs/serve.md)"
+	@echo "make test       the whole test suite (Docker and gRPC tests included); PYTEST_ARGS='-k math' to select"
+	@echo "make parts      what this machine has of the parts the tests need"
+	@echo "make test-fast  only the tests that need no Docker (PYTEST_ARGS=…)"
+	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image"
+	@echo "make image-langs  build only the toolchain image (C, C++, Java, Node, Go, Rust and more)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
 	@echo "make bwrap      install bubblewrap (second sandbox backend) if missing; a note, not an error, if it cannot"
-	@echo "make service-image  build the service image offline (rlvr-service:<hash>; server as uid 10001; deploy/README.md)"
 	@echo "make podman     install rootless Podman (--backend podman) and load the sandbox image into it; a note if it cannot"
+	@echo "make service-image  build the service image offline (rlvr-service:<hash>; server as uid 10001; deploy/README.md)"
 	@echo "make postgres   install PostgreSQL if missing (the registry tests start a throwaway cluster); a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
-	@echo "make bench      run the benchmarks in bench/ (prints figures)"
-	@echo "make lint       ruff check + format check;  make clean: remove sandbox containers and var/tmp"
+	@echo "make bench      run the benchmarks in bench/ (prints figures; MATH_VERIFY_REPO=<clone> adds the Math-Verify agreement)"
+	@echo "make lint       ruff check + format check"
+	@echo "make format     ruff format + ruff check --fix"
+	@echo "make clean      remove sandbox containers and var/tmp"
+	@echo "make help       this list (every target; details: docs/setup.md)"
 
 setup: venv docker image bwrap podman
 
@@ -134,15 +139,8 @@ proto: venv
 
 # the server's flags, one line when echoed (a recipe's continuation lines echo as they are written: an
 # empty $(if ...) left lines holding only a backslash)
-SERVE_ARGS = --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL) \
-	$(if $(BACKEND),--backend $(BACKEND)) $(if $(MEMORY_MB),--memory-mb $(MEMORY_MB)) $(if $(CPUS),--cpus $(CPUS)) \
-	$(if $(PIDS),--pids $(PIDS)) $(if $(OUTPUT_CAP),--output-cap-bytes $(OUTPUT_CAP)) \
-	$(if $(MAX_TIMEOUT_S),--max-timeout-s $(MAX_TIMEOUT_S)) $(if $(MAX_MESSAGE_MB),--max-message-mb $(MAX_MESSAGE_MB)) \
-	$(if $(MAX_BATCH),--max-batch $(MAX_BATCH)) $(if $(MAX_COMPLETION_CHARS),--max-completion-chars $(MAX_COMPLETION_CHARS)) \
-	$(if $(MAX_CONCURRENT),--max-concurrent-rpcs $(MAX_CONCURRENT)) $(if $(MAX_QUEUE_S),--max-queue-s $(MAX_QUEUE_S)) \
-	$(if $(LANGS_POOL),--langs-pool-size $(LANGS_POOL)) $(if $(LANGS_MEMORY_MB),--langs-memory-mb $(LANGS_MEMORY_MB)) \
-	$(if $(LANGS_IMAGE),--langs-image $(LANGS_IMAGE)) \
-	$(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER))
+SERVE_ARGS = --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(POOL) $(if $(BACKEND),--backend $(BACKEND)) \
+	$(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER)) $(ARGS)
 
 serve: setup
 	$(PY) -m verifiers.server $(strip $(SERVE_ARGS))
