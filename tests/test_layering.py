@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import shutil
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,8 +171,6 @@ TRAINER_ROOMS = (
     "trainer.train",
     "trainer.pipelines",
 )
-# the deprecated module paths kept for one release (each warns and hands over the module it names)
-DEPRECATED_ALIASES = {"trainer.evaluate", "trainer.pipeline", "trainer.r1", "trainer.suites", "trainer.warmstart"}
 # the only rollout names the algorithm sees: sample, score log-probs, the rollout itself, a backend's type
 ROLLOUT_DOORS = {
     "trainer.rollout.decode": {"Rollout", "generate_rollout"},
@@ -194,7 +191,7 @@ def room_violations(root: Path) -> list[str]:
     bad = []
     rank = {r: i for i, r in enumerate(TRAINER_ROOMS)}
     for src, targets in sorted(graph(root).items()):
-        if not src.startswith("trainer") or src in DEPRECATED_ALIASES:
+        if not src.startswith("trainer"):
             continue
         for t in sorted(targets):
             if t.startswith("trainer") and rank[trainer_room(t)] > rank[trainer_room(src)]:
@@ -288,8 +285,8 @@ def test_verifier_rooms_import_downward_only():
 
 
 # modules whose re-exports are their documented public surface: the client names the outcome vocabulary for
-# the trainer (which may import nothing else of verifiers), and the deprecated aliases hand over a module
-SURFACES = {"verifiers.client"} | DEPRECATED_ALIASES
+# the trainer (which may import nothing else of verifiers)
+SURFACES = {"verifiers.client"}
 
 
 def top_level_names(path: Path) -> tuple[set[str], set[str]]:
@@ -345,7 +342,7 @@ def reexport_only(root: Path) -> list[str]:
 
     found = []
     for name, path in sorted(project_modules(root).items()):
-        if name in DEPRECATED_ALIASES or path.name == "__init__.py":  # a package's face is its public surface
+        if path.name == "__init__.py":  # a package's face is its public surface
             continue
         body = ast.parse(path.read_text()).body
         imports = [
@@ -404,13 +401,19 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
     (tmp_path / "trainer" / "rollout" / "leak.py").write_text(
         "from trainer.grpo.loss import grpo_loss\n\nUSED = grpo_loss\n"
     )
+    (tmp_path / "trainer" / "run" / "leak.py").write_text(
+        "from trainer.rollout.decode import Rollout\n\nUSED = Rollout\n"
+    )
     (tmp_path / "trainer" / "grpo" / "peek.py").write_text(
         "from trainer.rollout.replay import Recording\n\nUSED = Recording\n"
     )
     (tmp_path / "tests" / "test_x.py").write_text("from trainer.grpo.update import _chunks\n")
     (tmp_path / "bench" / "b.py").write_text("from sandbox import image\n\nSHA = image._digest\n")
     (tmp_path / "trainer" / "face.py").write_text("from trainer.config import GRPOConfig\n\n__all__ = ['GRPOConfig']\n")
-    assert room_violations(tmp_path) == ["trainer.rollout.leak imports trainer.grpo.loss (a room above)"]
+    assert room_violations(tmp_path) == [
+        "trainer.rollout.leak imports trainer.grpo.loss (a room above)",
+        "trainer.run.leak imports trainer.rollout.decode (a room above)",
+    ]
     assert private_imports(tmp_path) == [
         "bench/b.py: from sandbox.image import _digest",
         "tests/test_x.py: from trainer.grpo.update import _chunks",
@@ -427,16 +430,3 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
         "verifiers.code.peek (1) imports verifiers.service.core (2)",
         "verifiers.integrations.heavy (client side) imports verifiers.math.verifier (1)",
     ]
-
-
-def test_each_deprecated_path_warns_and_hands_over_its_module():
-    import importlib
-    import warnings
-
-    for old in sorted(DEPRECATED_ALIASES):
-        sys.modules.pop(old, None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            mod = importlib.import_module(old)
-        assert any(issubclass(w.category, DeprecationWarning) for w in caught), old
-        assert mod.__name__ != old and mod.__name__.startswith("trainer.") and hasattr(mod, "main"), old

@@ -9,8 +9,6 @@ Public surface, by room:
 - ``trainer.rollout``: sampling and log-probs (``decode.generate_rollout``, ``logprobs.completion_logprobs``).
 - ``trainer.evaluation``: ``make eval`` (``python -m trainer.evaluation.evaluate``), held-out figures, pass@k.
 - ``trainer.pipelines``: ``make train`` (``make_train``), ``make r1`` (``r1``), warm start, task, tiny model.
-
-``trainer.evaluate``, ``trainer.pipeline``, ``trainer.r1``, ``trainer.suites`` and ``trainer.warmstart`` are
-deprecated aliases of ``trainer.evaluation.evaluate``, ``trainer.pipelines.make_train``, ``trainer.pipelines.r1``,
-``trainer.evaluation.suites`` and ``trainer.pipelines.warmstart``, kept for one release.
+- ``trainer.run``: the run around the algorithm: checkpoints and resume, interrupt, metrics, progress, own model.
+- ``trainer.alarm``: the reward-hacking alarm (audit, canaries, rules).
 """
