@@ -10,7 +10,7 @@ import pytest
 
 from trainer.errors import ConfigError, DataError
 from trainer.evaluation import passk, suites
-from trainer.evaluation.args import parse_args
+from trainer.evaluation.evaluate import parse_args
 from trainer.evaluation.generate import load_model
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.plan import apply_run_defaults, default_out, plan_generation

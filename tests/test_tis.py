@@ -30,9 +30,8 @@ from trainer.grpo.rewards import PythonReward
 from trainer.grpo.step import StepParts, concat_rollouts, rollout_dtype, run_step
 from trainer.grpo.update import score_logprobs
 from trainer.policy import make_optimizer, make_reference, seed_everything
-from trainer.rollout.backend_base import rollout_from_ids
 from trainer.rollout.decode import Rollout, generate_rollout
-from trainer.rollout.vllm import sampled_logprobs
+from trainer.rollout.vllm import rollout_from_ids, sampled_logprobs
 from trainer.run.metrics import MetricsLogger
 
 torch.set_num_threads(1)

@@ -24,10 +24,9 @@ from tests.test_rollout import tiny_model, tiny_tokenizer
 from trainer import distributed, errors
 from trainer.config import GRPOConfig
 from trainer.data import DataStream, Example
-from trainer.errors import DataError
+from trainer.errors import BackendError, DataError
 from trainer.grpo import rewards
 from trainer.policy import load_policy, make_optimizer
-from trainer.rollout.backend_base import BackendError
 from trainer.run.checkpoint import resolve_resume, resume_run, save_checkpoint
 from trainer.train import train
 

@@ -15,11 +15,11 @@ import torch
 from tests.parts import missing, skip_unless
 from trainer.config import TinyConfig
 from trainer.data import Example
+from trainer.errors import BackendError
 from trainer.pipelines import tiny
-from trainer.rollout.backend_base import BackendError, rollout_from_ids
 from trainer.rollout.backends import make_backend
 from trainer.rollout.decode import generate_rollout
-from trainer.rollout.vllm import sampling_kwargs
+from trainer.rollout.vllm import rollout_from_ids, sampling_kwargs
 
 EXAMPLES = [Example("1+2=", "3"), Example("10+20=", "30")]
 

@@ -40,6 +40,10 @@ class VerifierSetupError(TrainerError):
     """The verifier service does not offer what the run needs (an unregistered verifier)."""
 
 
+class BackendError(TrainerError, RuntimeError):
+    """A rollout backend that cannot run here (missing package, no GPU, unsupported setting)."""
+
+
 class Stopped(TrainerError):
     """A run stopped early (interrupted, or too many grading failures); its finished work is kept."""
 

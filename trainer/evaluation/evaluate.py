@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,18 @@ from trainer import cli, preflight
 from trainer.config import EvalArgs
 from trainer.errors import ModelError, Stopped, exit_on_error
 from trainer.evaluation import passk, suites
-from trainer.evaluation.args import parse_args
 from trainer.evaluation.generate import generate_into, load_model
 from trainer.evaluation.grade import Grader, LocalService, check_verifiers
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.plan import Plan, apply_run_defaults, default_out, plan_completions, plan_generation
 from verifiers.client import VerifierClient, VerifierError
+
+
+def parse_args(argv: Sequence[str] | None = None) -> EvalArgs:
+    """The command line read into ``EvalArgs`` (trainer/config/commands.py) by trainer/cli.py, like every entry
+    point: flags are the field names with dashes (``--format-verifier think_format``, ``--max-new-tokens 64``),
+    switches go alone (``--fresh``, ``--no-progress``); a ConfigError says what is wrong."""
+    return cli.load(EvalArgs, list(argv or []))
 
 
 def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, source: str, server_log: Path) -> dict:

@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainer import cli
-from trainer.run.checkpoint import list_checkpoints, resolve_resume
 from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import CheckpointError, ConfigError, DataError
 from trainer.pipelines import task
+from trainer.run.checkpoint import list_checkpoints, resolve_resume
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 DEFAULT_CONFIG = CONFIGS / "default.yaml"

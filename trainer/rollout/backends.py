@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import torch
 
 from trainer.data import Example
-from trainer.rollout.backend_base import BackendError
+from trainer.errors import BackendError
 from trainer.rollout.decode import Rollout, generate_rollout
 
 __all__ = ["BACKENDS", "HFBackend", "RolloutBackend", "make_backend"]
