@@ -49,7 +49,7 @@ from verifiers.service import admin_token as token_source
 from verifiers.service import bounds as service_bounds
 from verifiers.service.callers import grpc_caller
 from verifiers.service.core import VerifierService
-from verifiers.service.fair import BURST_SANDBOXES
+from verifiers.service.fair import BURST_SANDBOXES, RpcShare
 from verifiers.service.registry import Registry
 
 log = logging.getLogger("verifiers.server")
@@ -137,13 +137,19 @@ def _abort(context: grpc.ServicerContext, e: ServiceError):
 
 
 class Servicer(pb_grpc.VerifierServiceServicer):
-    def __init__(self, service: VerifierService, admin: AdminToken | None = None):
+    """``share``: gRPC's bound on the calls in progress that may wait for a sandbox (fair.py RpcShare); the
+    HTTP routes run this servicer without one (their sandbox lane is their bound)."""
+
+    def __init__(self, service: VerifierService, admin: AdminToken | None = None, share: RpcShare | None = None):
         self.service = service
         self.admin = admin or AdminToken("")
+        self.share = share or RpcShare(sys.maxsize)
 
     def Verify(self, request, context):
         try:
-            v = self.service.verify(Request.from_proto(request), call_deadline(context), caller=grpc_caller(context))
+            with self.share.hold(self.service.needs_sandbox(request.verifier)):
+                v = self.service.verify(Request.from_proto(request), call_deadline(context),
+                                        caller=grpc_caller(context))  # fmt: skip
         except ServiceError as e:
             _abort(context, e)
         v.cached = v.cached and self.admin.allows(context)  # a cache hit is the admin's to see (docs/security.md)
@@ -152,7 +158,8 @@ class Servicer(pb_grpc.VerifierServiceServicer):
     def VerifyBatch(self, request, context):
         reqs = [Request.from_proto(r) for r in request.items]
         try:
-            verdicts = self.service.verify_batch(reqs, call_deadline(context), caller=grpc_caller(context))
+            with self.share.hold(any(self.service.needs_sandbox(n) for n in {r.verifier for r in reqs})):
+                verdicts = self.service.verify_batch(reqs, call_deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
         if not self.admin.allows(context):
@@ -177,8 +184,9 @@ class Servicer(pb_grpc.VerifierServiceServicer):
         try:
             self.admin.check(context)
             kind, spec = spec_from_proto(request)
-            v = self.service.register(request.name, kind, request.description, spec, replace=request.replace,
-                                      deadline=call_deadline(context))  # fmt: skip
+            with self.share.hold(True):  # a python verifier's dry run waits for a sandbox
+                v = self.service.register(request.name, kind, request.description, spec, replace=request.replace,
+                                          deadline=call_deadline(context))  # fmt: skip
         except ServiceError as e:
             _abort(context, e)
         return info_to_proto(v, False)
@@ -193,7 +201,9 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
 
 def build_server(service: VerifierService, host: str, port: int, workers: int = 32, admin_token: str = "",
-                 max_message_bytes: int = MAX_MESSAGE_BYTES, max_concurrent_rpcs: int | None = None):  # fmt: skip
+                 max_message_bytes: int = MAX_MESSAGE_BYTES, max_concurrent_rpcs: int | None = None,
+                 sandbox_rpcs: int | None = None):  # fmt: skip
+    """``sandbox_rpcs``: the most RPCs in progress that may wait for a sandbox (None: no bound of its own)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
         maximum_concurrent_rpcs=max_concurrent_rpcs,
@@ -203,7 +213,8 @@ def build_server(service: VerifierService, host: str, port: int, workers: int = 
             ("grpc.so_reuseport", 0),
         ],
     )
-    pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service, AdminToken(admin_token)), server)
+    share = RpcShare(sandbox_rpcs) if sandbox_rpcs else None
+    pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service, AdminToken(admin_token), share), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
@@ -269,7 +280,8 @@ def serve(args: argparse.Namespace) -> int:
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  workers=limits.max_concurrent_rpcs,  # a thread per admitted RPC
                                                  max_message_bytes=limits.max_message_mb << 20,
-                                                 max_concurrent_rpcs=limits.max_concurrent_rpcs)  # fmt: skip
+                                                 max_concurrent_rpcs=limits.max_concurrent_rpcs,
+                                                 sandbox_rpcs=args.bounds.sandbox_rpcs(limits.max_concurrent_rpcs))  # fmt: skip
     _set_health(health_servicer, False)
     try:
         http = _start_http(args, service, max_body_bytes=limits.max_message_mb << 20)

@@ -1,6 +1,6 @@
 """The service's bounds on what callers send and what it keeps (issue 30), beside ``verifiers/limits.py``:
-the HTTP request head (size and header count), JSON nesting, the verdict cache's byte budget and the
-longest verdict detail. One validated model; each field is a ``--flag`` of ``python -m verifiers.server``
+the HTTP request head (size and header count), JSON nesting, the verdict cache's byte budget, the
+longest verdict detail and the share of gRPC's RPC slots kept for calls that need no sandbox. One validated model; each field is a ``--flag`` of ``python -m verifiers.server``
 (docs/security.md says what each one defends).
 
 >>> ServiceBounds().max_headers
@@ -60,8 +60,25 @@ class ServiceBounds(BaseModel):
         description="longest verdict (and test case) detail returned and cached; longer ones are cut, saying so",
     )
 
+    host_rpc_share: float = Field(
+        0.25,
+        ge=0,
+        le=0.9,
+        allow_inf_nan=False,
+        description="gRPC: share of --max-concurrent-rpcs kept for calls that need no sandbox (think_format, …); "
+        "calls that may wait for one hold the rest, and more of them get RESOURCE_EXHAUSTED at once",
+    )
+
     def cache_bytes(self) -> int:
         return self.cache_mb << 20 if self.cache_mb else max(MIN_CACHE_BYTES, machine_memory_bytes() // 64)
+
+    def sandbox_rpcs(self, max_concurrent_rpcs: int) -> int:
+        """How many RPCs in progress may wait for a sandbox (``host_rpc_share`` of them kept for the others).
+
+        >>> ServiceBounds().sandbox_rpcs(256), ServiceBounds().sandbox_rpcs(3), ServiceBounds(host_rpc_share=0).sandbox_rpcs(8)
+        (192, 3, 8)
+        """
+        return max_concurrent_rpcs - int(max_concurrent_rpcs * self.host_rpc_share)
 
 
 def _flag(name: str) -> str:

@@ -200,7 +200,8 @@ class VerifierService:
 
     def verify_batch(self, reqs: list[Request], deadline: Deadline | None = None, *,
                      caller: str | None = None) -> list[Verdict]:  # fmt: skip
-        """Fan out across the pool; results in request order; one item's failure never fails the batch."""
+        """Fan out across the pool (items that need no sandbox are graded on this thread); results in request
+        order; one item's failure never fails the batch."""
         caller = CALLER.get() if caller is None else caller
         self.metrics.observe_batch(len(reqs))
         if len(reqs) > self.limits.max_batch:
@@ -223,7 +224,12 @@ class VerifierService:
             except ServiceError as e:  # e.g. unregistered between validation and grading
                 return Verdict.of(Outcome.SANDBOX_ERROR, f"{e.status}: {e}")
 
-        return list(self._fanout.map(one, reqs))
+        # items graded in this process (think_format, …) run here, while the fan-out's threads, which may all
+        # be waiting for sandboxes, take only those that may need one: a host item never queues behind them
+        sandboxed = {n: self.needs_sandbox(n) for n in {r.verifier for r in reqs}}
+        futures = {i: self._fanout.submit(one, r) for i, r in enumerate(reqs) if sandboxed[r.verifier]}
+        here = {i: one(r) for i, r in enumerate(reqs) if i not in futures}
+        return [futures[i].result() if i in futures else here[i] for i in range(len(reqs))]
 
     # -- registration ---------------------------------------------------------------------------------
     def register(self, name: str, kind: str, description: str, spec: dict, *, replace: bool = False,

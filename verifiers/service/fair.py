@@ -15,6 +15,12 @@
   so the burst sandbox runs at most one job at a time. A lone caller keeps the whole ``--pool-size``;
   the cost is one more idle sandbox (its memory, not CPU).
 
+* ``RpcShare`` (issue 38): gRPC runs each admitted RPC on its own thread, at most ``--max-concurrent-rpcs``
+  of them. Calls that may wait for a sandbox hold at most ``sandbox_limit`` of those threads (the server
+  keeps ``--host-rpc-share`` of them, a quarter by default, for the rest); one more is refused at once
+  (``RESOURCE_EXHAUSTED``), so a flood of sandbox calls can never make a think_format call wait for a
+  thread or be refused for want of one. The total bound is unchanged.
+
 Both report their queue depth and each item's wait (``verifiers/service/metrics.py``: ``rlvr_queue_depth``,
 ``rlvr_queue_wait_seconds`` by class).
 """
@@ -27,7 +33,10 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
+
+from verifiers.base import ServiceError
 
 MAX_WAIT_S = 7 * 24 * 3600.0
 BURST_SANDBOXES = 1  # sandboxes the server's pool keeps beyond --pool-size, for callers holding none
@@ -179,6 +188,54 @@ class FairGate:
     def _seen(self, waited_s: float) -> None:
         if self._observe is not None:
             self._observe(waited_s)
+
+
+class RpcsExhausted(ServiceError):
+    """Every RPC slot that sandbox calls may hold is held; this call is refused at once."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
+class RpcShare:
+    """At most ``sandbox_limit`` RPCs in progress that may wait for a sandbox; the others are not counted.
+
+    >>> share = RpcShare(1)
+    >>> with share.hold(True), share.hold(False):  # the host call is not counted
+    ...     share.sandbox_calls()
+    1
+    >>> with share.hold(True), share.hold(True):  # doctest: +ELLIPSIS
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    verifiers.service.fair.RpcsExhausted: 1 calls that may wait for a sandbox are in progress...
+    """
+
+    def __init__(self, sandbox_limit: int):
+        self.sandbox_limit = sandbox_limit
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def sandbox_calls(self) -> int:
+        return self._n
+
+    @contextmanager
+    def hold(self, sandbox: bool):
+        if not sandbox:
+            yield
+            return
+        with self._lock:
+            if self._n >= self.sandbox_limit:
+                raise RpcsExhausted(
+                    f"{self._n} calls that may wait for a sandbox are in progress, the most this server takes at "
+                    "once (--max-concurrent-rpcs less its --host-rpc-share kept for calls graded without one): "
+                    "retry later, or raise --max-concurrent-rpcs"
+                )
+            self._n += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._n -= 1
 
 
 class Lane:
