@@ -13,6 +13,7 @@ import torch
 import trainer.grpo.loss
 from trainer.config import GRPOConfig
 from trainer.grpo.loss import (
+    LossConfig,
     group_advantages,
     grpo_loss,
     k3_kl,
@@ -140,19 +141,8 @@ def test_loss_values_and_gradients_match_float64_reference(loss_type, level, bet
     logp, old, ref, adv, mask = _inputs(CASES.index((loss_type, level, beta, clip)), full_row_masked=full_row_masked)
     lo, hi = clip
     a = logp.clone().requires_grad_(True)
-    loss, stats = grpo_loss(
-        a,
-        old,
-        ref,
-        adv,
-        mask,
-        beta=beta,
-        clip_eps_low=lo,
-        clip_eps_high=hi,
-        loss_type=loss_type,
-        importance_level=level,
-        max_new_tokens=BUDGET,
-    )
+    cfg = LossConfig(beta, lo, hi, loss_type, level, BUDGET)
+    loss, stats = grpo_loss(a, old, ref, adv, mask, cfg)
     loss.backward()
 
     b = logp.clone().requires_grad_(True)
@@ -316,3 +306,21 @@ def test_tis_weights_every_token_term_by_the_capped_ratio(loss_type, level):
         assert torch.allclose(g, want * g0, atol=1e-12)
     same, g1 = run(sample_logprobs=old, tis_cap=2.0)  # the sampler is pi_old: weights of exactly 1
     assert same.item() == base.item() and torch.equal(g1, g0)
+
+
+def test_loss_config_takes_a_grpo_configs_loss_fields():
+    cfg = GRPOConfig(beta=0.1, clip_eps_low=0.1, clip_eps_high=0.28, loss_type="dr_grpo", importance_level="sequence",
+                     max_new_tokens=64, tis="on", tis_cap=3.0)  # fmt: skip
+    assert LossConfig.of(cfg) == LossConfig(0.1, 0.1, 0.28, "dr_grpo", "sequence", 64, 3.0)
+    assert LossConfig.of(GRPOConfig()).tis_cap is None  # tis "auto" on the hf backend: off
+    assert LossConfig.of(GRPOConfig()) == LossConfig(max_new_tokens=GRPOConfig().max_new_tokens)  # same defaults
+
+
+def test_a_change_for_one_call_equals_the_config_that_holds_it():
+    logp, old, ref, adv, mask = _inputs(3)
+    base = LossConfig(beta=0.04, loss_type="dr_grpo", max_new_tokens=BUDGET)
+    changed, _ = grpo_loss(logp, old, ref, adv, mask, base, beta=0.5, clip_eps_high=0.28)
+    held, _ = grpo_loss(logp, old, ref, adv, mask, LossConfig(0.5, 0.2, 0.28, "dr_grpo", "token", BUDGET))
+    assert changed.item() == held.item() and changed.item() != grpo_loss(logp, old, ref, adv, mask, base)[0].item()
+    with pytest.raises(TypeError, match="clip_eps"):
+        grpo_loss(logp, old, ref, adv, mask, base, clip_eps=0.3)

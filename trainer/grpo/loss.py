@@ -52,7 +52,8 @@ step rewards) gets advantage 0 everywhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import Tensor
@@ -140,74 +141,91 @@ def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     return (x * mask).sum() / mask.sum().clamp(min=1)
 
 
+@dataclass(frozen=True)
+class LossConfig:
+    """What the loss needs of a run's config: GRPOConfig's fields of the same names (``LossConfig.of(cfg)``),
+    with GRPOConfig's defaults."""
+
+    beta: float = 0.04  # k3 KL weight
+    clip_eps_low: float = 0.2  # rho >= 1 - eps_low
+    clip_eps_high: float = 0.2  # rho <= 1 + eps_high (DAPO's clip-higher: 0.28)
+    loss_type: LossType = "grpo"  # the reduction: DeepSeekMath eq. 3, DAPO's token mean, Dr. GRPO's constant
+    importance_level: ImportanceLevel = "token"  # "sequence": GSPO's sequence-level ratio
+    max_new_tokens: int | None = None  # the generation budget: dr_grpo's normaliser
+    tis_cap: float | None = None  # truncated importance sampling's cap C; None: off
+
+    @classmethod
+    def of(cls, cfg: GRPOConfig) -> LossConfig:
+        tis_cap = cfg.tis_cap if cfg.tis_on else None
+        return cls(cfg.beta, cfg.clip_eps_low, cfg.clip_eps_high, cfg.loss_type, cfg.importance_level,
+                   cfg.max_new_tokens, tis_cap)  # fmt: skip
+
+
 def grpo_loss(
     logprobs: Tensor,
     old_logprobs: Tensor | None,
     ref_logprobs: Tensor | None,
     advantages: Tensor,
     mask: Tensor,
+    cfg: LossConfig = LossConfig(),
     *,
-    beta: float = 0.04,
-    clip_eps_low: float = 0.2,
-    clip_eps_high: float = 0.2,
-    loss_type: LossType = "grpo",
-    importance_level: ImportanceLevel = "token",
-    max_new_tokens: int | None = None,
     sample_logprobs: Tensor | None = None,
-    tis_cap: float | None = None,
+    **changes: Any,
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """Clipped surrogate + beta * k3, reduced per ``loss_type``. Returns (loss, detached stats).
+    """Clipped surrogate + beta * k3, reduced per ``cfg.loss_type``. Returns (loss, detached stats).
 
-    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,) or (N, T). ``max_new_tokens`` (the
-    generation budget) is required for ``dr_grpo``, whose normaliser is the constant N * max_new_tokens:
-    the padded width T would change with the batch's longest completion. ``tis_cap`` C with
-    ``sample_logprobs`` (N, T), the sampler's own log-prob of each token: every token's term is weighted by
-    ``tis_weights`` = min(pi_old / pi_sample, C) (truncated importance sampling; None: no weighting).
+    logprobs, old_logprobs, ref_logprobs, mask: (N, T); advantages: (N,) or (N, T). ``changes``: fields of
+    ``cfg`` set otherwise for this call (``beta=0.0``). ``max_new_tokens`` (the generation budget) is required
+    for ``dr_grpo``, whose normaliser is the constant N * max_new_tokens: the padded width T would change with
+    the batch's longest completion. ``tis_cap`` C with ``sample_logprobs`` (N, T), the sampler's own log-prob of
+    each token: every token's term is weighted by ``tis_weights`` = min(pi_old / pi_sample, C) (truncated
+    importance sampling; None: no weighting).
     """
-    if loss_type == "dr_grpo" and (max_new_tokens is None or max_new_tokens < mask.shape[1]):
+    c = replace(cfg, **changes) if changes else cfg
+    if c.loss_type == "dr_grpo" and (c.max_new_tokens is None or c.max_new_tokens < mask.shape[1]):
         raise ValueError(
             f"loss_type='dr_grpo' divides by the generation budget: pass max_new_tokens >= the completion width "
-            f"{mask.shape[1]} (got {max_new_tokens})"
+            f"{mask.shape[1]} (got {c.max_new_tokens})"
         )
     mask = mask.to(logprobs.dtype)  # (N, T)
     if old_logprobs is None:  # one optimisation pass per rollout: rho == 1, gradient of rho*A is A*grad(logp)
         old_logprobs = logprobs.detach()
     log_ratio = logprobs - old_logprobs  # (N, T)
-    if importance_level == "token":
+    if c.importance_level == "token":
         ratio = torch.exp(log_ratio)  # (N, T)
-    elif importance_level == "sequence":
+    elif c.importance_level == "sequence":
         seq = (log_ratio * mask).sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1)  # (N, 1)
         ratio = torch.exp(seq).expand_as(log_ratio)  # (N, T)
     else:
-        raise ValueError(f"importance_level must be 'token' or 'sequence', got {importance_level!r}")
+        raise ValueError(f"importance_level must be 'token' or 'sequence', got {c.importance_level!r}")
     adv = advantages.to(logprobs.dtype)  # (N,) one per completion, or (N, T) per token (process supervision)
     adv = adv.unsqueeze(1) if adv.dim() == 1 else adv  # (N, 1) or (N, T)
-    clipped = torch.clamp(ratio, 1 - clip_eps_low, 1 + clip_eps_high)  # (N, T)
+    clipped = torch.clamp(ratio, 1 - c.clip_eps_low, 1 + c.clip_eps_high)  # (N, T)
     per_token = -torch.min(ratio * adv, clipped * adv)  # (N, T)
-    if beta != 0.0:
+    if c.beta != 0.0:
         if ref_logprobs is None:
             raise ValueError("ref_logprobs is required when beta != 0")
         kl = k3_kl(logprobs, ref_logprobs)  # (N, T)
-        per_token = per_token + beta * kl
+        per_token = per_token + c.beta * kl
     else:
         kl = torch.zeros_like(logprobs) if ref_logprobs is None else k3_kl(logprobs, ref_logprobs)
-    if tis_cap is not None:
+    if c.tis_cap is not None:
         if sample_logprobs is None:
             raise ValueError("tis_cap needs sample_logprobs: the sampler's log-prob of each token")
-        per_token = per_token * tis_weights(old_logprobs, sample_logprobs, tis_cap)  # (N, T), detached
+        per_token = per_token * tis_weights(old_logprobs, sample_logprobs, c.tis_cap)  # (N, T), detached
 
-    if loss_type == "grpo":  # DeepSeekMath eq. 3: 1/G sum_i 1/|o_i| sum_t
+    if c.loss_type == "grpo":  # DeepSeekMath eq. 3: 1/G sum_i 1/|o_i| sum_t
         loss = ((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).mean()
-    elif loss_type == "token_mean":  # DAPO: every token weighs the same
+    elif c.loss_type == "token_mean":  # DAPO: every token weighs the same
         loss = _masked_mean(per_token, mask)
-    elif loss_type == "dr_grpo":  # Dr. GRPO: constant normaliser N * max_new_tokens
-        loss = (per_token * mask).sum() / (mask.shape[0] * max_new_tokens)
+    elif c.loss_type == "dr_grpo":  # Dr. GRPO: constant normaliser N * max_new_tokens
+        loss = (per_token * mask).sum() / (mask.shape[0] * c.max_new_tokens)
     else:
-        raise ValueError(f"loss_type must be 'grpo', 'token_mean' or 'dr_grpo', got {loss_type!r}")
+        raise ValueError(f"loss_type must be 'grpo', 'token_mean' or 'dr_grpo', got {c.loss_type!r}")
 
     with torch.no_grad():
-        low = (ratio < 1 - clip_eps_low) & (adv < 0)
-        high = (ratio > 1 + clip_eps_high) & (adv > 0)
+        low = (ratio < 1 - c.clip_eps_low) & (adv < 0)
+        high = (ratio > 1 + c.clip_eps_high) & (adv > 0)
         stats = {
             "kl": _masked_mean(kl.detach(), mask),
             "clip_ratio/low": _masked_mean(low.to(mask.dtype), mask),

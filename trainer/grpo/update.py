@@ -14,7 +14,7 @@ from torch import Tensor
 
 from trainer import distributed
 from trainer.config import GRPOConfig
-from trainer.grpo.loss import grpo_loss, minibatch_weight, mismatch_stats
+from trainer.grpo.loss import LossConfig, grpo_loss, minibatch_weight, mismatch_stats
 from trainer.grpo.rewards import Batch
 from trainer.policy import forward_context
 from trainer.rollout.decode import Rollout
@@ -91,7 +91,7 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
     model, optimizer, scheduler, ctx = learner.model, learner.optimizer, learner.scheduler, learner.ctx
     batch, adv, loss_mask, old_lp, ref_lp = data.batch, data.adv, data.loss_mask, data.old_lp, data.ref_lp
     sample_lp = batch.rollout.sample_logprobs  # (N, C) the sampler's own log-probs (None: not recorded)
-    tis_cap = cfg.tis_cap if cfg.tis_on else None  # truncated importance sampling (loss.tis_weights)
+    loss_cfg = LossConfig.of(cfg)  # tis_cap: truncated importance sampling (loss.tis_weights), None when off
     pi_old = torch.zeros_like(loss_mask, dtype=torch.float32) if old_lp is None else old_lp  # mu == 1: below
     n = len(batch.rollout)
     mb = n // cfg.minibatches
@@ -125,14 +125,8 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
                     None if ref_lp is None else ref_lp[idx],
                     adv[idx],
                     loss_mask[idx],
-                    beta=cfg.beta,
-                    clip_eps_low=cfg.clip_eps_low,
-                    clip_eps_high=cfg.clip_eps_high,
-                    loss_type=cfg.loss_type,
-                    importance_level=cfg.importance_level,
-                    max_new_tokens=cfg.max_new_tokens,
+                    loss_cfg,
                     sample_logprobs=None if sample_lp is None else sample_lp[idx],
-                    tis_cap=tis_cap,
                 )
                 w = minibatch_weight(cfg.loss_type, loss_mask[idx], loss_mask[idx_mb])
                 with distributed.no_sync(model, sync=j == len(micro) - 1):
@@ -148,7 +142,7 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
             count += 1
     out = {k: v / count for k, v in sums.items()}
     if sample_lp is not None:  # the sampler/trainer gap over every completion token (loss.mismatch_stats)
-        out.update(mismatch_stats(pi_old, sample_lp, batch.rollout.completion_mask, tis_cap))
+        out.update(mismatch_stats(pi_old, sample_lp, batch.rollout.completion_mask, loss_cfg.tis_cap))
     return out
 
 
