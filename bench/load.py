@@ -11,6 +11,22 @@ comes from the cache; each has a known expected outcome, and a verdict that diff
 About 1% of the calls are deliberate mistakes (an unknown verifier: NOT_FOUND; a negative timeout:
 INVALID_ARGUMENT), counted apart.
 
+Classes (issue 38): a call *needs no sandbox* when every item of it is graded in the service process
+(``think_format``, math with integers on both sides: the host fast path) or is a deliberate mistake; all
+others may wait for one of the ``--pool-size`` sandboxes. The goal: the no-sandbox class's p99 under load
+< 100 ms; the sandbox class's p99 is printed with no goal (on a 2-core machine its calls queue for 2
+sandboxes). RSS is *flat* when the end figure is within 10% of the one after warm-up (the verdict cache
+already full, ``--fill-cache``).
+
+Per-phase timing (``--phases``): the server then runs with a timing interceptor (this file run with
+``--serve-timed``: ``python -m verifiers.server`` plus the interceptor), which returns in each reply's
+trailing metadata when the server's Python saw the call, when its handler thread started and ended, and
+the handler thread's CPU time. One clock: CLOCK_MONOTONIC, the same in both processes on one host.
+Printed per class: send -> seen by the server (client serialisation, HTTP/2, gRPC core, the server's
+polling thread), seen -> handler start (the thread pool's queue), the handler (grading, sandbox waits
+included), its CPU (the rest of its wall time: waits for a sandbox, the GIL, the CPU), handler end ->
+the client has the reply.
+
 Phases: warm-up (``--warmup`` calls, 64 callers, then ``--fill-cache`` unique cheap items so that the
 bounded verdict cache is at its steady size), then the server's RSS; a baseline of ``--baseline``
 calls from one caller (the same mix: the in-run reference point BENCHMARKS.md asks for); the 10,000
@@ -43,17 +59,21 @@ from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc  # noqa: E402
 
 BATCH = 8
 DEADLINE_S = 120.0
+GOAL_P99_MS = 100.0  # for calls that need no sandbox
+RSS_FLAT = 1.10  # end / after warm-up
+TIMING_KEY = "x-bench-timing"
 
 
 @dataclass
 class Call:
-    kind: str  # format | math | code | batch | deliberate
+    kind: str  # format | math-int | math | code | batch | deliberate
     items: list[tuple[pb.VerifyRequest, str]]  # (request, expected outcome name)
     expected_error: grpc.StatusCode | None = None
+    sandbox: bool = True  # False: every item is graded in the service process (or refused before grading)
 
 
 # -- the mix -----------------------------------------------------------------------------------------------
-def format_item(rnd: random.Random, n: int) -> tuple[pb.VerifyRequest, str]:
+def format_item(rnd: random.Random, n: int) -> tuple[pb.VerifyRequest, str]:  # no sandbox
     good = rnd.random() < 0.6
     text = f"<think>step {n}: {rnd.random()}</think><answer>{n}</answer>" if good else f"answer {n} <think>late</think>"
     return pb.VerifyRequest(verifier="think_format", completion=text, id=f"f{n}"), "CORRECT" if good else "INCORRECT"
@@ -95,6 +115,13 @@ def code_item(rnd: random.Random, n: int) -> tuple[pb.VerifyRequest, str]:
     )
 
 
+def needs_sandbox(req: pb.VerifyRequest) -> bool:
+    """think_format grades in the service process; math does too when both sides are integer literals."""
+    if req.verifier == "think_format":
+        return False
+    return not (req.verifier == "math" and req.reference.isdigit())
+
+
 def build_calls(count: int, seed: int) -> list[Call]:
     rnd, calls, n = random.Random(seed), [], seed * 10_000_000
     makers = {"format": format_item, "math": math_item, "code": code_item}
@@ -106,16 +133,18 @@ def build_calls(count: int, seed: int) -> list[Call]:
             req = pb.VerifyRequest(verifier="no-such-verifier" if bad else "math", completion="\\boxed{1}",
                                    reference="1", timeout_s=0.0 if bad else -1.0)  # fmt: skip
             code = grpc.StatusCode.NOT_FOUND if bad else grpc.StatusCode.INVALID_ARGUMENT
-            calls.append(Call("deliberate", [(req, "")], code))
+            calls.append(Call("deliberate", [(req, "")], code, sandbox=False))
         elif r < 0.16:
             items = []
             for _ in range(BATCH):
                 n += 1
                 items.append(rnd.choice([format_item, math_item, math_item])(rnd, n))
-            calls.append(Call("batch", items))
+            calls.append(Call("batch", items, sandbox=any(needs_sandbox(q) for q, _ in items)))
         else:
             kind = "format" if r < 0.50 else "math" if r < 0.88 else "code"
-            calls.append(Call(kind, [makers[kind](rnd, n)]))
+            req, want = makers[kind](rnd, n)
+            sandbox = needs_sandbox(req)
+            calls.append(Call("math-int" if kind == "math" and not sandbox else kind, [(req, want)], sandbox=sandbox))
     return calls
 
 
@@ -127,26 +156,45 @@ class Outcome:
     status: str  # OK or a gRPC status name
     wrong: int  # verdicts that differ from the expected outcome
     items: int
+    sandbox: bool = True
+    phases: tuple[float, ...] | None = None  # ms: send->seen, seen->handler, handler, handler CPU, end->reply
+
+
+def phases_of(t0_ns: int, t_end_ns: int, metadata) -> tuple[float, ...] | None:
+    """The per-phase split of one call from the timing server's trailing metadata (None without it)."""
+    raw = dict(metadata or ()).get(TIMING_KEY)
+    if raw is None:
+        return None
+    seen, start, end, cpu = map(int, raw.split(","))
+    return tuple(x / 1e6 for x in (seen - t0_ns, start - seen, end - start, cpu, t_end_ns - end))
 
 
 def do_call(stub, call: Call) -> Outcome:
-    t0 = time.perf_counter()
+    t0 = time.monotonic_ns()
+    items = len(call.items)
     try:
         if call.kind == "batch":
-            got = stub.VerifyBatch(pb.VerifyBatchRequest(items=[r for r, _ in call.items]), timeout=DEADLINE_S).results
+            reply, rpc = stub.VerifyBatch.with_call(pb.VerifyBatchRequest(items=[r for r, _ in call.items]),
+                                                    timeout=DEADLINE_S)  # fmt: skip
+            got = reply.results
         else:
-            got = [stub.Verify(call.items[0][0], timeout=DEADLINE_S)]
+            reply, rpc = stub.Verify.with_call(call.items[0][0], timeout=DEADLINE_S)
+            got = [reply]
     except grpc.RpcError as e:
+        t1 = time.monotonic_ns()
         status = e.code().name if e.code() != call.expected_error else f"{e.code().name} (deliberate)"
-        return Outcome(call.kind, time.perf_counter() - t0, status, 0, len(call.items))
-    lat = time.perf_counter() - t0
+        return Outcome(
+            call.kind, (t1 - t0) / 1e9, status, 0, items, call.sandbox, phases_of(t0, t1, e.trailing_metadata())
+        )
+    t1 = time.monotonic_ns()
+    lat, phases = (t1 - t0) / 1e9, phases_of(t0, t1, rpc.trailing_metadata())
     if call.expected_error is not None:
-        return Outcome(call.kind, lat, "OK (a deliberate mistake was accepted)", 0, len(call.items))
+        return Outcome(call.kind, lat, "OK (a deliberate mistake was accepted)", 0, items, call.sandbox, phases)
     wrong = sum(
         pb.Outcome.Name(v.outcome).removeprefix("OUTCOME_") != want
         for v, (_, want) in zip(got, call.items, strict=False)
     )
-    return Outcome(call.kind, lat, "OK", wrong + abs(len(got) - len(call.items)), len(call.items))
+    return Outcome(call.kind, lat, "OK", wrong + abs(len(got) - items), items, call.sandbox, phases)
 
 
 def drive(target: str, calls: list[Call], callers: int) -> tuple[float, list[Outcome]]:
@@ -210,10 +258,74 @@ def report(name: str, wall: float, outs: list[Outcome], say) -> float:
     say(
         f"  {'all':<10} {n:>6} calls  p50 {pct(lat, 0.5):8.1f} ms  p99 {pct(lat, 0.99):8.1f} ms  max {max(lat):8.1f} ms"
     )
+    for sandbox in (False, True):
+        lat = [o.latency_s * 1000 for o in outs if o.sandbox == sandbox]
+        if not lat:
+            continue
+        p99 = pct(lat, 0.99)
+        verdict = ("no goal: they queue for the sandboxes" if sandbox else
+                   f"goal p99 < {GOAL_P99_MS:.0f} ms: {'MET' if p99 < GOAL_P99_MS else 'MISSED'}")  # fmt: skip
+        say(f"  class {'sandbox' if sandbox else 'no-sandbox':<10} {len(lat):>6} calls  p50 {pct(lat, 0.5):8.1f} ms  "
+            f"p99 {p99:8.1f} ms  max {max(lat):8.1f} ms  ({verdict})")  # fmt: skip
+    report_phases(outs, say)
     answered = sum(o.status == "OK" or o.status.endswith("(deliberate)") for o in outs)
     say(f"  answered {answered}/{n}; by status: {dict(Counter(o.status for o in outs))}; "
         f"wrong verdicts {sum(o.wrong for o in outs)}")  # fmt: skip
     return n / wall
+
+
+PHASES = ("send->seen", "seen->handler", "handler", "handler CPU", "end->reply")
+
+
+def report_phases(outs: list[Outcome], say) -> None:
+    """p50 / p99 of each phase of a call, per class (only with --phases)."""
+    for sandbox in (False, True):
+        rows = [o.phases for o in outs if o.sandbox == sandbox and o.phases is not None]
+        if not rows:
+            continue
+        cells = [f"{name} {pct([r[i] for r in rows], 0.5):.1f}/{pct([r[i] for r in rows], 0.99):.1f}"
+                 for i, name in enumerate(PHASES)]  # fmt: skip
+        say(f"    phases of {'sandbox' if sandbox else 'no-sandbox'} calls, ms p50/p99: {', '.join(cells)}")
+
+
+def serve_timed() -> None:
+    """``python -m verifiers.server`` (the arguments after --serve-timed) with a server interceptor that puts
+    when the call was seen, its handler's start and end (monotonic ns) and the handler's CPU time into the
+    reply's trailing metadata."""
+    import verifiers.server as server
+
+    class Timing(grpc.ServerInterceptor):
+        def intercept_service(self, continuation, details):
+            seen = time.monotonic_ns()
+            handler = continuation(details)
+            if handler is None or handler.unary_unary is None:
+                return handler
+            inner = handler.unary_unary
+
+            def timed(request, context):
+                start, cpu = time.monotonic_ns(), time.thread_time_ns()
+                try:
+                    return inner(request, context)
+                finally:
+                    cpu, end = time.thread_time_ns() - cpu, time.monotonic_ns()
+                    context.set_trailing_metadata(((TIMING_KEY, f"{seen},{start},{end},{cpu}"),))
+
+            return grpc.unary_unary_rpc_method_handler(timed, handler.request_deserializer, handler.response_serializer)
+
+    plain = grpc.server
+    grpc.server = lambda *a, **kw: plain(*a, **kw, interceptors=[Timing()])
+    sys.argv = [sys.argv[0], *sys.argv[2:]]
+    server.main()
+
+
+def timed_server(pool_size: int):
+    """A LocalServer whose command is this file's --serve-timed in place of ``-m verifiers.server``."""
+    from verifiers.launch import LocalServer
+
+    srv = LocalServer(pool_size=pool_size)
+    at = srv._args.index("-m")  # noqa: SLF001 - the launcher takes no module to run; the bench swaps it
+    srv._args[at : at + 2] = [str(Path(__file__).resolve()), "--serve-timed"]  # noqa: SLF001
+    return srv
 
 
 def main() -> None:
@@ -226,6 +338,8 @@ def main() -> None:
     ap.add_argument("--fill-cache", type=int, default=50_000,
                     help="warm-up also grades this many unique think_format items (VerifyBatch, no sandbox), so the "
                     "server's verdict cache (50,000 entries, bounded) is full before RSS is read; 0: skip")  # fmt: skip
+    ap.add_argument("--phases", action="store_true",
+                    help="time each call's phases (the server runs with a timing interceptor: see the docstring)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     from verifiers.launch import LocalServer
@@ -237,10 +351,10 @@ def main() -> None:
         lines.append(s)
 
     say(f"# .venv/bin/python bench/load.py --requests {args.requests} --callers {args.callers} "
-        f"--pool-size {args.pool_size}   ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"--pool-size {args.pool_size}{' --phases' if args.phases else ''}   ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f})")  # fmt: skip
     t0 = time.perf_counter()
-    with LocalServer(pool_size=args.pool_size) as srv:
+    with timed_server(args.pool_size) if args.phases else LocalServer(pool_size=args.pool_size) as srv:
         pid = srv.proc.pid
         say(f"server pid {pid} on {srv.target}: up in {time.perf_counter() - t0:.1f} s, RSS {rss_mb(pid):.0f} MB")
         wall, outs = drive(srv.target, build_calls(args.warmup, seed=1), args.callers)
@@ -265,6 +379,8 @@ def main() -> None:
         say(f"throughput ratio {args.callers} callers / 1 caller: {rate / base:.2f}x")
         say(f"server RSS: after warm-up {rss_warm:.0f} MB, peak {max(peak):.0f} MB, end {rss_end:.0f} MB "
             f"(end/warm-up {rss_end / rss_warm:.3f}; median of samples {statistics.median(peak):.0f} MB)")  # fmt: skip
+        flat = rss_end / rss_warm <= RSS_FLAT
+        say(f"RSS flat (end within {RSS_FLAT - 1:.0%} of after warm-up, the cache full): {'yes' if flat else 'NO'}")
         errors = [o for o in outs if o.status != "OK" and not o.status.endswith("(deliberate)")]
         say(f"errors other than deliberate ones: {len(errors)}; wrong verdicts: {sum(o.wrong for o in outs)}")
     if args.out:
@@ -272,4 +388,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--serve-timed"]:
+        serve_timed()
+    else:
+        main()
