@@ -114,7 +114,8 @@ STATS: Counter[str] = Counter()
 CACHE = compile_cache.ArtifactCache()
 
 
-def _pool_run(job: Job) -> Result:
+def pool_run(job: Job) -> Result:
+    """One job in the toolchain pool as it is: no joining, no cache (bench/compile_cache.py times it)."""
     try:
         return get().run(job)
     except SandboxError as e:
@@ -138,7 +139,7 @@ def run_job(job: Job) -> Result:
     compile key ran before or is compiling now. ``STATS`` counts each."""
     q = _query(job)
     if q is None or not q.get("compile"):
-        return _pool_run(job)
+        return pool_run(job)
     nonce = q.pop("nonce")
     same = json.dumps([q, job.limits.memory_mb, job.limits.nproc], sort_keys=True)  # each keeps its own deadline
     k = hashlib.sha256(same.encode()).hexdigest()
@@ -179,7 +180,7 @@ def _compiled(job: Job, q: dict) -> Result:
     """A driver job with a compile step, through the artifact cache (with the cache off: as it is)."""
     if CACHE.max_bytes <= 0:
         _count("compiles")
-        return _pool_run(job)
+        return pool_run(job)
     ck = compile_cache.key(q, job, _image())
     entry = CACHE.get(ck, q["compile_timeout"])
     if entry is not None:
@@ -204,7 +205,7 @@ def _compiled(job: Job, q: dict) -> Result:
     entry = flight.result if isinstance(flight.result, compile_cache.Entry) else CACHE.get(ck, q["compile_timeout"])
     if entry is None or entry.compile["elapsed"] > q["compile_timeout"]:
         _count("compiles")
-        return _pool_run(job)  # the compile in flight was not cached, or took longer than this job may
+        return pool_run(job)  # the compile in flight was not cached, or took longer than this job may
     _count("joined_compile")
     return _from_entry(job, q, entry, hit=True)
 
@@ -224,7 +225,7 @@ def _build(job: Job, q: dict, ck: str) -> Result | compile_cache.Entry:
     the cases run in the build job as the driver runs them)."""
     _count("compiles")
     nonce, limit = q["nonce"], max(0, output_cap() - compile_cache.LINE_ROOM)
-    res = _pool_run(replace(job, code=compile_cache.BUILD_JOB, stdin=json.dumps(dict(q, artifact_limit=limit))))
+    res = pool_run(replace(job, code=compile_cache.BUILD_JOB, stdin=json.dumps(dict(q, artifact_limit=limit))))
     lines = driver_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
     blob = next((d["artifact"] for d in lines if "artifact" in d), None)
@@ -263,7 +264,7 @@ def _from_entry(job: Job, q: dict, entry: compile_cache.Entry, hit: bool = False
         return replace(r, stdout=r.stdout.replace(entry.nonce, nonce), id=job.id)
     cases_s = len(q["inputs"]) * (q["case_timeout"] + CASE_START_S) + DRIVER_MARGIN_S
     run_q = json.dumps(dict(q, artifact=base64.b64encode(entry.artifact or b"").decode()))
-    res = _pool_run(replace(job, code=compile_cache.RUN_JOB, stdin=run_q, timeout_s=min(job.timeout_s, cases_s)))
+    res = pool_run(replace(job, code=compile_cache.RUN_JOB, stdin=run_q, timeout_s=min(job.timeout_s, cases_s)))
     comp = dict(entry.compile, cached=True) if hit else entry.compile
     return replace(
         res, stdout=compile_cache.rewrite(res.stdout, nonce, lambda d: dict(d, compile=comp) if "compile" in d else d)
