@@ -80,6 +80,7 @@ def test_warn_fires_at_the_hacks_first_step_with_the_evidence(tmp_path, hackable
         adv0 = torch.linspace(-1, 1, len(b.rollout))
         adv, mask, m = watch.check(step, b, adv0, torch.ones(len(b.rollout), 4))
         assert torch.equal(adv, adv0) and mask.sum() == mask.numel()  # warn changes nothing in training
+        assert m["perf/alarm_s"] > 0 and m["perf/alarm_cpu_s"] >= 0  # its own time in the step
         if m["alarm/fired"]:
             fired_at.append(step)
     assert fired_at == [4]  # the hack's first step; the same alarm while it holds (one episode)

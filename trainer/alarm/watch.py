@@ -93,7 +93,7 @@ class AlarmWatch:
     def check(self, step: int, batch: Any, adv: Tensor, loss_mask: Tensor) -> tuple[Tensor, Tensor, dict[str, float]]:
         """The step's audit and rules; returns (advantages, loss mask, ``alarm/*`` metrics). ``batch`` is the
         step's trainer.grpo.rewards.Batch (rollout texts, prompts, references; rewards; scores)."""
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         rows = completions(batch)
         idx = pick_rows(rows, self.cfg.group_size, self.cfg.audit_share, self.rng)
         holding = bool(self.cfg.on_alarm == "drop" and self._holding(step))
@@ -120,6 +120,7 @@ class AlarmWatch:
             rows_f = evidence.flagged_rows(rows, idx_f, verdicts)
             self.fired.append(evidence.record(self.run_dir, step, f, self.cfg.on_alarm, rows_f, len(idx_f)))
         m["perf/alarm_s"] = time.perf_counter() - t0  # the audit's VerifyBatch and the rules, inside the step
+        m["perf/alarm_cpu_s"] = time.process_time() - cpu0  # the trainer process's CPU in it (not the service's)
         if new and self.cfg.on_alarm == "stop":  # the step's reward goes with it: its row in metrics.jsonl
             raise AlarmStop(step, new, {**m, "reward/mean": stats.reward})
         if flagged and self.cfg.on_alarm == "drop":
