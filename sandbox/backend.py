@@ -115,7 +115,7 @@ class SandboxConfig:
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
     cgroup_parent: str = ""  # docker: the containers' parent cgroup ("/": each competes for CPU like one host process)
     grace_s: float = GRACE_S  # past a job's timeout, how long its worker may take before it is declared dead
-    backend: str = "docker"  # a key of sandbox.pool.BACKENDS: "docker", "podman" or "bwrap" (docs/sandbox.md)
+    backend: str = "docker"  # a key of sandbox.pool.BACKENDS, the backend table (docs/sandbox.md compares them)
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
     pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: the image's, else this venv's)
     # bwrap: the root file system whose /usr (and /bin, /lib links) the sandbox sees. "": the sandbox image's

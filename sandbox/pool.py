@@ -1,8 +1,8 @@
 """A warm pool of hardened sandboxes, each running ``worker.py`` (one job at a time).
 
 The pool is backend-agnostic: it starts ``SandboxConfig.size`` sandboxes of the backend named by
-``SandboxConfig.backend`` (a key of ``BACKENDS``, looked up like fsspec's protocols or gymnasium's
-environment ids; ``register_backend`` adds one), hands each job to an idle one, replaces a sandbox that
+``SandboxConfig.backend`` (a key of ``BACKENDS``, the backend table, looked up like fsspec's protocols or
+gymnasium's environment ids), hands each job to an idle one, replaces a sandbox that
 died (a watchdog finds idle ones; a busy one's job returns ``sandbox_error``), and applies backpressure.
 
 ``"docker"`` (the default, and the one to use for training): sandbox/docker.py, a hardened container
@@ -22,14 +22,13 @@ callers import them from there.
 from __future__ import annotations
 
 import atexit
-import importlib
 import logging
 import queue
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from sandbox.backend import (
     MAX_OUTPUT_CAP,
@@ -68,31 +67,28 @@ def _bwrap() -> type[Backend]:
     return BwrapSandbox
 
 
-# backend name -> its class, or a function returning it (imported on first use: a bwrap host never
-# loads the Docker SDK), or "module:Class". Real import statements, so tests/test_layering.py sees them.
-BACKENDS: dict[str, str | type[Backend] | Callable[[], type[Backend]]] = {
-    "docker": _docker,
-    "podman": _podman,
-    "bwrap": _bwrap,
+@dataclass(frozen=True)
+class BackendEntry:
+    """One line of the backend table: all the pool and the service's limits know of a backend."""
+
+    load: Callable[[], type[Backend]]  # its class, imported on first use (a bwrap host never loads the Docker SDK)
+    image: bool  # it runs the sandbox image (`make image`): the pool names it when SandboxConfig.image is ""
+    about: str  # one line for the service's --backend help (docs/sandbox.md compares them)
+
+
+# The backend table, the one place a backend is declared: a new backend is a module implementing
+# sandbox/backend.py's contract plus one line here. Real import statements, so tests/test_layering.py sees them.
+BACKENDS: dict[str, BackendEntry] = {
+    "docker": BackendEntry(_docker, image=True, about="the default; use it for training"),
+    "podman": BackendEntry(_podman, image=True, about="rootless, no Docker daemon"),
+    "bwrap": BackendEntry(_bwrap, image=False, about="no container engine"),
 }
 
 
-def register_backend(name: str, target: str | type[Backend] | Callable[[], type[Backend]]) -> None:
-    """Make ``SandboxConfig(backend=name)`` use ``target`` (a class, a function returning it, or
-    "module:Class")."""
-    BACKENDS[name] = target
-
-
-def backend_class(name: str) -> type[Backend]:
-    target = BACKENDS.get(name)
-    if target is None:
+def backend_entry(name: str) -> BackendEntry:
+    if name not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {name!r}: choose one of {', '.join(BACKENDS)}")
-    if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        target = BACKENDS[name] = getattr(importlib.import_module(module), attr)
-    elif not isinstance(target, type):
-        target = BACKENDS[name] = target()
-    return target
+    return BACKENDS[name]
 
 
 # -- the pool -----------------------------------------------------------------------------------
@@ -116,10 +112,11 @@ class SandboxPool:
         if burst < 0:
             raise SandboxError(f"burst sandboxes: {burst}; choose 0 or more")
         self.burst = burst
-        self._cls = backend_class(self.cfg.backend)
+        entry = backend_entry(self.cfg.backend)
+        self._cls = entry.load()
         if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
             raise SandboxError(f"output cap {self.cfg.output_bytes} bytes: choose 1 to {MAX_OUTPUT_CAP} bytes")
-        if not self.cfg.image and self.cfg.backend in ("docker", "podman"):
+        if not self.cfg.image and entry.image:
             from sandbox.image import image_tag
 
             self.cfg.image = image_tag()

@@ -19,11 +19,11 @@ pydantic_core._pydantic_core.ValidationError: ...
 from __future__ import annotations
 
 import argparse
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sandbox.backend import MAX_OUTPUT_CAP, OUTPUT_CAP, Result, SandboxConfig
+from sandbox.pool import BACKENDS
 from verifiers.base import Verdict
 from verifiers.outcome import Outcome
 
@@ -39,10 +39,10 @@ class ServiceLimits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # -- the sandbox --------------------------------------------------------------------------------
-    backend: Literal["docker", "podman", "bwrap"] = Field(
+    backend: str = Field(
         "docker",
-        description="sandbox backend: docker (default; use it for training), podman (rootless, no Docker daemon)"
-        " or bwrap (no container engine; docs/sandbox.md compares them)",
+        description="sandbox backend (docs/sandbox.md compares them): "
+        + "; ".join(f"{name}: {entry.about}" for name, entry in BACKENDS.items()),
     )
     pool_size: int = Field(0, ge=0, le=512, description="sandboxes kept warm; 0: one per CPU core")
     memory_mb: int = Field(1536, ge=128, le=1 << 20, description="memory limit of each sandbox, MiB (no swap)")
@@ -94,6 +94,13 @@ class ServiceLimits(BaseModel):
         256, ge=1, le=100_000, description="RPCs in progress at once; more get RESOURCE_EXHAUSTED at once"
     )
 
+    @field_validator("backend")
+    @classmethod
+    def _a_backend_of_the_table(cls, v: str) -> str:
+        if v not in BACKENDS:
+            raise ValueError(f"must be one of {', '.join(BACKENDS)} (sandbox/pool.py's backend table)")
+        return v
+
     @field_validator("langs_memory_mb")
     @classmethod
     def _zero_or_a_real_limit(cls, v: int) -> int:
@@ -118,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One ``--flag`` per limit; values stay strings here and are validated by ``from_args``."""
     group = parser.add_argument_group("limits", "validated at start-up; see the README's Limits section")
     for name, field in ServiceLimits.model_fields.items():
-        choices = getattr(field.annotation, "__args__", None) if name == "backend" else None
+        choices = list(BACKENDS) if name == "backend" else None
         group.add_argument(_flag(name), dest=f"limit_{name}", default=None, metavar=name.split("_")[-1].upper(),
                            choices=choices, help=f"{field.description} (default: {field.default})")  # fmt: skip
 
