@@ -210,3 +210,16 @@ def test_a_leftover_process_cannot_write_into_the_next_compile(service, lang):
     assert grade(service, "c", LEFTOVER, reference=ONE).outcome == "INCORRECT"
     verdicts = [grade(service, lang, PROGRAMS[lang][1], reference=ONE) for _ in range(2)]
     assert [v.outcome for v in verdicts] == ["INCORRECT"] * 2, [v.detail for v in verdicts]
+
+
+@pytest.mark.docker
+def test_a_run_job_that_cannot_use_the_artifact_falls_back_to_compiling(service, monkeypatch):
+    """Fault injection: every run job dies before the driver speaks; each program is compiled again in a
+    plain driver job and graded as without the cache (never a SANDBOX_ERROR for our own failure)."""
+    toolchains.CACHE.clear()
+    tail = "run_cached(main)\n"
+    assert compile_cache.RUN_JOB.endswith(tail)
+    monkeypatch.setattr(compile_cache, "RUN_JOB", compile_cache.RUN_JOB[: -len(tail)] + "raise SystemExit(3)\n")
+    before = dict(toolchains.STATS)
+    assert [grade(service, "c", PROGRAMS["c"][i]).outcome for i in (0, 0, 1)] == ["CORRECT", "CORRECT", "INCORRECT"]
+    assert _delta(before) == {"compiles": 5, "cached": 1}  # build + fallback, fallback after the hit, build + fallback

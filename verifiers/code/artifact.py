@@ -60,10 +60,10 @@ def pack(before, after, limit):
         return None, f"the compile left more than {MAX_FILES} files"
     parts, raw = [], 0
     for rel in sorted(after):
-        if after[rel] == before.get(rel):
-            continue
         if after[rel] is None:
             return None, f"the compile left {rel}, not a regular file"
+        if after[rel] == before.get(rel):
+            continue
         with open(rel, "rb") as f:
             data = f.read()
         name = rel.encode()
@@ -136,7 +136,10 @@ def build(run, main, tail):
     say(compile={"ok": ok, "message": message, "elapsed": elapsed, "status": kind, "exit": code, "signal": sig})
     if not ok:
         return
-    blob, why = pack(before, scan(), int(q.pop("artifact_limit")))
+    try:
+        blob, why = pack(before, scan(), int(q.pop("artifact_limit")))
+    except (OSError, ValueError, zlib.error) as e:  # a file gone or unreadable: run as the driver
+        blob, why = None, f"the artifact could not be read: {e}"
     if blob is not None:
         say(artifact=blob)
         return

@@ -238,6 +238,9 @@ def _build(job: Job, q: dict, ck: str) -> Result | compile_cache.Entry:
         return entry
     if comp is not None and compile_cache.cacheable_failure(comp, res):
         CACHE.put(ck, compile_cache.Entry(comp, None, replace(res, id=""), nonce))
+    if comp is not None and comp["ok"] and not (res.sandbox_error or res.timed_out):  # the build job died
+        _count("compiles")
+        return pool_run(job)
     return res
 
 
@@ -265,6 +268,9 @@ def _from_entry(job: Job, q: dict, entry: compile_cache.Entry, hit: bool = False
     cases_s = len(q["inputs"]) * (q["case_timeout"] + CASE_START_S) + DRIVER_MARGIN_S
     run_q = json.dumps(dict(q, artifact=base64.b64encode(entry.artifact or b"").decode()))
     res = pool_run(replace(job, code=compile_cache.RUN_JOB, stdin=run_q, timeout_s=min(job.timeout_s, cases_s)))
+    if not (res.sandbox_error or res.timed_out or driver_lines(res.stdout, nonce)):  # it could not unpack
+        _count("compiles")
+        return pool_run(job)
     comp = dict(entry.compile, cached=True) if hit else entry.compile
     return replace(
         res, stdout=compile_cache.rewrite(res.stdout, nonce, lambda d: dict(d, compile=comp) if "compile" in d else d)
