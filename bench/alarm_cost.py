@@ -17,7 +17,8 @@ sandbox containers (their cgroup's cpuacct.usage). Per run, over steps ``--skip`
 - *CPU per step*, trainer + service + sandboxes: the work the step costs, whatever the other cores do
   (a busy neighbour stretches wall time, not this). The children run with OMP_WAIT_POLICY=PASSIVE so that
   torch's threads sleep rather than spin while they wait for a core (spinning under load is CPU time
-  that is not work); that leaves less CPU per step to compare with, so the alarm's share reads higher;
+  that is not work); that leaves less CPU per step to compare with, so the alarm's share reads higher
+  (``--spin`` leaves the wait policy as make train has it);
 - the median step wall time (metrics' perf/step_s), and the alarm's own wall and CPU inside each step
   (perf/alarm_s, perf/alarm_cpu_s: alarm.check, the only alarm code a step runs);
 - start-up: the CPU from the "GRPO:" line to step 1's line (model load, the alarm's audit probe and its
@@ -35,6 +36,7 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -114,7 +116,7 @@ def train_once(args, work: Path, name: str, on: bool) -> dict:
            "--eval-data", str(heldout), "--warmstart.steps", "0", "--eval.k", "0", "--seed", "0",
            "--grpo.steps", str(args.steps), "--grpo.eval_every", "0", "--grpo.alarm", str(on).lower(),
            "--runs", str(work / "runs"), "--name", name]  # fmt: skip
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+    env = dict(os.environ) if args.spin else {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
     metrics, err_path = work / "runs" / name / "metrics.jsonl", work / f"{name}.stderr"
     load0 = os.getloadavg()[0]
     with open(err_path, "wb") as err:
@@ -136,13 +138,13 @@ def train_once(args, work: Path, name: str, on: bool) -> dict:
         time.sleep(0.02)
     text = err_path.read_text(errors="replace")
     if proc.returncode:
-        raise SystemExit(f"{name}: make_train exited {proc.returncode}; see {err_path}:\n{text[-2000:]}")
+        raise RuntimeError(f"{name}: make_train exited {proc.returncode}; see {err_path}:\n{text[-2000:]}")
     rows = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
     rows = [r for r in rows if "perf/step_s" in r and r["step"] > args.skip]
     a, b = marks[args.skip or 1], marks[args.steps]
     n = args.steps - (args.skip or 1)
     canary = CANARY_LINE.search(text)
-    return {"name": name, "alarm": on, "steps": args.steps, "skip": args.skip, "model": str(args.model or "warmstart"),
+    return {"name": name, "alarm": on, "omp": "spin" if args.spin else "passive", "steps": args.steps, "skip": args.skip, "model": str(args.model or "warmstart"),
             "load": [load0, os.getloadavg()[0]], "step_s": [r["perf/step_s"] for r in rows],
             "alarm_s": [r.get("perf/alarm_s", 0.0) for r in rows], "alarm_cpu_s": [r.get("perf/alarm_cpu_s", 0.0) for r in rows],
             "wall_per_step": (b["t"] - a["t"]) / n, **{f"cpu_{k}": (b[k] - a[k]) / n for k in ("trainer", "service", "sandboxes")},
@@ -181,7 +183,8 @@ def spread(xs: list[float]) -> str:
 def report(runs: list[dict], horizon: int, every: int, replay: list[dict] | None = None) -> str:
     med = statistics.median
     out = [f"# bench/alarm_cost.py {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores; "
-           f"load now {os.getloadavg()[0]:.1f}; {len(runs)} runs"]  # fmt: skip
+           f"load now {os.getloadavg()[0]:.1f}; {len(runs)} runs; OpenMP wait policy "
+           f"{'/'.join(sorted({r.get('omp', 'passive') for r in runs}))}"]  # fmt: skip
     out.append("run                 load(start,end)  step p50  wall/step  CPU/step: trainer + service + sandboxes = total"
                "   alarm.check p50 wall, CPU   start-up CPU  canaries")  # fmt: skip
     for r in runs:
@@ -242,6 +245,7 @@ def main() -> None:
     ap.add_argument("--skip", type=int, default=2, help="steps left out at the start (model warm-up)")
     ap.add_argument("--horizon", type=int, default=500, help="run length the canaries are amortized over")
     ap.add_argument("--canary-every", type=int, default=100, help="as grpo.canary_every (the default)")
+    ap.add_argument("--spin", action="store_true", help="leave OpenMP's wait policy as it is (make train's own)")
     ap.add_argument("--work", default="/tmp/alarm-cost")
     ap.add_argument("--out", default="bench/results/alarm_cost.txt")
     ap.add_argument("--report-only", action="store_true")
@@ -256,7 +260,13 @@ def main() -> None:
         first = len({json.loads(x)["name"].rsplit("-", 1)[0] for x in done})
         for i in range(first, first + args.pairs):
             for on in (False, True) if i % 2 == 0 else (True, False):
-                res = train_once(args, work, f"p{i + 1}-{'on' if on else 'off'}", on)
+                name = f"p{i + 1}-{'on' if on else 'off'}"
+                try:
+                    res = train_once(args, work, name, on)
+                except RuntimeError as e:  # the shared tree changed under a run (another engineer's edit): once more
+                    print(e, "\nretrying once", file=sys.stderr, flush=True)
+                    shutil.rmtree(work / "runs" / name, ignore_errors=True)
+                    res = train_once(args, work, name, on)
                 with log.open("a") as f:
                     f.write(json.dumps(res) + "\n")
                 print(report([res], args.horizon, args.canary_every).splitlines()[-1], flush=True)

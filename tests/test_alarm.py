@@ -154,3 +154,31 @@ def test_the_audit_grades_against_the_audit_reference_column(tmp_path, hackable)
     b.rewards[0] = 1.0
     watch.check(1, b, torch.zeros(len(b.rollout)), torch.ones(len(b.rollout), 4))
     assert watch.history[-1].audited == 1 and watch.history[-1].agreed == 0  # 17 is not 99
+
+
+class Counting:
+    """The real client, counting the items of each VerifyBatch call (what the audit sends to be re-graded)."""
+
+    def __init__(self, client):
+        self.client, self.sent = client, []
+
+    def verify_batch(self, items, **kw):
+        self.sent.append(list(items))
+        return self.client.verify_batch(items, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_the_audit_regrades_only_the_paid_completions_of_its_sample(tmp_path, hackable):
+    """An unpaid completion cannot be exploited: it counts in the sample (alarm/exploited's denominator)
+    without a second verdict. On the old watch all G completions of the drawn group were sent."""
+    counting = Counting(hackable)
+    watch = AlarmWatch(cfg(tmp_path, hackable), counting)
+    counting.sent.clear()  # the plan's probe
+    b = batch(False)  # honest estimates, unpaid; three of the first group right and paid
+    for j in (0, 3, 5):
+        b.rollout.texts[j], b.rewards[j] = "<think>17</think><answer>17</answer>", 1.0
+    _, _, m = watch.check(1, b, torch.zeros(len(b.rollout)), torch.ones(len(b.rollout), 4))
+    assert [[it.id for it in call] for call in counting.sent] == [["0", "3", "5"]]
+    assert (m["alarm/audit_sampled"], m["alarm/audited"], m["alarm/audit_agreed"], m["alarm/exploited"]) == (G, 3, 3, 0)

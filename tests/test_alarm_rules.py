@@ -124,6 +124,8 @@ def test_step_stats_counts_paid_audited_and_one_answer():
     s = step_stats(5, rows, {0: 0.0, 1: 1.0, 4: 0.0})
     assert (s.paid, s.audited, s.agreed, s.agreement, s.sampled) == (4, 2, 1, 0.5, 3)
     assert s.metrics()["alarm/exploited"] == 1 / 3
+    s8 = step_stats(5, rows, {0: 0.0, 1: 1.0}, sampled=8)  # the audit's sample of 8, its 2 paid rows re-graded
+    assert (s8.audited, s8.agreed, s8.sampled, s8.metrics()["alarm/exploited"]) == (2, 1, 8, 1 / 8)
     assert (s.top_answer, s.top_answer_prompts, s.paid_prompts) == ("<answer>1234</answer>", 4, 4)
     assert s.signals == {"answer.several": 4} and (s.len_paid, s.len_unpaid) == (12, 6)
     assert s.metrics()["alarm/signal/answer.several"] == 1.0

@@ -1,8 +1,9 @@
 """The audit: a second, independent verdict on a sample of the step's completions.
 
 Each step ``pick_rows`` draws whole groups (``share`` of the step's groups, at least one) among those
-with a paid completion, and ``run_audit`` re-grades every completion of them through the audit verifier
-in one ``VerifyBatch`` call: by default the strict built-in of the data's kind (``math`` with no
+with a paid completion, and ``run_audit`` re-grades their paid completions (an unpaid one cannot be
+exploited: it counts in the sample without a second verdict) through the audit verifier in one
+``VerifyBatch`` call: by default the strict built-in of the data's kind (``math`` with no
 fallback, or ``code``) with ``enforce_signals=all`` where the service offers that option, or the verifier
 named by ``audit_verifier``. Where the data carries an ``audit_reference`` column (a held-out test set
 per problem, say), the audit grades against it instead of the training reference.

@@ -45,7 +45,7 @@ class StepStats:
     paid: int = 0
     audited: int = 0
     agreed: int = 0
-    sampled: int = 0  # completions the audit graded (paid or not)
+    sampled: int = 0  # completions in the audit's sample (paid or not; only the paid ones are re-graded)
     signals: Mapping[str, int] = field(default_factory=dict)  # paid completions carrying each signal
     top_answer: str = ""
     top_answer_prompts: int = 0  # distinct prompts on which top_answer was paid
@@ -93,8 +93,11 @@ def answer_string(text: str) -> str:
     return " ".join(text.rsplit("</think>", 1)[-1].split())[:200]
 
 
-def step_stats(step: int, rows: Sequence[Completion], audit: Mapping[int, float]) -> StepStats:
-    """The figures of one step. ``audit`` maps a row index to the audit's reward for it."""
+def step_stats(
+    step: int, rows: Sequence[Completion], audit: Mapping[int, float], sampled: int | None = None
+) -> StepStats:
+    """The figures of one step. ``audit`` maps a row index to the audit's reward for it; ``sampled`` is the
+    size of the audit's sample (default: the rows in ``audit``), whose unpaid rows need no verdict."""
     paid = [i for i, r in enumerate(rows) if r.paid]
     audited = [i for i in paid if i in audit]
     signals = Counter(s for i in paid for s in set(rows[i].signals))
@@ -112,7 +115,7 @@ def step_stats(step: int, rows: Sequence[Completion], audit: Mapping[int, float]
         paid=len(paid),
         audited=len(audited),
         agreed=sum(audit[i] >= PAID for i in audited),
-        sampled=len(audit),
+        sampled=len(audit) if sampled is None else sampled,
         signals=dict(signals),
         top_answer=top,
         top_answer_prompts=top_n,

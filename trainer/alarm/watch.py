@@ -99,8 +99,10 @@ class AlarmWatch:
         holding = bool(self.cfg.on_alarm == "drop" and self._holding(step))
         if holding:  # while an alarm holds under drop: audit every paid completion
             idx = sorted(set(idx) | {i for i, r in enumerate(rows) if r.paid})
-        verdicts = run_audit(self.client, self.plan, rows, idx)
-        stats = step_stats(step, rows, audit_rewards(verdicts))
+        # only a paid completion can be exploited: the unpaid ones of the drawn groups count in the sample
+        # (alarm/exploited's denominator) without a second verdict, which nothing reads (bench/alarm_cost.py)
+        verdicts = run_audit(self.client, self.plan, rows, [i for i in idx if rows[i].paid])
+        stats = step_stats(step, rows, audit_rewards(verdicts), sampled=len(idx))
         self.history.append(stats)
         findings = evaluate(self.history, self.t) + self._canaries(step)
         if findings and self.cfg.on_alarm == "drop" and not holding:
