@@ -11,10 +11,10 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.own_model_helpers import TAGS, bpe_tokenizer
-from trainer import preflight
 from trainer.config import GRPOConfig
 from trainer.errors import CheckpointError, ConfigError
 from trainer.pipelines import run_folder
+from trainer.run import preflight
 from trainer.run.outcome_watch import OutcomeWatch
 
 

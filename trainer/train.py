@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from trainer import cli, distributed, preflight
+from trainer import cli, distributed
 from trainer.alarm.evidence import ALARMS_FILE, AlarmStopped
 from trainer.alarm.watch import AlarmStop, AlarmWatch
 from trainer.config import GRPOConfig, load_config
@@ -57,7 +57,7 @@ from trainer.policy import (
     seed_everything,
 )
 from trainer.rollout.backends import make_backend
-from trainer.run import interrupt, own_model
+from trainer.run import interrupt, own_model, preflight
 from trainer.run.checkpoint import checkpoint_dir, resume_run, save_run
 from trainer.run.metrics import MetricsLogger
 
@@ -150,7 +150,7 @@ def _build(
     stream = DataStream(load_examples(cfg.data), cfg.seed)
     check = preflight.check(tokenizer, model, [cfg.verifier], stream.examples[0].prompt, model_dir=cfg.model,
                             use_chat_template=cfg.use_chat_template, max_new_tokens=cfg.max_new_tokens)  # fmt: skip
-    preflight.raise_errors(check)  # the verifier's tags survive decoding (trainer/preflight.py)
+    preflight.raise_errors(check)  # the verifier's tags survive decoding (trainer/run/preflight.py)
     own_model.check_trainable(model, cfg.model or "(passed in)")  # not an empty parameter list at the optimizer
     eval_examples = load_examples(cfg.eval_data)[: cfg.eval_limit] if cfg.eval_data and cfg.eval_every else []
     ref = make_reference(cfg, model)
@@ -173,7 +173,7 @@ def _build(
             dtype=rollout_dtype(cfg, next(model.parameters()).device),  # the training forward's, unless set
         )
     if reward_fn is None:
-        reward_fn = VerifierReward(cfg.verifier, cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
+        reward_fn = VerifierReward(cfg.verifier, cfg.target, timeout_s=cfg.verifier_timeout_s)
         reward_fn.check()
     alarm = None
     if cfg.alarm:

@@ -53,7 +53,7 @@ class AlarmWatch:
         self.cfg, self.t = cfg, thresholds
         self.run_dir = Path(cfg.run_dir)
         self.own_client = client is None
-        self.client = client or VerifierClient(cfg.verifier_target, timeout_s=cfg.verifier_timeout_s)
+        self.client = client or VerifierClient(cfg.target, timeout_s=cfg.verifier_timeout_s)
         self.plan: AuditPlan = make_plan(self.client, cfg.audit_verifier, cfg.data)
         self.canaries = CanaryCheck(self.client, cfg.verifier, data_kind(cfg.data))
         self.rng = random.Random(f"audit/{cfg.seed}")

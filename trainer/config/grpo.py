@@ -37,7 +37,9 @@ class GRPOConfig(BaseModel):
 
     # -- rewards ----------------------------------------------------------------------------------
     verifier: str = Field("math", description="name of the verifier in the service's registry")
-    verifier_target: str = Field("127.0.0.1:50051", description="host:port of the verifier service")
+    target: str = Field(
+        "127.0.0.1:50051", description="host:port of the verifier service (host:port,host:port: replicas)"
+    )
     verifier_timeout_s: float = Field(300.0, gt=0, description="deadline of one VerifyBatch call")
 
     # -- rollout ----------------------------------------------------------------------------------
@@ -186,6 +188,18 @@ class GRPOConfig(BaseModel):
             return [] if v.strip() in ("", "none") else [x.strip() for x in v.split(",")]
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: object) -> object:
+        old = sorted(k for k in data if k in RENAMED) if isinstance(data, dict) else []
+        if old:
+            raise ValueError(
+                "; ".join(
+                    f"{k} is now called {RENAMED[k]} (`{RENAMED[k]}:` in a config file, --{RENAMED[k]})" for k in old
+                )
+            )
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> GRPOConfig:
         batch = self.prompts_per_step * self.group_size
@@ -235,6 +249,7 @@ class GRPOConfig(BaseModel):
         return self.mu > 1 or self.minibatches > 1
 
 
+RENAMED = {"verifier_target": "target"}  # a former name is refused with its new one (make train says --target)
 ALARM_FIELDS = {"on_alarm", "audit", "audit_verifier", "canary_every", "allow_hackable_reward"}
 
 

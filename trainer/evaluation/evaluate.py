@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainer import cli, preflight
+from trainer import cli
 from trainer.config import EvalArgs
 from trainer.errors import ModelError, Stopped, exit_on_error
 from trainer.evaluation import passk, suites
@@ -39,6 +39,7 @@ from trainer.evaluation.generate import generate_into, load_model
 from trainer.evaluation.grade import Grader, LocalService, check_verifiers
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.plan import Plan, apply_run_defaults, default_out, plan_completions, plan_generation
+from trainer.run import preflight
 from verifiers.client import VerifierClient, VerifierError
 
 
@@ -125,7 +126,7 @@ def run(a: EvalArgs) -> dict[str, Any]:
 
 
 def check_model(a: EvalArgs, plan: Plan, model: str, source: str) -> None:
-    """Preflight (trainer/preflight.py) on the model's tokenizer: a tag a verifier needs that decoding drops
+    """Preflight (trainer/run/preflight.py) on the model's tokenizer: a tag a verifier needs that decoding drops
     is an error; one the format verifier (or math) reads is a warning."""
     from transformers import AutoTokenizer
 

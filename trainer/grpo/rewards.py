@@ -82,7 +82,7 @@ class VerifierReward:
         except Exception:  # grpc.FutureTimeoutError
             raise VerifierSetupError(
                 f"verifier service not reachable at {self.client.target}: start it (`python -m verifiers.server`, "
-                "or `make train`, which starts one) or set verifier_target to where it runs"
+                "or `make train`, which starts one) or set target (--target host:port) to where it runs"
             ) from None
         names = [v.name for v in self.client.list_verifiers()]
         if self.verifier not in names:

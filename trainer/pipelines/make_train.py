@@ -19,7 +19,7 @@ local one is started on a free loopback port for the run and stopped afterwards.
 
 With ``--model`` and no ``--config`` the settings come from configs/real_model.yaml; every run prints the
 settings that matter and where each came from (trainer/pipelines/run_folder.py). Before the service starts, a
-preflight (trainer/preflight.py) checks that the tags the verifiers read survive decoding and writes the
+preflight (trainer/run/preflight.py) checks that the tags the verifiers read survive decoding and writes the
 rendered prompt to ``prompt.txt``. ``--name`` of a run folder with a checkpoint resumes it in place;
 Ctrl-C/SIGTERM during GRPO writes the step's checkpoint and prints the command that resumes it
 (trainer/run/interrupt.py). ``--model`` may be a PEFT adapter folder (trainer/run/own_model.py).
@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from trainer import cli, preflight
+from trainer import cli
 from trainer.alarm.evidence import AlarmStopped
 from trainer.config import GRPOConfig, PipelineConfig, load_config
 from trainer.data import read_jsonl
@@ -48,7 +48,7 @@ from trainer.evaluation.heldout import evaluate_heldout, figure_lines
 from trainer.pipelines import run_folder, task, tiny
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
 from trainer.pipelines.warmstart import warm_start
-from trainer.run import interrupt, own_model
+from trainer.run import interrupt, own_model, preflight
 from trainer.run.outcome_watch import OutcomeWatch
 from trainer.run.progress import MetricsBar
 
@@ -235,7 +235,7 @@ def warm_start_stage(r: Run) -> None:
 
 def connect(r: Run) -> None:
     """GRPO's config gets the service's address; the whole config goes to config.yaml."""
-    r.grpo = r.grpo_config(model=r.grpo.model, verifier_target=r.target)
+    r.grpo = r.grpo_config(model=r.grpo.model, target=r.target)
     dump = {**r.cfg.model_dump(exclude={"grpo"}), "grpo": r.grpo.model_dump()}
     (r.dir / "config.yaml").write_text(yaml.safe_dump(dump, sort_keys=False))
     say(f"verifier service: {r.target}; GRPO reward: {r.grpo.verifier}; held-out grading: {r.cfg.eval.verifier}")

@@ -90,7 +90,7 @@ def rl_stage(cfg: R1Config, start: Path, grpo: GRPOConfig, paths: dict[str, Path
     from trainer.train import train
 
     raw = {**grpo.model_dump(), "model": str(start), "data": str(paths["train"]), "eval_data": str(paths["heldout"])}
-    raw.update(run_dir=str(out), seed=cfg.seed, verifier_target=target, report_to=[], save_every=0)
+    raw.update(run_dir=str(out), seed=cfg.seed, target=target, report_to=[], save_every=0)
     if cfg.threads and "threads" not in grpo.model_fields_set:
         raw["threads"] = cfg.threads
     gcfg = load_config(None, raw)

@@ -6,5 +6,7 @@
 - ``metrics``: ``MetricsLogger`` (metrics.jsonl, TensorBoard/W&B/Trackio, completions, curves.png), ``read_metrics``;
 - ``progress``: ``MetricsBar``, the progress line of ``make train``; ``outcome_watch``: ``OutcomeWatch``, the
   warning when a run's first steps all grade one outcome;
-- ``own_model``: ``MODEL=`` as a practitioner gives it (a saved folder, a hub id or a PEFT adapter).
+- ``own_model``: ``MODEL=`` as a practitioner gives it (a saved folder, a hub id or a PEFT adapter);
+- ``preflight``: the checks made before a run starts anything (the verifier's tags survive decoding),
+  ``python -m trainer.run.preflight MODEL_DIR [--fix-tags]``.
 """

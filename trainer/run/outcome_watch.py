@@ -20,7 +20,7 @@ CAUSES: dict[str, list[str]] = {  # by outcome (Outcome is a str enum: plain nam
         "<answer>...</answer>; think_format/r1: <think>...</think> first): read prompt.txt and completions.jsonl "
         "in the run folder",
         "completions cut at max_new_tokens before the answer (see completion/truncated_frac in metrics.jsonl)",
-        "tags dropped when completions are decoded (special tokens): `python -m trainer.preflight MODEL_DIR`",
+        "tags dropped when completions are decoded (special tokens): `python -m trainer.run.preflight MODEL_DIR`",
         "the chat template: a base model may need --grpo.use_chat_template false (or an instruct model true)",
     ],
     Outcome.INCORRECT: [

@@ -8,13 +8,13 @@ with ``<think>``/``</think>``/``<answer>``/``</answer>`` among its special token
 ``think_format`` and ``r1`` completions without their tags: every sample grades ``NO_ANSWER``. The fix
 is to make those tags normal added tokens (the same ids, so the model needs no change):
 
-    python -m trainer.preflight MODEL_DIR --fix-tags      # rewrites tokenizer.json (a copy is kept)
+    python -m trainer.run.preflight MODEL_DIR --fix-tags      # rewrites tokenizer.json (a copy is kept)
 
 ``check`` also renders one prompt as the trainer will (chat template or not), so it can be read in the
 run folder (``prompt.txt``), and warns when the prompt plus ``max_new_tokens`` exceeds the model's
 positions or the tokenizer has no EOS.
 
-``python -m trainer.preflight MODEL_DIR [--verifier r1] [--data FILE]`` runs the same checks alone.
+``python -m trainer.run.preflight MODEL_DIR [--verifier r1] [--data FILE]`` runs the same checks alone.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _fix_hint(model_dir: str | None, tags: list[str]) -> str:
     where = model_dir or "MODEL_DIR"
     return (
         f"Fix: make {' '.join(tags)} normal tokens (same ids; the model is unchanged): "
-        f"`python -m trainer.preflight {where} --fix-tags` (rewrites tokenizer.json, keeping tokenizer.json.orig), "
+        f"`python -m trainer.run.preflight {where} --fix-tags` (rewrites tokenizer.json, keeping tokenizer.json.orig), "
         "or in your tokenizer script add them with tokenizer.add_tokens([...]) instead of as special tokens"
     )
 
@@ -175,10 +175,10 @@ def fix_tags(model_dir: str | Path, tags: Iterable[str] = TAGS) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m trainer.preflight MODEL_DIR [--verifier NAME] [--data FILE] [--fix-tags]``."""
+    """``python -m trainer.run.preflight MODEL_DIR [--verifier NAME] [--data FILE] [--fix-tags]``."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m trainer.preflight", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m trainer.run.preflight", description=__doc__.split("\n\n")[0])
     p.add_argument("model_dir")
     p.add_argument("--verifier", default="r1", help="verifier whose tags to check (default: r1)")
     p.add_argument("--data", help="JSONL whose first prompt is rendered (default: a sample prompt)")
