@@ -66,7 +66,7 @@ TIMING_KEY = "x-bench-timing"
 
 @dataclass
 class Call:
-    kind: str  # format | math-int | math | code | batch | deliberate
+    kind: str  # format | math-int | math | code | batch | batch-host (no item needs a sandbox) | deliberate
     items: list[tuple[pb.VerifyRequest, str]]  # (request, expected outcome name)
     expected_error: grpc.StatusCode | None = None
     sandbox: bool = True  # False: every item is graded in the service process (or refused before grading)
@@ -139,7 +139,8 @@ def build_calls(count: int, seed: int) -> list[Call]:
             for _ in range(BATCH):
                 n += 1
                 items.append(rnd.choice([format_item, math_item, math_item])(rnd, n))
-            calls.append(Call("batch", items, sandbox=any(needs_sandbox(q) for q, _ in items)))
+            sandbox = any(needs_sandbox(q) for q, _ in items)
+            calls.append(Call("batch" if sandbox else "batch-host", items, sandbox=sandbox))
         else:
             kind = "format" if r < 0.50 else "math" if r < 0.88 else "code"
             req, want = makers[kind](rnd, n)
@@ -173,7 +174,7 @@ def do_call(stub, call: Call) -> Outcome:
     t0 = time.monotonic_ns()
     items = len(call.items)
     try:
-        if call.kind == "batch":
+        if call.kind.startswith("batch"):
             reply, rpc = stub.VerifyBatch.with_call(pb.VerifyBatchRequest(items=[r for r, _ in call.items]),
                                                     timeout=DEADLINE_S)  # fmt: skip
             got = reply.results
