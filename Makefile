@@ -175,7 +175,7 @@ NPROC ?=
 train: setup
 	$(if $(filter-out 1,$(NPROC)),$(VENV)/bin/torchrun --standalone --nproc_per_node $(NPROC) -m trainer.train \
 	  $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
-	  $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--verifier_target $(TARGET)) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) \
 	  $(ARGS),$(PY) -m trainer.pipelines.make_train $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
 	  $(if $(DATA),--data $(DATA)) $(if $(EVAL_DATA),--eval-data $(EVAL_DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) $(if $(RUN_NAME),--name $(RUN_NAME)) \

@@ -66,7 +66,7 @@ def warm(out: Path, seed: int, steps: int):
 
 def grpo_cfg(out: Path, paths, run: str, target: str, verifier: str, steps: int, **kw) -> GRPOConfig:
     base = dict(model=str(out / "warm"), data=str(paths["train"]), eval_data=str(paths["heldout"]), eval_every=10,
-                verifier=verifier, verifier_target=target, group_size=8, prompts_per_step=8, max_new_tokens=48,
+                verifier=verifier, target=target, group_size=8, prompts_per_step=8, max_new_tokens=48,
                 lr=LR, beta=0.04, steps=steps, run_dir=str(out / run), report_to=[], threads=2,
                 log_completions_every=10, seed=0)  # fmt: skip
     base.update(kw)

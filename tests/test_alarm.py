@@ -33,7 +33,7 @@ REFS = ["17", "23"]
 
 def cfg(tmp_path, client, **kw) -> GRPOConfig:
     data = write_jsonl([{"prompt": f"{r}+0=?", "answer": r} for r in REFS], tmp_path / "train.jsonl")
-    base = dict(alarm=True, verifier=HACKABLE, verifier_target=client.target, data=str(data), group_size=G,
+    base = dict(alarm=True, verifier=HACKABLE, target=client.target, data=str(data), group_size=G,
                 prompts_per_step=P, run_dir=str(tmp_path / "run"), allow_hackable_reward=True, canary_every=0)  # fmt: skip
     return GRPOConfig(**{**base, **kw})
 

@@ -172,7 +172,7 @@ def torchrun_train(tmp_path: Path, target: str, extra: list[str]) -> tuple[subpr
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port())]
     cmd += ["-m", "trainer.train", "--model", str(init), "--data", str(data), "--steps", "2", "--verifier"]
-    cmd += ["tag_count", "--verifier_target", target, "--run_dir", str(run), "--group_size", "4"]
+    cmd += ["tag_count", "--target", target, "--run_dir", str(run), "--group_size", "4"]
     cmd += ["--prompts_per_step", "4", "--max_new_tokens", "8", "--threads", "1", *extra]
     cmd = [c.replace("{data}", str(data)) for c in cmd]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}

@@ -41,14 +41,14 @@ def test_make_train_and_eval_on_a_model_of_ones_own(tmp_path, verifier_server):
     assert got.returncode != 0
     assert "preflight failed (nothing was started)" in got.stderr
     assert "'<think>' is a special token" in got.stderr and "NO_ANSWER" in got.stderr
-    assert f"python -m trainer.preflight {special} --fix-tags" in got.stderr
+    assert f"python -m trainer.run.preflight {special} --fix-tags" in got.stderr
     assert "verifier service:" not in got.stderr and not (runs / "first" / "metrics.jsonl").exists()
     ev = make("eval", MODEL=str(special), DATA=str(data), VERIFIER="r1", TARGET=verifier_server.target,
               OUT=str(tmp_path / "special.json"), LIMIT="2", ARGS="--max-new-tokens 8")  # fmt: skip
     assert ev.returncode != 0 and "'<think>' is a special token" in ev.stderr and "--fix-tags" in ev.stderr
 
     # 2. the fix it names, then the same command: a short run that says what it trains with
-    fixed = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "trainer.preflight", str(special), "--fix-tags"],
+    fixed = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "trainer.run.preflight", str(special), "--fix-tags"],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert fixed.returncode == 0, fixed.stderr
     got = make("train", MODEL=str(special), NAME="mine", ARGS=SHORT, **knobs)

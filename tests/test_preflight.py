@@ -26,7 +26,7 @@ def test_a_special_think_tag_is_an_error_naming_the_token_and_the_fix():
     assert len(rep.errors) == 1
     err = rep.errors[0]
     assert "'<think>'" in err and "special token" in err and "NO_ANSWER" in err
-    assert "python -m trainer.preflight my-model --fix-tags" in err
+    assert "python -m trainer.run.preflight my-model --fix-tags" in err
     with pytest.raises(preflight.PreflightError, match="<think>"):
         preflight.raise_errors(rep)
     # think_format needs the same tags; math only reads <answer> when there is no \boxed: a warning
@@ -153,6 +153,6 @@ def test_python_m_trainer_train_runs_the_preflight_before_the_service(tmp_path):
 
     model_dir = save_model_folder(tmp_path / "m", tags_special=True)
     cfg = GRPOConfig(model=str(model_dir), data=str(gsm8k_style(tmp_path / "d.jsonl")), verifier="r1",
-                     verifier_target="127.0.0.1:1", run_dir=str(tmp_path / "run"), steps=1, report_to=[])  # fmt: skip
+                     target="127.0.0.1:1", run_dir=str(tmp_path / "run"), steps=1, report_to=[])  # fmt: skip
     with pytest.raises(preflight.PreflightError, match="'<think>' is a special token"):
         train(cfg)  # no service at 127.0.0.1:1: the preflight stops it first

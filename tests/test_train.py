@@ -59,7 +59,7 @@ def small_cfg(tmp_path: Path, target: str, **kw) -> GRPOConfig:
     base = dict(
         data=str(write_data(tmp_path / "train.jsonl")),
         verifier="tag_count",
-        verifier_target=target,
+        target=target,
         group_size=4,
         prompts_per_step=2,
         max_new_tokens=8,
@@ -88,7 +88,7 @@ def test_entry_point_trains_three_steps_and_saves_a_loadable_model(tmp_path, ser
     cfg.write_text(yaml.safe_dump({"model": str(init), "data": str(write_data(tmp_path / "d.jsonl")), "steps": 10}))
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "trainer.train", "--config", str(cfg), "--steps", "3", "--verifier", "tag_count"]
-    cmd += ["--verifier_target", server.target, "--run_dir", str(run), "--group_size", "4", "--prompts_per_step", "2"]
+    cmd += ["--target", server.target, "--run_dir", str(run), "--group_size", "4", "--prompts_per_step", "2"]
     cmd += ["--max_new_tokens", "8", "--lr", "1e-3", "--threads", "1", "--log_completions_every", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)

@@ -1,7 +1,7 @@
 """What an alarm leaves behind: a line on stderr and a record in ``run_dir/alarms.jsonl`` with the
 flagged completions (prompt, completion, reference, training reward, outcome and signals, and the audit's
 verdict where it graded them). metrics.jsonl and TensorBoard get ``alarm/fired`` and
-``alarm/fired/<rule>`` at the step; curves.png marks the step (trainer/metrics.py)."""
+``alarm/fired/<rule>`` at the step; curves.png marks the step (trainer/run/metrics.py)."""
 
 from __future__ import annotations
 
