@@ -1,14 +1,20 @@
 """Math grading throughput: our service (sandboxed, pool of 2) vs Math-Verify in-process, one thread.
 
-    .venv/bin/python bench/math.py [--rounds 3] [--out bench/results/math.txt]
+    .venv/bin/python bench/math.py [--suite mv|mix] [--rounds 3] [--out bench/results/math.txt]
 
-The same (gold, completion) pairs both ways: our own mix of integers, fractions, expressions, sets and
-intervals, two thirds of them right, a fresh draw of that mix each round (so neither Math-Verify's
-in-process parse caches nor our result cache see a pair twice). Math-Verify is called as its README shows (``parse`` both sides,
-then ``verify``; its signal timeouts on, main thread). Ours is one ``VerifyBatch`` per round. Rounds
-alternate (MV, ours as one VerifyBatch, ours as 32 concurrent Verify calls, MV, …); every round's completions carry a round tag after the answer so the
-service's cache never answers. Printed: items/s, p50/p99 latency (ours: the service's per-item time,
-which includes queueing inside the batch), the ratio per round, the verdict agreement, load average.
+Same pairs both ways. ``--suite mv`` (the default): Math-Verify's own test cases (tests/data/mv_suite.tsv,
+268 gold/pred pairs from its tests/*.py); ours grades them with ``fallback = full`` (the pred is a whole
+text, as Math-Verify reads it), and the verdicts are compared with Math-Verify's (called as below) and with
+the suite's expected values (their tests' own settings), every differing row listed. ``--suite mix``: our
+own mix of integers, fractions, expressions, sets and intervals, two thirds right, a fresh draw each round.
+
+Math-Verify is called as its README shows (``parse`` both sides, then ``verify``; its signal timeouts on,
+main thread), sympy's cache cleared before each of its rounds so a repeated pair is real work. Ours is one
+``VerifyBatch`` per round and the same items as 32 concurrent ``Verify`` calls. Rounds alternate (MV, ours
+as one VerifyBatch, ours as Verify calls, MV, …); each round's requests differ from every other round's
+(the mix: a round tag after the answer; the suite: a round-specific ``timeout_s``, part of the cache key),
+so the service's cache never answers (asserted). Printed: items/s, p50/p99 latency (ours: the service's
+per-item time, which includes queueing inside the batch), the ratio per round, agreement, load average.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 
@@ -65,39 +72,62 @@ def completion(answer: str, round_no: int) -> str:
     return f"<think>working</think>So the answer is $\\boxed{{{answer}}}$. (round {round_no})"
 
 
-def run_math_verify(items: list[tuple[str, str, str]], round_no: int) -> tuple[float, list[float], list[bool]]:
-    from math_verify import parse, verify
+def mix_items(round_no: int, tag: int) -> list[dict]:
+    """The mix as bench items (round ``round_no``'s draw, ``tag`` after the answer): the request, Math-Verify's
+    two texts, no expected value."""
+    return [{"cat": cat, "req": {"verifier": "math", "completion": completion(a, tag), "reference": g},
+             "mv": (f"${g}$", completion(a, tag)), "expected": None, "row": f"{cat} {g!r} {a!r}"}
+            for cat, g, a in pairs(seed=round_no)]  # fmt: skip
 
+
+def suite_items(round_no: int, tag: int) -> list[dict]:
+    """Math-Verify's test cases (every round the same); ``tag`` is in ``timeout_s`` (5 s and thousandths)."""
+    from bench.math_agreement import read_tsv
+
+    timeout_s = 5.0 + (tag % 1000) / 1000
+    return [{"cat": c["file"], "req": {"verifier": "math", "completion": c["pred"], "reference": c["gold"],
+                                       "options": {"fallback": "full"}, "timeout_s": timeout_s},
+             "mv": (c["gold"], c["pred"]), "expected": c["expected"],
+             "row": f"mv_suite.tsv:{c['line']} {c['test']} gold={c['gold'][:50]!r} pred={c['pred'][:50]!r}"}
+            for c in read_tsv()]  # fmt: skip
+
+
+SUITES = {"mv": suite_items, "mix": mix_items}
+
+
+def run_math_verify(items: list[dict]) -> tuple[float, list[float], list[bool]]:
+    from math_verify import parse, verify
+    from sympy.core.cache import clear_cache
+
+    clear_cache()  # a pair seen in an earlier round is parsed and compared again, not looked up
     lat, verdicts = [], []
     t0 = time.perf_counter()
-    for _, gold, answer in items:
+    for it in items:
+        gold, pred = it["mv"]
         t = time.perf_counter()
-        verdicts.append(bool(verify(parse(f"${gold}$"), parse(completion(answer, round_no)))))
+        verdicts.append(bool(verify(parse(gold), parse(pred))))
         lat.append(time.perf_counter() - t)
     return time.perf_counter() - t0, lat, verdicts
 
 
-def run_ours(client, items: list[tuple[str, str, str]], round_no: int) -> tuple[float, list[float], list[bool]]:
-    batch = [{"verifier": "math", "completion": completion(a, round_no), "reference": g} for _, g, a in items]
+def run_ours(client, items: list[dict]) -> tuple[float, list[float], list[bool]]:
     t0 = time.perf_counter()
-    rs = client.verify_batch(batch)
+    rs = client.verify_batch([it["req"] for it in items])
     wall = time.perf_counter() - t0
     assert not any(r.cached for r in rs), "a round was answered from the cache"
     return wall, [r.elapsed_s for r in rs], [r.outcome == "CORRECT" for r in rs]
 
 
-def run_ours_concurrent(client, items: list[tuple[str, str, str]], round_no: int, width: int = 32):
-    """The same items as ``width`` concurrent Verify calls (the server's 32 RPC threads), which lets the
-    math verifier coalesce more items per sandbox job than VerifyBatch's fan-out of 4 x pool size."""
-    from concurrent.futures import ThreadPoolExecutor
+def run_ours_concurrent(client, items: list[dict], width: int = 32) -> tuple[float, list[float], list[bool]]:
+    """The same items as ``width`` concurrent Verify calls (the server's 32 RPC threads)."""
 
     def one(it):
-        _, g, a = it
-        return client.verify("math", completion(a, round_no), g)
+        return client.verify(**it["req"])
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(width) as ex:
         rs = list(ex.map(one, items))
+    assert not any(r.cached for r in rs), "a round was answered from the cache"
     return time.perf_counter() - t0, [r.elapsed_s for r in rs], [r.outcome == "CORRECT" for r in rs]
 
 
@@ -106,68 +136,90 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+def spread(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):.2f}x (min {min(xs):.2f}, max {max(xs):.2f})"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", choices=sorted(SUITES), default="mv")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pool-size", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=None, help="append the run (with its command) to this file")
     args = ap.parse_args()
     from verifiers.client import VerifierClient
     from verifiers.launch import LocalServer
 
-    rounds = [pairs(seed=r) for r in range(args.rounds)]  # fresh pairs each round: no side's caches help
-    items = rounds[0]
+    make = SUITES[args.suite]
     lines: list[str] = []
 
     def say(s: str) -> None:
         print(s, flush=True)
         lines.append(s)
 
-    say(f"math bench: {len(items)} pairs ({', '.join(sorted({c for c, _, _ in items}))}), pool {args.pool_size}, "
-        f"{os.cpu_count()} CPUs, {args.rounds} rounds alternating")  # fmt: skip
+    say(
+        f"# .venv/bin/python bench/math.py {' '.join(sys.argv[1:])}   ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
+    )
+    first = make(0, 0)
+    say(f"math bench, suite {args.suite}: {len(first)} pairs ({', '.join(sorted({it['cat'] for it in first}))}), "
+        f"pool {args.pool_size}, {os.cpu_count()} CPUs, {args.rounds} rounds alternating")  # fmt: skip
     t0 = time.perf_counter()
     with LocalServer(pool_size=args.pool_size) as srv, VerifierClient(srv.target, timeout_s=600) as client:
         say(f"service start-up (server + {args.pool_size} warm containers): {time.perf_counter() - t0:.1f} s")
-        run_ours(client, pairs(seed=99)[:20], -1)  # connect and warm
-        mv_rates, our_rates, ratios, conc_rates, conc_ratios = [], [], [], [], []
-        mv_lat_all, our_lat_all = [], []
-        agree_by_cat: dict[str, list[int]] = {}
+        run_ours(client, make(99, 999)[:20])  # connect and warm
+        rates: dict[str, list[float]] = {"mv": [], "batch": [], "conc": []}
+        lat: dict[str, list[float]] = {"mv": [], "batch": []}
+        ratios, conc_ratios, same_conc = [], [], True
         for r in range(args.rounds):
-            items = rounds[r]
+            items, items_c = make(r, r + 1), make(r, 500 + r)
             load = os.getloadavg()[0]
-            mv_wall, mv_lat, mv_v = run_math_verify(items, r)
-            our_wall, our_lat, our_v = run_ours(client, items, r)
-            conc_wall, _, conc_v = run_ours_concurrent(client, items, 1000 + r)
-            conc_rates.append(len(items) / conc_wall)
-            mv_rates.append(len(items) / mv_wall)
-            our_rates.append(len(items) / our_wall)
-            ratios.append(our_rates[-1] / mv_rates[-1])
-            conc_ratios.append(conc_rates[-1] / mv_rates[-1])
-            mv_lat_all += mv_lat
-            our_lat_all += our_lat
-            for (cat, _, _), a, b in zip(items, mv_v, our_v, strict=True):
-                agree_by_cat.setdefault(cat, [0, 0])
-                agree_by_cat[cat][0] += a == b
-                agree_by_cat[cat][1] += 1
-            say(f"round {r}: load {load:.2f}  Math-Verify {mv_rates[-1]:7.1f}/s  ours {our_rates[-1]:7.1f}/s  "
-                f"ratio {ratios[-1]:.2f}x  ours/32 Verify calls {conc_rates[-1]:7.1f}/s ({conc_ratios[-1]:.2f}x)  ours correct {sum(our_v)}/{len(items)}  MV correct {sum(mv_v)}/{len(items)}")  # fmt: skip
-    say(f"Math-Verify in-process: median {statistics.median(mv_rates):.1f} pairs/s, "
-        f"p50 {1000 * pct(mv_lat_all, 0.5):.1f} ms, p99 {1000 * pct(mv_lat_all, 0.99):.1f} ms")  # fmt: skip
-    say(f"ours (service):         median {statistics.median(our_rates):.1f} pairs/s, "
-        f"p50 {1000 * pct(our_lat_all, 0.5):.1f} ms, p99 {1000 * pct(our_lat_all, 0.99):.1f} ms (in-batch, incl. queueing)")  # fmt: skip
+            mv_wall, mv_lat, mv_v = run_math_verify(items)
+            our_wall, our_lat, our_v = run_ours(client, items)
+            conc_wall, _, conc_v = run_ours_concurrent(client, items_c)
+            same_conc &= conc_v == our_v
+            for k, wall in (("mv", mv_wall), ("batch", our_wall), ("conc", conc_wall)):
+                rates[k].append(len(items) / wall)
+            lat["mv"] += mv_lat
+            lat["batch"] += our_lat
+            ratios.append(rates["batch"][-1] / rates["mv"][-1])
+            conc_ratios.append(rates["conc"][-1] / rates["mv"][-1])
+            say(f"round {r}: load {load:.2f}  Math-Verify {rates['mv'][-1]:7.1f}/s  ours {rates['batch'][-1]:7.1f}/s  "
+                f"ratio {ratios[-1]:.2f}x  ours/32 Verify calls {rates['conc'][-1]:7.1f}/s ({conc_ratios[-1]:.2f}x)  "
+                f"ours correct {sum(our_v)}/{len(items)}  MV correct {sum(mv_v)}/{len(items)}")  # fmt: skip
+    say(f"Math-Verify in-process: median {statistics.median(rates['mv']):.1f} pairs/s, "
+        f"p50 {1000 * pct(lat['mv'], 0.5):.1f} ms, p99 {1000 * pct(lat['mv'], 0.99):.1f} ms")  # fmt: skip
+    say(f"ours (service):         median {statistics.median(rates['batch']):.1f} pairs/s, "
+        f"p50 {1000 * pct(lat['batch'], 0.5):.1f} ms, p99 {1000 * pct(lat['batch'], 0.99):.1f} ms (in-batch, incl. queueing)")  # fmt: skip
+    say(f"ratio ours (VerifyBatch)/MV: {spread(ratios)}")
     say(
-        f"ratio ours (VerifyBatch)/MV: median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f})"
+        f"ratio ours (32 concurrent Verify)/MV: {spread(conc_ratios)}; concurrent verdicts equal to the batch's: {same_conc}"
     )
-    say(f"ratio ours (32 concurrent Verify)/MV: median {statistics.median(conc_ratios):.2f}x "
-        f"(min {min(conc_ratios):.2f}, max {max(conc_ratios):.2f}); "
-        f"concurrent verdicts equal to the batch's: {conc_v == our_v}")  # fmt: skip
-    for cat, (a, n) in sorted(agree_by_cat.items()):
-        say(f"verdict agreement {cat:10s} {a}/{n}")
-    a, n = sum(v[0] for v in agree_by_cat.values()), sum(v[1] for v in agree_by_cat.values())
-    say(f"verdict agreement overall {a}/{n} ({100 * a / n:.1f}%)")
+    agreement(items, our_v, mv_v, say)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
+        with args.out.open("a") as f:
+            f.write("\n" + "\n".join(lines) + "\n")
+
+
+def agreement(items: list[dict], ours: list[bool], mv: list[bool], say) -> None:
+    """The last round's verdicts: ours vs Math-Verify's (per category), and vs the suite's expected values."""
+    by_cat: dict[str, list[int]] = {}
+    for it, a, b in zip(items, ours, mv, strict=True):
+        by_cat.setdefault(it["cat"], [0, 0])
+        by_cat[it["cat"]][0] += a == b
+        by_cat[it["cat"]][1] += 1
+    for cat, (a, n) in sorted(by_cat.items()):
+        say(f"agreement with Math-Verify {cat:22s} {a}/{n}")
+    a = sum(x == y for x, y in zip(ours, mv, strict=True))
+    say(f"agreement with Math-Verify overall {a}/{len(items)} ({100 * a / len(items):.1f}%)")
+    if items[0]["expected"] is None:
+        return
+    exp = [it["expected"] for it in items]
+    for who, v in (("ours", ours), ("Math-Verify (README defaults)", mv)):
+        a = sum(x == y for x, y in zip(v, exp, strict=True))
+        say(f"agreement with the suite's expected values, {who}: {a}/{len(items)}")
+    for it, o, m in zip(items, ours, mv, strict=True):
+        if o != it["expected"] or o != m:
+            say(f"  differs: {it['row']}  expected {int(it['expected'])} ours {int(o)} MV {int(m)}")
 
 
 if __name__ == "__main__":
