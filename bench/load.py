@@ -240,6 +240,12 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
@@ -373,9 +379,13 @@ def main() -> None:
                 peak.append(rss_mb(pid))
 
         threading.Thread(target=sample, daemon=True).start()
+        cpu0 = cpu_s(pid)
         wall, outs = drive(srv.target, build_calls(args.requests, seed=3), args.callers)
+        cpu = cpu_s(pid) - cpu0
         stop.set()
         rate = report(f"load ({args.callers} callers)", wall, outs, say)
+        say(f"server process CPU during the load: {cpu:.1f} s in {wall:.1f} s ({cpu / wall:.0%} of one core; "
+            f"{1000 * cpu / len(outs):.2f} ms a call; the sandboxes' CPU is not in it)")  # fmt: skip
         rss_end = rss_mb(pid)
         say(f"throughput ratio {args.callers} callers / 1 caller: {rate / base:.2f}x")
         say(f"server RSS: after warm-up {rss_warm:.0f} MB, peak {max(peak):.0f} MB, end {rss_end:.0f} MB "

@@ -23,6 +23,7 @@ SandboxFusion's /run_code, /healthz and Prometheus /metrics, from this process (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hmac
 import logging
 import os
@@ -143,11 +144,18 @@ class Servicer(pb_grpc.VerifierServiceServicer):
     def __init__(self, service: VerifierService, admin: AdminToken | None = None, share: RpcShare | None = None):
         self.service = service
         self.admin = admin or AdminToken("")
-        self.share = share or RpcShare(sys.maxsize)
+        self.share = share
+
+    def _hold(self, *verifiers: str, sandbox: bool = False):
+        """A slot of the share when ``sandbox`` or one of ``verifiers`` may wait for a sandbox (nothing
+        without a share)."""
+        if self.share is None:
+            return contextlib.nullcontext()
+        return self.share.hold(sandbox or any(self.service.needs_sandbox(n) for n in set(verifiers)))
 
     def Verify(self, request, context):
         try:
-            with self.share.hold(self.service.needs_sandbox(request.verifier)):
+            with self._hold(request.verifier):
                 v = self.service.verify(Request.from_proto(request), call_deadline(context),
                                         caller=grpc_caller(context))  # fmt: skip
         except ServiceError as e:
@@ -158,7 +166,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
     def VerifyBatch(self, request, context):
         reqs = [Request.from_proto(r) for r in request.items]
         try:
-            with self.share.hold(any(self.service.needs_sandbox(n) for n in {r.verifier for r in reqs})):
+            with self._hold(*(r.verifier for r in reqs)):
                 verdicts = self.service.verify_batch(reqs, call_deadline(context), caller=grpc_caller(context))
         except ServiceError as e:
             _abort(context, e)
@@ -184,7 +192,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
         try:
             self.admin.check(context)
             kind, spec = spec_from_proto(request)
-            with self.share.hold(True):  # a python verifier's dry run waits for a sandbox
+            with self._hold(sandbox=True):  # a python verifier's dry run waits for a sandbox
                 v = self.service.register(request.name, kind, request.description, spec, replace=request.replace,
                                           deadline=call_deadline(context))  # fmt: skip
         except ServiceError as e:
