@@ -2,7 +2,7 @@
 
 The flags come from one model (verifiers/limits.py): ``--help`` shows each with its default, a bad
 value stops the server before it starts a sandbox (exit 2, the flag named), ``make serve`` passes its
-variables to them, the README's Limits section lists them. Then one real server started with small
+variables and ARGS to them, docs/serve.md's Limits section lists them. Then one real server started with small
 limits shows each one holding over gRPC, with the right status and a message naming the flag, and the
 server still serving afterwards.
 """
@@ -24,22 +24,10 @@ from verifiers.launch import ROOT, LocalServer
 from verifiers.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
 from verifiers.service.fair import BURST_SANDBOXES
 
-FLAGS = {  # flag -> the Makefile variable that sets it
-    "--backend": "BACKEND",
-    "--pool-size": "POOL",
-    "--memory-mb": "MEMORY_MB",
-    "--cpus": "CPUS",
-    "--pids": "PIDS",
-    "--output-cap-bytes": "OUTPUT_CAP",
-    "--max-timeout-s": "MAX_TIMEOUT_S",
-    "--max-queue-s": "MAX_QUEUE_S",
-    "--max-message-mb": "MAX_MESSAGE_MB",
-    "--max-batch": "MAX_BATCH",
-    "--max-completion-chars": "MAX_COMPLETION_CHARS",
-    "--max-concurrent-rpcs": "MAX_CONCURRENT",
-    "--langs-pool-size": "LANGS_POOL",
-    "--langs-memory-mb": "LANGS_MEMORY_MB",
-}
+FLAGS = ["--backend", "--pool-size", "--memory-mb", "--cpus", "--pids", "--output-cap-bytes", "--max-timeout-s",
+         "--max-queue-s", "--max-message-mb", "--max-batch", "--max-completion-chars", "--max-concurrent-rpcs",
+         "--langs-pool-size", "--langs-memory-mb", "--langs-image"]  # fmt: skip
+MAKE_VARIABLES = {"--backend": "BACKEND", "--pool-size": "POOL"}  # make serve's own; every other flag: ARGS='…'
 SMALL = ["--max-message-mb", "1", "--max-batch", "4", "--max-completion-chars", "1000", "--max-timeout-s", "5",
          "--max-concurrent-rpcs", "3", "--output-cap-bytes", "65536", "--memory-mb", "1024", "--pids", "100",
          "--cpus", "1.5"]  # fmt: skip
@@ -95,19 +83,21 @@ def test_the_limits_become_the_pool_configuration():
         from_args(p.parse_args(["--max-batch", "-1"]))
 
 
-def test_make_serve_passes_its_variables_to_the_flags():
-    values = {var: "7" for var in FLAGS.values()} | {"BACKEND": "bwrap"}
-    cmd = ["make", "-n", "--no-print-directory", "serve", *(f"{k}={v}" for k, v in values.items())]
+def test_make_serve_passes_its_variables_and_args_to_the_flags():
+    values = {"BACKEND": "bwrap", "POOL": "7"}
+    args = " ".join(f"{flag} 7" for flag in FLAGS if flag not in MAKE_VARIABLES)
+    cmd = ["make", "-n", "--no-print-directory", "serve", *(f"{k}={v}" for k, v in values.items()), f"ARGS={args}"]
     out = " ".join(subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT).stdout.split())
-    for flag, var in FLAGS.items():
+    for flag, var in MAKE_VARIABLES.items():
         assert f"{flag} {values[var]}" in out, flag
+    assert args in out
     plain = subprocess.run(["make", "-n", "--no-print-directory", "serve"], capture_output=True, text=True, cwd=ROOT)
     assert "--cpus" not in plain.stdout  # unset variables leave the server's defaults alone
 
 
-def test_the_readme_documents_every_limit():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Limits", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_document_every_limit():
+    doc = (ROOT / "docs" / "serve.md").read_text()
+    section = doc.split("## Limits", 1)[1].split("\n## ", 1)[0]
     for flag in FLAGS:
         assert flag in section, flag
 

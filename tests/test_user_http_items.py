@@ -47,7 +47,7 @@ def test_get_reward_reads_json_without_a_json_content_type(served, headers):
     v1 = http.post("/v1/verify", content=json.dumps({"verifier": "math", "completion": "\\boxed{2}", "reference": "2"}),
                    headers=headers)  # fmt: skip
     assert v1.status_code == 200 and v1.json()["reward"] == 1.0  # the /v1 routes, for comparison
-    assert v1.json()["outcome"] == "OUTCOME_CORRECT"  # protobuf's JSON mapping, as the README says
+    assert v1.json()["outcome"] == "OUTCOME_CORRECT"  # protobuf's JSON mapping, as docs/serve.md says
 
 
 def test_a_python_verifier_can_say_the_reference_is_bad(served):

@@ -123,7 +123,7 @@ def _flag(name: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One ``--flag`` per limit; values stay strings here and are validated by ``from_args``."""
-    group = parser.add_argument_group("limits", "validated at start-up; see the README's Limits section")
+    group = parser.add_argument_group("limits", "validated at start-up; see docs/serve.md, Limits")
     for name, field in ServiceLimits.model_fields.items():
         choices = list(BACKENDS) if name == "backend" else None
         group.add_argument(_flag(name), dest=f"limit_{name}", default=None, metavar=name.split("_")[-1].upper(),
