@@ -214,12 +214,24 @@ def test_a_leftover_process_cannot_write_into_the_next_compile(service, lang):
 
 @pytest.mark.docker
 def test_a_run_job_that_cannot_use_the_artifact_falls_back_to_compiling(service, monkeypatch):
-    """Fault injection: every run job dies before the driver speaks; each program is compiled again in a
-    plain driver job and graded as without the cache (never a SANDBOX_ERROR for our own failure)."""
+    """Fault injection: every run job (a cache hit) dies before the driver speaks; the program is compiled
+    again in a plain driver job and graded as without the cache (never a SANDBOX_ERROR for our failure)."""
     toolchains.CACHE.clear()
     tail = "run_cached(main)\n"
     assert compile_cache.RUN_JOB.endswith(tail)
     monkeypatch.setattr(compile_cache, "RUN_JOB", compile_cache.RUN_JOB[: -len(tail)] + "raise SystemExit(3)\n")
     before = dict(toolchains.STATS)
     assert [grade(service, "c", PROGRAMS["c"][i]).outcome for i in (0, 0, 1)] == ["CORRECT", "CORRECT", "INCORRECT"]
-    assert _delta(before) == {"compiles": 5, "cached": 1}  # build + fallback, fallback after the hit, build + fallback
+    assert _delta(before) == {"compiles": 3, "cached": 1}  # build, the hit's fallback, build
+
+
+@pytest.mark.docker
+def test_an_artifact_with_no_room_left_in_the_output_cap_is_not_cached_and_the_job_is_graded(service):
+    """Go's binary (~850 KB packed) and 300 KB of output do not fit in the 1 MiB cap together: the build
+    job grades as the driver and sends no artifact; the next request compiles again."""
+    src = 'package main\nimport ("fmt"; "strings")\nfunc main(){ fmt.Println(strings.Repeat("x", 300000)) }\n'
+    ref = json.dumps([{"input": "", "output": "x" * 300000}])
+    toolchains.CACHE.clear()
+    before = dict(toolchains.STATS)
+    assert [grade(service, "go", src, reference=ref).outcome for _ in range(2)] == ["CORRECT"] * 2
+    assert _delta(before) == {"compiles": 2, "uncached": 2}

@@ -1,21 +1,24 @@
 """Compiled artifacts cached by what made them, across jobs and requests (the host half; the sandbox
 half is verifiers/code/artifact.py; the flow is ``toolchains.run_job``).
 
-A driver job with a compile step is split in two where the cache can help: a **build** job compiles and
-sends back what the compiler wrote (packed, at most what the output cap leaves), then a **run** job
-unpacks it and runs the cases with no compile step. The next job whose **key** is the same skips the
-build job. The key is the SHA-256 of everything that decides what the compiler writes: the toolchain
-image, the source files as written, the request's extra files, the compiler's argv and environment, its
-address-space and process limits, the job's sandbox limits. A job with any of them different gets its
-own compile; a cached compile that took longer than the asking job's compile budget is compiled again,
-so a budget means what it did without the cache. A clean compile error (the compiler exited non-zero,
-no signal, no time-out) is cached too, as the result it produced.
+A driver job with a compile step runs as a **build** job: the driver's job that also sends back what
+its compiler wrote (packed, read before the program ran, sent after the cases where the output cap
+leaves room). The next job whose **key** is the same runs a **run** job instead: the artifact
+unpacked, the cases run, no compiler. The key is the SHA-256 of everything that decides what the
+compiler writes: the toolchain image, the source files as written, the request's extra files, the
+compiler's argv and environment, its address-space and process limits, the job's sandbox limits. A job
+with any of them different gets its own compile; a cached compile that took longer than the asking
+job's compile budget is compiled again, so a budget means what it did without the cache. A clean
+compile error (the compiler exited non-zero, no signal, no time-out) is cached too, as the result it
+produced. Artifacts that do not fit (over the output cap with the cases' output, links, more than
+1024 files) are not cached: that job ran as the driver, and the next compiles again.
 
 Why a hostile program cannot poison another job's artifact:
 
 * the artifact is read in the build job after the compiler and every process it started were killed and
-  before any program of that source ran; the sandbox runs one job at a time and kills every process
-  and wipes /tmp between jobs, so nothing else can be writing into the scratch directory then;
+  before any program of that source ran, into the memory of the non-dumpable driver, which the program
+  can neither trace nor read; the sandbox runs one job at a time and kills every process and wipes
+  /tmp between jobs, so nothing else can be writing into the scratch directory then;
 * the cache lives in the service's memory, never in a sandbox: a program can change its own copy of the
   binary for its own later cases (as without the cache), never the copy the next job gets;
 * an artifact is handed only to a job with the same key, so it only ever runs the program it was built
@@ -44,7 +47,6 @@ _SHIPPED = (_HERE / "driver.py").read_text() + "\n" + (_HERE / "artifact.py").re
 BUILD_JOB = _SHIPPED + "\nbuild(run, main, COMPILER_TAIL)\n"
 RUN_JOB = _SHIPPED + "\nrun_cached(main)\n"
 DEFAULT_BYTES = 256 << 20
-LINE_ROOM = 16384  # of the output cap, kept for the build job's compile line around the artifact
 # what decides the compiler's output (the inputs, budgets and run argv do not)
 _KEYED = ("files", "blobs", "compile", "env", "compile_as_mb", "compile_nproc")
 

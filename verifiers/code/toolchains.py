@@ -109,7 +109,7 @@ _flights: dict[str, _Flight] = {}  # identical driver jobs in flight (the whole 
 _compiling: dict[str, _Flight] = {}  # compiles in flight, by compile-cache key
 # "compiles": compile steps run in a sandbox; "shared": jobs that joined an identical job in flight;
 # "cached": compiles answered by the artifact cache; "joined_compile": jobs that waited for a compile in
-# flight; "uncached": compiles whose artifact could not be taken (compile_cache.py)
+# flight and ran on its artifact; "uncached": compiles whose artifact could not be taken (compile_cache.py)
 STATS: Counter[str] = Counter()
 CACHE = compile_cache.ArtifactCache()
 
@@ -185,7 +185,7 @@ def _compiled(job: Job, q: dict) -> Result:
     entry = CACHE.get(ck, q["compile_timeout"])
     if entry is not None:
         _count("cached")
-        return _from_entry(job, q, entry, hit=True)
+        return _from_entry(job, q, entry)
     with _lock:
         flight = _compiling.get(ck)
         leader = flight is None
@@ -193,21 +193,19 @@ def _compiled(job: Job, q: dict) -> Result:
             flight = _compiling[ck] = _Flight(q["nonce"])
     if leader:
         try:
-            flight.result = _build(job, q, ck)
+            res, flight.result = _build(job, q, ck)
         finally:
             with _lock:
                 _compiling.pop(ck, None)
             flight.done.set()
-        if isinstance(flight.result, Result):
-            return flight.result
-        return _from_entry(job, q, flight.result)
+        return res
     flight.done.wait(_wait_s(job))
     entry = flight.result if isinstance(flight.result, compile_cache.Entry) else CACHE.get(ck, q["compile_timeout"])
     if entry is None or entry.compile["elapsed"] > q["compile_timeout"]:
         _count("compiles")
         return pool_run(job)  # the compile in flight was not cached, or took longer than this job may
     _count("joined_compile")
-    return _from_entry(job, q, entry, hit=True)
+    return _from_entry(job, q, entry)
 
 
 def _count(what: str) -> None:
@@ -219,38 +217,42 @@ def _image() -> str:
     return _pool.cfg.image if _pool is not None else config().image
 
 
-def _build(job: Job, q: dict, ck: str) -> Result | compile_cache.Entry:
-    """Compile in a build job: the entry to run from (cached), or the result to answer with (a compile
-    error, cached where the same source always gets it; a time-out; an artifact too large to take, with
-    the cases run in the build job as the driver runs them)."""
+def _build(job: Job, q: dict, ck: str) -> tuple[Result, compile_cache.Entry | None]:
+    """The job as the driver runs it, in a build job that also sends back what its compile wrote:
+    (its result, the entry cached from it or None). A compile error the same source always gets is
+    cached as that result."""
     _count("compiles")
-    nonce, limit = q["nonce"], max(0, output_cap() - compile_cache.LINE_ROOM)
-    res = pool_run(replace(job, code=compile_cache.BUILD_JOB, stdin=json.dumps(dict(q, artifact_limit=limit))))
+    nonce = q["nonce"]
+    res = pool_run(replace(job, code=compile_cache.BUILD_JOB, stdin=json.dumps(dict(q, output_cap=output_cap()))))
     lines = driver_lines(res.stdout, nonce)
     comp = next((d["compile"] for d in lines if "compile" in d), None)
     blob = next((d["artifact"] for d in lines if "artifact" in d), None)
-    if any("uncached" in d for d in lines):
-        _count("uncached")
-        return replace(res, stdout=compile_cache.rewrite(res.stdout, nonce, _as_driver()))
-    if comp is not None and comp["ok"] and isinstance(blob, str) and not res.timed_out:
-        entry = compile_cache.Entry(comp, base64.b64decode(blob), None)
-        CACHE.put(ck, entry)
-        return entry
-    if comp is not None and compile_cache.cacheable_failure(comp, res):
+    ended = any("artifact" in d or "uncached" in d for d in lines)
+    cut = res.sandbox_error or res.timed_out or res.output_limit_exceeded
+    entry = None
+    if comp is not None and comp["ok"] and isinstance(blob, str) and not cut:
+        try:
+            entry = compile_cache.Entry(comp, base64.b64decode(blob), None)
+            CACHE.put(ck, entry)
+        except ValueError:  # binascii.Error and a path that would leave the scratch directory
+            entry = None
+    elif comp is not None and compile_cache.cacheable_failure(comp, res):
         CACHE.put(ck, compile_cache.Entry(comp, None, replace(res, id=""), nonce))
-    if comp is not None and comp["ok"] and not (res.sandbox_error or res.timed_out):  # the build job died
+    if comp is not None and comp["ok"] and not ended and not cut:  # our part of the job died: as it was
         _count("compiles")
-        return pool_run(job)
-    return res
+        return pool_run(job), None
+    if entry is None and ended:
+        _count("uncached")
+    return replace(res, stdout=compile_cache.rewrite(res.stdout, nonce, _as_driver())), entry
 
 
 def _as_driver():
-    """Edits a fallen-through build job's lines into the driver's: its compile line, not the second one."""
+    """Edits a build job's lines into the driver's: no artifact, its compile line and not the second."""
     seen = False
 
     def edit(d: dict) -> dict | None:
         nonlocal seen
-        if "uncached" in d or ("compile" in d and seen):
+        if "artifact" in d or "uncached" in d or ("compile" in d and seen):
             return None
         seen = seen or "compile" in d
         return d
@@ -258,9 +260,9 @@ def _as_driver():
     return edit
 
 
-def _from_entry(job: Job, q: dict, entry: compile_cache.Entry, hit: bool = False) -> Result:
-    """A job's result from a compile (``hit``: another job's, its compile line says ``cached``): its
-    compile error as it was, or a run job on its artifact."""
+def _from_entry(job: Job, q: dict, entry: compile_cache.Entry) -> Result:
+    """A job's result from another job's compile (its compile line says ``cached``): that compile error
+    as it was, or a run job on its artifact."""
     nonce = q["nonce"]
     if entry.failed is not None:
         r = entry.failed
@@ -271,7 +273,7 @@ def _from_entry(job: Job, q: dict, entry: compile_cache.Entry, hit: bool = False
     if not (res.sandbox_error or res.timed_out or driver_lines(res.stdout, nonce)):  # it could not unpack
         _count("compiles")
         return pool_run(job)
-    comp = dict(entry.compile, cached=True) if hit else entry.compile
+    comp = dict(entry.compile, cached=True)
     return replace(
         res, stdout=compile_cache.rewrite(res.stdout, nonce, lambda d: dict(d, compile=comp) if "compile" in d else d)
     )
