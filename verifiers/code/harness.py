@@ -234,9 +234,16 @@ def _names(code, into):
 
 
 def _trusted_path():
-    """Only directories the job cannot write to stay on the tests' import path."""
+    """Only directories the job cannot write to stay on the tests' import path. The finders cached for the
+    others go too; those of the trusted ones (and of their packages' directories) stay, as clearing them all
+    would free every cached directory listing of the warm worker, a copy-on-write page
+    fault per listing page (~690 faults, ~3 ms of a HumanEval job)."""
     sys.path[:] = [p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and not os.access(p, os.W_OK)]
-    sys.path_importer_cache.clear()
+    under = tuple(p.rstrip("/") + "/" for p in sys.path)
+    cache = sys.path_importer_cache
+    for p in list(cache):  # what stays: the trusted directories and their packages', none the job can write
+        if not (type(p) is str and (p in sys.path or p.startswith(under)) and not os.access(p, os.W_OK)):
+            del cache[p]
 
 
 _ALIASES = {"np": "numpy", "pd": "pandas"}
