@@ -133,6 +133,20 @@ def rewrite(stdout: str, nonce: str, edit: Callable[[dict], dict | None]) -> str
     return "\n".join(out)
 
 
+def as_driver() -> Callable[[dict], dict | None]:
+    """Edits a build job's lines into the driver's: no artifact, its compile line and not the second."""
+    seen = False
+
+    def edit(d: dict) -> dict | None:
+        nonlocal seen
+        if "artifact" in d or "uncached" in d or ("compile" in d and seen):
+            return None
+        seen = seen or "compile" in d
+        return d
+
+    return edit
+
+
 def _trusted(line: str, nonce: str) -> dict | None:
     if nonce not in line:
         return None

@@ -243,21 +243,7 @@ def _build(job: Job, q: dict, ck: str) -> tuple[Result, compile_cache.Entry | No
         return pool_run(job), None
     if entry is None and ended:
         _count("uncached")
-    return replace(res, stdout=compile_cache.rewrite(res.stdout, nonce, _as_driver())), entry
-
-
-def _as_driver():
-    """Edits a build job's lines into the driver's: no artifact, its compile line and not the second."""
-    seen = False
-
-    def edit(d: dict) -> dict | None:
-        nonlocal seen
-        if "artifact" in d or "uncached" in d or ("compile" in d and seen):
-            return None
-        seen = seen or "compile" in d
-        return d
-
-    return edit
+    return replace(res, stdout=compile_cache.rewrite(res.stdout, nonce, compile_cache.as_driver())), entry
 
 
 def _from_entry(job: Job, q: dict, entry: compile_cache.Entry) -> Result:
