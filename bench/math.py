@@ -26,6 +26,7 @@ import sys
 sys.path[0] = __file__.rsplit("/", 2)[0]
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
@@ -81,15 +82,21 @@ def mix_items(round_no: int, tag: int) -> list[dict]:
 
 
 def suite_items(round_no: int, tag: int) -> list[dict]:
-    """Math-Verify's test cases (every round the same); ``tag`` is in ``timeout_s`` (5 s and thousandths)."""
+    """Math-Verify's test cases (every round the same), each (gold, pred) once (12 rows repeat a pair, some
+    with other settings: the default-settings row is kept); ``tag`` is in ``timeout_s`` (5 s + thousandths)."""
     from bench.math_agreement import read_tsv
 
     timeout_s = 5.0 + (tag % 1000) / 1000
+    rows = read_tsv()
+    first = {}  # (gold, pred) → its row, a default-settings row where the pair has one
+    for c in sorted(rows, key=lambda c: c["nondefault"]):
+        first.setdefault((c["gold"], c["pred"]), c)
+    cases = [c for c in rows if first[c["gold"], c["pred"]] is c]
     return [{"cat": c["file"], "req": {"verifier": "math", "completion": c["pred"], "reference": c["gold"],
                                        "options": {"fallback": "full"}, "timeout_s": timeout_s},
              "mv": (c["gold"], c["pred"]), "expected": c["expected"],
              "row": f"mv_suite.tsv:{c['line']} {c['test']} gold={c['gold'][:50]!r} pred={c['pred'][:50]!r}"}
-            for c in read_tsv()]  # fmt: skip
+            for c in cases]  # fmt: skip
 
 
 SUITES = {"mv": suite_items, "mix": mix_items}
@@ -140,11 +147,66 @@ def spread(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.2f}x (min {min(xs):.2f}, max {max(xs):.2f})"
 
 
+def phases(say, jobs_of: int = 32) -> None:
+    """Where one batch's time goes (suite mv, a pool of 1 started here): the host's extraction, a sandbox job
+    round trip with no item (fork of the warm worker, IPC, exit), the suite as one job per pair (the per-pair
+    process cost) and as jobs of ``jobs_of``, and Math-Verify's parse vs verify share in-process."""
+    from math_verify import parse, verify
+
+    from sandbox.backend import Job, Limits, SandboxConfig
+    from sandbox.pool import SandboxPool
+    from verifiers.answer import extract
+    from verifiers.kinds import sandbox_warmup
+    from verifiers.math.verifier import JOB_CODE
+
+    items = suite_items(0, 0)
+    t = time.perf_counter()
+    exts = [extract(it["req"]["completion"], "full") for it in items]
+    host_s = time.perf_counter() - t
+    payloads = [{"gold": it["req"]["reference"], "preds": e.answers, "mode": "full" if e.source == "full" else
+                 "answer", "rel_tol": None, "together": e.together, "timeout": 10, "left": 600}
+                for it, e in zip(items, exts, strict=True) if e is not None]  # fmt: skip
+
+    def job(ps: list[dict]) -> float:
+        r = pool.run(Job(code=JOB_CODE, stdin=json.dumps({"items": ps}), timeout_s=300, limits=Limits(memory_mb=1024)))
+        assert r.exit_code == 0 and r.stdout.count("\n") == len(ps), (r.exit_code, r.stderr[-300:])
+        return r.wall_s
+
+    with SandboxPool(SandboxConfig(size=1, warmup=sandbox_warmup())).start() as pool:
+        empty = statistics.median(job([]) for _ in range(20))
+        load = os.getloadavg()[0]
+        batched = sum(job(payloads[i : i + jobs_of]) for i in range(0, len(payloads), jobs_of))
+        single = sum(job([p]) for p in payloads)
+    t = time.perf_counter()
+    parsed = [(parse(it["mv"][0]), parse(it["mv"][1])) for it in items]
+    mv_parse = time.perf_counter() - t
+    t = time.perf_counter()
+    for g, p in parsed:
+        verify(g, p)
+    mv_verify = time.perf_counter() - t
+    n, per = len(payloads), 1000 / len(payloads)
+    say(
+        f"phases ({n} pairs of the suite to the sandbox, {len(items) - n} decided on the host; load {load:.2f}), ms per pair:"
+    )
+    say(f"  host: final-answer extraction           {1000 * host_s / len(items):7.2f}")
+    say(f"  sandbox job with no item (round trip)   {1000 * empty:7.2f} per job")
+    say(
+        f"  sandbox, jobs of {jobs_of} pairs              {per * batched:7.2f}  (of which job round trips {per * empty * -(-n // jobs_of):.2f})"
+    )
+    say(
+        f"  sandbox, one job per pair               {per * single:7.2f}  (per-pair process cost {per * (single - batched):.2f})"
+    )
+    say(
+        f"  Math-Verify in-process: parse {1000 * mv_parse / len(items):.2f} + verify {1000 * mv_verify / len(items):.2f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", choices=sorted(SUITES), default="mv")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pool-size", type=int, default=2)
+    ap.add_argument("--phases", action="store_true", help="also time one batch's phases (suite mv, a pool of 1)")
     ap.add_argument("--out", type=Path, default=None, help="append the run (with its command) to this file")
     args = ap.parse_args()
     from verifiers.client import VerifierClient
@@ -195,6 +257,8 @@ def main() -> None:
         f"ratio ours (32 concurrent Verify)/MV: {spread(conc_ratios)}; concurrent verdicts equal to the batch's: {same_conc}"
     )
     agreement(items, our_v, mv_v, say)
+    if args.phases:
+        phases(say)
     if args.out:
         with args.out.open("a") as f:
             f.write("\n" + "\n".join(lines) + "\n")

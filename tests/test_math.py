@@ -225,6 +225,32 @@ def test_jobs_in_flight_follow_the_contexts_parallelism():
     assert peak[0] == 3
 
 
+def test_the_items_after_a_killed_one_go_on_together_in_one_job():
+    # a job killed while its 4th item runs: that item gets TIMEOUT and the 8 after it go on in ONE fresh job
+    # (they were re-run a job each: 9 jobs for 12 items). The sandbox here is a function that times out on
+    # the item whose gold is "hang" and answers the others; the real path: test_batch_in_order_with_a_poisoned_item
+    import json
+
+    from sandbox.backend import Result
+    from sandbox.deadline import Deadline
+    from verifiers.math.verifier import PendingItem, run_items
+
+    jobs = []
+
+    def run_job(job):
+        golds = [it["gold"] for it in json.loads(job.stdin)["items"]]
+        jobs.append(len(golds))
+        done = golds.index("hang") if "hang" in golds else len(golds)
+        lines = "".join(json.dumps({"i": i, "ok": True}) + "\n" for i in range(done))
+        return Result(exit_code=None, signal=9, stdout=lines, timed_out=done < len(golds))
+
+    golds = ["1", "2", "3", "hang"] + [str(i) for i in range(8)]
+    items = [PendingItem({"gold": g, "preds": ["1"], "mode": "answer"}, 5.0, Deadline.after(60)) for g in golds]
+    got = run_items(items, run_job)
+    assert [c.outcome.name for c in got] == ["CORRECT"] * 3 + ["TIMEOUT"] + ["CORRECT"] * 8
+    assert jobs == [12, 8]
+
+
 @pytest.fixture(scope="module")
 def client():
     from verifiers.client import VerifierClient

@@ -12,7 +12,7 @@ copy-on-write page faults), so concurrent requests are *coalesced*: while every 
 new items queue, and the next free slot takes up to ``MAX_ITEMS`` of them as one job. Under light load a
 job holds one item (lowest latency); under GRPO batches it holds many. The grader prints one line per
 item as it finishes, so a job killed by a power tower still returns the items before it; the one
-running gets ``TIMEOUT`` and the ones after it are re-run on their own.
+running gets ``TIMEOUT`` and the ones after it go on together in one fresh job.
 
 Options: ``fallback`` = ``none`` (default) | ``last_number`` | ``full``; ``rel_tol`` = a relative
 tolerance for numeric answers (default: exact for exact numbers, 6 decimals where a float is involved).
@@ -182,7 +182,7 @@ def _infra(why: str) -> Comparison:
 
 # -- coalescing items into sandbox jobs ----------------------------------------------------------------
 @dataclass
-class _Item:
+class PendingItem:
     payload: dict
     budget_s: float  # the comparison's own time (the request's timeout_s, else the default)
     deadline: Deadline  # the request's
@@ -197,11 +197,11 @@ class _Coalescer:
     def __init__(self, slots: int):
         self.slots = max(1, slots)
         self._cond = threading.Condition()
-        self._pending: list[_Item] = []
+        self._pending: list[PendingItem] = []
         self._inflight = 0
         self._inflight_items = 0
 
-    def grade(self, item: _Item, run_job) -> Comparison:
+    def grade(self, item: PendingItem, run_job) -> Comparison:
         with self._cond:
             self._pending.append(item)
             while not item.done:
@@ -230,8 +230,9 @@ class _Coalescer:
         return item.result
 
 
-def run_items(items: list[_Item], run_job) -> list[Comparison]:
-    """Grade items in one sandbox job; what a killed job left unfinished is re-run item by item."""
+def run_items(items: list[PendingItem], run_job) -> list[Comparison]:
+    """Grade items in one sandbox job; when the job is killed, the item that was running gets its verdict
+    (``_killed``) and the items after it go on together in one fresh job (never a job per item)."""
     live = [it for it in items if not it.deadline.expired()]
     out = {id(it): _infra("queued past its deadline") for it in items}
     if live:
@@ -240,6 +241,7 @@ def run_items(items: list[_Item], run_job) -> list[Comparison]:
             it.payload["timeout"] = it.timeout_s = min(it.budget_s, it.payload["left"])
         res = _run_job(live, run_job)
         lines = _lines(res)
+        rest = []
         for n, it in enumerate(live):
             if n in lines:
                 out[id(it)] = Comparison.from_line(lines[n])
@@ -248,7 +250,9 @@ def run_items(items: list[_Item], run_job) -> list[Comparison]:
             elif n == len(lines):  # the item that was running when the job ended
                 out[id(it)] = _killed(res, it.timeout_s)
             else:
-                out[id(it)] = run_items([it], run_job)[0]
+                rest.append(it)
+        for it, r in zip(rest, run_items(rest, run_job) if rest else [], strict=True):
+            out[id(it)] = r
     return [out[id(it)] for it in items]
 
 
@@ -258,7 +262,7 @@ def _comparison_by(deadline: Deadline) -> Deadline:
     return deadline.reserve(GRACE_S).reserve(ITEM_RESERVE_S)
 
 
-def _run_job(items: list[_Item], run_job) -> Result:
+def _run_job(items: list[PendingItem], run_job) -> Result:
     """One job for the items: the longest item's time plus ``ITEM_SHARE_S`` for each other item, by the
     latest of their deadlines (each item's own timer stops it by its own; the job's kill is the backstop for
     one that does not stop). Without the share, a job of 32 quick items on a loaded machine outlived the
@@ -339,7 +343,7 @@ class MathVerifier(Builtin):
         mode = "full" if ext.source == "full" else "answer"
         payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol,
                    "together": ext.together}  # fmt: skip
-        item = _Item(payload, budget, ctx.deadline)  # its time is set when its job is sent (run_items)
+        item = PendingItem(payload, budget, ctx.deadline)  # its time is set when its job is sent (run_items)
         with self._lock:
             co = self._coalescers.get(ctx.run_job)
             if co is None:
