@@ -75,8 +75,12 @@ def old_harness(base: str) -> tuple[str, str]:
     """(warm-up, job code) of the harness and its modules at git ref ``base``, renamed ``rlvr_code_old*``."""
 
     def show(name: str) -> str:
-        out = subprocess.run(["git", "show", f"{base}:verifiers/code/{name}"], capture_output=True, text=True)
-        text = out.stdout if out.returncode == 0 else ""
+        text = ""
+        for path in (f"verifiers/code/{name}", f"verifiers/code_{name}"):  # before the code room: code_harness.py
+            out = subprocess.run(["git", "show", f"{base}:{path}"], capture_output=True, text=True)
+            if out.returncode == 0:
+                text = out.stdout
+                break
         for mod in MODULES.values():
             text = text.replace(mod, mod.replace("rlvr_code", "rlvr_code_old"))
         return text
