@@ -17,6 +17,8 @@ BACKEND ?=
 HTTP_PORT ?=
 REWARD_VERIFIER ?=
 PYTEST_ARGS ?=
+# make test runs the suite on this many pytest-xdist workers, a test file per worker at a time (0: in one process)
+TEST_WORKERS ?= 2
 # Set by `make test` (target-specific, so its installs see it): a part that cannot be installed fails the
 # run instead of printing a note. `make setup` alone stays best effort (serving needs only Docker).
 REQUIRE_PARTS ?=
@@ -57,7 +59,7 @@ help:
 	@echo "                ARGS='…': any flag of trainer.alarm.audit_run"
 	@echo "make serve      the verifier service on HOST:PORT (default 127.0.0.1:50051; REGISTRY=… POOL=… BACKEND=… HTTP_PORT=8080 REWARD_VERIFIER=…)"
 	@echo "                ARGS='--memory-mb 2048 …': any other flag of verifiers.server, the limits included (docs/serve.md)"
-	@echo "make test       the whole test suite (Docker and gRPC tests included); PYTEST_ARGS='-k math' to select"
+	@echo "make test       the whole test suite (Docker and gRPC tests included); PYTEST_ARGS='-k math' to select, TEST_WORKERS=2 workers (0: one process)"
 	@echo "make parts      what this machine has of the parts the tests need"
 	@echo "make test-fast  only the tests that need no Docker (PYTEST_ARGS=…)"
 	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image"
@@ -152,7 +154,7 @@ serve: setup
 test: REQUIRE_PARTS := 1
 test: setup image-langs postgres service-image
 	@$(PY) -m tests.parts
-	RLVR_REQUIRE_PARTS=1 $(PY) -m pytest -rs $(PYTEST_ARGS)
+	RLVR_REQUIRE_PARTS=1 $(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # What this machine has of the parts the tests need (`make test` runs it after its installs)
 parts: venv
