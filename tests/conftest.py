@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
-import pytest
+# Before anything imports torch: OpenMP threads that finish a parallel region sleep instead of spinning. The
+# suite runs two workers on two cores beside Docker and servers; spinning threads took the CPU the other
+# worker's processes were waiting for (bench/results/alarm_cost.txt: a training step 3.9-4.3 s with the
+# default policy against 0.34-0.36 s passive on this machine under load). Subprocesses inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
 
 from tests.parts import pg_bindir, require
 from verifiers.client import VerifierClient
