@@ -104,3 +104,28 @@ def test_sandboxes_of_another_owner_sharing_the_engine_are_left_to_it():
         assert other in [cid for cid, *_ in list_containers()]
     finally:
         subprocess.run(["docker", "rm", "-f", other], capture_output=True)
+
+
+def test_every_sandbox_class_has_its_line_in_the_backend_table():
+    """A backend is its module plus one line of sandbox.pool.BACKENDS: a sandbox class written without its
+    line would be unreachable from --backend, and a line must load a sandbox class."""
+    import importlib
+    import pkgutil
+
+    import sandbox
+    from sandbox.backend import WorkerSandbox
+    from sandbox.pool import BACKENDS
+
+    for mod in pkgutil.iter_modules(sandbox.__path__):
+        if mod.name not in {"worker", "worker_io", "worker_clean"}:  # the in-sandbox program, not host code
+            importlib.import_module(f"sandbox.{mod.name}")
+
+    def concrete(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from concrete(sub)
+
+    classes = {c for c in concrete(WorkerSandbox) if c.__module__.startswith("sandbox.")}
+    loaded = {entry.load() for entry in BACKENDS.values()}
+    assert loaded <= classes, "a table line that loads no sandbox class"
+    assert classes == loaded, f"sandbox classes without a line in BACKENDS: {classes - loaded}"
