@@ -329,9 +329,7 @@ def timed_server(pool_size: int):
     """A LocalServer whose command is this file's --serve-timed in place of ``-m verifiers.server``."""
     from verifiers.launch import LocalServer
 
-    srv = LocalServer(pool_size=pool_size)
-    at = srv._args.index("-m")  # noqa: SLF001 - the launcher takes no module to run; the bench swaps it
-    srv._args[at : at + 2] = [str(Path(__file__).resolve()), "--serve-timed"]  # noqa: SLF001
+    srv = LocalServer(pool_size=pool_size, command=[sys.executable, str(Path(__file__).resolve()), "--serve-timed"])
     return srv
 
 

@@ -23,12 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 class LocalServer:
     def __init__(self, pool_size: int = 1, registry: str | None = None, port: int = 0, host: str = "127.0.0.1",
                  extra_args: list[str] | None = None, env: dict[str, str] | None = None,
-                 start_timeout_s: float = 180.0, log_path: str | None = None):  # fmt: skip
+                 start_timeout_s: float = 180.0, log_path: str | None = None,
+                 command: list[str] | None = None):  # fmt: skip
         self.host = host
         self.port = port
         self.target = ""
         self.registry = registry or ""
-        self._args = [sys.executable, "-m", "verifiers.server", "--host", host, "--port", str(port),
+        # command: what runs the server (default ``python -m verifiers.server``; a bench wraps it in its own)
+        self._args = [*(command or [sys.executable, "-m", "verifiers.server"]), "--host", host, "--port", str(port),
                       "--pool-size", str(pool_size)] + (["--registry", registry] if registry else []) + (extra_args or [])  # fmt: skip
         self._env = {**os.environ, **(env or {})}
         self._timeout = start_timeout_s
