@@ -70,7 +70,7 @@ help:
 	@echo "make service-image  build the service image offline (rlvr-service:<hash>; server as uid 10001; deploy/README.md)"
 	@echo "make postgres   install PostgreSQL if missing (the registry tests start a throwaway cluster); a note, not an error, if it cannot"
 	@echo "make proto      regenerate the gRPC stubs from proto/verifier/v1/verifier.proto"
-	@echo "make bench      run the benchmarks in bench/ (prints figures; MATH_VERIFY_REPO=<clone> adds the Math-Verify agreement)"
+	@echo "make bench      run the benchmarks in bench/ (prints figures, each against its baseline in the same run)"
 	@echo "make lint       ruff check + format check"
 	@echo "make format     ruff format + ruff check --fix"
 	@echo "make clean      remove sandbox containers and var/tmp"
@@ -198,13 +198,9 @@ eval: setup
 audit: setup
 	$(PY) -m trainer.alarm.audit_run $(if $(RUN),$(RUN),$(or $(RUNS),runs)/latest) $(if $(TARGET),--target $(TARGET)) $(ARGS)
 
-# MATH_VERIFY_REPO=<clone of github.com/huggingface/Math-Verify> adds bench/math_agreement.py
-MATH_VERIFY_REPO ?=
 bench: setup
 	@$(PY) -c 'import trl' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
-	@for b in sandbox math code trainer; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
-	@if [ -n "$(MATH_VERIFY_REPO)" ]; then echo "== bench/math_agreement.py"; $(PY) bench/math_agreement.py $(MATH_VERIFY_REPO); \
-	  else echo "(bench/math_agreement.py skipped: set MATH_VERIFY_REPO=<Math-Verify clone>)"; fi
+	@for b in sandbox math math_agreement code trainer; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 clean:
 	-@ids=$$(docker ps -aq --filter label=rlvr.sandbox 2>/dev/null); [ -z "$$ids" ] || docker rm -f $$ids >/dev/null

@@ -37,7 +37,6 @@ from pathlib import Path  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 REFS = Path("/tmp/refs")
 LOCK = "/tmp/bench.lock"
-MATH_VERIFY = "/work/.mirror/huggingface+Math-Verify/repo"
 NUM = r"([-\d.]+)"
 
 
@@ -118,14 +117,13 @@ BENCHES: dict[str, Bench] = {
         ],
         if_flag={"--langs": ["--langs", ""]},
     ),
-    # Math-Verify's own test tables graded through a local server (deterministic)
+    # Math-Verify's own test tables (tests/data/mv_suite.tsv) graded through a local server (deterministic)
     "math_agreement": Bench(
-        [MATH_VERIFY],
+        [],
         [
             ("agreement with MV tests", r"^overall\s+(\d+)/\d+", True),
             ("agreement, default settings", r"^default settings only\s+(\d+)/\d+", True),
         ],
-        needs=MATH_VERIFY,
     ),
     # GRPO on a tiny Qwen2, TRL then ours in fresh subprocesses, 4 steps, both workloads, one round
     "trainer": Bench(

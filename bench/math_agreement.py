@@ -29,7 +29,7 @@ from pathlib import Path  # noqa: E402
 
 GOLD, PRED, EXPECTED = ("gold",), ("pred",), ("expected", "result")
 SUITE_TSV = Path(__file__).resolve().parent.parent / "tests" / "data" / "mv_suite.tsv"
-# compare_strings' defaults in their tests/test_all.py; a test calling parse/verify directly gets None
+# compare_strings' defaults in Math-Verify's test_all.py; a test calling parse/verify directly gets None
 DEFAULTS = {"match_types": ["latex", "expr"], "precision": 6, "strict": True, "allow_set_relation_comp": False}
 COLUMNS = ("file", "test", "expected", "settings", "gold", "pred")
 
