@@ -1,5 +1,5 @@
 """Every limit of the service in one validated model: the sandbox's (backend, pool size, memory, CPUs,
-pids, output cap), the toolchain pool's (its size, memory and image) and the requests' (message size,
+pids, output cap), the toolchain pool's (its size, memory, image and compile cache) and the requests' (message size,
 batch size, completion length, timeout ceiling, concurrent requests). Every pool reads its limits from
 this object (the toolchain pool from ``verifiers.code.toolchains.configure``), never from the environment.
 
@@ -71,6 +71,13 @@ class ServiceLimits(BaseModel):
         max_length=256,
         description="image of the toolchain pool; empty: the tag the sources describe (built"
         " by `make image LANGS=all`)",
+    )
+    compile_cache_mb: int = Field(
+        256,
+        ge=0,
+        le=1 << 20,
+        description="MiB of compiled programs the service keeps, to run the same source again without compiling"
+        " it (verifiers/code/compile_cache.py; least recently used dropped past it); 0 turns the cache off",
     )
     # -- requests -----------------------------------------------------------------------------------
     max_timeout_s: float = Field(

@@ -109,6 +109,15 @@ class ArtifactCache:
                 self.bytes -= gone.size
                 self.evicted += 1
 
+    def resize(self, max_bytes: int) -> None:
+        """Bound the cache to ``max_bytes`` from now on (0: off), dropping the least recently used past it."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            while self._entries and self.bytes > max_bytes:
+                _, gone = self._entries.popitem(last=False)
+                self.bytes -= gone.size
+                self.evicted += 1
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -29,9 +29,12 @@ import os
 import secrets
 import subprocess
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError
 from sandbox.pool import SandboxPool
@@ -45,6 +48,9 @@ CASE_START_S = 0.5  # per case: spawning the program
 _lock = threading.Lock()
 _pool: SandboxPool | None = None
 _limits = ServiceLimits()
+_make_gate: Callable[[int], Any] | None = None  # slots -> a FairGate (verifiers/service/fair.py), or None
+_caller: Callable[[], str] = str
+_gate: Any = None  # the running pool's: acquire(caller, wait_s) -> grant | False, release(grant), depth(), burst
 
 
 def configure(limits: ServiceLimits) -> None:
@@ -52,8 +58,27 @@ def configure(limits: ServiceLimits) -> None:
     global _limits
     with _lock:
         _limits = limits
+        CACHE.resize(limits.compile_cache_mb << 20)  # --compile-cache-mb; 0: off
     if _pool is not None and _pool.cfg != config():
         close()
+
+
+def share(make_gate: Callable[[int], object], caller: Callable[[], str]) -> None:
+    """Hand the toolchain pool out in turns between callers, as the service's Python pool is: each job
+    takes a grant from ``make_gate(size)`` (the service's ``FairGate``: round robin, and ``burst`` more
+    sandboxes lent only to a caller holding none) for ``caller()`` before it takes a sandbox, and the pool
+    keeps ``gate.burst`` sandboxes beyond its size. The gate is handed in because this kind may not import
+    the service layer (tests/test_layering.py). A running pool is restarted on its next use."""
+    global _make_gate, _caller
+    with _lock:
+        _make_gate, _caller = make_gate, caller
+    close()
+
+
+def queue_depth() -> int:
+    """Jobs waiting at the toolchain pool's gate for their turn (0 without one)."""
+    gate = _gate
+    return gate.depth() if gate is not None else 0
 
 
 def config() -> SandboxConfig:
@@ -76,8 +101,8 @@ def config() -> SandboxConfig:
 
 
 def get() -> SandboxPool:
-    """The process's toolchain pool, started on first use."""
-    global _pool
+    """The process's toolchain pool, started on first use (with its gate, where ``share`` gave one)."""
+    global _pool, _gate
     with _lock:
         if _pool is None:
             cfg = config()
@@ -85,9 +110,10 @@ def get() -> SandboxPool:
                 raise SandboxError(
                     f"toolchain image {cfg.image} is missing: run `make image LANGS=all` (python -m sandbox.image_langs)"
                 )
-            pool = SandboxPool(cfg)
+            gate = _make_gate(cfg.size) if _make_gate is not None else None
+            pool = SandboxPool(cfg, burst=gate.burst if gate is not None else 0)
             pool.start()
-            _pool = pool
+            _pool, _gate = pool, gate
         return _pool
 
 
@@ -115,10 +141,28 @@ CACHE = compile_cache.ArtifactCache()
 
 
 def pool_run(job: Job) -> Result:
-    """One job in the toolchain pool as it is: no joining, no cache (bench/compile_cache.py times it)."""
+    """One job in the toolchain pool as it is: no joining, no cache (bench/compile_cache.py times it); in
+    the caller's turn where the pool is shared (``share``). Its wait for a turn and for a sandbox spends
+    from ``job.deadline``, else from the queue limit (``--max-queue-s``), never from the program's time."""
     try:
-        return get().run(job)
-    except SandboxError as e:
+        pool = get()
+        gate = _gate
+        if gate is None:
+            return pool.run(job)
+        t0 = time.monotonic()
+        wait_s = job.deadline.reserve(pool.cfg.grace_s).remaining() if job.deadline else pool.cfg.max_wait_s
+        grant = gate.acquire(_caller(), wait_s)
+        if not grant:
+            return Result(sandbox_error=f"no toolchain sandbox became free within {wait_s:.1f} s (pool size "
+                          f"{pool.size}, {gate.depth()} jobs waiting): retry later, wait longer (the server's "
+                          "--max-queue-s) or raise --langs-pool-size", id=job.id)  # fmt: skip
+        try:
+            if job.deadline is not None:
+                return pool.run(job)
+            return pool.run(job, wait_s=max(0.0, wait_s - (time.monotonic() - t0)))
+        finally:
+            gate.release(grant)
+    except SandboxError as e:  # the gate's GateSaturated (too many jobs wait) among them
         return Result(sandbox_error=str(e), id=job.id)
 
 
@@ -314,8 +358,8 @@ def driver_lines(stdout: str, nonce: str) -> list[dict]:
 
 
 def close() -> None:
-    global _pool
+    global _pool, _gate
     with _lock:
         if _pool is not None:
             _pool.close()
-            _pool = None
+            _pool, _gate = None, None

@@ -15,6 +15,7 @@ from sandbox.deadline import Deadline
 from sandbox.pool import SandboxPool
 from verifiers import kinds
 from verifiers.base import BadRequest, Context, ServiceError, Verdict, Verifier
+from verifiers.code import toolchains
 from verifiers.composite import Composite
 from verifiers.kinds import NAME_RE, check_name, check_options
 from verifiers.limits import ServiceLimits
@@ -23,7 +24,7 @@ from verifiers.request import Request
 from verifiers.service.bounds import ServiceBounds
 from verifiers.service.cache import VerdictCache
 from verifiers.service.callers import CALLER
-from verifiers.service.fair import FairGate, GateSaturated
+from verifiers.service.fair import BURST_SANDBOXES, FairGate, GateSaturated
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
 from verifiers.signals import parse_enforced
@@ -60,6 +61,12 @@ class VerifierService:
                                                        burst=getattr(pool, "burst", 0))  # fmt: skip
         if self.gate is not None:
             self.metrics.watch_queue("sandbox_job", self.gate.depth)
+            # the toolchain pool (non-Python code) in turns too, with a burst sandbox of its own: the code kind
+            # may not import this layer, so the gate is handed to it (verifiers/code/toolchains.py, ``share``)
+            toolchains.share(lambda slots: FairGate(slots, getattr(cfg, "max_waiters", 4096),
+                                                    lambda s: self.metrics.observe_queue_wait("toolchain_job", s),
+                                                    burst=BURST_SANDBOXES), CALLER.get)  # fmt: skip
+            self.metrics.watch_queue("toolchain_job", toolchains.queue_depth)
         self._sandboxed: set[str] = set()  # verifiers seen running sandbox jobs (e.g. through a sub-request)
 
     def close(self) -> None:

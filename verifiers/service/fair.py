@@ -36,13 +36,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from sandbox.backend import SandboxError
 from verifiers.base import ServiceError
 
 MAX_WAIT_S = 7 * 24 * 3600.0
 BURST_SANDBOXES = 1  # sandboxes the server's pool keeps beyond --pool-size, for callers holding none
 
 
-class GateSaturated(Exception):
+class GateSaturated(SandboxError):
     """Too many jobs are already waiting for a sandbox."""
 
 
