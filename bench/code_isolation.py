@@ -17,7 +17,7 @@ ones by the kind's own warm-up. Both grade the same HumanEval programs (prompt +
   job's first line, forking the candidate's process, reading the job, the import path, loading the tests
   and prelude, the candidate's code run (bind), the tests, the exit and the reply; and the tests' process's
   CPU time and minor (copy-on-write) page faults. Medians over ``--limit`` programs x 2.
-(Formerly two files: bench/code_signals.py's runs are this file's default mode with ``--base 9e73923 --rounds 6``.)
+(Formerly two files: the removed code_signals bench's runs are this file's default mode with ``--base 9e73923 --rounds 6``.)
 """
 
 from __future__ import annotations

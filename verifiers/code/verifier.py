@@ -1,28 +1,14 @@
 """``code``: does the completion's program pass the reference tests, run in the sandbox?
 
-``options["language"]``: ``python`` (default), ``c``, ``cpp``, ``java``, ``javascript``, ``go``, ``rust``
-(verifiers/code/languages.py). The candidate is the last block fenced with that language's tag after the
-reasoning (``py``/``python3`` for Python, ``c++``, ``js``, ``golang``, ``rs`` …), else the last bare
-```` ``` ```` block, else the whole visible text. ``reference`` holds the tests:
-
-* default, assert style (Python only): a script of tests — HumanEval's ``test`` (``def check(candidate)``;
-  ``options["entry_point"]`` names the function passed to it), or plain ``assert f(1) == 2`` lines — run
-  in a process of its own, never the candidate's (verifiers/code/harness.py): the names the tests use
-  that the candidate defines are proxies that exchange plain data with the candidate's process, and
-  ``options["prelude"]`` (trusted problem code, e.g. HumanEval's prompt) gives the tests their helpers.
-  Passing means the tests' process reached its end and printed a marker carrying a per-job random nonce
-  on a private copy of stdout. A JSON list of assert strings (MBPP's ``test_list``) is graded one test
-  at a time, with a verdict per test.
-* ``options["mode"] = "stdio"``: a JSON list of ``{"input", "output"}`` cases, or ``{"cases", "checker"}``
-  (verifiers/code/judges.py). Each case runs with its own timeout and the program sees only the input; its
-  output is judged *on the host* (``judge`` = ``tokens`` (default), ``exact``, ``float`` with
-  ``abs_tol``/``rel_tol``) or by the checker in a separate sandbox job (verifiers/code/stdio.py).
-  Non-Python languages are compiled and run in the toolchain pool (verifiers/code/toolchains.py); a program
-  that does not compile is ``COMPILE_ERROR``.
-
-``options["reward"]``: ``all`` (default: 1 only if every test passes) or ``fraction`` (tests passed /
-tests; ``partial`` and ``partial=true`` are the old spellings). The verdict carries one ``CaseVerdict``
-per test and the first failing test's diff or message in ``detail``.
+Options (language, mode, entry_point, prelude, judge and tolerances, reward, ...): docs/verifiers.md,
+"Options of `code`", the one table, generated from verifiers/code/options.py. The candidate is the last
+block fenced with the language's tag after the reasoning, else the last bare block, else the whole visible
+text. Assert mode (Python) runs the tests in a process of their own, never the candidate's
+(verifiers/code/harness.py): the names the tests use that the candidate defines are proxies exchanging plain
+data with the candidate's process; passing means the tests' process reached its end and printed a marker
+carrying a per-job nonce on a private copy of stdout. Stdio mode judges each case's output on the host
+(verifiers/code/judges.py) or by a checker in a separate job (verifiers/code/stdio.py); other languages are
+compiled once per program and run in the toolchain pool (verifiers/code/toolchains.py).
 
 What is defended (each family is a table in ``tests/test_code_adversarial.py``): exiting before the tests
 finish (``sys.exit(0)``, ``os._exit(0)``, killing itself or the tests' process, forging the worker's
