@@ -59,6 +59,7 @@ def test_help_shows_every_limit_with_its_default():
         (["--max-batch", "0", "--pids", "2"], "--pids '2'"),  # every bad flag is named, not just the first
         (["--max-timeout-s", "nan"], "--max-timeout-s"),
         (["--backend", "chroot"], "invalid choice: 'chroot'"),
+        (["--compile-cache-mb", "-1"], "--compile-cache-mb '-1': Input should be greater than or equal to 0"),
     ],
 )
 def test_a_bad_limit_stops_the_server_before_it_starts(args, named):
@@ -81,6 +82,32 @@ def test_the_limits_become_the_pool_configuration():
         "bwrap", 3, 900, 0.5, 77, 70000, "x = 1")  # fmt: skip
     with pytest.raises(LimitsError, match="--max-batch '-1'"):
         from_args(p.parse_args(["--max-batch", "-1"]))
+
+
+def test_the_compile_cache_limit_sizes_the_toolchains_cache():
+    """--compile-cache-mb reaches ``toolchains.CACHE`` (the server's ``toolchains.configure``); 0 turns it off
+    and drops what it held."""
+    from sandbox.backend import Result
+    from verifiers.code import compile_cache, toolchains
+
+    def failed(i: int) -> compile_cache.Entry:  # a cached compile error: (100 << 10) + 256 bytes
+        return compile_cache.Entry({"elapsed": 0.1, "message": "x" * (100 << 10)}, None, Result(id=str(i)), "n")
+
+    assert ServiceLimits().compile_cache_mb == 256
+    try:
+        toolchains.configure(ServiceLimits(compile_cache_mb=1))
+        assert toolchains.CACHE.max_bytes == 1 << 20
+        for i in range(8):
+            toolchains.CACHE.put(str(i), failed(i))
+        assert len(toolchains.CACHE) == 8 and toolchains.CACHE.get("0", 1.0) is not None
+        toolchains.configure(ServiceLimits(compile_cache_mb=0))
+        assert (toolchains.CACHE.max_bytes, len(toolchains.CACHE), toolchains.CACHE.bytes) == (0, 0, 0)
+        toolchains.CACHE.put("9", failed(9))
+        assert len(toolchains.CACHE) == 0  # off: nothing is kept
+    finally:
+        toolchains.configure(ServiceLimits())
+        toolchains.CACHE.clear()
+    assert toolchains.CACHE.max_bytes == 256 << 20
 
 
 def test_make_serve_passes_its_variables_and_args_to_the_flags():
