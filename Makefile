@@ -24,6 +24,13 @@ TEST_WORKERS ?= 2
 REQUIRE_PARTS ?=
 PART_MISSING = $(if $(REQUIRE_PARTS),exit 1,true)
 
+# torch's OpenMP threads sleep when idle instead of spinning (set it in the environment to choose otherwise): the
+# trainer shares the CPUs with the verifier service and its sandboxes, and spinning threads took the cores those
+# waited for: a make train step 3.9-4.3 s with the default policy against 0.34-0.36 s passive on a loaded 2-core
+# machine (bench/results/alarm_cost.txt); not measured on an idle one
+OMP_WAIT_POLICY ?= PASSIVE
+export OMP_WAIT_POLICY
+
 # make train / make eval knobs (empty = the embedded default); ARGS: raw extra arguments appended
 CONFIG ?=
 MODEL ?=
