@@ -13,7 +13,12 @@ Python), CPUs and the queue limit (``--max-queue-s``) as the Python pool's; its 
 (``--langs-pool-size``; 0: the service's ``--pool-size``, else the CPU count, at least 2), memory
 (``--langs-memory-mb``; 0: ``--memory-mb``, at least 2048 MiB, since compilers need more than a Python
 job) and image (``--langs-image``; empty: the tag the sources describe, which ``make image LANGS=all``
-builds). Processes: at least 256. A missing image is a ``SANDBOX_ERROR`` whose detail says so.
+builds). Processes: at least 256. A missing image is a ``SANDBOX_ERROR`` whose detail says so. The
+compile cache holds at most ``--compile-cache-mb`` (0: off).
+
+In a server the pool is shared by turns between callers (issue 40): the service core hands it a gate
+(``share``: the service's ``FairGate``, round robin and one burst sandbox lent to a caller holding none),
+so one caller's long programs on every toolchain sandbox do not make another's short job wait for them.
 
 Every non-Python submission is one job running ``driver.py`` (``driver_job`` builds it; its
 answer lines are read back with ``driver_lines``): the code verifier's stdio mode and SandboxFusion's
