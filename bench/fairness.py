@@ -8,7 +8,10 @@ Each round starts a fresh server (a pool of ``--pool`` sandboxes, HTTP on), meas
 (``--cheap`` think_format /v1/verify calls, ``--sandboxed`` /run_code ``print`` calls, ``--asserts``
 code-verifier assert jobs (issue 40: they waited for one of the flood's programs to end), sequential), then
 starts caller A's flood (``--flood`` concurrent /run_code programs sleeping ``--sleep-s`` s, x-client-id
-``flood``), waits until they are all queued, and measures B again (x-client-id ``other``). Rounds alternate
+``flood``), waits until they are all queued, and measures B again (x-client-id ``other``). With
+``--flood-lang c`` A's programs are C (each its own source) on the toolchain pool instead, and B's
+``--compiled`` code-verifier C stdio jobs (each its own source: compiled every time) show whether B
+waits for one of them to end (issue 40: the toolchain pool behind the turns). Rounds alternate
 quiet/flood on the same server; the medians of each and of the per-round ratios are printed with the
 spread and the 1-minute load. ``--old-root`` runs the same against another checkout (e.g. a worktree of the
 commit before the fix), B's calls then capped at ``--cap-s``.
@@ -25,7 +28,6 @@ import os  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -50,14 +52,27 @@ def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tu
     raise RuntimeError(f"server in {root} exited before serving")
 
 
+C_SLEEP = "#include <unistd.h>\nint main(void) { sleep(%d); return 0; } /* %d */\n"
+C_JOB = {"verifier": "code", "options": {"mode": "stdio", "language": "c"}, "timeout_s": 120,
+         "completion": "```c\n#include <stdio.h>\nint main(void) { int a, b; scanf(\"%d %d\", &a, &b); "
+                       "printf(\"%d\\n\", a + b); return 0; }\n```",
+         "reference": '[{"input": "1 2\\n", "output": "3\\n"}]'}  # fmt: skip
 ASSERT_JOB = {"verifier": "code", "completion": "```python\ndef add(a, b):\n    return a + b\n```",
               "reference": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "options": {"entry_point": "add"}}  # fmt: skip
 
 
-def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, asserts: int = 0
+def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, asserts: int = 0, compiled: int = 0
             ) -> tuple[list[float], ...]:  # fmt: skip
-    """Caller B: latencies (s) of sequential cheap, sandboxed and code-assert calls (cap_s: timed out)."""
-    out_cheap, out_sbx, out_assert = [], [], []
+    """Caller B: latencies (s) of sequential cheap, sandboxed, code-assert and C stdio calls (cap_s: timed out)."""
+    out_cheap, out_sbx, out_assert, out_c = [], [], [], []
+    for _ in range(compiled):
+        job = dict(C_JOB, completion=C_JOB["completion"].replace("\n```", f" /* {time.time_ns()} */\n```"))
+        t0 = time.monotonic()  # each its own source: compiled every time, never a cached verdict
+        try:
+            http.post("/v1/verify", json=job, headers={"x-client-id": "other"}, timeout=cap_s)
+        except httpx.TimeoutException:
+            pass
+        out_c.append(time.monotonic() - t0)
     for _ in range(asserts):
         job = dict(ASSERT_JOB, completion=ASSERT_JOB["completion"].replace("\n```", f"  # {time.time_ns()}\n```"))
         t0 = time.monotonic()  # each job unique: the verdict cache never answers it
@@ -81,13 +96,16 @@ def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, assert
         except httpx.TimeoutException:
             pass
         out_sbx.append(time.monotonic() - t0)
-    return out_cheap, out_sbx, out_assert
+    return out_cheap, out_sbx, out_assert, out_c
 
 
-def flood(base: str, n: int, sleep_s: float, stop: threading.Event) -> ThreadPoolExecutor:
-    body = {"code": f"import time\ntime.sleep({sleep_s})", "language": "python", "run_timeout": sleep_s + 5}
-
-    def one(_: int) -> None:
+def flood(base: str, n: int, sleep_s: float, lang: str = "python") -> ThreadPoolExecutor:
+    def one(i: int) -> None:
+        if lang == "c":
+            body = {"code": C_SLEEP % (round(sleep_s), i), "language": "c", "compile_timeout": 60,
+                    "run_timeout": sleep_s + 5}  # fmt: skip
+        else:
+            body = {"code": f"import time\ntime.sleep({sleep_s})", "language": "python", "run_timeout": sleep_s + 5}
         with httpx.Client(base_url=base, timeout=None) as c:
             try:
                 c.post("/run_code", json=body, headers={"x-client-id": "flood"})
@@ -102,24 +120,27 @@ def flood(base: str, n: int, sleep_s: float, stop: threading.Event) -> ThreadPoo
 
 def waiting(http: httpx.Client) -> float:
     m = http.get("/metrics").text
-    keys = ('rlvr_queue_depth{class="sandbox_job"}', "rlvr_sandbox_pool_waiters")
+    keys = (
+        'rlvr_queue_depth{class="sandbox_job"}',
+        "rlvr_sandbox_pool_waiters",
+        'rlvr_queue_depth{class="toolchain_job"}',
+    )
     return sum(float(line.split()[-1]) for line in m.splitlines() if line.startswith(keys))
 
 
 def one_round(root: Path, a: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = start(root, a.pool, tmp)
-        stop = threading.Event()
+        proc, base = start(root, a.pool, tmp, ["--langs-pool-size", str(a.pool)])
         ex = None
         try:
             with httpx.Client(base_url=base) as http:
-                b_calls(http, 3, 1, a.cap_s, 1)  # warm
-                quiet = b_calls(http, a.cheap, a.sandboxed, a.cap_s, a.asserts)
-                ex = flood(base, a.flood, a.sleep_s, stop)
+                b_calls(http, 3, 1, a.cap_s, 1, min(1, a.compiled))  # warm (the toolchain pool starts on first use)
+                quiet = b_calls(http, a.cheap, a.sandboxed, a.cap_s, a.asserts, a.compiled)
+                ex = flood(base, a.flood, a.sleep_s, a.flood_lang)
                 until = time.monotonic() + 30
                 while waiting(http) < min(a.flood - a.pool, 31) - 1 and time.monotonic() < until:
                     time.sleep(0.1)
-                flooded = b_calls(http, a.cheap, a.sandboxed, a.cap_s, a.asserts)
+                flooded = b_calls(http, a.cheap, a.sandboxed, a.cap_s, a.asserts, a.compiled)
         finally:
             proc.terminate()
             proc.wait(timeout=120)
@@ -135,7 +156,8 @@ def pct(xs: list[float], q: float) -> float:
 
 def report(name: str, rounds: list[dict]) -> None:
     print(f"== {name}: {len(rounds)} rounds")
-    kinds = ("cheap think_format /v1/verify", "sandboxed /run_code print", "code assert job /v1/verify")
+    kinds = ("cheap think_format /v1/verify", "sandboxed /run_code print", "code assert job /v1/verify",
+             "code C stdio job /v1/verify")  # fmt: skip
     for i, kind in enumerate(kinds):
         if not rounds[0]["quiet"][i]:
             continue
@@ -159,12 +181,15 @@ def main() -> None:
     p.add_argument("--cheap", type=int, default=20)
     p.add_argument("--sandboxed", type=int, default=3)
     p.add_argument("--asserts", type=int, default=3, help="B's code-verifier assert jobs (issue 40's probe)")
+    p.add_argument("--compiled", type=int, default=0, help="B's code-verifier C stdio jobs (the toolchain pool)")
+    p.add_argument("--flood-lang", choices=("python", "c"), default="python", help="A's programs: which pool")
     p.add_argument("--cap-s", type=float, default=60.0)
     p.add_argument("--old-root", default="")
     p.add_argument("--old-rounds", type=int, default=0, help="rounds on --old-root (default: --rounds)")
     a = p.parse_args()
-    print(f"flood: {a.flood} x /run_code sleeping {a.sleep_s:g} s from one caller; pool {a.pool}; B: {a.cheap} "
-          f"cheap + {a.sandboxed} sandboxed + {a.asserts} code-assert sequential calls; cap {a.cap_s:g} s")  # fmt: skip
+    print(f"flood: {a.flood} x /run_code {a.flood_lang} sleeping {a.sleep_s:g} s from one caller; pool {a.pool} "
+          f"(toolchain pool {a.pool}); B: {a.cheap} cheap + {a.sandboxed} sandboxed + {a.asserts} code-assert + "
+          f"{a.compiled} C stdio sequential calls; cap {a.cap_s:g} s")  # fmt: skip
     ours = [one_round(ROOT, a) for _ in range(a.rounds)]
     report(f"this checkout ({ROOT})", ours)
     if a.old_root:
