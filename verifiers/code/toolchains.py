@@ -107,6 +107,11 @@ def config() -> SandboxConfig:
 
 def get() -> SandboxPool:
     """The process's toolchain pool, started on first use (with its gate, where ``share`` gave one)."""
+    return _started()[0]
+
+
+def _started() -> tuple[SandboxPool, Any]:
+    """(the pool, its gate or None), read together: a pool restarted meanwhile comes with its own gate."""
     global _pool, _gate
     with _lock:
         if _pool is None:
@@ -119,7 +124,7 @@ def get() -> SandboxPool:
             pool = SandboxPool(cfg, burst=gate.burst if gate is not None else 0)
             pool.start()
             _pool, _gate = pool, gate
-        return _pool
+        return _pool, _gate
 
 
 def output_cap() -> int:
@@ -150,8 +155,7 @@ def pool_run(job: Job) -> Result:
     the caller's turn where the pool is shared (``share``). Its wait for a turn and for a sandbox spends
     from ``job.deadline``, else from the queue limit (``--max-queue-s``), never from the program's time."""
     try:
-        pool = get()
-        gate = _gate
+        pool, gate = _started()
         if gate is None:
             return pool.run(job)
         t0 = time.monotonic()
