@@ -2,8 +2,9 @@
 
 Offline path (always works, needs root + debootstrap):
   1. ``debootstrap --variant=minbase bookworm`` into ``var/cache/rootfs-<hash>`` (cached: ~90 s once);
-  2. the runtime layer: sympy, Math-Verify and its LaTeX parser installed on the host with
-     ``pip install --target`` (pure-Python wheels), byte-compiled, plus the in-container worker;
+  2. the runtime layer: sympy, Math-Verify and its LaTeX parser, numpy and pandas installed on the host with
+     ``pip install --target`` (pure-Python wheels, and cp311 manylinux wheels for numpy and pandas: the host's
+     Python is 3.11 as bookworm's is), byte-compiled, plus the in-container worker;
   3. one tar stream of both piped into ``docker import`` with the image config (``--change``).
 
 Where a registry is reachable and debootstrap is not usable (not root, not Debian), ``--from-registry``
@@ -39,7 +40,25 @@ RUNTIME_PACKAGES = [
     "math-verify==0.9.0",
     "latex2sympy2_extended==1.11.0",
     "antlr4-python3-runtime==4.13.2",
+    # what SandboxFusion's image bundles and its users' programs import (issue 40); cp311 manylinux wheels,
+    # not preloaded (the worker imports only ``SandboxConfig.preload``): a job pays for its own import
+    "numpy==2.4.6",
+    "pandas==3.1.1",
+    "python-dateutil==4.0.0",
+    "tzdata==2026.6",
 ]
+# their own test suites (pandas/tests alone is 46 MB), which no job imports: left out of the image
+STRIP_TESTS = ["numpy", "pandas"]
+# numpy's hook for distributors (numpy/_distributor_init.py imports it before its BLAS library loads):
+# OpenBLAS would start a thread per CPU the host has, each counted against the sandbox's pids limit and its
+# stack against the job's address space, for a sandbox with one CPU's quota. One thread unless the program
+# sets the variable itself. Here, not in the worker's job environment, so it holds on every backend.
+NUMPY_INIT = (
+    "# written by sandbox/image.py: one BLAS thread per job unless the program asks for more\n"
+    "import os\n\n"
+    "for _name in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS'):\n"
+    "    os.environ.setdefault(_name, '1')\n"
+)
 SANDBOX_UID = 65534
 # No setuid/setgid file in the image (su, mount, passwd, ...): with no-new-privileges they could not
 # elevate anyway, but there is then nothing to elevate with even if that option were lost.
@@ -73,7 +92,7 @@ def rootfs_hash() -> str:
 
 def image_tag() -> str:
     """The tag of the image that the current sources describe."""
-    recipe = "\n".join(RUNTIME_PACKAGES + IMAGE_CHANGES + TAR_FLAGS).encode()
+    recipe = "\n".join(RUNTIME_PACKAGES + STRIP_TESTS + [NUMPY_INIT] + IMAGE_CHANGES + TAR_FLAGS).encode()
     return f"{REPO_NAME}:{digest([rootfs_hash().encode(), recipe, *worker_bytes()])}"
 
 
@@ -138,7 +157,7 @@ def rootfs_cache() -> Path:
 
 def pylibs_cache() -> Path:
     """Where ``build_runtime_layer`` keeps the image's Python packages (bwrap shows them as /opt/pylibs)."""
-    return CACHE / f"pylibs-{digest([' '.join(RUNTIME_PACKAGES).encode()])}"
+    return CACHE / f"pylibs-{digest([' '.join(RUNTIME_PACKAGES + STRIP_TESTS + [NUMPY_INIT]).encode()])}"
 
 
 def build_runtime_layer(layer: Path) -> None:
@@ -160,6 +179,10 @@ def build_runtime_layer(layer: Path) -> None:
                 *RUNTIME_PACKAGES,
             ]
         )
+        for pkg in STRIP_TESTS:
+            for tests in sorted((pylibs / pkg).rglob("tests"), reverse=True):
+                shutil.rmtree(tests, ignore_errors=True)
+        (pylibs / "numpy" / "_distributor_init_local.py").write_text(NUMPY_INIT)
         run_logged([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
         (pylibs / ".complete").touch()
     shutil.copytree(pylibs, layer / "opt" / "pylibs", ignore=shutil.ignore_patterns(".complete", "bin"))
