@@ -26,7 +26,7 @@ from verifiers.service.fair import BURST_SANDBOXES
 
 FLAGS = ["--backend", "--pool-size", "--memory-mb", "--cpus", "--pids", "--output-cap-bytes", "--max-timeout-s",
          "--max-queue-s", "--max-message-mb", "--max-batch", "--max-completion-chars", "--max-concurrent-rpcs",
-         "--langs-pool-size", "--langs-memory-mb", "--langs-image"]  # fmt: skip
+         "--langs-pool-size", "--langs-memory-mb", "--langs-image", "--compile-cache-mb"]  # fmt: skip
 MAKE_VARIABLES = {"--backend": "BACKEND", "--pool-size": "POOL"}  # make serve's own; every other flag: ARGS='…'
 SMALL = ["--max-message-mb", "1", "--max-batch", "4", "--max-completion-chars", "1000", "--max-timeout-s", "5",
          "--max-concurrent-rpcs", "3", "--output-cap-bytes", "65536", "--memory-mb", "1024", "--pids", "100",
