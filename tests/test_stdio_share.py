@@ -10,13 +10,12 @@ never by a time threshold."""
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.http_helpers import http_service
+from tests.http_helpers import hold_every_sandbox, http_service, metric
 
 pytestmark = pytest.mark.docker
 SLEEP_S = 12
@@ -40,22 +39,11 @@ def _long(http: httpx.Client) -> dict:
     return r.json()
 
 
-def _gauge(http: httpx.Client, name: str) -> float:
-    lines = [ln for ln in http.get("/metrics").text.splitlines() if ln.startswith(name)]
-    return sum(float(ln.split()[-1]) for ln in lines)
-
-
 def test_a_short_stdio_case_is_graded_while_another_callers_stdio_cases_hold_every_sandbox(tmp_path):
     with http_service(tmp_path, pool_size=2) as (srv, http), ThreadPoolExecutor(3) as ex:
-        assert _gauge(http, "rlvr_sandbox_pool_live") == 3  # two sandboxes and the burst one, warm
-        held = [ex.submit(_long, http) for _ in range(2)]
-        until = time.monotonic() + 60
-        while _gauge(http, "rlvr_sandbox_pool_busy") < 2 and time.monotonic() < until:
-            time.sleep(0.05)
-        queued = ex.submit(_long, http)  # A's third: it holds two already, so it waits its turn
-        while _gauge(http, 'rlvr_queue_depth{class="sandbox_job"}') < 1 and time.monotonic() < until:
-            time.sleep(0.05)
-        assert _gauge(http, "rlvr_sandbox_pool_busy") == 2, "A's two programs are not both running"
+        assert metric(http, "rlvr_sandbox_pool_live") == 3  # two sandboxes and the burst one, warm
+        held, queued = hold_every_sandbox(http, ex, lambda: _long(http))  # A's third waits its turn
+        assert metric(http, "rlvr_sandbox_pool_busy") == 2, "A's two programs are not both running"
         short = _stdio("print(input() if False else 'ok')\n", "ok", 10)
         r = http.post("/v1/verify", json=short, headers={"x-client-id": "b"}, timeout=4 * SLEEP_S + 60)
         a_done = [f.done() for f in (*held, queued)]

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.http_helpers import http_service
+from tests.http_helpers import http_service, wait_metric
 from tests.langs_helpers import ensure_langs_image
 
 pytestmark = pytest.mark.docker
@@ -48,11 +48,6 @@ def _long(http: httpx.Client, i: int) -> dict:
     return r.json()
 
 
-def _gauge(http: httpx.Client, name: str) -> float:
-    lines = [ln for ln in http.get("/metrics").text.splitlines() if ln.startswith(name)]
-    return sum(float(ln.split()[-1]) for ln in lines)
-
-
 def test_a_short_compiled_job_is_graded_while_another_caller_holds_every_toolchain_sandbox(tmp_path):
     ensure_langs_image()
     args = ("--langs-pool-size", "2")
@@ -63,9 +58,7 @@ def test_a_short_compiled_job_is_graded_while_another_caller_holds_every_toolcha
         held = [ex.submit(_long, http, i) for i in range(2)]
         time.sleep(1)  # lets A's two take their turns first (which one ran when is read from the stamps)
         queued = ex.submit(_long, http, 2)  # A's third: A holds two already, so it waits its turn
-        until = time.monotonic() + 60
-        while _gauge(http, 'rlvr_queue_depth{class="toolchain_job"}') < 1 and time.monotonic() < until:
-            time.sleep(0.05)
+        wait_metric(http, 'rlvr_queue_depth{class="toolchain_job"}', 1)
         r = http.post("/v1/verify", json=SHORT, headers={"x-client-id": "b"}, timeout=6 * SLEEP_S + 60)
         graded_at, a_done = time.time(), [f.done() for f in (*held, queued)]
         assert r.status_code == 200 and r.json()["outcome"] == "OUTCOME_CORRECT", r.text
