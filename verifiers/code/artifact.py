@@ -1,9 +1,10 @@
 """The sandbox half of the compile cache (host half: verifiers/code/compile_cache.py). Standard library only.
 
-Shipped as one job with driver.py (its text, then this module's, then one call), whose ``run`` and
-``main`` it is handed, never imported there. Two entry points:
+Shipped as one job with driver.py (its text, then this module's, then one call), whose ``run``,
+``main`` and ``write_files`` it is handed, never imported there. Two entry points:
 
-* ``build(run, main, tail)``: write the job's files and compile as the driver does; once the compiler
+* ``build(run, main, tail, write_files)``: write the job's files (the driver's ``write_files``) and
+  compile as the driver does; once the compiler
   and everything it started are dead (``run`` kills every other process of the sandbox before it
   returns), read what the compile wrote into the scratch directory into this process's memory, packed.
   Nothing of the program has run yet, and nothing else runs in the sandbox (one job at a time, every
@@ -113,7 +114,7 @@ def _refeed(q):
     sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(q).encode()))
 
 
-def build(run, main, tail):
+def build(run, main, tail, write_files):
     _hide()
     q = json.loads(sys.stdin.buffer.read())
     count, stdout = _Count(), os.dup(1)  # the driver's main points fd 1 at stderr: keep the job's stdout
@@ -122,14 +123,7 @@ def build(run, main, tail):
         count.write(stdout, ("\n" + json.dumps(dict(d, nonce=q["nonce"])) + "\n").encode())
 
     env = dict(os.environ, **q["env"])
-    for name, data in (q.get("blobs") or {}).items():
-        if os.path.dirname(name):
-            os.makedirs(os.path.dirname(name), exist_ok=True)
-        with open(name, "wb") as f:
-            f.write(base64.b64decode(data))
-    for name, text in q["files"].items():
-        with open(name, "w", encoding="utf-8") as f:
-            f.write(text)
+    write_files(q)
     before = scan() or {}
     kind, code, sig, elapsed, out, err = run(
         q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20, 64

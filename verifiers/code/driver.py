@@ -138,6 +138,18 @@ def run(argv, env, stdin_bytes, timeout, as_mb, nproc, budget, fsize_mb=16):
     return kind, code, sig, elapsed, bytes(bufs[out_r]), bytes(bufs[err_r][-STDERR_TAIL:])
 
 
+def write_files(q):
+    """The job's files into the scratch directory: ``blobs`` (base64, may sit in sub-folders), then ``files`` (text)."""
+    for name, data in (q.get("blobs") or {}).items():
+        if os.path.dirname(name):
+            os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, "wb") as f:
+            f.write(base64.b64decode(data))
+    for name, text in q["files"].items():
+        with open(name, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def main():
     try:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the program cannot look into this process
@@ -156,14 +168,7 @@ def main():
         os.write(mark, ("\n" + json.dumps(dict(d, nonce=nonce)) + "\n").encode())
 
     env = dict(os.environ, **q["env"])
-    for name, data in (q.get("blobs") or {}).items():
-        if os.path.dirname(name):
-            os.makedirs(os.path.dirname(name), exist_ok=True)
-        with open(name, "wb") as f:
-            f.write(base64.b64decode(data))
-    for name, text in q["files"].items():
-        with open(name, "w", encoding="utf-8") as f:
-            f.write(text)
+    write_files(q)
     ok = True
     if q["compile"]:
         kind, code, sig, elapsed, out, err = run(
