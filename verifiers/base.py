@@ -3,6 +3,7 @@ statuses, and the context a verifier runs in (the sandbox pool, the registry, th
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
@@ -140,3 +141,15 @@ class Builtin:
     sandbox_entry: ClassVar[str] = ""  # "": runs nothing in the sandbox
     warmup: ClassVar[str] = ""
     result: ClassVar[type[Verdict]] = Verdict  # what verify() returns
+
+
+def declarations() -> dict[str, type]:
+    """What a built-in kind declares besides the ``Verifier`` protocol, each with the type it must have: the
+    class-level attributes of ``Builtin`` above, read from its annotations, so they are written once.
+    verifiers/kinds.py checks every built-in against it (a kind need not subclass ``Builtin``)."""
+    found = {}
+    for name, hint in typing.get_type_hints(Builtin).items():
+        if typing.get_origin(hint) is ClassVar:
+            (inner,) = typing.get_args(hint)
+            found[name] = typing.get_origin(inner) or inner
+    return found

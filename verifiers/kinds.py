@@ -17,11 +17,11 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from sandbox.deadline import Deadline
-from verifiers.base import BadRequest, Context, Verdict, Verifier
+from verifiers.base import BadRequest, Context, Verdict, Verifier, declarations
 from verifiers.composite import Composite, Part
 from verifiers.signals import parse_enforced
 
@@ -197,16 +197,6 @@ def kind(name: str) -> Kind:
 
 
 # -- built-in kinds: verifiers defined in code, each declared by one register_builtin(...) line ----------
-class BuiltinKind(Verifier, Protocol):
-    """What a built-in verifier's class declares (plain class attributes) besides the Verifier protocol."""
-
-    options: ClassVar[Mapping[str, str]]  # the options schema: option name -> what it does ({}: none)
-    sandbox_entry: ClassVar[str]  # the job code it runs in the sandbox ("": runs nothing there)
-    warmup: ClassVar[str]  # code each sandbox worker runs once before forking jobs ("": none)
-    result: ClassVar[type[Verdict]]  # what verify() returns
-
-
-DECLARES = {"options": Mapping, "sandbox_entry": str, "warmup": str, "result": type}
 BUILTINS: dict[str, str | Callable[[], Verifier]] = {}  # name -> "module:attr" (a class or a factory)
 
 
@@ -225,10 +215,11 @@ def build_builtin(name: str) -> Verifier:
         module, _, attr = target.partition(":")
         target = getattr(importlib.import_module(module), attr)
     v = target()
-    missing = [k for k, t in DECLARES.items() if not isinstance(getattr(type(v), k, None), t)]
+    declares = declarations()
+    missing = [k for k, t in declares.items() if not isinstance(getattr(type(v), k, None), t)]
     if missing or not issubclass(type(v).result, Verdict) or v.name != name:
         raise TypeError(f"built-in verifier {name!r} ({type(v).__qualname__}) must be named {name!r} and declare "
-                        f"{', '.join(DECLARES)} (verifiers/kinds.py BuiltinKind); missing or wrong: {missing}")  # fmt: skip
+                        f"{', '.join(declares)} (verifiers/base.py Builtin); missing or wrong: {missing}")  # fmt: skip
     return v
 
 
@@ -252,8 +243,8 @@ def sandbox_warmup() -> str:
     return "\n".join([*parts, "import gc\ngc.collect()\ngc.freeze()\n"])
 
 
-# The built-in kinds. Adding one: its module (a class with the Verifier attributes and the BuiltinKind
-# declarations) plus one line here (docs/verifiers.md, "Adding a verifier kind").
+# The built-in kinds. Adding one: its module (a class with the Verifier attributes and the declarations
+# of verifiers/base.py Builtin) plus one line here (docs/verifiers.md, "Adding a verifier kind").
 register_builtin("think_format", "verifiers.format:ThinkFormat")
 register_builtin("tag_count", "verifiers.format:TagCount")
 register_builtin("math", "verifiers.math.verifier:MathVerifier")
