@@ -1,13 +1,12 @@
 """The sandbox half of the compile cache (host half: verifiers/code/compile_cache.py). Standard library only.
 
-Shipped as one job with driver.py (its text, then this module's, then one call), whose ``run``,
-``main`` and ``write_files`` it is handed, never imported there. Two entry points:
+Shipped as one job with driver.py (its text, then this module's, then one call), whose ``main``,
+``write_files`` and ``compile_step`` it is handed, never imported there. Two entry points:
 
-* ``build(run, main, tail, write_files)``: write the job's files (the driver's ``write_files``) and
-  compile as the driver does; once the compiler
-  and everything it started are dead (``run`` kills every other process of the sandbox before it
-  returns), read what the compile wrote into the scratch directory into this process's memory, packed.
-  Nothing of the program has run yet, and nothing else runs in the sandbox (one job at a time, every
+* ``build(main, write_files, compile_step)``: write the job's files and compile with the driver's own
+  functions; once the compiler and everything it started are dead (the driver's ``run`` kills every other
+  process of the sandbox before it returns), read what the compile wrote into the scratch directory into
+  this process's memory, packed. Nothing of the program has run yet, and nothing else runs in the sandbox (one job at a time, every
   process killed and /tmp wiped between jobs), so the blob is exactly the compiler's output. Then the
   job goes on as the driver (its cases, on the binary just built), and at the end sends the blob as
   the ``artifact`` line if it fits in what the output cap (``output_cap``) leaves; else an ``uncached``
@@ -114,7 +113,7 @@ def _refeed(q):
     sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(q).encode()))
 
 
-def build(run, main, tail, write_files):
+def build(main, write_files, compile_step):
     _hide()
     q = json.loads(sys.stdin.buffer.read())
     count, stdout = _Count(), os.dup(1)  # the driver's main points fd 1 at stderr: keep the job's stdout
@@ -125,15 +124,9 @@ def build(run, main, tail, write_files):
     env = dict(os.environ, **q["env"])
     write_files(q)
     before = scan() or {}
-    kind, code, sig, elapsed, out, err = run(
-        q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20, 64
-    )
-    message = (out + err).decode("utf-8", "replace")[-tail:]
-    if kind == "timeout":
-        message = f"compilation did not finish in {q['compile_timeout']:g} s\n" + message
-    ok = kind == "ok"
-    say(compile={"ok": ok, "message": message, "elapsed": elapsed, "status": kind, "exit": code, "signal": sig})
-    if not ok:
+    report = compile_step(q, env)
+    say(compile=report)
+    if not report["ok"]:
         return
     cap = int(q.pop("output_cap"))
     try:

@@ -44,7 +44,7 @@ from verifiers.code import artifact
 
 _HERE = Path(__file__).resolve().parent
 _SHIPPED = (_HERE / "driver.py").read_text() + "\n" + (_HERE / "artifact.py").read_text()
-BUILD_JOB = _SHIPPED + "\nbuild(run, main, COMPILER_TAIL, write_files)\n"
+BUILD_JOB = _SHIPPED + "\nbuild(main, write_files, compile_step)\n"
 RUN_JOB = _SHIPPED + "\nrun_cached(main)\n"
 DEFAULT_BYTES = 256 << 20
 # what decides the compiler's output (the inputs, budgets and run argv do not)

@@ -150,6 +150,17 @@ def write_files(q):
             f.write(text)
 
 
+def compile_step(q, env):
+    """Run the job's compile command: the fields of its ``compile`` line (ok, the compiler's last words, ...)."""
+    kind, code, sig, elapsed, out, err = run(
+        q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20, 64
+    )
+    message = (out + err).decode("utf-8", "replace")[-COMPILER_TAIL:]
+    if kind == "timeout":
+        message = f"compilation did not finish in {q['compile_timeout']:g} s\n" + message
+    return {"ok": kind == "ok", "message": message, "elapsed": elapsed, "status": kind, "exit": code, "signal": sig}
+
+
 def main():
     try:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the program cannot look into this process
@@ -171,14 +182,9 @@ def main():
     write_files(q)
     ok = True
     if q["compile"]:
-        kind, code, sig, elapsed, out, err = run(
-            q["compile"], env, b"", q["compile_timeout"], q["compile_as_mb"], q["compile_nproc"], 1 << 20, 64
-        )
-        message = (out + err).decode("utf-8", "replace")[-COMPILER_TAIL:]
-        if kind == "timeout":
-            message = f"compilation did not finish in {q['compile_timeout']:g} s\n" + message
-        ok = kind == "ok"
-        say(compile={"ok": ok, "message": message, "elapsed": elapsed, "status": kind, "exit": code, "signal": sig})
+        report = compile_step(q, env)
+        ok = report["ok"]
+        say(compile=report)
     else:
         say(compile={"ok": True, "message": "", "elapsed": 0.0, "status": "none", "exit": None, "signal": None})
     budget, failed = int(q["output_budget"]), False
