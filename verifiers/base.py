@@ -3,8 +3,10 @@ statuses, and the context a verifier runs in (the sandbox pool, the registry, th
 
 from __future__ import annotations
 
+import contextvars
 import typing
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -114,6 +116,13 @@ class Context:
 
     def time_left(self) -> float:
         return self.deadline.remaining()
+
+    def map(self, fn: Callable, items, width: int) -> list:
+        """``[fn(x) for x in items]`` on up to ``width`` threads, in order: how a verifier runs jobs side by side.
+        Each call runs in a copy of the calling thread's context, which holds the service's caller, so the jobs
+        wait their turn for a sandbox as the request's caller (a bare thread pool would run them as nobody)."""
+        with ThreadPoolExecutor(max(1, width)) as ex:
+            return [f.result() for f in [ex.submit(contextvars.copy_context().run, fn, x) for x in items]]
 
 
 class Verifier(Protocol):

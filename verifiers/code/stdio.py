@@ -16,9 +16,7 @@ fault) and a program over the output cap is ``RUNTIME_ERROR`` with reward 0 (one
 from __future__ import annotations
 
 import base64
-import contextvars
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sandbox.backend import Job, Limits, Result
@@ -74,8 +72,7 @@ def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop
             failed.append(True)
         return run
 
-    with ThreadPoolExecutor(max(1, min(width, len(inputs)))) as ex:
-        return _map_as_caller(ex, one, inputs)
+    return ctx.map(one, inputs, min(width, len(inputs)))
 
 
 def _from_result(res: Result, timeout_s: float) -> CaseRun:
@@ -169,15 +166,7 @@ def judge_runs(runs: list[CaseRun], spec: judges.StdioSpec, opts: CodeOptions, c
 
     if opts.judge != "checker":
         return [one(i) for i in range(len(runs))]
-    with ThreadPoolExecutor(max(1, min(ctx.parallelism, len(runs)))) as ex:
-        return _map_as_caller(ex, one, range(len(runs)))
-
-
-def _map_as_caller(ex: ThreadPoolExecutor, fn, items) -> list:
-    """``ex.map(fn, items)`` with each call in a copy of this thread's context: the jobs it starts wait their
-    turn for a sandbox as the caller who sent the submission (the service's caller variable), not as nobody.
-    A copy per call: one context cannot be entered by two threads at once."""
-    return [f.result() for f in [ex.submit(contextvars.copy_context().run, fn, x) for x in items]]
+    return ctx.map(one, range(len(runs)), min(ctx.parallelism, len(runs)))
 
 
 class _SandboxFailed(Exception):
