@@ -153,9 +153,9 @@ def phases(say, jobs_of: int = 32) -> None:
     process cost) and as jobs of ``jobs_of``, and Math-Verify's parse vs verify share in-process."""
     from math_verify import parse, verify
 
+    from in_sandbox.answer import extract
     from sandbox.backend import Job, Limits, SandboxConfig
     from sandbox.pool import SandboxPool
-    from verifiers.answer import extract
     from verifiers.kinds import sandbox_warmup
     from verifiers.math.verifier import JOB_CODE
 

@@ -5,5 +5,5 @@
   ``SandboxConfig``, ``SandboxError``, ``PoolSaturated``); ``deadline``: ``Deadline``, the one time budget;
 - ``docker``, ``podman``, ``bwrap``: the backends; ``cgroups``, ``seccomp``: their hardening;
 - ``image``, ``image_langs``: the offline image builds (``make setup``, ``make image-langs``);
-- ``worker``, ``worker_io``, ``worker_clean``, ``framing``: what runs inside a sandbox and how it talks.
+- ``framing``: the frame channel to a sandbox's worker (which runs inside it: in_sandbox/worker.py).
 """

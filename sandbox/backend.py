@@ -1,7 +1,7 @@
 """What every sandbox backend implements, and the types that cross it (jobs, limits, results, config).
 
 A backend is a class (registered by name in sandbox/pool.py, ``BACKENDS``) whose instances are one
-started sandbox each: a worker process (sandbox/worker.py) behind the frame channel (sandbox/framing.py).
+started sandbox each: a worker process (in_sandbox/worker.py) behind the frame channel (sandbox/framing.py).
 The pool above knows nothing else about it:
 
     cls.preflight(cfg)          check the host can run this backend (raise SandboxError saying why not)
@@ -188,7 +188,7 @@ def job_limits(job: Job, cfg: SandboxConfig) -> dict:
 
 
 def job_frame(job: Job, cfg: SandboxConfig) -> bytes:
-    """The frame that carries ``job`` to a worker (format: sandbox/worker.py)."""
+    """The frame that carries ``job`` to a worker (format: in_sandbox/worker.py)."""
     code, stdin = job.code.encode("utf-8", "surrogatepass"), job.stdin.encode("utf-8", "surrogatepass")
     header = {"id": job.id, "timeout": job.timeout_s, "mode": job.mode, "limits": job_limits(job, cfg),
               "sizes": [len(code), len(stdin)]}  # fmt: skip

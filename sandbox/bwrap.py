@@ -48,11 +48,10 @@ from sandbox.backend import (
 )
 from sandbox.cgroups import SandboxCgroups
 from sandbox.framing import FrameChannel
+from sandbox.image import IN_SANDBOX, WORKER_CMD
 
 log = logging.getLogger(__name__)
 
-WORKER_DIR = Path(__file__).resolve().parent
-WORKER_FILES = ("worker.py", "worker_io.py", "worker_clean.py")  # shown read-only in /opt/sandbox
 _seccomp_on = False  # set by preflight: libseccomp generated the filter here
 NAMESPACES = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
               "--unshare-cgroup-try", "--disable-userns"]  # fmt: skip
@@ -203,8 +202,7 @@ class BwrapSandbox(WorkerSandbox):
                "--size", str(cfg.tmpfs_mb << 20), "--tmpfs", "/tmp",
                "--size", str(16 << 20), "--tmpfs", "/dev/shm",
                ]  # fmt: skip
-        for name in WORKER_FILES:
-            cmd += ["--ro-bind", str(WORKER_DIR / name), f"/opt/sandbox/{name}"]
+        cmd += ["--ro-bind", str(IN_SANDBOX), "/opt/sandbox/in_sandbox"]  # the in-sandbox room, read-only
         if cfg.pylibs:
             cmd += ["--ro-bind", cfg.pylibs, "/opt/pylibs"]
         cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
@@ -212,7 +210,7 @@ class BwrapSandbox(WorkerSandbox):
         for k, v in env.items():
             cmd += ["--setenv", k, v]
         cmd += ["--seccomp", str(seccomp_fd)] if seccomp_fd >= 0 else []
-        cmd += [cfg.python, "-s", "/opt/sandbox/worker.py"]
+        cmd += [cfg.python, *WORKER_CMD[1:]]
         if os.geteuid() != 0:
             return cmd
         # root: enter the cgroups, then drop to this sandbox's own unprivileged uid, then bwrap

@@ -12,7 +12,7 @@ the deadline an inner layer must meet so this one keeps time to finish (the pool
 worker to answer after killing the program; the server, for the reply). What a layer keeps is capped
 by a share of what is left, so a short budget still leaves most of it to the program.
 
-The worker (sandbox/worker.py) is another process, in another namespace: it receives the seconds left
+The worker (in_sandbox/worker.py) is another process, in another namespace: it receives the seconds left
 when the job's frame is sent and counts them from the moment it reads the frame.
 
     >>> d = Deadline.after(10.0)

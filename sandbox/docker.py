@@ -38,13 +38,13 @@ from sandbox.backend import (
     start_time,
 )
 from sandbox.framing import FifoPair, FrameChannel
+from sandbox.image import WORKER_CMD
 
 log = logging.getLogger(__name__)
 
 LABEL = "rlvr.sandbox"
 OWNER_LABEL = "rlvr.owner"  # "<hostname>:<pid>" of the process that owns the container
 STARTED_LABEL = "rlvr.owner_started"  # that process's start time (clock ticks), against pid reuse
-WORKER_CMD = ["python3", "-s", "/opt/sandbox/worker.py"]
 _clients: dict[str, docker.DockerClient] = {}
 _client_lock = threading.Lock()
 

@@ -1,4 +1,4 @@
-"""The frame channel between the host and one worker (frame format: sandbox/worker.py).
+"""The frame channel between the host and one worker (frame format: in_sandbox/worker.py).
 
 ``FrameChannel`` reads frames from one file descriptor and writes them to another, watching a third
 ("death": readable at end of file once the sandbox process ended) so a dead sandbox is noticed at

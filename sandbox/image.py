@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -28,9 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "var" / "cache"
-WORKER = Path(__file__).resolve().parent / "worker.py"
-# the in-sandbox program: the worker and its two stdlib-only modules, copied side by side to /opt/sandbox
-WORKER_FILES = [WORKER.parent / name for name in ("worker.py", "worker_io.py", "worker_clean.py")]
+# the in-sandbox program: the room in_sandbox/ (the worker and every module a kind's job imports), shipped as
+# files to /opt/sandbox/in_sandbox/; the worker runs as a script and puts /opt/sandbox first on its path
+IN_SANDBOX = ROOT / "in_sandbox"
+WORKER_FILES = sorted(p for p in IN_SANDBOX.rglob("*.py") if "__pycache__" not in p.parts)
+WORKER_CMD = ["python3", "-s", "/opt/sandbox/in_sandbox/worker.py"]
 REPO_NAME = "rlvr-sandbox"
 SUITE = "bookworm"
 DEBIAN_PACKAGES = ["python3"]
@@ -71,7 +74,7 @@ IMAGE_CHANGES = [
     "ENV LANG=C.UTF-8",
     "WORKDIR /tmp",
     f"USER {SANDBOX_UID}:{SANDBOX_UID}",
-    'CMD ["python3", "-s", "/opt/sandbox/worker.py"]',
+    f"CMD {json.dumps(WORKER_CMD)}",
 ]
 
 
@@ -97,14 +100,16 @@ def image_tag() -> str:
 
 
 def worker_bytes() -> list[bytes]:
-    return [f.read_bytes() for f in WORKER_FILES]
+    """Each in-sandbox file's path in the room and its bytes (a moved file changes the tag too)."""
+    return [str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() for f in WORKER_FILES]
 
 
 def copy_worker(layer: Path) -> None:
-    """The worker files, as /opt/sandbox/* of the image (``layer`` is the image's root)."""
-    (layer / "opt" / "sandbox").mkdir(parents=True, exist_ok=True)
+    """The in-sandbox files, as /opt/sandbox/in_sandbox/... of the image (``layer`` is the image's root)."""
     for f in WORKER_FILES:
-        shutil.copy(f, layer / "opt" / "sandbox" / f.name)
+        dest = layer / "opt" / "sandbox" / f.relative_to(ROOT)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, dest)
 
 
 def image_exists(tag: str) -> bool:
@@ -255,7 +260,7 @@ def build_from_registry(tag: str) -> None:
         ctx = Path(tmp)
         build_runtime_layer(ctx)
         lines = ["FROM python:3.11-slim", "COPY opt /opt"] + [c for c in IMAGE_CHANGES if not c.startswith("CMD")]
-        lines.append('CMD ["python3", "-s", "/opt/sandbox/worker.py"]')
+        lines.append(f"CMD {json.dumps(WORKER_CMD)}")
         (ctx / "Dockerfile").write_text("\n".join(lines) + "\n")
         run_logged(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
 

@@ -152,7 +152,7 @@ def test_a_checker_that_crashes_on_the_output_rejects_it(service):
     assert not wrong, "\n".join(wrong)
 
 
-# -- the wire between the two processes (verifiers/code/wire.py), on the host -----------------------------------
+# -- the wire between the two processes (in_sandbox/code/wire.py), on the host -----------------------------------
 def _plain():
     from hypothesis import strategies as st
 
@@ -182,7 +182,7 @@ def _types(v) -> str:
 def test_plain_data_round_trips_exactly():
     from hypothesis import given, settings
 
-    from verifiers.code.wire import decode, encode
+    from in_sandbox.code.wire import decode, encode
 
     @settings(max_examples=300, deadline=None, derandomize=True, database=None)  # the same 300 every run
     @given(_plain())
@@ -205,7 +205,7 @@ class _Liar(int):
     [_Liar(1), [1, _Liar(2)], {"k": object()}, lambda: 0, (i for i in range(2)), type, Exception("x"), bytearray(b"x")],
 )
 def test_what_is_not_plain_data_is_refused(value):
-    from verifiers.code.wire import NotPlain, encode
+    from in_sandbox.code.wire import NotPlain, encode
 
     with pytest.raises(NotPlain):
         encode(value)
@@ -218,7 +218,7 @@ def test_what_is_not_plain_data_is_refused(value):
 )  # fmt: skip
 def test_a_hostile_answer_decodes_to_an_error_never_an_object(text):
     """Whatever the candidate's process writes, the tests' process gets plain data or NotPlain."""
-    from verifiers.code.wire import NotPlain, decode
+    from in_sandbox.code.wire import NotPlain, decode
 
     with pytest.raises(NotPlain):
         decode(text)

@@ -15,9 +15,10 @@ from dataclasses import replace
 
 import pytest
 
+from in_sandbox.code import artifact
 from tests.langs_helpers import SUM_CASES, make_service
 from tests.test_code_langs import PROGRAMS
-from verifiers.code import artifact, compile_cache, languages, toolchains
+from verifiers.code import compile_cache, languages, toolchains
 from verifiers.request import Request
 
 ONE = json.dumps([{"input": "1 2\n", "output": "3\n"}])
@@ -217,7 +218,7 @@ def test_a_run_job_that_cannot_use_the_artifact_falls_back_to_compiling(service,
     """Fault injection: every run job (a cache hit) dies before the driver speaks; the program is compiled
     again in a plain driver job and graded as without the cache (never a SANDBOX_ERROR for our failure)."""
     toolchains.CACHE.clear()
-    tail = "run_cached(main)\n"
+    tail = "artifact.run_cached(driver.main)\n"
     assert compile_cache.RUN_JOB.endswith(tail)
     monkeypatch.setattr(compile_cache, "RUN_JOB", compile_cache.RUN_JOB[: -len(tail)] + "raise SystemExit(3)\n")
     before = dict(toolchains.STATS)

@@ -80,7 +80,7 @@ def test_language_bad_option_over_grpc_names_the_item(client):
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "items[1]" in e.value.message
 
 
-# the final-answer rule (verifiers/answer.py) for answer_consistency: (completion, outcome)
+# the final-answer rule (in_sandbox/answer.py) for answer_consistency: (completion, outcome)
 CONSISTENCY_RULE = [
     ("<think>3+4 = 7</think><answer>8</answer> so \\boxed{7}", "INCORRECT"),  # a tag and a box disagree
     ("<think>3+4 = 7</think><answer>7</answer> или 8", "INCORRECT"),  # a hedge after the tag, in Russian

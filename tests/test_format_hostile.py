@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.answer import boxed_all, extract, last_number
+from in_sandbox.answer import boxed_all, extract, last_number
 from verifiers.code.verifier import candidate_code
 from verifiers.format import tag_count, think_format
 

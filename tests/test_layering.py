@@ -1,11 +1,14 @@
-"""The layering proto ← sandbox ← verifiers ← trainer, enforced on the source (DESIGN.md, "Rooms").
+"""The layering proto ← sandbox ← verifiers ← trainer, and in_sandbox beside them, enforced on the source
+(DESIGN.md, "Rooms").
 
 Every `import` in every module of the four packages is read with `ast` (top-level and function-level
 imports alike: a lazy import is still a dependency). The rules:
 
 - `proto` imports no package of this repository;
+- `in_sandbox` (the code that runs inside the sandbox, shipped into the image as files) imports only itself:
+  nothing from the host side;
 - `sandbox` imports only itself (stdlib and the `docker` SDK are outside the check);
-- `verifiers` may import `proto` and `sandbox`, never `trainer`;
+- `verifiers` may import `proto`, `sandbox` and `in_sandbox`, never `trainer`;
 - `trainer` reaches the service only through the client side of `verifiers`: `verifiers.client`
   (the RPCs), `verifiers.launch` (starts the server as a separate process, never imports it) and
   `verifiers.integrations` (adapters built on the client) and `verifiers.canaries` (known-bad completions
@@ -23,11 +26,12 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("proto", "sandbox", "verifiers", "trainer")
+PACKAGES = ("proto", "in_sandbox", "sandbox", "verifiers", "trainer")
 ALLOWED = {
     "proto": set(),
+    "in_sandbox": {"in_sandbox"},
     "sandbox": {"sandbox"},
-    "verifiers": {"verifiers", "sandbox", "proto"},
+    "verifiers": {"verifiers", "sandbox", "proto", "in_sandbox"},
     "trainer": {"trainer", "verifiers.client", "verifiers.launch", "verifiers.integrations", "verifiers.canaries"},
 }
 KNOWN_CYCLES = []
@@ -146,10 +150,12 @@ def test_a_wrong_import_is_caught(tmp_path):
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     assert violations(tmp_path) == [] and cycles(tmp_path) == KNOWN_CYCLES
     (tmp_path / "sandbox" / "leak.py").write_text("def f():\n    from verifiers.base import Outcome\n")
+    (tmp_path / "in_sandbox" / "code" / "leak.py").write_text("from sandbox import backend\n")
     (tmp_path / "trainer" / "leak.py").write_text("from verifiers.server import serve\nfrom sandbox import pool\n")
     (tmp_path / "verifiers" / "cyc_a.py").write_text("from . import cyc_b\n")
     (tmp_path / "verifiers" / "cyc_b.py").write_text("import verifiers.cyc_a\n")
     assert violations(tmp_path) == [
+        "in_sandbox.code.leak imports sandbox.backend",
         "sandbox.leak imports verifiers.base",
         "trainer.leak imports sandbox.pool",
         "trainer.leak imports verifiers.server",
@@ -244,7 +250,7 @@ def private_imports(root: Path) -> list[str]:
 # and kinds.py, their table); the service behind both fronts; the fronts (gRPC server, HTTP, launch). The client
 # side (client, cli, integrations) stands apart: it takes only the shapes, so a trainer never loads the service.
 VERIFIER_SHAPES = {"verifiers", "verifiers.request", "verifiers.outcome", "verifiers.base", "verifiers.errors",
-                   "verifiers.limits", "verifiers.signals", "verifiers.answer"}  # fmt: skip
+                   "verifiers.limits", "verifiers.signals", "in_sandbox.answer"}  # fmt: skip
 VERIFIER_KINDS = ("verifiers.kinds", "verifiers.format", "verifiers.steps", "verifiers.consistency",
                   "verifiers.composite", "verifiers.python_verifier", "verifiers.remote", "verifiers.reward_model",
                   "verifiers.math", "verifiers.code")  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.answer import extract, strip_think
+from in_sandbox.answer import extract, strip_think
 from verifiers.math.verifier import int_literal
 
 

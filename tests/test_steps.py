@@ -153,7 +153,7 @@ def test_remote_verifier_carries_the_steps(client, tmp_path):
     assert spans(WORKED, r.steps) == [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]
 
 
-# the final-answer rule (verifiers/answer.py): what arith_steps used to pay with an extraction of its own
+# the final-answer rule (in_sandbox/answer.py): what arith_steps used to pay with an extraction of its own
 ANSWER_RULE = [
     ("<think>1+8+8, 9+8, 17</think>\\boxed{18} \\boxed{17}", "INCORRECT"),  # two different boxes
     ("<think>1+8+8, 9+8, 17</think><answer>17</answer> so \\boxed{18}", "INCORRECT"),  # a tag and a box disagree

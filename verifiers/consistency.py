@@ -2,7 +2,7 @@
 built-in and meant for composites such as ``0.8 * math + 0.1 * think_format + 0.1 * language``.
 
 ``language``: the share of the chain of thought's letters written in the target script. The chain of
-thought is the text of every ``<think>`` block (``verifiers/answer.py``: all of them, not only the first), else
+thought is the text of every ``<think>`` block (``in_sandbox/answer.py``: all of them, not only the first), else
 the whole completion. Every character whose
 Unicode category is a letter (``L*``) counts once; it is in a script when its Unicode name starts with
 that script's word (``LATIN SMALL LETTER A``: latin; ``CJK UNIFIED IDEOGRAPH-4E00``, hiragana, katakana:
@@ -13,7 +13,7 @@ thought without letters gets 1 (nothing in it is mixed). Options: ``script`` = o
 cyrillic …); default ``script=latin``. This measures the script, not the language: French and English
 are both latin (R1 counted target-language words; a word-level language detector is left out).
 
-``answer_consistency``: the final answer (as the final-answer rule reads it, ``verifiers/answer.py``: two
+``answer_consistency``: the final answer (as the final-answer rule reads it, ``in_sandbox/answer.py``: two
 different answers, a hedge or an unclosed think block are refused) equals, by the math verifier's own
 equivalence, the last result the reasoning reached: the value after the last ``=`` in the ``<think>`` blocks (up to a comma, semicolon, line break or tag), else its
 last number. The comparison is a call of ``math`` with that result as the reference, so it runs in the
@@ -30,7 +30,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from verifiers.answer import Extraction, extract, reasoning, reasoning_spans, signals_of
+from in_sandbox.answer import Extraction, extract, reasoning, reasoning_spans, signals_of
 from verifiers.base import BadRequest, Builtin, Context, Verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
@@ -58,7 +58,7 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 
 
 def chain_of_thought(completion: str) -> str:
-    """Every think block's text (verifiers/answer.py ``reasoning``), else the whole completion."""
+    """Every think block's text (in_sandbox/answer.py ``reasoning``), else the whole completion."""
     return reasoning(completion)
 
 

@@ -21,7 +21,7 @@ semicolons or line breaks, in one of two forms:
 
 Each step's reward is 1 if right, 0 if wrong; segments that are neither form (words) are not steps.
 The overall reward is the final answer's correctness alone (the final answer as the final-answer rule
-reads it, ``verifiers/answer.py``: two different answers, a hedge or an unclosed think block earn 0;
+reads it, ``in_sandbox/answer.py``: two different answers, a hedge or an unclosed think block earn 0;
 compared with the integer reference), the same signal as the task's outcome reward, so the
 steps add process supervision without changing what the outcome reward means.
 
@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from verifiers.answer import extract, reasoning_spans, signals_of
+from in_sandbox.answer import extract, reasoning_spans, signals_of
 from verifiers.base import Builtin, Context, ServiceError, Step, Verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
@@ -140,7 +140,7 @@ class ArithSteps(Builtin):
         steps = self.steps(completion, prompt, _as_int(reference))
         right = sum(s.reward for s in steps)
         ref = _as_int(reference)
-        ext = extract(completion)  # the final-answer rule (verifiers/answer.py)
+        ext = extract(completion)  # the final-answer rule (in_sandbox/answer.py)
         counted = f"{right:g}/{len(steps)} steps right"
         if ref is None:
             v = Verdict.of(Outcome.BAD_REFERENCE, f"reference {reference[:40]!r} is not an integer; {counted}")

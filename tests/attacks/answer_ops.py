@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from verifiers.answer import AROUND, BEFORE, OR_WORDS, boxed_spans, strip_think
+from in_sandbox.answer import AROUND, BEFORE, OR_WORDS, boxed_spans, strip_think
 
 NOT_HIGHER, ZERO = "not_higher", "zero"
 UNGRADED = ("TIMEOUT", "SANDBOX_ERROR")

@@ -1,4 +1,4 @@
-"""The math battery's families of issue 36: one final-answer rule (verifiers/answer.py) for every verifier,
+"""The math battery's families of issue 36: one final-answer rule (in_sandbox/answer.py) for every verifier,
 what is rendered is what is graded, the forms datasets use, a bare response, and the disputed verdicts of
 issue 41 (decided once in docs/verifiers.md, "The final-answer rule"). Rows are (reference, answer,
 verdict, why[, options]); ``RAW`` rows are whole completions, the others are boxed by math_battery.py.
@@ -10,7 +10,7 @@ C, I, N = "CORRECT", "INCORRECT", "NO_ANSWER"  # noqa: E741 - short verdicts kee
 RAW = {"raw": True}
 RAW_FULL = {"raw": True, "fallback": "full"}  # what verl's numina_* and math_dapo routes send
 
-# -- issue 36: one final-answer rule (verifiers/answer.py) --------------------------------------------------------
+# -- issue 36: one final-answer rule (in_sandbox/answer.py) --------------------------------------------------------
 # answers through different channels (a box and an answer tag, several tags) are never read together
 CHANNELS = [
     ("5", "<think>r</think><answer>5</answer> so \\boxed{6}", I, "a tag and a box that disagree", RAW),

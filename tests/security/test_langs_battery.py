@@ -71,7 +71,7 @@ NETWORK = {
     'if std::net::TcpStream::connect_timeout(&a,Duration::from_secs(1)).is_ok(){println!("3")}else{println!("blocked")}}\n',
 }
 NETWORK["cpp"] = NETWORK["c"]
-TARGETS = ["/etc/rlvr_pwn", "/usr/rlvr_pwn", "/opt/sandbox/worker.py", "/rlvr_pwn", "/usr/bin/gcc"]
+TARGETS = ["/etc/rlvr_pwn", "/usr/rlvr_pwn", "/opt/in_sandbox/worker.py", "/rlvr_pwn", "/usr/bin/gcc"]
 T = json.dumps(TARGETS)[1:-1]
 WRITE = {
     "c": f"#include <stdio.h>\nint main(){{const char*p[]={{{T}}};int ok=0;for(int i=0;i<5;i++)"

@@ -1,5 +1,5 @@
 """Compiled artifacts cached by what made them, across jobs and requests (the host half; the sandbox
-half is verifiers/code/artifact.py; the flow is ``toolchains.run_job``).
+half is in_sandbox/code/artifact.py; the flow is ``toolchains.run_job``).
 
 A driver job with a compile step runs as a **build** job: the driver's job that also sends back what
 its compiler wrote (packed, read before the program ran, sent after the cases where the output cap
@@ -37,15 +37,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from in_sandbox.code import artifact
 from sandbox.backend import Job, Result
-from verifiers.code import artifact
 
-_HERE = Path(__file__).resolve().parent
-_SHIPPED = (_HERE / "driver.py").read_text() + "\n" + (_HERE / "artifact.py").read_text()
-BUILD_JOB = _SHIPPED + "\nbuild(main, write_files, compile_step)\n"
-RUN_JOB = _SHIPPED + "\nrun_cached(main)\n"
+# the jobs: the driver and the artifact's sandbox half (in_sandbox/code/, shipped in the toolchain image)
+_IMPORT = "from in_sandbox.code import artifact, driver\n"
+BUILD_JOB = _IMPORT + "artifact.build(driver.main, driver.write_files, driver.compile_step)\n"
+RUN_JOB = _IMPORT + "artifact.run_cached(driver.main)\n"
 DEFAULT_BYTES = 256 << 20
 # what decides the compiler's output (the inputs, budgets and run argv do not)
 _KEYED = ("files", "blobs", "compile", "env", "compile_as_mb", "compile_nproc")

@@ -2,7 +2,7 @@
 
 Running: Python runs each case as its own job in the Python pool (own process, own timeout, cases in
 parallel). Other languages run as one job in the toolchain pool (verifiers/code/toolchains.py): the driver
-(verifiers/code/driver.py) compiles once and runs the cases one after another, each with its own
+(in_sandbox/code/driver.py) compiles once and runs the cases one after another, each with its own
 timeout; it reports a line per case as it goes, so a submission that overruns its whole budget still
 has the verdicts of the cases it finished.
 

@@ -38,7 +38,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result, SandboxConfig, SandboxError
@@ -46,7 +45,7 @@ from sandbox.pool import SandboxPool
 from verifiers.code import compile_cache, languages
 from verifiers.limits import ServiceLimits
 
-DRIVER_JOB = (Path(__file__).resolve().parent / "driver.py").read_text() + "\nmain()\n"
+DRIVER_JOB = "from in_sandbox.code import driver\ndriver.main()\n"  # in_sandbox/code/driver.py, in the image
 DRIVER_MARGIN_S = 3.0  # the driver's own start-up and reporting, beyond compile + cases
 CASE_START_S = 0.5  # per case: spawning the program
 

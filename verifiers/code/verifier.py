@@ -4,7 +4,7 @@ Options (language, mode, entry_point, prelude, judge and tolerances, reward, ...
 "Options of `code`", the one table, generated from verifiers/code/options.py. The candidate is the last
 block fenced with the language's tag after the reasoning, else the last bare block, else the whole visible
 text. Assert mode (Python) runs the tests in a process of their own, never the candidate's
-(verifiers/code/harness.py): the names the tests use that the candidate defines are proxies exchanging plain
+(in_sandbox/code/harness.py): the names the tests use that the candidate defines are proxies exchanging plain
 data with the candidate's process; passing means the tests' process reached its end and printed a marker
 carrying a per-job nonce on a private copy of stdout. Stdio mode judges each case's output on the host
 (verifiers/code/judges.py) or by a checker in a separate job (verifiers/code/stdio.py); other languages are
@@ -22,17 +22,14 @@ defended, or not supported").
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 import secrets
-import zlib
 from dataclasses import dataclass, replace
-from pathlib import Path
 
+from in_sandbox.answer import strip_think
 from sandbox.backend import Job, Limits, Result
-from verifiers.answer import strip_think
 from verifiers.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.code import judges, languages, stdio, toolchains
 from verifiers.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
@@ -44,33 +41,10 @@ from verifiers.signals import SIGNALS
 PY_TAGS = ("python", "py", "python3", "py3")
 STDERR_TAIL = 600
 
-_HERE = Path(__file__).resolve().parent
-# The sandbox modules (module, file name): the harness's own imports first, each registered before it runs;
-# the harness last, registered once it has run (a worker whose build failed has no ``rlvr_code``).
-_MODULES = [("rlvr_code_wire", "wire.py"), ("rlvr_code_candidate", "candidate.py"), ("rlvr_code_shape", "testshape.py"),
-            ("rlvr_code", "harness.py")]  # fmt: skip
-# Packed (zlib, base64): the pool passes the warm-up to each worker as one argv string, which Linux caps at
-# 128 KiB (MAX_ARG_STRLEN), and every kind's warm-up shares it.
-_PACKED = base64.b64encode(
-    zlib.compress(json.dumps([[m, f, (_HERE / f).read_text()] for m, f in _MODULES]).encode(), 9)
-).decode()
-_BUILD = f"""import types, zlib, base64, json
-for n, f, src in json.loads(zlib.decompress(base64.b64decode({_PACKED!r}))):
-    x = types.ModuleType(n)
-    if n != "rlvr_code":
-        sys.modules[n] = x
-    exec(compile(src, f, "exec"), x.__dict__)
-m = sys.modules["rlvr_code"] = x
-"""
-# The code kind's declared warm-up (CodeVerifier.warmup): the harness modules, built once per worker.
-CODE_WARMUP = "import sys\n" + _BUILD
-# The job: the harness module is already in the warm worker (CODE_WARMUP); a worker started without it
-# builds it first (before any of the job's input is read).
-HARNESS = (
-    "import sys\nm = sys.modules.get('rlvr_code')\nif m is None:\n"
-    + "".join("    " + line + "\n" for line in _BUILD.splitlines())
-    + "m.main()\n"
-)
+# The code kind's declared warm-up (CodeVerifier.warmup): the harness (in_sandbox/code/, shipped in the image)
+# imported once per worker; the job then only calls it.
+CODE_WARMUP = "import in_sandbox.code.harness\n"
+HARNESS = "from in_sandbox.code import harness\nharness.main()\n"
 
 
 def candidate_code(completion: str, tags: tuple[str, ...] = PY_TAGS) -> str:
@@ -118,7 +92,7 @@ class CodeVerifier(Builtin):
     case_timeout_s: float = CASE_TIMEOUT_S  # a request's default case_timeout_s
     stdio_parallelism: int = max(2, os.cpu_count() or 2)
     options = DESCRIPTIONS  # parsed by CodeOptions.parse (verifiers/code/options.py)
-    sandbox_entry = HARNESS  # Python; compiled languages run verifiers/code/driver.py in the toolchain pool
+    sandbox_entry = HARNESS  # Python; compiled languages run in_sandbox/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
 
     def check(self, req: Request) -> CodeOptions:
@@ -282,7 +256,7 @@ _VERDICT_LINE = re.compile(
 
 def assert_signals(res: Result, nonce: str, verdict: Verdict) -> list[str]:
     """The exploit signals of an assert-mode run: those the harness wrote on its nonce lines (what the candidate's
-    process did, verifiers/code/harness.py), and what the run itself shows (its output, its end)."""
+    process did, in_sandbox/code/harness.py), and what the run itself shows (its output, its end)."""
     found = set()
     for d in _nonce_lines(res, nonce):
         if isinstance(d.get("signals"), list):

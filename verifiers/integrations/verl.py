@@ -71,7 +71,7 @@ _CODE = Route("code", io_tests=True)
 # - lighteval/MATH (verl's math.py): the last \boxed{} only;
 # - math_dapo, aime* (math_dapo.py): the last "Answer: ..." line; numina_* (prime_math): "the answer is
 #   ...", or the whole response when it has no marker. Both: fallback "full" (the final-answer rule,
-#   verifiers/answer.py: \boxed{} and <answer> first; a response that is one bare expression is its own
+#   in_sandbox/answer.py: \boxed{} and <answer> first; a response that is one bare expression is its own
 #   answer, read whole; other text is extracted from as Math-Verify does).
 DEFAULT_ROUTES: dict[str, Route] = {
     "openai/gsm8k": Route("math", {"fallback": "last_number"}),

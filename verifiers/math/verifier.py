@@ -1,8 +1,8 @@
 """``math``: is the model's final answer equivalent to the gold answer?
 
 Host side (this module, linear time, nothing evaluated): extract the final answer(s) with plain string
-scanning (``verifiers/answer.py``, the final-answer rule), decide the trivial case of two integer literals by comparing digit
-strings, and hand everything else to the sandbox. Sandbox side (``verifiers/math/grader.py``, loaded
+scanning (``in_sandbox/answer.py``, the final-answer rule), decide the trivial case of two integer literals by comparing digit
+strings, and hand everything else to the sandbox. Sandbox side (``in_sandbox/math/grader.py``, loaded
 once per warm worker by the pool's warm-up, ``verifiers.kinds.sandbox_warmup``): Math-Verify parsing and sympy comparison under a per-item soft
 timeout and the job's hard kill.
 
@@ -25,41 +25,20 @@ import math
 import re
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from in_sandbox.answer import FALLBACKS, Extraction, extract, signals_of
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
-from verifiers.answer import FALLBACKS, Extraction, extract, signals_of
 from verifiers.base import BadRequest, Builtin, Context, Verdict
 from verifiers.outcome import Outcome
 from verifiers.request import Request
 
-_HERE = Path(__file__).resolve().parent
-GRADER_SOURCE = (_HERE / "grader.py").read_text()
-TEXT_SOURCE = (_HERE / "text.py").read_text()  # imported by the grader
-# the grader's own modules, built in this order in the sandbox: the final-answer rule (forms reads its hedge
-# words), then rlvr_math_<file name>
-MODULES = (("rlvr_answer", "answer.py", (_HERE.parent / "answer.py").read_text()),) + tuple(
-    (f"rlvr_math_{n}", n + ".py", (_HERE / f"{n}.py").read_text()) for n in ("forms", "text", "equal")
-)
-_BUILD = "".join(
-    f"_m = sys.modules[{name!r}] = types.ModuleType({name!r})\nexec(compile({src!r}, {fn!r}, 'exec'), _m.__dict__)\n"
-    for name, fn, src in MODULES
-)
 MAX_ITEMS = 32  # items per sandbox job
 ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before the pool kills the job
 ITEM_SHARE_S = 0.5  # a job's time beyond its longest item's, for each other item it carries
 
-# The job: the grader module is already in the warm worker; a worker started without that warm-up builds it.
-JOB_CODE = f"""import sys
-m = sys.modules.get("rlvr_math")
-if m is None:
-    import types
-    exec({_BUILD!r})
-    m = types.ModuleType("rlvr_math")
-    exec(compile({GRADER_SOURCE!r}, "grader.py", "exec"), m.__dict__)
-m.main()
-"""
+# The job: the grader (in_sandbox/math/grader.py, shipped in the image) is already imported in the warm worker.
+JOB_CODE = "from in_sandbox.math import grader\ngrader.main()\n"
 
 # The math kind's declared warm-up (MathVerifier.warmup), run once in each sandbox worker before it forks
 # jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds.py sandbox_warmup): builds
@@ -104,10 +83,7 @@ _WARM_PAIRS = [
     ("\\frac{2}{3}", "0.67"),
 ]
 MATH_WARMUP = f"""
-import sys, types
-{_BUILD}m = types.ModuleType("rlvr_math")
-exec(compile({GRADER_SOURCE!r}, "grader.py", "exec"), m.__dict__)
-sys.modules["rlvr_math"] = m
+from in_sandbox.math import grader as m
 for g, p in {_WARM_PAIRS!r}:
     try:
         m.grade({{"gold": g, "preds": [p], "mode": "answer"}}, {{}})

@@ -1,6 +1,5 @@
 """Text-level helpers of the math grader: whitespace, delimiters, words, malformed LaTeX. Nothing here
-parses math; ``grader.py`` imports these names. In the sandbox the host ships this source as the
-module ``rlvr_math_text`` next to ``rlvr_math`` (the pool's warm-up, ``verifiers.kinds.sandbox_warmup``).
+parses math; ``grader.py`` imports these names (in the sandbox, from the image's in_sandbox/math/).
 """
 
 import re

@@ -32,20 +32,24 @@ fresh child process:
 The worker marks itself non-dumpable, so a job (same uid) cannot ptrace it or open /proc/1/fd.
 """
 
-import builtins
-import gc
-import io
-import os
-import resource
-import select
-import signal
 import sys
-import time
-import traceback  # imported here, once: a job's child must not pay for importing it
 
-import worker_io  # sandbox/worker_io.py and worker_clean.py sit next to this file in the sandbox
-from worker_clean import kill_all_and_reap, wipe_writable
-from worker_io import libc, private_buffer, read_frame, unmap, write_frame, zero
+if __name__ == "__main__":  # run as a script, its own folder is first on the path, where math/ and code/
+    sys.path[0] = sys.path[0].rsplit("/", 1)[0]  # would shadow the stdlib's: the folder above instead
+
+import builtins  # noqa: E402 (the path above first)
+import gc  # noqa: E402
+import io  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402 (imported here, once: a job's child must not pay for importing it)
+
+from in_sandbox import worker_io  # noqa: E402
+from in_sandbox.worker_clean import kill_all_and_reap, wipe_writable  # noqa: E402
+from in_sandbox.worker_io import libc, private_buffer, read_frame, unmap, write_frame, zero  # noqa: E402
 
 SCRATCH = "/tmp/job"
 JOB_ENV = {

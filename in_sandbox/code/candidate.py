@@ -1,5 +1,5 @@
 """The candidate's process of the ``code`` verifier's assert mode (harness.py forks it; never runs
-in the service process). Built by the warm-up as the module ``rlvr_code_candidate``.
+in the service process).
 
 ``serve`` keeps stdin = /dev/null, stdout = stderr and the two pipes to the tests' process, closes every
 other descriptor, reads the candidate's code (the first line on the pipe, with the names the tests
@@ -21,10 +21,7 @@ import sys
 import traceback
 from types import ModuleType
 
-try:
-    import rlvr_code_wire as wire  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py
-except ImportError:  # pragma: no cover - the host, for tests that import this module
-    from verifiers.code import wire
+from in_sandbox.code import wire
 
 PR_SET_DUMPABLE = 4
 try:

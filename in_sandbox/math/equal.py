@@ -1,6 +1,6 @@
 """The comparison rules of the ``math`` grader, on values Math-Verify has parsed; ``install()`` puts them
 in place of Math-Verify's own (its sets, tuples, intervals and matrices call these for their elements).
-Runs only in the sandbox, next to ``grader.py`` (shipped as the module ``rlvr_math_equal``).
+Runs only in the sandbox, next to ``grader.py``.
 
 Where these depart from Math-Verify:
 

@@ -1,7 +1,7 @@
 """How final answers are written, read as text: Unicode and typesetting forms, digit groups, units and
 hedges inside an answer. Nothing here parses math (plain ``re`` and string scans, linear time); it runs in the
-sandbox: ``math/verifier.py`` ships this source as the module ``rlvr_math_forms`` next to ``rlvr_math``,
-``rlvr_math_text`` and ``rlvr_answer`` (``verifiers/answer.py``: the final-answer rule and its hedge words).
+sandbox, beside ``grader.py`` and ``text.py``, and reads ``in_sandbox/answer.py`` (the final-answer rule and
+its hedge words).
 
 * ``normalize``: Unicode math (``½``, ``x²``, ``√2``, ``π``, full-width digits), ``\\color``, ``1.5e3``
   and thousands groups (``1 000``, ``1\\,000``) rewritten as the LaTeX the parser reads;
@@ -10,7 +10,7 @@ sandbox: ``math/verifier.py`` ships this source as the module ``rlvr_math_forms`
 * ``bases`` / ``in_decimal``: numerals in a base (``12_{4}``), whose subscript the parser drops.
 * ``all_reals``: 'all real numbers' in words.
 * ``hedge_inside``: a word that offers an alternative, a condition or a doubt (``possibly``, ``if``,
-  ``oder``, ``或`` …: ``verifiers/answer.py``'s words) in the answer itself.
+  ``oder``, ``或`` …: ``in_sandbox/answer.py``'s words) in the answer itself.
 * ``unit_of`` / ``units_in`` / ``unit_factor``: the unit written after a quantity, so that ``10 m`` is
   not ``10 cm`` (and ``0.1 m`` is).
 """
@@ -18,10 +18,7 @@ sandbox: ``math/verifier.py`` ships this source as the module ``rlvr_math_forms`
 import re
 import unicodedata
 
-try:  # in the sandbox the host ships verifiers/answer.py as this module (verifiers/math/verifier.py)
-    import rlvr_answer as answer_rule
-except ImportError:  # on the host
-    from verifiers import answer as answer_rule
+from in_sandbox import answer as answer_rule
 
 # -- Unicode and typesetting ---------------------------------------------------------------------------
 _FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
@@ -260,7 +257,7 @@ def all_reals(answer):
 
 # -- hedges --------------------------------------------------------------------------------------------
 # The hedge words (every language) and the sentence around an answer are the final-answer rule's
-# (verifiers/answer.py, shipped beside this module as ``rlvr_answer``); what an answer's own text hedges is here.
+# (in_sandbox/answer.py); what an answer's own text hedges is here.
 _TEXTLIKE = re.compile(r"\\(?:text[a-z]*|math(?:rm|it|sf|tt|normal)|mbox|hbox|emph|operatorname)\s*\{([^{}]*)\}")
 
 

@@ -1,6 +1,6 @@
 """The structure of the ``code`` verifier's tests, read from their parsed source (``ast``), never from text.
 
-Runs in the tests' process of the sandbox (harness.py; the warm-up builds it as ``rlvr_code_shape``), on
+Runs in the tests' process of the sandbox (harness.py), on
 the tests and the prelude only: they are trusted problem data. The candidate's code is never parsed here.
 It answers the two questions the harness used to guess from substrings:
 

@@ -1,15 +1,15 @@
 """The sandbox half of the ``math`` verifier: parse with Math-Verify, compare with sympy.
 
-This module never runs in the service process. The pool's warm-up (``verifiers.kinds.sandbox_warmup``) execs its source once in each
-sandbox worker (as the module ``rlvr_math``), so every forked job finds the parsers, regexes and
-antlr caches warm and only calls ``rlvr_math.main()``. It reads ``{"items": [...]}`` as JSON on stdin
+This module never runs in the service process. The pool's warm-up (``verifiers.kinds.sandbox_warmup``) imports it once in
+each sandbox worker and grades a corpus, so every forked job finds the parsers, regexes and antlr caches
+warm and only calls ``grader.main()``. It reads ``{"items": [...]}`` as JSON on stdin
 and prints one JSON line per item, in order, flushed as each finishes, so that when the job is killed
 the host knows which items were done and which one was running.
 
 An item is ``{"gold", "preds": [answer, ...], "mode": "answer" | "full", "rel_tol", "timeout", "left"}``
 (``timeout``: its own seconds; ``left``: what was left of its request's deadline when the job was sent):
 
-* ``answer``: each pred is a final answer the host already extracted (``verifiers/answer.py``: a
+* ``answer``: each pred is a final answer the host already extracted (``in_sandbox/answer.py``: a
   ``\\boxed{}`` or ``<answer>`` content). It is parsed *as a whole* (LaTeX first, then a plain expression that must account for
   every digit), so malformed LaTeX is never truncated into a different number (``4\\sqrt(2)`` is not 4).
   With several preds (several different boxed answers) the item is correct only when every one of them,
@@ -38,15 +38,10 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-try:  # in the sandbox the host ships answer/forms/text/equal.py as these modules (verifiers.kinds.sandbox_warmup)
-    import rlvr_answer as answer_rule
-    import rlvr_math_equal as equal
-    import rlvr_math_forms as forms
-    import rlvr_math_text as text_rules
-except ImportError:  # on the host
-    from verifiers import answer as answer_rule
-    from verifiers.math import equal, forms
-    from verifiers.math import text as text_rules
+from in_sandbox import answer as answer_rule
+from in_sandbox.math import equal, forms
+from in_sandbox.math import text as text_rules
+
 BadReference = text_rules.BadReference
 DELIMITERS = text_rules.DELIMITERS
 ONLY_WORDS = text_rules.ONLY_WORDS
@@ -222,7 +217,7 @@ def grade(item, gold_cache):
     every = all(equivalent(gold, p) for p in preds)
     # together: the boxes in the order written (answer.py lists them last-first), as one list or as a tuple
     # (x = \boxed{2}, y = \boxed{3} for (2, 3)); a set reference ignores the order anyway. Answers through
-    # different channels (a box and an answer tag, two tags) are never read together (verifiers/answer.py).
+    # different channels (a box and an answer tag, two tags) are never read together (in_sandbox/answer.py).
     listed = ", ".join(reversed(item["preds"]))
     may = item.get("together", True)
     together = every or may and any(equivalent(gold, parse_whole(t) or []) for t in (listed, f"({listed})"))

@@ -7,7 +7,7 @@ decodes them; the arguments of a call travel the other way the same way. Only *p
 whatever its ``__eq__`` says, is refused, as is anything else). The text is JSON, whose parser builds
 only those types, with a tag for each container, so decoding never runs code named by the data (no
 pickle, no marshal) and what it returns can be nothing but plain data. Standard library only: the
-sandbox runs it (the warm-up builds it as the module ``rlvr_code_wire``).
+sandbox runs it.
 
 >>> v = [1, (2.5, "x"), {b"k": {3j, None}}, frozenset({2**80}), range(3)]
 >>> decode(encode(v)) == v

@@ -1,7 +1,7 @@
 """The sandbox half of the ``code`` verifier's assert mode. Never runs in the service process.
 
-The warm-up (``verifier.CODE_WARMUP``) builds this source once per warm worker as the module
-``rlvr_code`` (next to ``rlvr_code_wire``, verifiers/code/wire.py), so a job is ``rlvr_code.main()``.
+The warm-up (``verifiers/code/verifier.py``, ``CODE_WARMUP``) imports this module once per warm worker,
+so a job is ``harness.main()``.
 Two processes grade a job, and the tests never run in the candidate's:
 
 * **the candidate's process** is forked first thing, before the job's stdin (the tests, the nonce) is
@@ -38,14 +38,9 @@ import sys
 import time
 import traceback
 
-try:  # the sandbox: built by the warm-up (or the job) from verifiers/code/wire.py, candidate.py, testshape.py
-    import rlvr_code_candidate as candidate_side
-    import rlvr_code_shape as shape
-    import rlvr_code_wire as wire
-except ImportError:  # pragma: no cover - the host, for tests that import this module
-    from verifiers.code import candidate as candidate_side
-    from verifiers.code import testshape as shape
-    from verifiers.code import wire
+from in_sandbox.code import candidate as candidate_side
+from in_sandbox.code import testshape as shape
+from in_sandbox.code import wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
 # Exploit signals (verifiers/signals.py) the candidate's process may report (candidate.Watch); the rest are

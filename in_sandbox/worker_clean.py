@@ -6,7 +6,7 @@ import signal
 import stat
 import time
 
-from worker_io import libc
+from in_sandbox.worker_io import libc
 
 WRITABLE_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
 WIPE_BUDGET_S = 3.0

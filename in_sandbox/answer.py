@@ -21,7 +21,7 @@ is stated once in docs/verifiers.md ("The final-answer rule").
 
 Everything here is plain string scanning (``str.find`` with remembered positions and linear regexes), so a
 10 MB hostile completion costs one pass. Only stdlib: the sandbox runs this module too (as
-``rlvr_answer``, shipped by ``verifiers/math/verifier.py``), for the hedges of ``fallback=full``.
+``in_sandbox.answer``, a file of the image), for the hedges of ``fallback=full``.
 """
 
 from __future__ import annotations
