@@ -68,7 +68,9 @@ def test_every_builtin_declares_the_seam():
     warm = kinds.sandbox_warmup()
     assert kinds.build_builtin("math").warmup in warm and kinds.build_builtin("code").warmup in warm
     assert warm.rstrip().endswith("gc.freeze()")
-    assert "in_sandbox.code" not in kinds.build_builtin("math").warmup  # the math warm-up no longer loads code's harness
+    assert (
+        "in_sandbox.code" not in kinds.build_builtin("math").warmup
+    )  # the math warm-up no longer loads code's harness
 
 
 # the modules whose code reads each kind's options
