@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-# make serve: the few settings people change; every other flag of `python -m verifiers.server` (the
+# make serve: the few settings people change; every other flag of `python -m verifiers.fronts.server` (the
 # limits: `--help` lists them, docs/serve.md explains them) goes through ARGS='…', as for train and eval
 HOST ?= 127.0.0.1
 PORT ?= 50051
@@ -65,7 +65,7 @@ help:
 	@echo "make audit      re-grade a run's saved completions through the audit and print the report (RUN=runs/<name> TARGET=…)"
 	@echo "                ARGS='…': any flag of trainer.alarm.audit_run"
 	@echo "make serve      the verifier service on HOST:PORT (default 127.0.0.1:50051; REGISTRY=… POOL=… BACKEND=… HTTP_PORT=8080 REWARD_VERIFIER=…)"
-	@echo "                ARGS='--memory-mb 2048 …': any other flag of verifiers.server, the limits included (docs/serve.md)"
+	@echo "                ARGS='--memory-mb 2048 …': any other flag of verifiers.fronts.server, the limits included (docs/serve.md)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included); PYTEST_ARGS='-k math' to select, TEST_WORKERS=2 workers (0: one process)"
 	@echo "make parts      what this machine has of the parts the tests need"
 	@echo "make test-fast  only the tests that need no Docker (PYTEST_ARGS=…)"
@@ -152,7 +152,7 @@ SERVE_ARGS = --host $(HOST) --port $(PORT) --registry $(REGISTRY) --pool-size $(
 	$(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(if $(REWARD_VERIFIER),--reward-verifier $(REWARD_VERIFIER)) $(ARGS)
 
 serve: setup
-	$(PY) -m verifiers.server $(strip $(SERVE_ARGS))
+	$(PY) -m verifiers.fronts.server $(strip $(SERVE_ARGS))
 
 # `make test` requires every part tests/parts.py lists (the three sandbox backends, PostgreSQL,
 # docker-compose, the images): an install that fails stops it, naming the part, and `parts` checks

@@ -97,7 +97,9 @@ class Probe:
 
     def sample(self) -> dict[str, float]:
         if not self.service:
-            found = [p for p in child_pids(self.pid) if b"verifiers.server" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            found = [
+                p for p in child_pids(self.pid) if b"verifiers.fronts.server" in Path(f"/proc/{p}/cmdline").read_bytes()
+            ]
             self.service = found[0] if found else 0
         sys_s, faults = proc_sys_faults(self.pid)
         return {"t": time.perf_counter(), "trainer": proc_cpu(self.pid), "trainer_sys": sys_s, "trainer_faults": faults,

@@ -10,7 +10,7 @@ at the same parallelism: 2 callers in flight per core.
 
 * **bare**: ``/usr/bin/python3 -`` (the fastest interpreter here, program on stdin, no isolation at all:
   what verl's and open-r1's code rewards do) per program, one subprocess per call;
-* **service**: a server started as a user would (``python -m verifiers.server``, pool = cores), each
+* **service**: a server started as a user would (``python -m verifiers.fronts.server``, pool = cores), each
   caller sending one ``Verify`` per program over gRPC; a round comment makes every program new to the cache.
 * **service batch**: the same 164 as one ``VerifyBatch`` (printed beside, not the headline).
 

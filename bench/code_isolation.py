@@ -76,7 +76,7 @@ def old_harness(base: str) -> tuple[str, str]:
 
     def show(name: str) -> str:
         text = ""
-        for path in (f"verifiers/code/{name}", f"verifiers/code_{name}"):  # before the code room: code_harness.py
+        for path in (f"verifiers/kinds/code/{name}", f"verifiers/code_{name}"):  # before the code room: code_harness.py
             out = subprocess.run(["git", "show", f"{base}:{path}"], capture_output=True, text=True)
             if out.returncode == 0:
                 text = out.stdout
@@ -157,8 +157,8 @@ def main() -> None:
 
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
-    from verifiers.code.verifier import HARNESS
-    from verifiers.kinds import sandbox_warmup
+    from verifiers.kinds.code.verifier import HARNESS
+    from verifiers.kinds.table import sandbox_warmup
 
     problems = list(read_problems().values())[: args.limit or (60 if args.phases else None)]
     warm_old, job_old = old_harness(args.base)

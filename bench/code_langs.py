@@ -34,8 +34,8 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 from sandbox.deadline import Deadline  # noqa: E402
 from tests.test_code_langs import PROGRAMS  # noqa: E402
-from verifiers.code import judges, languages, stdio  # noqa: E402
-from verifiers.code.options import CodeOptions  # noqa: E402
+from verifiers.kinds.code import judges, languages, stdio  # noqa: E402
+from verifiers.kinds.code.options import CodeOptions  # noqa: E402
 
 PY_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 VERSION = {
@@ -61,7 +61,7 @@ def cases(k: int) -> list[tuple[str, str]]:
 
 # -- sandbox ----------------------------------------------------------------------------------------------
 def sandbox_lang(svc, lang: str, srcs: list[str], cs: list[tuple[str, str]], width: int) -> dict:
-    from verifiers.request import Request
+    from verifiers.shapes.request import Request
 
     ref = json.dumps([{"input": i, "output": o} for i, o in cs])
     opts = {"mode": "stdio", "language": lang, "case_timeout_s": "5"}
@@ -208,11 +208,11 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     from sandbox import image_langs
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
-    from verifiers.code import toolchains
-    from verifiers.kinds import sandbox_warmup
-    from verifiers.limits import ServiceLimits
+    from verifiers.kinds.code import toolchains
+    from verifiers.kinds.table import sandbox_warmup
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
+    from verifiers.shapes.limits import ServiceLimits
 
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
     toolchains.close()

@@ -53,7 +53,7 @@ class Bench:
 
 
 STARTUP = """import statistics, time
-t = time.perf_counter(); import verifiers.server; print(f"import verifiers.server {time.perf_counter() - t:.3f} s")
+t = time.perf_counter(); import verifiers.fronts.server; print(f"import verifiers.fronts.server {time.perf_counter() - t:.3f} s")
 t = time.perf_counter(); import trainer.train; print(f"import trainer.train {time.perf_counter() - t:.3f} s")
 from verifiers.launch import LocalServer
 up, down = [], []
@@ -69,7 +69,7 @@ BENCHES: dict[str, Bench] = {
     "startup": Bench(
         [],
         [
-            ("import verifiers.server s", r"^import verifiers.server " + NUM + " s", False),
+            ("import verifiers.fronts.server s", r"^import verifiers.fronts.server " + NUM + " s", False),
             ("import trainer.train s", r"^import trainer.train " + NUM + " s", False),
             ("server + 2 warm containers up s", r"^server start " + NUM + " s", False),
             ("server stop s", r"^server start .* stop " + NUM + " s", False),

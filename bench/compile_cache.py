@@ -1,4 +1,4 @@
-"""The compile cache (verifiers/code/compile_cache.py) against no cache, in one run, per compiled language.
+"""The compile cache (verifiers/kinds/code/compile_cache.py) against no cache, in one run, per compiled language.
 
     flock /tmp/bench.lock .venv/bin/python bench/compile_cache.py [--rounds 3] [--langs c,cpp,java,go,rust]
 
@@ -28,7 +28,7 @@ import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
 from tests.test_code_langs import PROGRAMS  # noqa: E402
-from verifiers.code import languages, toolchains  # noqa: E402
+from verifiers.kinds.code import languages, toolchains  # noqa: E402
 
 CASES = [("1 2\n", "3"), ("5 7\n", "12")]
 OLD_FLAGS = {  # the compile argv before this change (bench-only: what "before" means)
@@ -81,7 +81,7 @@ def batch(svc, lang: str, width: int, on: bool) -> dict:
     """8 completions (4 alike, 4 distinct), then the first one again: compiles and wall times."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from verifiers.request import Request
+    from verifiers.shapes.request import Request
 
     toolchains.CACHE.max_bytes = 256 << 20 if on else 0
     tag = os.urandom(4).hex()
@@ -158,10 +158,10 @@ def main() -> None:
 
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
-    from verifiers.kinds import sandbox_warmup
-    from verifiers.limits import ServiceLimits
+    from verifiers.kinds.table import sandbox_warmup
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
+    from verifiers.shapes.limits import ServiceLimits
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)

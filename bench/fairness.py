@@ -40,7 +40,7 @@ CHEAP = {"verifier": "think_format", "completion": "<think>a</think>b"}
 
 def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tuple[subprocess.Popen, str]:
     """A server process from the checkout at ``root`` (HTTP on); (process, its http://host:port)."""
-    args = [sys.executable, "-m", "verifiers.server", "--port", "0", "--http-port", "0", "--pool-size", str(pool),
+    args = [sys.executable, "-m", "verifiers.fronts.server", "--port", "0", "--http-port", "0", "--pool-size", str(pool),
             "--registry", os.path.join(tmp, "r.sqlite"), "--grace-s", "1", *(extra or [])]  # fmt: skip
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     base = ""

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/load.py [--requests 10000] [--callers 64] [--pool-size 2] [--out bench/results/load.txt]
 
-The server runs in its own process (``python -m verifiers.server``, started here); the callers are 64
+The server runs in its own process (``python -m verifiers.fronts.server``, started here); the callers are 64
 threads of this process, each with its own gRPC channel, calling the raw stubs (no client-side retry, so
 every failure is counted). The mix: ``think_format`` (no sandbox), ``math`` (integers on the host fast
 path; fractions, polynomials, sets and matrices in the sandbox), ``code`` (a small Python function and its
@@ -19,7 +19,7 @@ sandboxes). RSS is *flat* when the end figure is within 10% of the one after war
 already full, ``--fill-cache``).
 
 Per-phase timing (``--phases``): the server then runs with a timing interceptor (this file run with
-``--serve-timed``: ``python -m verifiers.server`` plus the interceptor), which returns in each reply's
+``--serve-timed``: ``python -m verifiers.fronts.server`` plus the interceptor), which returns in each reply's
 trailing metadata when the server's Python saw the call, when its handler thread started and ended, and
 the handler thread's CPU time. One clock: CLOCK_MONOTONIC, the same in both processes on one host.
 Printed per class: send -> seen by the server (client serialisation, HTTP/2, gRPC core, the server's
@@ -296,10 +296,10 @@ def report_phases(outs: list[Outcome], say) -> None:
 
 
 def serve_timed() -> None:
-    """``python -m verifiers.server`` (the arguments after --serve-timed) with a server interceptor that puts
+    """``python -m verifiers.fronts.server`` (the arguments after --serve-timed) with a server interceptor that puts
     when the call was seen, its handler's start and end (monotonic ns) and the handler's CPU time into the
     reply's trailing metadata."""
-    import verifiers.server as server
+    import verifiers.fronts.server as server
 
     class Timing(grpc.ServerInterceptor):
         def intercept_service(self, continuation, details):
@@ -326,7 +326,7 @@ def serve_timed() -> None:
 
 
 def timed_server(pool_size: int):
-    """A LocalServer whose command is this file's --serve-timed in place of ``-m verifiers.server``."""
+    """A LocalServer whose command is this file's --serve-timed in place of ``-m verifiers.fronts.server``."""
     from verifiers.launch import LocalServer
 
     srv = LocalServer(pool_size=pool_size, command=[sys.executable, str(Path(__file__).resolve()), "--serve-timed"])

@@ -156,8 +156,8 @@ def phases(say, jobs_of: int = 32) -> None:
     from in_sandbox.answer import extract
     from sandbox.backend import Job, Limits, SandboxConfig
     from sandbox.pool import SandboxPool
-    from verifiers.kinds import sandbox_warmup
-    from verifiers.math.verifier import JOB_CODE
+    from verifiers.kinds.math.verifier import JOB_CODE
+    from verifiers.kinds.table import sandbox_warmup
 
     items = suite_items(0, 0)
     t = time.perf_counter()

@@ -1,5 +1,5 @@
 """Reward-model batching, in process: N (prompt, completion) pairs scored by concurrent callers through
-``verifiers.reward_model`` (gathered into batched forward passes, as a VerifyBatch's items are) against
+``verifiers.kinds.reward_model`` (gathered into batched forward passes, as a VerifyBatch's items are) against
 the baseline of the same pairs one forward pass each, with the same loaded model, alternated per round.
 
     .venv/bin/python bench/reward_model.py [--pairs 64] [--rounds 3] [--hidden 256 --layers 4]
@@ -24,7 +24,7 @@ import torch  # noqa: E402
 from transformers import Qwen2Config, Qwen2ForSequenceClassification  # noqa: E402
 
 from trainer.pipelines.tiny import build_tokenizer  # noqa: E402
-from verifiers import reward_model  # noqa: E402
+from verifiers.kinds import reward_model  # noqa: E402
 
 
 def build(path: str, hidden: int, layers: int) -> None:

@@ -54,7 +54,7 @@ CHANGES = [
     "WORKDIR /opt/rlvr/app",
     f"USER {SERVICE_UID}:{SERVICE_UID}",
     "EXPOSE 50051 8080",
-    'ENTRYPOINT ["python3", "-m", "verifiers.server"]',
+    'ENTRYPOINT ["python3", "-m", "verifiers.fronts.server"]',
     'CMD ["--host", "0.0.0.0", "--port", "50051", "--http-port", "8080", "--registry", "/var/lib/rlvr/registry.sqlite"]',
 ]
 

@@ -211,7 +211,7 @@ class Extraction:
     sprayed: int = 0  # how many different answers there were, when more than MAX_ANSWERS
     hedge: str | None = None  # a word offering another answer or a condition in the answer's sentence
     together: bool = True  # several different boxes may equal the reference together; channels may not
-    signals: list[str] = field(default_factory=list)  # verifiers/signals.py names of what was seen
+    signals: list[str] = field(default_factory=list)  # verifiers/shapes/signals.py names of what was seen
 
 
 def _answers(visible: str) -> tuple[list[tuple[int, int, str, str]], int]:
@@ -292,7 +292,7 @@ def bare_math(text: str) -> bool:
     return not _PROSE.search(_ENVIRONMENT.sub(" ", s))
 
 
-# -- exploit signals (verifiers/signals.py) of what a completion tried with its final answer -------------------
+# -- exploit signals (verifiers/shapes/signals.py) of what a completion tried with its final answer -------------------
 # Latin look-alikes from other scripts (Cyrillic а е о р с х у А В Е К М Н О Р С Т Х, Greek ο Ο Α Β Ε Ζ Η Ι Κ Μ Ν Ρ Τ Υ Χ)
 _CONFUSABLE = re.compile("[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ]")
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")

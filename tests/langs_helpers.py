@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from tests.security.conftest import make_pool
-from verifiers.base import Verdict
-from verifiers.request import Request
+from verifiers.shapes.base import Verdict
+from verifiers.shapes.request import Request
 
 SUM_CASES = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7", "output": "12"}])
 
@@ -29,11 +29,11 @@ def ensure_langs_image() -> None:
 
 def make_service(tmp_path_factory, langs_pool_size: int = 2):
     """(service, close) with a 2-sandbox Python pool and a toolchain pool of ``langs_pool_size``."""
-    from verifiers.code import toolchains
-    from verifiers.kinds import sandbox_warmup
-    from verifiers.limits import ServiceLimits
+    from verifiers.kinds.code import toolchains
+    from verifiers.kinds.table import sandbox_warmup
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
+    from verifiers.shapes.limits import ServiceLimits
 
     ensure_langs_image()
     toolchains.close()

@@ -14,7 +14,7 @@ import pytest
 from sandbox.backend import Job, SandboxConfig
 from sandbox.pool import SandboxPool
 from tests.parts import require
-from verifiers import limits as service_limits
+from verifiers.shapes import limits as service_limits
 
 
 def test_podman_is_chosen_with_the_backend_flag():

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from verifiers.code.verifier import candidate_code, normalise_output
+from verifiers.kinds.code.verifier import candidate_code, normalise_output
 
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"
 ADD_OK = "def add(a, b):\n    return a + b\n"
@@ -272,7 +272,7 @@ def test_a_program_killed_after_some_asserts_did_not_finish_the_tests():
     signal after assert 0 (its own line there, no last line) ended before the tests finished: it must not
     read as "the tests finished" (it did, taking assert 0's line for the last one)."""
     from sandbox.backend import Result
-    from verifiers.code.verifier import assert_verdict
+    from verifiers.kinds.code.verifier import assert_verdict
 
     case0 = '\n{"nonce": "n1", "case": 0, "status": "pass", "detail": ""}\n'
     killed = Result(stdout=case0, signal=9, time_limit_s=5.0)

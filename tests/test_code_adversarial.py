@@ -26,7 +26,7 @@ from tests.data.code_battery import (
     SHADOW_FAMILY,
     VALUES_FAMILY,
 )
-from verifiers.request import Request
+from verifiers.shapes.request import Request
 
 
 # A family is one batch: its last items wait for the ones before them on a 2-container pool, and a request's
@@ -63,7 +63,7 @@ def _grade_remote(client, family):
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     from tests.security.conftest import make_pool
-    from verifiers.kinds import sandbox_warmup
+    from verifiers.kinds.table import sandbox_warmup
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
 

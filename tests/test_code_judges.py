@@ -12,10 +12,10 @@ import json
 import pytest
 
 from tests.langs_helpers import make_service
-from verifiers.base import BadRequest
-from verifiers.code.judges import judge_exact, judge_float, judge_tokens, parse_reference
-from verifiers.outcome import CaseStatus
-from verifiers.request import Request
+from verifiers.kinds.code.judges import judge_exact, judge_float, judge_tokens, parse_reference
+from verifiers.shapes.base import BadRequest
+from verifiers.shapes.outcome import CaseStatus
+from verifiers.shapes.request import Request
 
 THIRD = json.dumps([{"input": "1 3\n", "output": "0.333333\n"}, {"input": "2 3\n", "output": "0.666667\n"}])
 DIVIDE = "a, b = map(int, input().split())\nprint(a / b)\n"  # prints 0.3333333333333333: not the same text

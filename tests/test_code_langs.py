@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.langs_helpers import SUM_CASES, grade, make_service
-from verifiers.code.languages import language, tags
-from verifiers.code.verifier import candidate_code
-from verifiers.outcome import CaseStatus
+from verifiers.kinds.code.languages import language, tags
+from verifiers.kinds.code.verifier import candidate_code
+from verifiers.shapes.outcome import CaseStatus
 
 # language: (correct a+b, wrong, endless loop, runtime error, compile error or None)
 PROGRAMS = {
@@ -212,8 +212,8 @@ def test_a_compiled_language_over_grpc(client):
 def test_a_batch_of_one_program_compiles_it_once(service, lang):
     """G completions that hold the same program (different prose around it): one compile, one run, every
     item graded from it (toolchains.STATS: ``compiles`` run, ``shared`` joined)."""
-    from verifiers.code import toolchains
-    from verifiers.request import Request
+    from verifiers.kinds.code import toolchains
+    from verifiers.shapes.request import Request
 
     opts = {"mode": "stdio", "language": lang, "case_timeout_s": "5"}
     texts = [f"Attempt {i}: here it is.\n```{lang}\n{PROGRAMS[lang][0]}```\n" for i in range(6)]

@@ -11,9 +11,9 @@ import json
 import pytest
 
 from tests.langs_helpers import grade, make_service
-from verifiers.base import BadRequest
-from verifiers.code.languages import NOT_SERVED
-from verifiers.code.options import CodeOptions
+from verifiers.kinds.code.languages import NOT_SERVED
+from verifiers.kinds.code.options import CodeOptions
+from verifiers.shapes.base import BadRequest
 
 pytestmark = pytest.mark.docker
 

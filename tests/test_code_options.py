@@ -1,5 +1,5 @@
-"""The ``code`` kind's request options are parsed once (verifiers/code/options.py), and the toolchain
-pool takes its limits from the service's ``ServiceLimits`` only (verifiers/code/toolchains.py).
+"""The ``code`` kind's request options are parsed once (verifiers/kinds/code/options.py), and the toolchain
+pool takes its limits from the service's ``ServiceLimits`` only (verifiers/kinds/code/toolchains.py).
 
 No sandbox is started here: the parser is a pure function, and the toolchain pool's configuration is
 read without starting the pool.
@@ -11,14 +11,14 @@ import argparse
 
 import pytest
 
-from verifiers.base import BadRequest
-from verifiers.code import toolchains
-from verifiers.code.judges import DEFAULT_TOL
-from verifiers.code.languages import COMPILE_TIMEOUT_S
-from verifiers.code.options import CASE_TIMEOUT_S, CodeOptions
-from verifiers.code.verifier import CodeVerifier
-from verifiers.limits import LimitsError, ServiceLimits, add_arguments, from_args
-from verifiers.request import Request
+from verifiers.kinds.code import toolchains
+from verifiers.kinds.code.judges import DEFAULT_TOL
+from verifiers.kinds.code.languages import COMPILE_TIMEOUT_S
+from verifiers.kinds.code.options import CASE_TIMEOUT_S, CodeOptions
+from verifiers.kinds.code.verifier import CodeVerifier
+from verifiers.shapes.base import BadRequest
+from verifiers.shapes.limits import LimitsError, ServiceLimits, add_arguments, from_args
+from verifiers.shapes.request import Request
 
 STDIO_REF = '[{"input": "1 2", "output": "3"}]'
 

@@ -1,4 +1,4 @@
-"""The compile cache (verifiers/code/compile_cache.py, artifact.py): compiled artifacts reused across jobs
+"""The compile cache (verifiers/kinds/code/compile_cache.py, artifact.py): compiled artifacts reused across jobs
 and requests only by a job with the same key, bounded, and out of a hostile program's reach.
 
 The unit tests call the sandbox half's pure functions on the host (stdlib only, no program runs); the
@@ -18,8 +18,8 @@ import pytest
 from in_sandbox.code import artifact
 from tests.langs_helpers import SUM_CASES, make_service
 from tests.test_code_langs import PROGRAMS
-from verifiers.code import compile_cache, languages, toolchains
-from verifiers.request import Request
+from verifiers.kinds.code import compile_cache, languages, toolchains
+from verifiers.shapes.request import Request
 
 ONE = json.dumps([{"input": "1 2\n", "output": "3\n"}])
 POISON = "#!/bin/sh\\necho 3\\n"  # what an attacker wants the next job's binary to be: the expected answer

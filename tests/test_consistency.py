@@ -8,9 +8,9 @@ import grpc
 import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.base import BadRequest
 from verifiers.client import VerifierError
-from verifiers.consistency import LanguageConsistency, last_result, target_script
+from verifiers.kinds.consistency import LanguageConsistency, last_result, target_script
+from verifiers.shapes.base import BadRequest
 
 
 @pytest.mark.parametrize(

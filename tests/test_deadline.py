@@ -20,11 +20,11 @@ from sandbox.backend import SandboxConfig
 from sandbox.deadline import KEEP_MAX_SHARE, KEEP_MIN_S, KEEP_SHARE, Deadline
 from sandbox.pool import SandboxPool
 from tests.security.conftest import ensure_image
-from verifiers.outcome import Outcome
-from verifiers.request import Request
-from verifiers.server import REPLY_RESERVE_S, call_deadline
+from verifiers.fronts.server import REPLY_RESERVE_S, call_deadline
 from verifiers.service.core import VerifierService
 from verifiers.service.registry import Registry
+from verifiers.shapes.outcome import Outcome
+from verifiers.shapes.request import Request
 
 
 def sleeper(tag: str) -> str:

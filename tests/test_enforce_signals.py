@@ -13,14 +13,14 @@ import grpc
 import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers import kinds
-from verifiers.base import Context, Verdict
 from verifiers.client import VerifierClient, VerifierError
-from verifiers.outcome import Outcome
-from verifiers.request import Request
-from verifiers.server import build_server
+from verifiers.fronts.server import build_server
+from verifiers.kinds import table as kinds
 from verifiers.service.core import VerifierService, enforce, enforced_signals
 from verifiers.service.registry import Registry
+from verifiers.shapes.base import Context, Verdict
+from verifiers.shapes.outcome import Outcome
+from verifiers.shapes.request import Request
 
 
 @dataclass

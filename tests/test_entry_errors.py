@@ -2,7 +2,7 @@
 
 The CLI's usage mistakes (unreadable file, malformed KEY=VALUE, non-numeric weight) and the server's
 port already in use come back as ``UsageError`` / ``ListenError`` from the library functions, and as
-status 1 plus the same message on stderr from ``main()`` / ``python -m verifiers.server``.
+status 1 plus the same message on stderr from ``main()`` / ``python -m verifiers.fronts.server``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from verifiers import cli
-from verifiers.errors import ListenError, UsageError
-from verifiers.server import build_server
+from verifiers.fronts.server import build_server
+from verifiers.shapes.errors import ListenError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ def test_build_server_on_a_taken_port_raises_listen_error(taken_port):
 
 
 def test_server_entry_point_on_a_taken_port_exits_1(taken_port, tmp_path):
-    cmd = [sys.executable, "-m", "verifiers.server", "--port", str(taken_port),
+    cmd = [sys.executable, "-m", "verifiers.fronts.server", "--port", str(taken_port),
            "--registry", str(tmp_path / "r.sqlite")]  # fmt: skip
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr
@@ -84,5 +84,5 @@ def test_make_serve_echoes_its_command_as_one_line():
                          timeout=60)  # fmt: skip
     lines = out.stdout.splitlines()
     assert not [line for line in lines if line.strip() == "\\"], out.stdout
-    serve = [line for line in lines if "-m verifiers.server" in line]
+    serve = [line for line in lines if "-m verifiers.fronts.server" in line]
     assert len(serve) == 1 and serve[0].endswith("--http-port 8080"), out.stdout

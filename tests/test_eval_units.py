@@ -14,7 +14,7 @@ from trainer.evaluation.evaluate import parse_args
 from trainer.evaluation.generate import load_model
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.plan import apply_run_defaults, default_out, plan_generation
-from verifiers.outcome import OUTCOMES
+from verifiers.shapes.outcome import OUTCOMES
 
 
 def exact(n: int, c: int, k: int) -> float:

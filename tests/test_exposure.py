@@ -13,8 +13,8 @@ import pytest
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from tests.http_helpers import http_service
-from verifiers.base import BadRequest
-from verifiers.remote import check_target
+from verifiers.kinds.remote import check_target
+from verifiers.shapes.base import BadRequest
 
 pytestmark = pytest.mark.docker
 TOKEN = "s3cret-admin-token-for-exposure-test"

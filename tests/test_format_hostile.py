@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from in_sandbox.answer import boxed_all, extract, last_number
-from verifiers.code.verifier import candidate_code
-from verifiers.format import tag_count, think_format
+from verifiers.kinds.code.verifier import candidate_code
+from verifiers.kinds.format import tag_count, think_format
 
 MB = 1_000_000
 HOSTILE = {

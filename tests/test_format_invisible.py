@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.format import has_visible, think_format
+from verifiers.kinds.format import has_visible, think_format
 
 INVISIBLE = {
     "zwsp": "\u200b",

@@ -1,4 +1,4 @@
-"""The ``format.*`` exploit signals (verifiers/signals.py) on real verdicts through the real service: each
+"""The ``format.*`` exploit signals (verifiers/shapes/signals.py) on real verdicts through the real service: each
 is raised by a completion that tries it and never by a well-formed one with reasoning; a signal never
 changes the reward unless the request enforces it."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.format import format_signals
-from verifiers.signals import SIGNALS
+from verifiers.kinds.format import format_signals
+from verifiers.shapes.signals import SIGNALS
 
 WELL_FORMED = "<think>3 + 4 is 7, and 7 - 2 is 5</think><answer>5</answer>"
 # signal → completions that raise it (think_format's reward for each: the signal does not change it)

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.http_helpers import http_service
 from verifiers.client import VerifierClient, VerifierError
-from verifiers.code.languages import LANGUAGES
+from verifiers.kinds.code.languages import LANGUAGES
 from verifiers.service.fair import BURST_SANDBOXES
 
 pytestmark = pytest.mark.docker

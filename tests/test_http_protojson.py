@@ -1,4 +1,4 @@
-"""verifiers.http.protojson gives json_format's answers: the same dicts for every response message of the
+"""verifiers.fronts.http.protojson gives json_format's answers: the same dicts for every response message of the
 API, the same messages for plain request bodies, and json_format's own errors for anything malformed."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.http import protojson as pj
+from verifiers.fronts.http import protojson as pj
 
 RESPONSES = [
     pb.VerifyResponse(),

@@ -9,11 +9,11 @@ import sys
 import httpx
 import pytest
 
-from verifiers.errors import ListenError
-from verifiers.http.api import HttpServer, create_app
-from verifiers.server import AdminToken, Servicer
+from verifiers.fronts.http.api import HttpServer, create_app
+from verifiers.fronts.server import AdminToken, Servicer
 from verifiers.service.core import VerifierService
 from verifiers.service.registry import Registry
+from verifiers.shapes.errors import ListenError
 
 
 @pytest.fixture()

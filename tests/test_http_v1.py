@@ -1,4 +1,4 @@
-"""/v1/verify and /v1/verify_batch served directly (verifiers/http/v1.py) answer exactly what the gRPC
+"""/v1/verify and /v1/verify_batch served directly (verifiers/fronts/http/v1.py) answer exactly what the gRPC
 servicer answers, over the real HTTP server on loopback.
 
 A real service grades (a Docker Python pool and the toolchain pool; and one with no pool, whose sandboxed
@@ -23,9 +23,9 @@ from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from tests.langs_helpers import SUM_CASES
-from verifiers.http.api import HttpContext, HttpServer, create_app
-from verifiers.limits import ServiceLimits
-from verifiers.server import AdminToken, Servicer
+from verifiers.fronts.http.api import HttpContext, HttpServer, create_app
+from verifiers.fronts.server import AdminToken, Servicer
+from verifiers.shapes.limits import ServiceLimits
 
 FENCE = "```"
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"

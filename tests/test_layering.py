@@ -149,16 +149,18 @@ def test_a_wrong_import_is_caught(tmp_path):
     for pkg in PACKAGES:
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     assert violations(tmp_path) == [] and cycles(tmp_path) == KNOWN_CYCLES
-    (tmp_path / "sandbox" / "leak.py").write_text("def f():\n    from verifiers.base import Outcome\n")
+    (tmp_path / "sandbox" / "leak.py").write_text("def f():\n    from verifiers.shapes.base import Outcome\n")
     (tmp_path / "in_sandbox" / "code" / "leak.py").write_text("from sandbox import backend\n")
-    (tmp_path / "trainer" / "leak.py").write_text("from verifiers.server import serve\nfrom sandbox import pool\n")
+    (tmp_path / "trainer" / "leak.py").write_text(
+        "from verifiers.fronts.server import serve\nfrom sandbox import pool\n"
+    )
     (tmp_path / "verifiers" / "cyc_a.py").write_text("from . import cyc_b\n")
     (tmp_path / "verifiers" / "cyc_b.py").write_text("import verifiers.cyc_a\n")
     assert violations(tmp_path) == [
         "in_sandbox.code.leak imports sandbox.backend",
-        "sandbox.leak imports verifiers.base",
+        "sandbox.leak imports verifiers.shapes.base",
         "trainer.leak imports sandbox.pool",
-        "trainer.leak imports verifiers.server",
+        "trainer.leak imports verifiers.fronts.server",
     ]
     assert ["verifiers.cyc_a", "verifiers.cyc_b"] in cycles(tmp_path)
 
@@ -245,29 +247,26 @@ def private_imports(root: Path) -> list[str]:
     )
 
 
-# -- inside verifiers/: floors --------------------------------------------------------------------------------
-# From the bottom up (docs/architecture.md): the shapes every room shares; the kinds (one room or module each,
-# and kinds.py, their table); the service behind both fronts; the fronts (gRPC server, HTTP, launch). The client
-# side (client, cli, integrations) stands apart: it takes only the shapes, so a trainer never loads the service.
-VERIFIER_SHAPES = {"verifiers", "verifiers.request", "verifiers.outcome", "verifiers.base", "verifiers.errors",
-                   "verifiers.limits", "verifiers.signals", "in_sandbox.answer"}  # fmt: skip
-VERIFIER_KINDS = ("verifiers.kinds", "verifiers.format", "verifiers.steps", "verifiers.consistency",
-                  "verifiers.composite", "verifiers.python_verifier", "verifiers.remote", "verifiers.reward_model",
-                  "verifiers.math", "verifiers.code")  # fmt: skip
-VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.integrations", "verifiers.canaries")
+# -- inside verifiers/: floors that are folders ---------------------------------------------------------------
+# From the bottom up (verifiers/__init__.py, docs/architecture.md): the shapes every floor shares; the kinds (and
+# their table); the service behind both fronts; the fronts (gRPC server, HTTP). The client side is the package's
+# top (client, cli, launch, integrations, canaries): it takes only the shapes, so a trainer never loads the
+# service. A module in none of these lies loose, and is reported.
+VERIFIER_FLOORS = ("verifiers.shapes", "verifiers.kinds", "verifiers.service", "verifiers.fronts")
+VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.launch", "verifiers.integrations",
+                        "verifiers.canaries")  # fmt: skip
 
 
 def verifier_floor(module: str) -> int | str:
-    def within(prefixes) -> bool:
-        return any(module == p or module.startswith(p + ".") for p in prefixes)
+    def within(prefix: str) -> bool:
+        return module == prefix or module.startswith(prefix + ".")
 
-    if module in VERIFIER_SHAPES:
-        return 0
-    if within(VERIFIER_KINDS):
-        return 1
-    if within(("verifiers.service",)):
-        return 2
-    return "client side" if within(VERIFIER_CLIENT_SIDE) else 3
+    for i, floor in enumerate(VERIFIER_FLOORS):
+        if within(floor):
+            return i
+    if module == "verifiers" or any(within(p) for p in VERIFIER_CLIENT_SIDE):
+        return "client side"
+    return "loose"
 
 
 def verifier_floor_violations(root: Path) -> list[str]:
@@ -275,12 +274,14 @@ def verifier_floor_violations(root: Path) -> list[str]:
     for src, targets in sorted(graph(root).items()):
         if not src.startswith("verifiers"):
             continue
+        if verifier_floor(src) == "loose":
+            bad.append(f"{src} lies loose: in no floor's folder and not on the client side")
         for t in sorted(x for x in targets if x.startswith("verifiers")):
             here, there = verifier_floor(src), verifier_floor(t)
             if here == "client side":
                 ok = there in (0, "client side")
             else:
-                ok = there != "client side" and there <= here
+                ok = there not in ("client side", "loose") and here != "loose" and there <= here
             if not ok:
                 bad.append(f"{src} ({here}) imports {t} ({there})")
     return bad
@@ -426,13 +427,17 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
     ]
     assert door_violations(tmp_path) == ["trainer/grpo/peek.py: from trainer.rollout.replay import Recording"]
     assert reexport_only(tmp_path) == ["trainer.face"]
-    (tmp_path / "tests" / "test_y.py").write_text("from verifiers.base import Outcome\n")
-    assert borrowed_imports(tmp_path) == ["tests/test_y.py: verifiers.base.Outcome"]
+    (tmp_path / "tests" / "test_y.py").write_text("from verifiers.shapes.base import Outcome\n")
+    assert borrowed_imports(tmp_path) == ["tests/test_y.py: verifiers.shapes.base.Outcome"]
     (tmp_path / "sandbox" / "lazy.py").write_text("def __getattr__(name):\n    raise AttributeError(name)\n")
     assert getattr_faces(tmp_path) == ["sandbox.lazy"]
-    (tmp_path / "verifiers" / "code" / "peek.py").write_text("from verifiers.service.core import VerifierService\n")
-    (tmp_path / "verifiers" / "integrations" / "heavy.py").write_text("from verifiers.math import verifier\n")
+    (tmp_path / "verifiers" / "kinds" / "code" / "peek.py").write_text(
+        "from verifiers.service.core import VerifierService\n"
+    )
+    (tmp_path / "verifiers" / "integrations" / "heavy.py").write_text("from verifiers.kinds.math import verifier\n")
+    (tmp_path / "verifiers" / "stray.py").write_text("")
     assert verifier_floor_violations(tmp_path) == [
-        "verifiers.code.peek (1) imports verifiers.service.core (2)",
-        "verifiers.integrations.heavy (client side) imports verifiers.math.verifier (1)",
+        "verifiers.integrations.heavy (client side) imports verifiers.kinds.math.verifier (1)",
+        "verifiers.kinds.code.peek (1) imports verifiers.service.core (2)",
+        "verifiers.stray lies loose: in no floor's folder and not on the client side",
     ]

@@ -1,6 +1,6 @@
 """Every limit is set where the service starts, validated there, documented, and holds.
 
-The flags come from one model (verifiers/limits.py): ``--help`` shows each with its default, a bad
+The flags come from one model (verifiers/shapes/limits.py): ``--help`` shows each with its default, a bad
 value stops the server before it starts a sandbox (exit 2, the flag named), ``make serve`` passes its
 variables and ARGS to them, docs/serve.md's Limits section lists them. Then one real server started with small
 limits shows each one holding over gRPC, with the right status and a message naming the flag, and the
@@ -21,8 +21,8 @@ import pytest
 from tests.parts import require
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
 from verifiers.launch import ROOT, LocalServer
-from verifiers.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
 from verifiers.service.fair import BURST_SANDBOXES
+from verifiers.shapes.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
 
 FLAGS = ["--backend", "--pool-size", "--memory-mb", "--cpus", "--pids", "--output-cap-bytes", "--max-timeout-s",
          "--max-queue-s", "--max-message-mb", "--max-batch", "--max-completion-chars", "--max-concurrent-rpcs",
@@ -37,7 +37,7 @@ GOOD = "<think>a</think>b"
 
 
 def _server(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifiers.server", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "verifiers.fronts.server", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)  # fmt: skip
 
 
@@ -71,7 +71,7 @@ def test_a_bad_limit_stops_the_server_before_it_starts(args, named):
 def test_the_limits_become_the_pool_configuration():
     import argparse
 
-    from verifiers.limits import add_arguments
+    from verifiers.shapes.limits import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p)
@@ -88,7 +88,7 @@ def test_the_compile_cache_limit_sizes_the_toolchains_cache():
     """--compile-cache-mb reaches ``toolchains.CACHE`` (the server's ``toolchains.configure``); 0 turns it off
     and drops what it held."""
     from sandbox.backend import Result
-    from verifiers.code import compile_cache, toolchains
+    from verifiers.kinds.code import compile_cache, toolchains
 
     def failed(i: int) -> compile_cache.Entry:  # a cached compile error: (100 << 10) + 256 bytes
         return compile_cache.Entry({"elapsed": 0.1, "message": "x" * (100 << 10)}, None, Result(id=str(i)), "n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from in_sandbox.answer import extract, strip_think
-from verifiers.math.verifier import int_literal
+from verifiers.kinds.math.verifier import int_literal
 
 
 def boxed(s: str) -> str:
@@ -201,9 +201,9 @@ def test_jobs_in_flight_follow_the_contexts_parallelism():
     from concurrent.futures import ThreadPoolExecutor
 
     from sandbox.backend import Result
-    from verifiers.base import Context
-    from verifiers.math.verifier import MathVerifier
-    from verifiers.request import Request
+    from verifiers.kinds.math.verifier import MathVerifier
+    from verifiers.shapes.base import Context
+    from verifiers.shapes.request import Request
 
     lock, now, peak = threading.Lock(), [0], [0]
 
@@ -233,7 +233,7 @@ def test_the_items_after_a_killed_one_go_on_together_in_one_job():
 
     from sandbox.backend import Result
     from sandbox.deadline import Deadline
-    from verifiers.math.verifier import PendingItem, run_items
+    from verifiers.kinds.math.verifier import PendingItem, run_items
 
     jobs = []
 

@@ -14,10 +14,10 @@ import pytest
 
 from sandbox.backend import Job, Limits
 from tests.security.conftest import BACKENDS, make_pool
-from verifiers.limits import OUTPUT_LIMIT_DETAIL
-from verifiers.request import Request
 from verifiers.service.core import VerifierService
 from verifiers.service.registry import Registry
+from verifiers.shapes.limits import OUTPUT_LIMIT_DETAIL
+from verifiers.shapes.request import Request
 
 CAP = 256 * 1024
 FLOOD_MB = 64
@@ -33,7 +33,7 @@ def flood(stream: str) -> str:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def service(request, tmp_path_factory):
-    from verifiers.kinds import sandbox_warmup
+    from verifiers.kinds.table import sandbox_warmup
 
     pool = make_pool(request.param, size=2, warmup=sandbox_warmup(), output_bytes=CAP).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))

@@ -1,4 +1,4 @@
-"""The verifier plug-in seam (verifiers/kinds.py): a new kind is one file (tests/toy_kind.py) plus one
+"""The verifier plug-in seam (verifiers/kinds/table.py): a new kind is one file (tests/toy_kind.py) plus one
 ``register_builtin`` line, and is then served over a real gRPC server on loopback like the built-ins:
 Verify, VerifyBatch (its own request check naming the item), ListVerifiers, GetVerifier. Every
 registered built-in declares the seam (options schema, sandbox entry, warm-up, result type), and a
@@ -14,12 +14,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from verifiers import kinds
-from verifiers.base import Verdict
 from verifiers.client import Outcome, VerifierClient, VerifierError
-from verifiers.server import build_server
+from verifiers.fronts.server import build_server
+from verifiers.kinds import table as kinds
 from verifiers.service.core import VerifierService
 from verifiers.service.registry import Registry
+from verifiers.shapes.base import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,9 +75,9 @@ def test_every_builtin_declares_the_seam():
 
 # the modules whose code reads each kind's options
 READERS = {
-    "math": ["verifiers/math/verifier.py"],
-    "code": ["verifiers/code/options.py"],  # the one reader: CodeOptions.parse
-    "language": ["verifiers/consistency.py"],
+    "math": ["verifiers/kinds/math/verifier.py"],
+    "code": ["verifiers/kinds/code/options.py"],  # the one reader: CodeOptions.parse
+    "language": ["verifiers/kinds/consistency.py"],
 }
 
 

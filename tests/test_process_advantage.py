@@ -24,7 +24,7 @@ from transformers import PreTrainedTokenizerFast
 from trainer.config import GRPOConfig, TaskConfig, TinyConfig
 from trainer.grpo.loss import char_to_token_end, grpo_loss, process_advantages, steps_to_tokens
 from trainer.pipelines import task, tiny
-from verifiers.steps import ArithSteps
+from verifiers.kinds.steps import ArithSteps
 
 T = torch.tensor
 

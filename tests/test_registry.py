@@ -18,12 +18,12 @@ import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.base import AlreadyExists, BadRequest, Context, NotFound, PermissionDenied
-from verifiers.outcome import Outcome
-from verifiers.remote import RemoteVerifier, Unreachable, check_reachable
-from verifiers.request import Request
+from verifiers.kinds.remote import RemoteVerifier, Unreachable, check_reachable
 from verifiers.service.registry import InUse, Registry, open_store
 from verifiers.service.store import Store, StoreError
+from verifiers.shapes.base import AlreadyExists, BadRequest, Context, NotFound, PermissionDenied
+from verifiers.shapes.outcome import Outcome
+from verifiers.shapes.request import Request
 
 PY = {"source": "def verify(c, r, o):\n    return 1.0\n", "entrypoint": "verify"}
 
@@ -345,8 +345,8 @@ def test_remote_unreachable_is_sandbox_error_and_refused_at_registration():
 
 
 def test_python_registration_without_a_sandbox_is_unavailable(registry_url):
-    from verifiers.base import Unavailable
     from verifiers.service.core import VerifierService
+    from verifiers.shapes.base import Unavailable
 
     svc = VerifierService(Registry(registry_url), pool=None)
     try:

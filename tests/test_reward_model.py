@@ -16,8 +16,8 @@ from transformers import Qwen2Config, Qwen2ForSequenceClassification
 from proto.verifier.v1 import verifier_pb2 as pb
 from trainer.pipelines.tiny import build_tokenizer
 from verifiers.client import VerifierClient, VerifierError
+from verifiers.kinds.reward_model import to_reward
 from verifiers.launch import LocalServer
-from verifiers.reward_model import to_reward
 
 pytestmark = pytest.mark.docker
 TOKEN = "rm-admin-token-7c1"

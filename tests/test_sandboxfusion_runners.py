@@ -27,7 +27,7 @@ import pytest
 
 from tests.http_helpers import http_base
 from tests.langs_helpers import ensure_langs_image
-from verifiers.code.languages import NOT_SERVED
+from verifiers.kinds.code.languages import NOT_SERVED
 from verifiers.launch import LocalServer
 
 pytestmark = pytest.mark.docker

@@ -12,16 +12,16 @@ import sys
 import httpx
 import pytest
 
-from verifiers.base import CaseVerdict, Verdict
-from verifiers.http.api import HttpServer, create_app
+from verifiers.fronts.http.api import HttpServer, create_app
+from verifiers.fronts.server import AdminToken, Servicer
 from verifiers.launch import ROOT
-from verifiers.outcome import CaseStatus, Outcome
-from verifiers.request import Request
-from verifiers.server import AdminToken, Servicer
 from verifiers.service.bounds import ServiceBounds, machine_memory_bytes
 from verifiers.service.cache import VerdictCache
 from verifiers.service.core import VerifierService, cut_details
 from verifiers.service.registry import Registry
+from verifiers.shapes.base import CaseVerdict, Verdict
+from verifiers.shapes.outcome import CaseStatus, Outcome
+from verifiers.shapes.request import Request
 
 BOUNDS = ServiceBounds()
 
@@ -204,6 +204,6 @@ def test_the_service_uses_the_budget(tmp_path):
 @pytest.mark.parametrize("args,named", [(["--cache-mb", "-1"], "--cache-mb '-1'"),
                                         (["--max-headers", "2"], "--max-headers '2'")])  # fmt: skip
 def test_a_bad_bound_stops_the_server_before_it_starts(args, named):
-    r = subprocess.run([sys.executable, "-m", "verifiers.server", *args, "--port", "0"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "verifiers.fronts.server", *args, "--port", "0"], capture_output=True,
                        text=True, cwd=ROOT, timeout=60)  # fmt: skip
     assert r.returncode == 2 and named in r.stderr, r.stderr

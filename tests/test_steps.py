@@ -10,9 +10,9 @@ import grpc
 import pytest
 
 from proto.verifier.v1 import verifier_pb2 as pb
-from verifiers.base import Step
 from verifiers.client import VerifierError
-from verifiers.steps import ArithSteps, BadSteps, chain_value, check_steps
+from verifiers.kinds.steps import ArithSteps, BadSteps, chain_value, check_steps
+from verifiers.shapes.base import Step
 
 WORKED = "<think>1+8+8, 9+8, 17</think><answer>17</answer>"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from verifiers.format import think_format
+from verifiers.kinds.format import think_format
 
 # (completion, expected pass, why)
 CASES = [

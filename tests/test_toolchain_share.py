@@ -8,7 +8,7 @@ Asserted by order and by the programs' own clocks (each of A's programs prints w
 when it ended), never by a time threshold; bench/fairness.py --toolchain measures the latencies. A's
 third program, queued behind its own two, waits its own turn: the burst sandbox is for a caller that
 holds none. Each of A's programs is a different source, so none joins another's job in flight or
-compile (verifiers/code/compile_cache.py)."""
+compile (verifiers/kinds/code/compile_cache.py)."""
 
 from __future__ import annotations
 

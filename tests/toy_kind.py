@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifiers.base import BadRequest, Context, Verdict
-from verifiers.outcome import Outcome
-from verifiers.request import Request
+from verifiers.shapes.base import BadRequest, Context, Verdict
+from verifiers.shapes.outcome import Outcome
+from verifiers.shapes.request import Request
 
 
 @dataclass

@@ -26,7 +26,7 @@ from google.protobuf.json_format import MessageToDict
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifierError
-from verifiers.errors import UsageError
+from verifiers.shapes.errors import UsageError
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 

@@ -5,11 +5,11 @@
 ...     r.reward, r.outcome == Outcome.CORRECT, r.outcome in UNGRADED
 (1.0, True, False)
 
-Outcome names come from the proto enum (verifiers/outcome.py); ``Outcome``, ``OUTCOMES`` (what a
+Outcome names come from the proto enum (verifiers/shapes/outcome.py); ``Outcome``, ``OUTCOMES`` (what a
 grader can answer) and ``UNGRADED`` (SANDBOX_ERROR, BAD_REFERENCE: not the model's fault) are exported
 here for clients. ``Outcome`` members are strings, so ``r.outcome == "CORRECT"`` holds as well.
 ``VerifyItem`` (one thing to grade) is the very ``Request`` the server hands its verifiers
-(verifiers/request.py): one shape on both sides of the wire.
+(verifiers/shapes/request.py): one shape on both sides of the wire.
 
 Targets: one address (``host:port``), a list of replicas (``host:port,host:port``), or any gRPC
 target (``dns:///svc:50051`` for a DNS name that resolves to every replica, ``unix:/path``). The
@@ -44,8 +44,8 @@ import grpc
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from verifiers.outcome import OUTCOMES, UNGRADED, CaseStatus, Outcome  # noqa: F401 - for clients (the trainer)
-from verifiers.request import Request as VerifyItem  # one thing to grade: the server's own Request
+from verifiers.shapes.outcome import OUTCOMES, UNGRADED, CaseStatus, Outcome  # noqa: F401 - for clients (the trainer)
+from verifiers.shapes.request import Request as VerifyItem  # one thing to grade: the server's own Request
 
 log = logging.getLogger("verifiers.client")
 

@@ -3,7 +3,7 @@
     with LocalServer(pool_size=2) as srv:
         client = VerifierClient(srv.target)
 
-The server runs as its own process (``python -m verifiers.server``): the caller never imports the
+The server runs as its own process (``python -m verifiers.fronts.server``): the caller never imports the
 server or the sandbox, so the same code works against a remote service.
 """
 
@@ -29,8 +29,8 @@ class LocalServer:
         self.port = port
         self.target = ""
         self.registry = registry or ""
-        # command: what runs the server (default ``python -m verifiers.server``; a bench wraps it in its own)
-        self._args = [*(command or [sys.executable, "-m", "verifiers.server"]), "--host", host, "--port", str(port),
+        # command: what runs the server (default ``python -m verifiers.fronts.server``; a bench wraps it in its own)
+        self._args = [*(command or [sys.executable, "-m", "verifiers.fronts.server"]), "--host", host, "--port", str(port),
                       "--pool-size", str(pool_size)] + (["--registry", registry] if registry else []) + (extra_args or [])  # fmt: skip
         self._env = {**os.environ, **(env or {})}
         self._timeout = start_timeout_s

@@ -1,4 +1,4 @@
-"""The sandbox half of the compile cache (host half: verifiers/code/compile_cache.py). Standard library only.
+"""The sandbox half of the compile cache (host half: verifiers/kinds/code/compile_cache.py). Standard library only.
 
 Shipped as one job with driver.py (its text, then this module's, then one call), whose ``main``,
 ``write_files`` and ``compile_step`` it is handed, never imported there. Two entry points:

@@ -35,7 +35,7 @@ def dumpable(flag):
     _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) if _libc is not None else None
 
 
-# -- what the candidate tries (exploit signals, issue 37; verifiers/signals.py names them) ----------------------
+# -- what the candidate tries (exploit signals, issue 37; verifiers/shapes/signals.py names them) ----------------------
 # Noted in this process by an audit hook installed before the candidate's code runs, a watched os.environ and
 # checks after each call, and sent with every answer as ``"signals"``. They inform and never change a verdict;
 # a program that digs this module out of sys.modules can silence them (the reward does not depend on them).

@@ -1,6 +1,6 @@
 """The sandbox half of the ``code`` verifier's assert mode. Never runs in the service process.
 
-The warm-up (``verifiers/code/verifier.py``, ``CODE_WARMUP``) imports this module once per warm worker,
+The warm-up (``verifiers/kinds/code/verifier.py``, ``CODE_WARMUP``) imports this module once per warm worker,
 so a job is ``harness.main()``.
 Two processes grade a job, and the tests never run in the candidate's:
 
@@ -21,7 +21,7 @@ Which function is under test and whether the tests call ``check`` themselves com
 source (testshape.py), never from their text. An exception the candidate raises arrives as its nearest
 built-in class, StopIteration as RuntimeError (CONTROL_FLOW). The exploit signals the candidate's process
 notes (candidate.Watch) arrive with its answers; the harness adds its own and writes them on nonce lines
-``{"nonce", "signals"}`` (verifiers/signals.py names them; they never change the verdict).
+``{"nonce", "signals"}`` (verifiers/shapes/signals.py names them; they never change the verdict).
 
 ``main`` reads ``{"candidate", "tests", "entry_point", "prelude", "nonce"}`` on stdin (``tests``: a script,
 or a list of independent asserts, MBPP style, each reported on its own line ``{"nonce", "case",
@@ -43,7 +43,7 @@ from in_sandbox.code import testshape as shape
 from in_sandbox.code import wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
-# Exploit signals (verifiers/signals.py) the candidate's process may report (candidate.Watch); the rest are
+# Exploit signals (verifiers/shapes/signals.py) the candidate's process may report (candidate.Watch); the rest are
 # the harness's own or the host's. SEEN: this job's, carried on every line the tests' process writes.
 REPORTED = frozenset(
     {"code.read_files", "code.read_env", "code.foreign_fd", "code.spawned", "code.patched_builtins",

@@ -1,6 +1,6 @@
 """The sandbox half of the ``math`` verifier: parse with Math-Verify, compare with sympy.
 
-This module never runs in the service process. The pool's warm-up (``verifiers.kinds.sandbox_warmup``) imports it once in
+This module never runs in the service process. The pool's warm-up (``verifiers.kinds.table.sandbox_warmup``) imports it once in
 each sandbox worker and grades a corpus, so every forked job finds the parsers, regexes and antlr caches
 warm and only calls ``grader.main()``. It reads ``{"items": [...]}`` as JSON on stdin
 and prints one JSON line per item, in order, flushed as each finishes, so that when the job is killed

@@ -1,4 +1,4 @@
-"""The ``answer.*`` exploit signals (verifiers/signals.py) on real verdicts through the real service: each is
+"""The ``answer.*`` exploit signals (verifiers/shapes/signals.py) on real verdicts through the real service: each is
 raised by a completion that tries it, and never by a correct completion; a signal never changes the reward
 unless the request enforces it (``enforce_signals``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.signals import SIGNALS
+from verifiers.shapes.signals import SIGNALS
 
 CORRECT = "<think>1 + 2 = 3</think>The answer is $\\boxed{3}$."
 # signal → (completion that raises it, prompt, reference, the reward it still gets)

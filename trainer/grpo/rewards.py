@@ -81,7 +81,7 @@ class VerifierReward:
             self.client.wait_ready(timeout_s)
         except Exception:  # grpc.FutureTimeoutError
             raise VerifierSetupError(
-                f"verifier service not reachable at {self.client.target}: start it (`python -m verifiers.server`, "
+                f"verifier service not reachable at {self.client.target}: start it (`python -m verifiers.fronts.server`, "
                 "or `make train`, which starts one) or set target (--target host:port) to where it runs"
             ) from None
         names = [v.name for v in self.client.list_verifiers()]

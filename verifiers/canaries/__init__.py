@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verifiers.client import VerifierClient, VerifyItem
-from verifiers.outcome import UNGRADED
+from verifiers.shapes.outcome import UNGRADED
 
 KINDS = ("math", "code", "format")
 DATA = Path(__file__).resolve().parent / "data"

@@ -20,7 +20,7 @@ from typing import Any
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.canaries import BATCH, CanaryError, Grade, Item
-from verifiers.outcome import Outcome
+from verifiers.shapes.outcome import Outcome
 
 TRL_REFERENCE_COLUMNS = ("answer", "solution", "ground_truth", "reference")  # the names TRL recipes use
 

@@ -72,7 +72,7 @@ def reexec_without_token(token: str) -> None:
     os.close(w)
     os.set_inheritable(r, True)
     orig = list(getattr(sys, "orig_argv", []))
-    head = orig[: orig.index("-m") + 2] if "-m" in orig else [sys.executable, "-m", "verifiers.server"]
+    head = orig[: orig.index("-m") + 2] if "-m" in orig else [sys.executable, "-m", "verifiers.fronts.server"]
     argv = [*head, *_without_token_flag(sys.argv[1:]), "--admin-token-file", f"/dev/fd/{r}"]
     env = {k: v for k, v in os.environ.items() if k != ENV}
     sys.stdout.flush()

@@ -23,9 +23,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import replace
 
-from verifiers.base import Verdict
-from verifiers.outcome import Outcome
-from verifiers.request import Request
+from verifiers.shapes.base import Verdict
+from verifiers.shapes.outcome import Outcome
+from verifiers.shapes.request import Request
 
 ENTRY_OVERHEAD = 512  # the key, the OrderedDict node, the Verdict object (~450 B measured) and the allocator
 CASE_OVERHEAD = 120

@@ -13,21 +13,21 @@ from concurrent.futures import ThreadPoolExecutor
 from sandbox.backend import Job, PoolSaturated, Result, SandboxError
 from sandbox.deadline import Deadline
 from sandbox.pool import SandboxPool
-from verifiers import kinds
-from verifiers.base import BadRequest, Context, ServiceError, Verdict, Verifier
-from verifiers.code import toolchains
-from verifiers.composite import Composite
-from verifiers.kinds import NAME_RE, check_name, check_options
-from verifiers.limits import ServiceLimits
-from verifiers.outcome import Outcome
-from verifiers.request import Request
+from verifiers.kinds import table as kinds
+from verifiers.kinds.code import toolchains
+from verifiers.kinds.composite import Composite
+from verifiers.kinds.table import NAME_RE, check_name, check_options
 from verifiers.service.bounds import ServiceBounds
 from verifiers.service.cache import VerdictCache
 from verifiers.service.callers import CALLER
 from verifiers.service.fair import BURST_SANDBOXES, FairGate, GateSaturated
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
-from verifiers.signals import parse_enforced
+from verifiers.shapes.base import BadRequest, Context, ServiceError, Verdict, Verifier
+from verifiers.shapes.limits import ServiceLimits
+from verifiers.shapes.outcome import Outcome
+from verifiers.shapes.request import Request
+from verifiers.shapes.signals import parse_enforced
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class VerifierService:
         if self.gate is not None:
             self.metrics.watch_queue("sandbox_job", self.gate.depth)
             # the toolchain pool (non-Python code) in turns too, with a burst sandbox of its own: the code kind
-            # may not import this layer, so the gate is handed to it (verifiers/code/toolchains.py, ``share``)
+            # may not import this layer, so the gate is handed to it (verifiers/kinds/code/toolchains.py, ``share``)
             toolchains.share(lambda slots: FairGate(slots, getattr(cfg, "max_waiters", 4096),
                                                     lambda s: self.metrics.observe_queue_wait("toolchain_job", s),
                                                     burst=BURST_SANDBOXES), CALLER.get)  # fmt: skip

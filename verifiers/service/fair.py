@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sandbox.backend import SandboxError
-from verifiers.base import ServiceError
+from verifiers.shapes.base import ServiceError
 
 MAX_WAIT_S = 7 * 24 * 3600.0
 BURST_SANDBOXES = 1  # sandboxes the server's pool keeps beyond --pool-size, for callers holding none

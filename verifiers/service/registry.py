@@ -2,7 +2,7 @@
 reward_model) are added over gRPC and persisted in a store (``verifiers/service/store.py``: a SQLite file by default, or a
 ``postgresql://`` URL shared by replicas), so they survive a restart.
 Each kind (how its spec is built, converted to and from proto, and checked) is declared once, in
-``verifiers/kinds.py``.
+``verifiers/kinds/table.py``.
 
 Replicas sharing one store: the store is the authority. Each registry compares the store's change
 marker with what it loaded at most every ``refresh_s`` (1 s) and at once on an unknown name or
@@ -25,11 +25,11 @@ import logging
 import threading
 import time
 
-from verifiers import kinds
-from verifiers.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
-from verifiers.composite import Composite, Part
-from verifiers.kinds import check_name
+from verifiers.kinds import table as kinds
+from verifiers.kinds.composite import Composite, Part
+from verifiers.kinds.table import check_name
 from verifiers.service.store import RegistryStore, Store, StoreError
+from verifiers.shapes.base import AlreadyExists, BadRequest, NotFound, PermissionDenied, ServiceError, Verifier
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def open_store(location: str | None) -> RegistryStore:
 
 
 def builtin_verifiers() -> dict[str, Verifier]:
-    """The built-in verifiers, one per ``register_builtin`` line (verifiers/kinds.py)."""
+    """The built-in verifiers, one per ``register_builtin`` line (verifiers/kinds/table.py)."""
     return kinds.builtin_verifiers()
 
 
@@ -64,7 +64,7 @@ def build(name: str, kind: str, description: str, spec: dict, version: int = 1) 
     """A verifier object from its stored form. Raises BadRequest on a malformed spec."""
     if len(description) > MAX_DESCRIPTION:
         raise BadRequest(f"description is over {MAX_DESCRIPTION} characters")
-    return kinds.kind(kind).build(name, description, spec, version)  # verifiers/kinds.py: one table of kinds
+    return kinds.kind(kind).build(name, description, spec, version)  # verifiers/kinds/table.py: one table of kinds
 
 
 class Registry:

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifiers.base import AlreadyExists, ServiceError
+from verifiers.shapes.base import AlreadyExists, ServiceError
 
 SCHEMA_VERSION = 1
 SCHEMA = """

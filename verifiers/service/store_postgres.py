@@ -1,6 +1,6 @@
 """PostgreSQL persistence for registered verifiers, for replicas that share one registry.
 
-    python -m verifiers.server --registry postgresql://rlvr:secret@db.internal:5432/rlvr
+    python -m verifiers.fronts.server --registry postgresql://rlvr:secret@db.internal:5432/rlvr
 
 Same table and rules as the SQLite store (``verifiers/service/store.py``): one row per name, the spec as
 JSON text, tombstones so a version never goes back, one transaction per change. What PostgreSQL
