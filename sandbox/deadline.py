@@ -1,7 +1,7 @@
 """One deadline per request: an absolute ``time.monotonic()`` instant, set once where the request enters
 and passed down; each layer spends from what is left instead of adding its own slack.
 
-Where it is set: the gRPC handler (verifiers/server.py) takes the client's deadline, keeping back a
+Where it is set: the gRPC handler (verifiers/fronts/server.py) takes the client's deadline, keeping back a
 little to send the reply; without one, the service (verifiers/service/core.py) sets it at the request's
 grading budget (``timeout_s``, else the verifier's default) from now. The budget also bounds what each
 program may run (a job's ``timeout_s``). A job given straight to the pool, with no deadline, enters

@@ -81,7 +81,7 @@ def _chroot(root: Path, *cmd: str) -> None:
     base.run_logged(["chroot", str(root), *cmd], env=env, stdout=subprocess.DEVNULL)
 
 
-GO_WARM_CACHE = "usr/lib/rlvr/gocache"  # verifiers/code/languages.py copies it into a go_test job's own cache
+GO_WARM_CACHE = "usr/lib/rlvr/gocache"  # verifiers/kinds/code/languages.py copies it into a go_test job's own cache
 _GO_WARM_TEST = """package main
 import ("testing"; "github.com/stretchr/testify/assert"; "github.com/stretchr/testify/require")
 func TestWarm(t *testing.T) { assert.Equal(t, 1, 1); require.True(t, true) }
