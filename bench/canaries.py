@@ -4,7 +4,7 @@
 
 Starts a local service (pool of 2, default settings) and runs the CLI three times, printing each command,
 its exit code and its output: our service with its default verifier per kind (math, code, think_format),
-``r1`` on the math canaries, and a plain substring match (``tests.test_canaries:substring_score``, verl's
+``r1`` on the math canaries, and a plain substring match (``tests.verifiers.client.test_canaries:substring_score``, verl's
 ``compute_score`` signature). A report of what is paid, not a timing: wall times include queueing on a
 shared machine (and the r1 run reuses the service's cached math verdicts).
 """
@@ -50,7 +50,10 @@ def main() -> int:
         parts.append(cli([srv.target], "our gRPC service, default settings (math, code, think_format)"))
         parts.append(cli([srv.target, "--verifier", "r1", "--kinds", "math"], "r1 = 0.9 math + 0.1 think_format"))
     parts.append(
-        cli(["tests.test_canaries:substring_score", "--show", "5"], "a plain substring match (verl signature)")
+        cli(
+            ["tests.verifiers.client.test_canaries:substring_score", "--show", "5"],
+            "a plain substring match (verl signature)",
+        )
     )
     report = "".join(parts)
     print(report, end="")

@@ -33,7 +33,7 @@ import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 from sandbox.deadline import Deadline  # noqa: E402
-from tests.test_code_langs import PROGRAMS  # noqa: E402
+from tests.verifiers.kinds.code.test_code_langs import PROGRAMS  # noqa: E402
 from verifiers.kinds.code import judges, languages, stdio  # noqa: E402
 from verifiers.kinds.code.options import CodeOptions  # noqa: E402
 

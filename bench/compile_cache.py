@@ -27,7 +27,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-from tests.test_code_langs import PROGRAMS  # noqa: E402
+from tests.verifiers.kinds.code.test_code_langs import PROGRAMS  # noqa: E402
 from verifiers.kinds.code import languages, toolchains  # noqa: E402
 
 CASES = [("1 2\n", "3"), ("5 7\n", "12")]

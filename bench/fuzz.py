@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/fuzz.py [--examples 1000] [--properties 300]
 
-Runs ``tests/test_fuzz.py`` (hostile gRPC requests against a real server; ``make test``: 60 examples
-per test) with RLVR_FUZZ_EXAMPLES and ``tests/test_math_properties.py`` (whitespace reformatting and
+Runs ``tests/verifiers/fronts/test_fuzz.py`` (hostile gRPC requests against a real server; ``make test``: 60 examples
+per test) with RLVR_FUZZ_EXAMPLES and ``tests/verifiers/kinds/math/test_math_properties.py`` (whitespace reformatting and
 parts of references; ``make test``: 25) with RLVR_PROPERTY_EXAMPLES, prints hypothesis' statistics
 (outcomes and statuses seen) and the time taken, and exits non-zero when a property fails. This is a
 search for bugs, not a timing: the time is printed only to size the next run.
@@ -31,7 +31,7 @@ def main() -> int:
     args = ap.parse_args()
     env = {**os.environ, "RLVR_FUZZ_EXAMPLES": str(args.examples), "RLVR_PROPERTY_EXAMPLES": str(args.properties)}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
-           "tests/test_fuzz.py", "tests/test_math_properties.py"]  # fmt: skip
+           "tests/verifiers/fronts/test_fuzz.py", "tests/verifiers/kinds/math/test_math_properties.py"]  # fmt: skip
     print(f"== {' '.join(cmd[2:])}  (RLVR_FUZZ_EXAMPLES={args.examples}, RLVR_PROPERTY_EXAMPLES={args.properties})")
     t0 = time.perf_counter()
     rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode

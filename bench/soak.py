@@ -12,7 +12,7 @@ Traffic, each kind from its own threads, all the run long:
 A /run_code answer that is not JSON is counted under its status and first bytes. (The one such answer of
 the 30-minute run, ``run_code_failed_JSONDecodeError``, was the server's shutdown at the end of the run:
 a program still running past ``--grace-s`` got uvicorn's plain-text 500; it now gets SandboxFusion's
-``SandboxError``, tests/test_run_code_queue.py.)
+``SandboxError``, tests/verifiers/fronts/test_run_code_queue.py.)
 The server's VmRSS is read from /proc every ``--every-s`` seconds; printed: the samples' min / median /
 max, the mean of the first and of the last tenth of the run, and the counts of each answer.
 """

@@ -1,6 +1,6 @@
 """The code that runs inside the sandbox, and only there: the room whose every module the image ships as a file.
 
-It imports nothing from the host side (``verifiers``, ``sandbox``, ``trainer``, ``proto``): tests/test_layering.py
+It imports nothing from the host side (``verifiers``, ``sandbox``, ``trainer``, ``proto``): tests/project/test_layering.py
 checks it. The host imports from it only what is plain text work shared by both sides (``answer``: the one
 final-answer rule) and, for tests, any module as it is. The image holds the room as /opt/sandbox/in_sandbox/
 (``sandbox/image.py``; its tag hashes these files), and bubblewrap shows this folder there read-only.

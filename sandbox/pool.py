@@ -77,7 +77,7 @@ class BackendEntry:
 
 
 # The backend table, the one place a backend is declared: a new backend is a module implementing
-# sandbox/backend.py's contract plus one line here. Real import statements, so tests/test_layering.py sees them.
+# sandbox/backend.py's contract plus one line here. Real import statements, so tests/project/test_layering.py sees them.
 BACKENDS: dict[str, BackendEntry] = {
     "docker": BackendEntry(_docker, image=True, about="the default; use it for training"),
     "podman": BackendEntry(_podman, image=True, about="rootless, no Docker daemon"),

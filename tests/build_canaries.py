@@ -13,7 +13,7 @@ Each canary has a control: a plainly wrong answer in the same format (math: a we
 boxed or tagged ``\\varnothing``; code: a fenced block that defines nothing; format: a bare answer with no think
 block), so a composite's partial credit for the format is not counted as paid. No control's answer is its
 reference.
-tests/test_canaries.py fails when the packaged files and this output drift apart.
+tests/verifiers/client/test_canaries.py fails when the packaged files and this output drift apart.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from tests.data import code_battery, math_battery
-from tests.test_format_invisible import INVISIBLE
-from tests.test_think_format import CASES as THINK_CASES
+from tests.verifiers.kinds.test_format_invisible import INVISIBLE
+from tests.verifiers.kinds.test_think_format import CASES as THINK_CASES
 
 DATA = Path(__file__).resolve().parent.parent / "verifiers" / "canaries" / "data"
 WRONG = "\\varnothing"  # plainly wrong for every math reference in the batteries, and no digit in it

@@ -4,7 +4,7 @@ Each part is decided from facts of the host (a binary on ``PATH`` that answers, 
 has, a device torch sees), never from the project's own probes, so a regression in a probe cannot turn
 into a skip. ``make test`` (and so ``.ci/run``) runs ``python -m tests.parts`` after its installs: a
 required part that is missing fails the run with its name. A test may skip only for a part declared in
-``OPTIONAL`` (``skip_unless``); tests/test_test_honesty.py refuses any other skip whose condition
+``OPTIONAL`` (``skip_unless``); tests/project/test_test_honesty.py refuses any other skip whose condition
 project code computes.
 """
 

@@ -1,5 +1,5 @@
 """A toy built-in verifier kind, added the way docs/verifiers.md ("Adding a verifier kind") says: this
-one file plus one ``register_builtin(...)`` line (tests/test_plugin_kind.py makes that line, so the toy
+one file plus one ``register_builtin(...)`` line (tests/verifiers/kinds/test_plugin_kind.py makes that line, so the toy
 stays out of the real service).
 
 ``shout``: reward 1 when the completion, stripped, is the reference in capitals (an option ``strip``

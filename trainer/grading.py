@@ -1,6 +1,6 @@
 """The one grading call of the trainer: every room that grades completions (the GRPO reward, make eval,
 rejection sampling, the alarm's audit) sends them through ``grade_items``, so a change to how the trainer
-talks to the service (deadlines, replicas, result checks) is made once. tests/test_train_eval.py checks that
+talks to the service (deadlines, replicas, result checks) is made once. tests/trainer/test_train_eval.py checks that
 no other module calls the client's ``verify_batch``.
 """
 

@@ -1,4 +1,4 @@
-"""Grading, in floors that are folders, each importing only the floors below it (tests/test_layering.py):
+"""Grading, in floors that are folders, each importing only the floors below it (tests/project/test_layering.py):
 
 - ``shapes/``: what every floor shares: a request, an outcome, a verdict and the kind contract (``base``),
   the service's limits, the process signals, the errors;

@@ -2,7 +2,7 @@
 documentation shows: ``verify(parse(gold), parse(answer))``; never in the service or the trainer).
 
 Pairs: every row of the math batteries (tests/data/math_battery*.py) that our service pays (the batteries'
-CORRECT verdicts, which tests/test_math_adversarial.py holds the service to) and the embedded task's worked
+CORRECT verdicts, which tests/verifiers/kinds/math/test_math_adversarial.py holds the service to) and the embedded task's worked
 completions. Each pair we pay and Math-Verify refuses must have a row in tests/data/mv_differential.tsv
 saying why; ``key`` names a pair in that file.
 """

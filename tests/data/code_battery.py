@@ -1,4 +1,4 @@
-"""The ``code`` verifier's adversarial battery (tests/test_code_adversarial.py): one table per family of
+"""The ``code`` verifier's adversarial battery (tests/verifiers/kinds/code/test_code_adversarial.py): one table per family of
 ``(id, program, tests, options, outcome, why)`` — the verdict a careful human grader gives (or, for a
 hack, the outcome we give instead of a reward) and a note on the attack. Data only."""
 
@@ -475,7 +475,7 @@ VALUES_FAMILY = [
 
 
 # -- what the harness does not support yet (issue 41): correct programs, graded 0 today ------------------------
-# (id, program, tests, options, the careful verdict, "not supported yet: what"): tests/test_code_adversarial.py
+# (id, program, tests, options, the careful verdict, "not supported yet: what"): tests/verifiers/kinds/code/test_code_adversarial.py
 # runs each as a strict xfail, so the day one is supported the test says so.
 NOT_SUPPORTED = [
     (

@@ -1,7 +1,7 @@
 """Adversarial battery for the ``math`` verifier: (family, reference, completion, options, verdict, why).
 
 Each verdict is the one a careful human grader gives. Families group one kind of attack (or one kind of
-correct answer that used to be refused); ``tests/test_math_adversarial.py`` sends each family as one
+correct answer that used to be refused); ``tests/verifiers/kinds/math/test_math_adversarial.py`` sends each family as one
 VerifyBatch through a real server. Against the code before issue 26, 177 of these 403 cases were graded
 otherwise (most of them paid a wrong answer). The forms half of the table is math_battery_forms.py; the
 families of the one final-answer rule (issue 36) are math_battery_answers.py.

@@ -13,7 +13,7 @@ arithmetic. ``LeanDecoder`` runs the same computation on the model's own weights
 - ``torch.nn.functional.scaled_dot_product_attention`` with a boolean mask (GQA via ``enable_gqa``);
 - logits for the last position only.
 
-It is exact to the HF model up to float rounding (tests/test_lean_forward.py: fp32 logits and log-probs
+It is exact to the HF model up to float rounding (tests/trainer/test_lean_forward.py: fp32 logits and log-probs
 to 1e-5 against HF's, left padding, grouped-query attention; sampled tokens identical under one seed).
 ``lean_supported`` accepts only what it reproduces: ``Qwen2ForCausalLM`` / ``LlamaForCausalLM`` from
 transformers themselves (not peft, DDP or FSDP wrappers, not a remote-code class of the same name) whose

@@ -8,7 +8,7 @@ the RMSNorm, the residual stream after the MLP) and the logits each token was dr
 then runs the forward with autograd, where every matmul step is an autograd function whose forward
 returns the recorded output and whose backward is the step's own (dx = dy w^T, dw = x^T dy, through the
 RMSNorm on the narrow side); rotary, attention and SiLU are recomputed, so autograd sees the whole graph.
-The gradient is the one of the ordinary forward up to float rounding (tests/test_replay.py: log-probs to
+The gradient is the one of the ordinary forward up to float rounding (tests/trainer/test_replay.py: log-probs to
 1e-5 and every parameter's gradient to 1e-5 relative, against the HF model's own forward).
 
 It applies only where it is exact: the recording's model object, still ``lean_supported``, no optimizer

@@ -5,7 +5,7 @@ and ``CaseStatus`` one per ``CaseVerdict.Status`` value without ``STATUS_``; a v
 is a member here with nothing else to edit. Members are strings (``StrEnum``), so
 ``result.outcome == Outcome.CORRECT`` and comparisons with what older callers hold both work.
 
-Nothing else in the tree spells an outcome name as a string (tests/test_outcome_names.py scans for
+Nothing else in the tree spells an outcome name as a string (tests/verifiers/shapes/test_outcome_names.py scans for
 it): services use ``verifiers.shapes.base``'s re-export, clients and the trainer ``verifiers.client``'s.
 
     >>> Outcome.from_proto(Outcome.CORRECT.to_proto()) is Outcome.CORRECT

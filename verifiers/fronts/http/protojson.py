@@ -10,7 +10,7 @@ forms — numbers as strings, ``null``, well-known types — stay exactly the li
   whose values have the field's plain JSON type (string, number, bool, enum name, object, array);
 * ``to_dict(message)``: any message of this API (scalars, enums, maps, repeated and nested messages).
 
-``tests/test_http_protojson.py`` checks both against ``json_format`` on every message of the API.
+``tests/verifiers/fronts/test_http_protojson.py`` checks both against ``json_format`` on every message of the API.
 """
 
 from __future__ import annotations

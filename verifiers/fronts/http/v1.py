@@ -13,7 +13,7 @@ names (lowerCamelCase or proto), strings as strings (valid UTF-8), ``options`` a
 ``timeoutS`` a finite number. Any other body — ``null`` values, numbers as strings, unknown fields, bad
 JSON — goes the servicer's way (``verifiers.fronts.http.api``), so json_format parses it and its error messages
 stay the library's. Errors from the service map as the servicer maps them (same status and message).
-``tests/test_http_v1.py`` compares both ways verdict by verdict over a real server on loopback.
+``tests/verifiers/fronts/test_http_v1.py`` compares both ways verdict by verdict over a real server on loopback.
 """
 
 from __future__ import annotations

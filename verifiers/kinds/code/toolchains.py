@@ -72,7 +72,7 @@ def share(make_gate: Callable[[int], object], caller: Callable[[], str]) -> None
     takes a grant from ``make_gate(size)`` (the service's ``FairGate``: round robin, and ``burst`` more
     sandboxes lent only to a caller holding none) for ``caller()`` before it takes a sandbox, and the pool
     keeps ``gate.burst`` sandboxes beyond its size. The gate is handed in because this kind may not import
-    the service layer (tests/test_layering.py). A running pool is restarted on its next use."""
+    the service layer (tests/project/test_layering.py). A running pool is restarted on its next use."""
     global _make_gate, _caller
     with _lock:
         _make_gate, _caller = make_gate, caller

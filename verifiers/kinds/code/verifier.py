@@ -10,7 +10,7 @@ carrying a per-job nonce on a private copy of stdout. Stdio mode judges each cas
 (verifiers/kinds/code/judges.py) or by a checker in a separate job (verifiers/kinds/code/stdio.py); other languages are
 compiled once per program and run in the toolchain pool (verifiers/kinds/code/toolchains.py).
 
-What is defended (each family is a table in ``tests/test_code_adversarial.py``): exiting before the tests
+What is defended (each family is a table in ``tests/verifiers/kinds/code/test_code_adversarial.py``): exiting before the tests
 finish (``sys.exit(0)``, ``os._exit(0)``, killing itself or the tests' process, forging the worker's
 "finished" byte); results that are not plain data (lying ``__eq__``, subclasses of built-in types) from
 any kind of callable; shadowing the tests' builtins, modules or helpers; walking frames to the harness,
