@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from in_sandbox.answer import strip_think
 from sandbox.backend import Job, Limits, Result
-from verifiers.kinds.code import judges, languages, stdio, toolchains
+from verifiers.kinds.code import asserts, judges, languages, stdio, toolchains
 from verifiers.kinds.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.shapes.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.shapes.limits import cut_short_verdict
@@ -103,6 +103,8 @@ class CodeVerifier(Builtin):
             raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
         if opts.mode == "stdio":
             judges.parse_reference(req.reference, opts.judge)
+        elif opts.language != "python":
+            asserts.check(opts.language, req.reference)
         return opts
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
@@ -114,6 +116,11 @@ class CodeVerifier(Builtin):
         budget = req.timeout_s or default  # the submission's programs' time, spent from the request's deadline
         if opts.mode == "stdio":
             return self._stdio(req, opts, code, budget, ctx)
+        if opts.language != "python":  # the tests in the candidate's language, one program (asserts.py)
+            prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
+            error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx.deadline.within(budget), req.id,
+                                                prog.lang, prog.blobs)  # fmt: skip
+            return asserts.verdict(prog, error, runs)
         return self._assert(req, opts, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------
