@@ -36,15 +36,11 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
 from verifiers.kinds.code import languages
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
 from verifiers.shapes.outcome import CaseStatus, Outcome
-
-if TYPE_CHECKING:
-    from verifiers.kinds.code.stdio import CaseRun
 
 SENTINEL = "RLVR-TESTS-RAN-TO-THE-END"
 _KEY = secrets.token_bytes(32)  # the nonce's key: drawn once per process, never leaves it
@@ -59,7 +55,7 @@ class BadTests(ValueError):
 
 @dataclass(frozen=True)
 class Program:
-    """One assembled test program: its language (argv and file name as run), main source, other files."""
+    """One assembled test program: its language (argv, file name), its main source, its other files."""
 
     lang: languages.Language
     source: str
@@ -69,8 +65,7 @@ class Program:
 
 @dataclass(frozen=True)
 class Parts:
-    """What an assembler gets: the program (prelude + candidate), the tests, the sentinel's two halves
-    and a secret tag for our names."""
+    """An assembler's input: the program (prelude + candidate), the tests, the sentinel's halves, our names' tag."""
 
     program: str
     tests: str
@@ -85,6 +80,7 @@ _RUST_MAIN = re.compile(r"\bfn\s+main\s*\(\s*\)\s*\{")
 _GO_MAIN = re.compile(r"(?m)^func\s+main\s*\(\s*\)\s*\{")
 _GO_PACKAGE = re.compile(r"(?m)^\s*package\s+\w+")
 _JAVA_IMPORT = re.compile(r"(?m)^\s*import\s+(?:static\s+)?[\w.]+(?:\.\*)?\s*;[ \t]*$")
+_JAVA_MAIN = re.compile(r"\bstatic\s+(?:[\w$<>\[\]]+\s+)*?void\s+main\s*\(")
 _JAVA_PACKAGE = re.compile(r"(?m)^\s*package\s+[\w.]+\s*;")
 _CS_MAIN = re.compile(r"\bstatic\s+(?:[\w<>\[\],]+\s+)*?(?:void|int|Task|Task<int>)\s+Main\s*\(")
 _CS_CLASS = re.compile(r"\b(?:class|struct)\s+([A-Za-z_]\w*)")
@@ -101,13 +97,13 @@ def _closing(clean: str, at: int) -> int:
 
 
 def _rename(code: str, pattern: re.Pattern, new: str, ret: str = "") -> tuple[str, re.Match | None]:
-    """``code`` with the first top-level function ``pattern`` finds renamed to ``new`` (the word ``main``
-    in the match), and ``ret`` put before its closing brace; (code, the match or None)."""
+    """``code`` with the first function ``pattern`` finds (literals and comments blanked) renamed to ``new``
+    (its word ``main``), ``ret`` put before its closing brace; (code, the match or None)."""
     clean = blank_literals(code)
     m = pattern.search(clean)
     if m is None:
         return code, None
-    at = m.start() + clean[m.start() : m.end()].rindex("main")
+    at = clean.index("main", m.start())
     close = _closing(clean, m.end() - 1)
     if close < 0:
         return code, None
@@ -137,8 +133,8 @@ def _c_like(header: str, lang: str) -> Callable[[Parts], tuple[str, dict[str, st
 
 
 def _java(p: Parts) -> tuple[str, dict[str, str]]:
+    _need(_JAVA_MAIN.search(blank_literals(p.tests)), "java", "a class with public static void main")
     cls = java_entry(p.tests).main_class
-    _need(cls != "Main" or "main" in blank_literals(p.tests), "java", "a class with public static void main")
     imports = "".join(m.group(0).strip() + "\n" for m in _JAVA_IMPORT.finditer(blank_literals(p.tests)))
     tests = _JAVA_IMPORT.sub("", p.tests)
     pkg = _JAVA_PACKAGE.search(blank_literals(p.program))
@@ -170,14 +166,12 @@ def _csharp(p: Parts) -> tuple[str, dict[str, str]]:
     ours = f"""
 static class RlvrMain{p.tag} {{
   sealed class Failing : {g}.Diagnostics.TraceListener {{  // Debug.Assert fails the tests (Mono's only prints)
-    public override void Write(string m) {{}}
-    public override void WriteLine(string m) {{}}
+    public override void Write(string m) {{}} public override void WriteLine(string m) {{}}
     public override void Fail(string m) {{ throw new {g}.Exception("Debug.Assert failed: " + m); }}
     public override void Fail(string m, string d) {{ throw new {g}.Exception("Debug.Assert failed: " + m + " " + d); }}
   }}
   static int Main(string[] a) {{
-    {g}.Diagnostics.Debug.Listeners.Clear();
-    {g}.Diagnostics.Debug.Listeners.Add(new Failing());
+    {g}.Diagnostics.Debug.Listeners.Clear(); {g}.Diagnostics.Debug.Listeners.Add(new Failing());
     var f = {g}.Reflection.BindingFlags.Static | {g}.Reflection.BindingFlags.Public | {g}.Reflection.BindingFlags.NonPublic;
     {g}.Reflection.MethodInfo main = null;
     foreach (var t in typeof(RlvrMain{p.tag}).Assembly.GetTypes()) if (t.Name == "{cls[-1]}") main = t.GetMethod("Main", f);
@@ -188,8 +182,7 @@ static class RlvrMain{p.tag} {{
       return 1;
     }}
     if (r is int && (int)r != 0) return (int)r;
-    {g}.Console.Out.Write("\\n" + "{p.a}" + "{p.b}" + "\\n");
-    {g}.Console.Out.Flush();
+    {g}.Console.Out.Write("\\n" + "{p.a}" + "{p.b}" + "\\n"); {g}.Console.Out.Flush();
     return 0;
   }}
 }}
@@ -216,7 +209,7 @@ def _rust(p: Parts) -> tuple[str, dict[str, str]]:
     _need(m, "rust", "fn main() { assert!(...); }")
     out = "::std::io::Write::{}(&mut ::std::io::stdout()"
     ours = (f"\nfn main() {{\n  {t}();\n  {out.format('write_all')}, "
-            f'["\\n", "{p.a}", "{p.b}", "\\n"].concat().as_bytes()).unwrap();\n  {out.format("flush")}).unwrap();\n}}\n')
+            f'["\\n", "{p.a}", "{p.b}", "\\n"].concat().as_bytes()).unwrap();\n  {out.format("flush")}).unwrap();\n}}\n')  # fmt: skip
     return f"{program}\n{tests}\n{ours}", {}
 
 
@@ -285,10 +278,6 @@ LANGUAGES: dict[str, Callable[[Parts], tuple[str, dict[str, str]]]] = {
 }
 
 
-def has_assert_mode(lang: str) -> bool:
-    return lang in LANGUAGES
-
-
 def assemble(lang: str, program: str, tests: str) -> Program:
     """The test program of ``lang`` for ``program`` (prelude + candidate) and ``tests``; ``BadTests``
     where the tests lack the entry point the language needs."""
@@ -324,26 +313,31 @@ def check(lang: str, tests: str) -> None:
         raise BadRequest(str(e)) from None
 
 
-def verdict(prog: Program, compile_error: str | None, runs: list[CaseRun]) -> Verdict:
-    """The verdict of one test program's run (``stdio.run_compiled``'s answer)."""
+# how the run ended -> (outcome, the case's status, signals, detail: "{}" is the run's message)
+_ENDS = {
+    "pass": (Outcome.CORRECT, CaseStatus.PASSED, (), "the tests ran to the end"),
+    "early": (Outcome.INCORRECT, CaseStatus.WRONG_ANSWER, ("code.early_exit",),
+              "the program exited 0 before the tests finished (no sentinel line after the last test)"),
+    "failed": (Outcome.INCORRECT, CaseStatus.WRONG_ANSWER, (), "a test failed: {}"),
+    "runtime": (Outcome.RUNTIME_ERROR, CaseStatus.RUNTIME_ERROR, (), "{}"),
+    "timeout": (Outcome.TIMEOUT, CaseStatus.TIME_LIMIT, ("code.time_limit",), "{}"),
+    "output": (Outcome.RUNTIME_ERROR, CaseStatus.OUTPUT_LIMIT, ("code.output_cap",), "{}"),
+}  # fmt: skip
+
+
+def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
+    """The verdict of one test program's run: ``stdio.run_compiled``'s answer (``runs``: its one ``CaseRun``)."""
     if compile_error is not None:
         return Verdict.of(Outcome.COMPILE_ERROR, compile_error)
     run = runs[0]
     if run.status == "sandbox":
         return Verdict.of(Outcome.SANDBOX_ERROR, run.message)
-    if run.status == "ok" and prog.sentinel in (line.strip() for line in run.stdout.splitlines()):
-        outcome, status, detail, signals = Outcome.CORRECT, CaseStatus.PASSED, "the tests ran to the end", []
-    elif run.status == "ok":
-        outcome, status, signals = Outcome.INCORRECT, CaseStatus.WRONG_ANSWER, ["code.early_exit"]
-        detail = "the program exited 0 before the tests finished (no sentinel line after the last test)"
-    elif run.status == "timeout":
-        outcome, status, detail, signals = Outcome.TIMEOUT, CaseStatus.TIME_LIMIT, run.message, ["code.time_limit"]
-    elif run.status == "output":
-        outcome, status, detail, signals = Outcome.RUNTIME_ERROR, CaseStatus.OUTPUT_LIMIT, run.message, ["code.output_cap"]
-    elif _FAILED.search(run.message):
-        outcome, status, detail, signals = Outcome.INCORRECT, CaseStatus.WRONG_ANSWER, f"a test failed: {run.message}", []
+    if run.status == "ok":
+        end = "pass" if prog.sentinel in (line.strip() for line in run.stdout.splitlines()) else "early"
     else:
-        outcome, status, detail, signals = Outcome.RUNTIME_ERROR, CaseStatus.RUNTIME_ERROR, run.message, []
-    v = Verdict.of(outcome, detail)
-    v.cases = [CaseVerdict(status, "" if status is CaseStatus.PASSED else detail, run.elapsed_s)]
+        end = run.status if run.status in ("timeout", "output") else "runtime"
+        end = "failed" if end == "runtime" and _FAILED.search(run.message) else end
+    outcome, status, signals, say = _ENDS[end]
+    v = Verdict.of(outcome, say.format(run.message))
+    v.cases = [CaseVerdict(status, "" if status is CaseStatus.PASSED else v.detail, run.elapsed_s)]
     return v.signal(*signals)

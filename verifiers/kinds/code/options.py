@@ -31,9 +31,10 @@ DESCRIPTIONS = {
     "mode": "assert (default: an assert script or MBPP list in Python; in other languages, test code in the "
     "language run after the candidate's, docs/verifiers.md) or stdio (stdin/stdout cases)",
     "language": f"{LANGUAGES[0]} (default), {', '.join(LANGUAGES[1:])}",  # the language table's, as it grows
-    "entry_point": "the function check(candidate) is called with (assert mode)",
-    "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt)",
-    "case_timeout_s": "seconds per test case (default 5)",
+    "entry_point": "the function check(candidate) is called with (assert mode, Python)",
+    "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt; "
+    "other languages: put before the candidate's code, e.g. HumanEval-X's includes)",
+    "case_timeout_s": "seconds per test case (default 5; in assert mode outside Python, the whole test program)",
     "compile_timeout_s": "seconds for the compiler (compiled languages, both modes, default 30)",
     "reward": "all (default: every test passes) or fraction (the share passed)",
     "partial": "true: reward=fraction (an older spelling; reward wins when both are given)",
