@@ -87,8 +87,19 @@ def service(tmp_path_factory):
     close()
 
 
-def _request(lang: str, candidate: str, tests: str) -> Request:
-    return Request("code", f"```{lang}\n{candidate}```\n", tests, options={**OPTIONS, "language": lang}, timeout_s=120)
+def _request(lang: str, candidate: str, tests: str, **options: str) -> Request:
+    opts = {**OPTIONS, "language": lang, **options}
+    return Request("code", f"```{lang}\n{candidate}```\n", tests, options=opts, timeout_s=120)
+
+
+# the other ways a test program ends: (language, candidate, options, outcome, the case's status, a signal or "")
+ENDS = [
+    ("c", "int add(int a, int b) { return a + ; }\n", {}, "COMPILE_ERROR", None, ""),
+    ("javascript", "function add(a, b) { for (;;) {} }\n", {"case_timeout_s": "2"}, "TIMEOUT",
+     CaseStatus.TIME_LIMIT, "code.time_limit"),
+    ("java", "class Solution { int add(int a, int b) { String s = null; return s.length(); } }\n", {},
+     "RUNTIME_ERROR", CaseStatus.RUNTIME_ERROR, ""),
+]  # fmt: skip
 
 
 # More ways to end with status 0 before the tests ran to their end: (language, candidate, what the tests do
@@ -117,6 +128,7 @@ def verdicts(service):
     """Every language's correct, wrong and early-exit programs, graded as one batch."""
     items = [(lang, _request(lang, p, tests)) for lang, (tests, *programs) in CASES.items() for p in programs]
     items += [(("attack", i), _request(lang, p, CASES[lang][0])) for i, (lang, p, _) in enumerate(ATTACKS)]
+    items += [(("end", i), _request(e[0], e[1], CASES[e[0]][0], **e[2])) for i, e in enumerate(ENDS)]
     out: dict[str, list] = {}
     for (lang, _), v in zip(items, service.verify_batch([r for _, r in items]), strict=True):
         out.setdefault(lang, []).append(v)
@@ -162,6 +174,15 @@ def test_other_early_ends_are_not_paid(verdicts, i):
         assert v.detail.startswith("a test failed"), v.detail
     else:
         assert "code.early_exit" in v.signals, v.detail
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("i", range(len(ENDS)), ids=[e[3] for e in ENDS])
+def test_compile_errors_time_outs_and_crashes(verdicts, i):
+    (v,) = verdicts[("end", i)]
+    _, _, _, outcome, status, signal = ENDS[i]
+    assert (v.outcome, v.reward) == (outcome, 0.0), v.detail
+    assert [c.status for c in v.cases] == ([status] if status else []) and v.signals == ([signal] if signal else [])
 
 
 @pytest.mark.docker
