@@ -11,9 +11,9 @@ carrying a per-job nonce on a private copy of stdout. Stdio mode judges each cas
 compiled once per program and run in the toolchain pool (verifiers/kinds/code/toolchains.py).
 carrying a per-job nonce on a private copy of stdout. Assert mode in the other languages assembles the
 tests (code in the candidate's language) and the candidate into one program (verifiers/code/asserts.py).
-Stdio mode judges each case's output on the host
-(verifiers/code/judges.py) or by a checker in a separate job (verifiers/code/stdio.py); other languages are
-compiled once per program and run in the toolchain pool (verifiers/code/toolchains.py).
+Stdio mode judges each case's output on the host (verifiers/code/judges.py) or by a checker in a separate
+job (verifiers/code/stdio.py); other languages are compiled once per program and run in the toolchain pool
+(verifiers/code/toolchains.py).
 
 What is defended (each family is a table in ``tests/test_code_adversarial.py``): exiting before the tests
 finish (``sys.exit(0)``, ``os._exit(0)``, killing itself or the tests' process, forging the worker's
