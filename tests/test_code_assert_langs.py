@@ -2,8 +2,8 @@
 image (verifiers/kinds/code/asserts.py): per language with asserts, a correct ``add`` passes the tests, a wrong one
 fails them; a candidate that ends its process with status 0 before the tests finished (``exit(0)``,
 ``System.exit(0)``, ``process.exit(0)``, ...) is not paid, where a naive exit-code rule would pay it. All of them go
-to the service as one batch. The residual gap (a program sharing the tests'
-process can read the nonce from its own source) is a strict xfail."""
+to the service as one batch. The residual gaps (a program sharing the tests'
+process can read the nonce from its own source or binary, or rewrite what the tests call) are strict xfails."""
 
 from __future__ import annotations
 
@@ -226,6 +226,23 @@ READS_ITS_OWN_NONCE = {
 @pytest.mark.parametrize("lang", sorted(READS_ITS_OWN_NONCE))
 def test_reading_its_own_nonce_is_not_paid(service, lang):
     v = service.verify(_request(lang, READS_ITS_OWN_NONCE[lang], CASES[lang][0]))
+    assert v.reward == 0.0, v.detail
+
+
+# The same gap, simpler: a wrong add that redefines what the tests call (Python's harness defends these)
+REWRITES_THE_TESTS = {
+    "c": "int add(int a, int b) { return a - b; }\n#define assert(x) ((void)0)\n#define NDEBUG\n",
+    "lua": "function add(a, b) return a - b end\nassert = function() end\n",
+    "javascript": "function add(a, b) { return a - b; }\nrequire('assert').strictEqual = () => {};\n"
+                  "Object.defineProperty(console, 'assert', { get: () => () => {}, set() {} });\n",
+}  # fmt: skip
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, reason="residual gap: the tests run in the candidate's program, which can rewrite them")
+@pytest.mark.parametrize("lang", sorted(REWRITES_THE_TESTS))
+def test_rewriting_the_tests_is_not_paid(service, lang):
+    v = service.verify(_request(lang, REWRITES_THE_TESTS[lang], CASES[lang][0]))
     assert v.reward == 0.0, v.detail
 
 
