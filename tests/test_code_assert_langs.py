@@ -1,9 +1,9 @@
 """Assert mode in the toolchain languages (issue 40), through a real VerifierService and the real toolchain
 image (verifiers/kinds/code/asserts.py): per language with asserts, a correct ``add`` passes the tests, a wrong one
 fails them; a candidate that ends its process with status 0 before the tests finished (``exit(0)``,
-``System.exit(0)``, ``process.exit(0)``, ...) is not paid, where a naive exit-code rule would pay it. All of them go
-to the service as one batch. The residual gaps (a program sharing the tests'
-process can read the nonce from its own source or binary, or rewrite what the tests call) are strict xfails."""
+``System.exit(0)``, ``process.exit(0)``, ...) is not paid, where a naive exit-code rule would pay it. All of
+them go to the service as one batch. The residual gaps (a program sharing the tests' process can read the
+nonce from its own source or binary, or rewrite what the tests call) are strict xfails."""
 
 from __future__ import annotations
 
