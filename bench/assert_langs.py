@@ -1,4 +1,4 @@
-"""Assert mode in the toolchain languages (verifiers/code/asserts.py): what the keyed nonce buys.
+"""Assert mode in the toolchain languages (verifiers/kinds/code/asserts.py): what the keyed nonce buys.
 
     flock /tmp/bench.lock .venv/bin/python bench/assert_langs.py [--rounds 3] [--langs c,java,rust,go] [--g 8]
 
@@ -31,8 +31,8 @@ from pathlib import Path  # noqa: E402
 
 from tests.langs_helpers import make_service  # noqa: E402
 from tests.test_code_assert_langs import CASES, OPTIONS  # noqa: E402
-from verifiers.code import toolchains  # noqa: E402
-from verifiers.request import Request  # noqa: E402
+from verifiers.kinds.code import toolchains  # noqa: E402
+from verifiers.shapes.request import Request  # noqa: E402
 
 COMMENT = {"c": "//", "cpp": "//", "java": "//", "rust": "//", "go": "//", "scala": "//", "csharp": "//", "d": "//"}
 

@@ -12,10 +12,10 @@ import re
 import pytest
 
 from tests.langs_helpers import make_service
-from verifiers.shapes.base import BadRequest
 from verifiers.kinds.code import toolchains
 from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL
 from verifiers.kinds.code.options import CodeOptions
+from verifiers.shapes.base import BadRequest
 from verifiers.shapes.outcome import CaseStatus
 from verifiers.shapes.request import Request
 

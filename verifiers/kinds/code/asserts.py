@@ -24,7 +24,7 @@ candidate, and the same for identical programs, so a batch's identical programs 
 Not defended, by construction (docs/verifiers.md, "Assert mode in other languages"): the tests share the
 candidate's process and source, so a candidate can read its own source or binary to find the nonce,
 redefine what the tests call (a C macro, a patched ``assert`` module, ``console.assert``), or answer
-asynchronous tests after the sentinel. That is why Python keeps its two-process harness (harness.py).
+asynchronous tests after the sentinel. That is why Python keeps its two-process harness (in_sandbox/code/harness.py).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
 from verifiers.kinds.code import languages
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
+from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
 from verifiers.shapes.outcome import CaseStatus, Outcome
 
 SENTINEL = "RLVR-TESTS-RAN-TO-THE-END"

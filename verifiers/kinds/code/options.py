@@ -19,10 +19,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from verifiers.kinds.code.asserts import LANGUAGES as ASSERT_LANGUAGES
 from verifiers.kinds.code.judges import DEFAULT_TOL, JUDGES
 from verifiers.kinds.code.languages import ALIASES, COMPILE_TIMEOUT_S, LANGUAGES, not_served
 from verifiers.shapes.base import BadRequest
-from verifiers.kinds.code.asserts import LANGUAGES as ASSERT_LANGUAGES
 
 CASE_TIMEOUT_S = 5.0
 MAX_SECONDS = 3600.0

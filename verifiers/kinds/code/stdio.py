@@ -94,7 +94,7 @@ def run_compiled(code: str, inputs: list[str], opts: CodeOptions, deadline: Dead
     """One job in the toolchain pool for ``opts.language``, by the submission's ``deadline``: (compile
     error message or None, runs, compile seconds). Each case runs at most ``opts.case_timeout_s``; with
     ``reward=all`` the cases after the first failure are skipped. ``lang`` and ``blobs`` (more files,
-    base64): as assert mode assembles them (verifiers/code/asserts.py); else the language's, as given."""
+    base64): as assert mode assembles them (verifiers/kinds/code/asserts.py); else the language's, as given."""
     lang = lang or languages.for_source(languages.language(opts.language), code)
     per_case = opts.case_timeout_s
     compile_s = opts.compile_timeout_s if lang.compile else 0.0
