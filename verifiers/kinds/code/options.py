@@ -4,8 +4,8 @@ A request's ``options`` arrive as a str -> str map (the wire's). ``CodeOptions.p
 the ``code`` kind knows, checks it and raises ``BadRequest`` naming the first bad one; everything below
 ``CodeVerifier.check`` (stdio runs, judges, the toolchain job) reads the typed object, never the map.
 Options that do not apply to the request's mode are neither read nor checked: ``judge``, ``abs_tol``
-and ``rel_tol`` only with ``mode=stdio``, ``compile_timeout_s`` only for a compiled language in stdio
-mode; such fields keep their defaults.
+and ``rel_tol`` only with ``mode=stdio``, ``compile_timeout_s`` only for a language other than Python;
+such fields keep their defaults.
 
 >>> CodeOptions.parse({"mode": "stdio", "language": "c++", "partial": "true"}).language
 'cpp'
@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from verifiers.kinds.code.asserts import LANGUAGES as ASSERT_LANGUAGES
 from verifiers.kinds.code.judges import DEFAULT_TOL, JUDGES
 from verifiers.kinds.code.languages import ALIASES, COMPILE_TIMEOUT_S, LANGUAGES, not_served
 from verifiers.shapes.base import BadRequest
@@ -27,12 +28,14 @@ CASE_TIMEOUT_S = 5.0
 MAX_SECONDS = 3600.0
 # option name -> what it does (the kind's declared schema: ListVerifiers shows it)
 DESCRIPTIONS = {
-    "mode": "assert (default: an assert script or MBPP list, Python) or stdio (stdin/stdout cases)",
+    "mode": "assert (default: an assert script or MBPP list in Python; in other languages, test code in the "
+    "language run after the candidate's, docs/verifiers.md) or stdio (stdin/stdout cases)",
     "language": f"{LANGUAGES[0]} (default), {', '.join(LANGUAGES[1:])}",  # the language table's, as it grows
-    "entry_point": "the function check(candidate) is called with (assert mode)",
-    "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt)",
-    "case_timeout_s": "seconds per test case (default 5)",
-    "compile_timeout_s": "seconds for the compiler (compiled languages, default 30)",
+    "entry_point": "the function check(candidate) is called with (assert mode, Python)",
+    "prelude": "trusted problem code run before the tests, in their process (assert mode; e.g. HumanEval's prompt; "
+    "other languages: put before the candidate's code, e.g. HumanEval-X's includes)",
+    "case_timeout_s": "seconds per test case (default 5; in assert mode outside Python, the whole test program)",
+    "compile_timeout_s": "seconds for the compiler (compiled languages, both modes, default 30)",
     "reward": "all (default: every test passes) or fraction (the share passed)",
     "partial": "true: reward=fraction (an older spelling; reward wins when both are given)",
     "judge": "stdio: tokens (default), exact, float (abs_tol, rel_tol) or checker",
@@ -64,8 +67,11 @@ class CodeOptions:
         if mode not in ("assert", "stdio"):
             raise BadRequest(f"code: options['mode'] must be 'assert' or 'stdio', got {mode!r}")
         lang = _language(options)
-        if lang != "python" and mode != "stdio":
-            raise BadRequest(f"code: language {lang!r} is graded with mode=stdio (assert mode is Python's)")
+        if lang != "python" and mode == "assert" and lang not in ASSERT_LANGUAGES:
+            raise BadRequest(f"code: language {lang!r} has no assert mode (assert mode: python, "
+                             f"{', '.join(ASSERT_LANGUAGES)}); grade it with mode=stdio")  # fmt: skip
+        if lang != "python" and mode == "assert" and options.get("entry_point"):
+            raise BadRequest(f"code: options['entry_point'] is Python's; {lang} tests call the candidate by name")
         reward = _reward(options)
         case_s = _seconds(options, "case_timeout_s", case_timeout_s)
         judge, abs_tol, rel_tol, compile_s = "tokens", DEFAULT_TOL, DEFAULT_TOL, COMPILE_TIMEOUT_S
@@ -75,8 +81,8 @@ class CodeOptions:
                 raise BadRequest(f"code: options['judge'] must be one of {', '.join(JUDGES)}, got {judge!r}")
             if judge == "float":
                 abs_tol, rel_tol = _tol(options, "abs_tol"), _tol(options, "rel_tol")
-            if lang != "python":
-                compile_s = _seconds(options, "compile_timeout_s", COMPILE_TIMEOUT_S)
+        if lang != "python":
+            compile_s = _seconds(options, "compile_timeout_s", COMPILE_TIMEOUT_S)
         return cls(mode, lang, options.get("entry_point", ""), options.get("prelude", ""), case_s, compile_s, reward,
                    judge, abs_tol, rel_tol)  # fmt: skip
 

@@ -89,15 +89,17 @@ def _from_result(res: Result, timeout_s: float) -> CaseRun:
     return CaseRun("ok", res.stdout, elapsed_s=res.wall_s)
 
 
-def run_compiled(code: str, inputs: list[str], opts: CodeOptions, deadline: Deadline, rid: str):
+def run_compiled(code: str, inputs: list[str], opts: CodeOptions, deadline: Deadline, rid: str,
+                 lang: languages.Language | None = None, blobs: dict[str, str] | None = None):  # fmt: skip
     """One job in the toolchain pool for ``opts.language``, by the submission's ``deadline``: (compile
     error message or None, runs, compile seconds). Each case runs at most ``opts.case_timeout_s``; with
-    ``reward=all`` the cases after the first failure are skipped."""
-    lang = languages.for_source(languages.language(opts.language), code)
+    ``reward=all`` the cases after the first failure are skipped. ``lang`` and ``blobs`` (more files,
+    base64): as assert mode assembles them (verifiers/kinds/code/asserts.py); else the language's, as given."""
+    lang = lang or languages.for_source(languages.language(opts.language), code)
     per_case = opts.case_timeout_s
     compile_s = opts.compile_timeout_s if lang.compile else 0.0
     job, nonce = toolchains.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
-                                      stop_on_error=opts.reward == "all", job_id=rid)  # fmt: skip
+                                      stop_on_error=opts.reward == "all", blobs=blobs, job_id=rid)  # fmt: skip
     need = job.timeout_s  # the driver's own need (compile, then every case with its start-up), spent from the deadline
     job.timeout_s, job.deadline = min(need, deadline.remaining()), deadline
     res = toolchains.run_job(job)

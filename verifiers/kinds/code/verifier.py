@@ -3,12 +3,14 @@
 Options (language, mode, entry_point, prelude, judge and tolerances, reward, ...): docs/verifiers.md,
 "Options of `code`", the one table, generated from verifiers/kinds/code/options.py. The candidate is the last
 block fenced with the language's tag after the reasoning, else the last bare block, else the whole visible
-text. Assert mode (Python) runs the tests in a process of their own, never the candidate's
+text. Assert mode in Python runs the tests in a process of their own, never the candidate's
 (in_sandbox/code/harness.py): the names the tests use that the candidate defines are proxies exchanging plain
 data with the candidate's process; passing means the tests' process reached its end and printed a marker
-carrying a per-job nonce on a private copy of stdout. Stdio mode judges each case's output on the host
-(verifiers/kinds/code/judges.py) or by a checker in a separate job (verifiers/kinds/code/stdio.py); other languages are
-compiled once per program and run in the toolchain pool (verifiers/kinds/code/toolchains.py).
+carrying a per-job nonce on a private copy of stdout. Assert mode in the other languages assembles the
+tests (code in the candidate's language) and the candidate into one program (verifiers/kinds/code/asserts.py).
+Stdio mode judges each case's output on the host (verifiers/kinds/code/judges.py) or by a checker in a
+separate job (verifiers/kinds/code/stdio.py); other languages are compiled once per program and run in the
+toolchain pool (verifiers/kinds/code/toolchains.py).
 
 What is defended (each family is a table in ``tests/verifiers/kinds/code/test_code_adversarial.py``): exiting before the tests
 finish (``sys.exit(0)``, ``os._exit(0)``, killing itself or the tests' process, forging the worker's
@@ -30,7 +32,7 @@ from dataclasses import dataclass, replace
 
 from in_sandbox.answer import strip_think
 from sandbox.backend import Job, Limits, Result
-from verifiers.kinds.code import judges, languages, stdio, toolchains
+from verifiers.kinds.code import asserts, judges, languages, stdio, toolchains
 from verifiers.kinds.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.shapes.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.shapes.limits import cut_short_verdict
@@ -84,7 +86,8 @@ class CodeVerifier(Builtin):
     name: str = "code"
     description: str = (
         f"the completion's last code block (options language: {', '.join(languages.LANGUAGES)}) passes the "
-        "reference tests in the sandbox: an assert script or MBPP list (Python), or mode=stdio cases with "
+        "reference tests in the sandbox: an assert script or MBPP list (Python; other languages: tests in the "
+        "language), or mode=stdio cases with "
         "judge=tokens|exact|float|checker; reward=all|fraction"
     )
     default_timeout_s: float = 60.0  # non-Python: compile + every case (the service's deadline for a request)
@@ -103,6 +106,8 @@ class CodeVerifier(Builtin):
             raise BadRequest("code: 'reference' must hold the tests (an assert script, or JSON cases with mode=stdio)")
         if opts.mode == "stdio":
             judges.parse_reference(req.reference, opts.judge)
+        elif opts.language != "python":
+            asserts.check(opts.language, req.reference)
         return opts
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
@@ -114,6 +119,11 @@ class CodeVerifier(Builtin):
         budget = req.timeout_s or default  # the submission's programs' time, spent from the request's deadline
         if opts.mode == "stdio":
             return self._stdio(req, opts, code, budget, ctx)
+        if opts.language != "python":  # the tests in the candidate's language, one program (asserts.py)
+            prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
+            error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx.deadline.within(budget), req.id,
+                                                prog.lang, prog.blobs)  # fmt: skip
+            return asserts.verdict(prog, error, runs)
         return self._assert(req, opts, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------

@@ -68,7 +68,8 @@ def test_each_option_is_read_into_its_field(options, field, value):
         ({"mode": "bogus"}, "code: options['mode'] must be 'assert' or 'stdio', got 'bogus'"),
         ({"mode": "stdio", "language": "cobol"}, "code: options['language'] must be one of python, c, cpp, java, "
                                                  "javascript, go, rust"),  # more languages may follow
-        ({"language": "c"}, "code: language 'c' is graded with mode=stdio (assert mode is Python's)"),
+        ({"language": "bash"}, "code: language 'bash' has no assert mode (assert mode: python, c, cpp, java, "),
+        ({"language": "c", "compile_timeout_s": "-1"}, "options['compile_timeout_s'] must be a number of seconds"),
         ({"reward": "half"}, "code: options['reward'] must be 'all' or 'fraction', got 'half'"),
         ({"case_timeout_s": "-3"}, "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), "
                                    "got '-3'"),

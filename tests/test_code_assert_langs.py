@@ -1,0 +1,264 @@
+"""Assert mode in the toolchain languages (issue 40), through a real VerifierService and the real toolchain
+image (verifiers/kinds/code/asserts.py): per language with asserts, a correct ``add`` passes the tests, a wrong one
+fails them; a candidate that ends its process with status 0 before the tests finished (``exit(0)``,
+``System.exit(0)``, ``process.exit(0)``, ...) is not paid, where a naive exit-code rule would pay it. All of
+them go to the service as one batch. The residual gaps (a program sharing the tests' process can read the
+nonce from its own source or binary, or rewrite what the tests call) are strict xfails."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.langs_helpers import make_service
+from verifiers.kinds.code import toolchains
+from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL
+from verifiers.kinds.code.options import CodeOptions
+from verifiers.shapes.base import BadRequest
+from verifiers.shapes.outcome import CaseStatus
+from verifiers.shapes.request import Request
+
+# language -> (tests, a correct add, a wrong add, an add that ends the process with status 0)
+CASES = {
+    "c": ("#include <assert.h>\nint main(void) {\n  assert(add(2, 3) == 5);\n  assert(add(-1, 1) == 0);\n}\n",
+          "int add(int a, int b) { return a + b; }\n", "int add(int a, int b) { return a - b; }\n",
+          "#include <stdlib.h>\nint add(int a, int b) { exit(0); }\n"),
+    "cpp": ("#undef NDEBUG\n#include <cassert>\nint main() {\n  auto candidate = add;\n  assert(candidate(2, 3) == 5);\n"
+            "  assert(candidate(-1, 1) == 0);\n}\n",
+            "#include <vector>\nlong add(long a, long b) { return a + b; }\nint main() { return 3; }\n",
+            "long add(long a, long b) { return a * b; }\n",
+            "#include <cstdlib>\nlong add(long a, long b) { std::quick_exit(0); }\n"),
+    "java": ("import java.util.*;\npublic class Main {\n  public static void main(String[] args) {\n"
+             "    Solution s = new Solution();\n    assert s.add(2, 3) == 5;\n"
+             "    if (s.add(-1, 1) != 0) throw new AssertionError();\n  }\n}\n",
+             "class Solution { int add(int a, int b) { return a + b; } }\n",
+             "class Solution { int add(int a, int b) { return a - b; } }\n",
+             "class Solution { int add(int a, int b) { System.exit(0); return 0; } }\n"),
+    "javascript": ("const assert = require('node:assert');\nassert.strictEqual(add(2, 3), 5);\n"
+                   "console.assert(add(-1, 1) === 0);\n",
+                   "function add(a, b) { return a + b; }\n", "const add = (a, b) => a + b + (a < 0 ? 1 : 0);\n",
+                   "function add(a, b) { process.exit(0); }\n"),
+    "typescript": ("import assert from 'assert';\nassert.strictEqual(add(2, 3), 5);\nassert.strictEqual(add(-1, 1), 0);\n",
+                   "function add(a: number, b: number): number { return a + b; }\n",
+                   "function add(a: number, b: number): number { return a * b; }\n",
+                   "function add(a: number, b: number): number { process.exit(0); }\n"),
+    "go": ('func main() {\n\tif add(2, 3) != 5 {\n\t\tpanic("add(2, 3)")\n\t}\n\tif add(-1, 1) != 0 {\n'
+           '\t\tpanic("add(-1, 1)")\n\t}\n}\n',
+           'package main\n\nimport "fmt"\n\nfunc add(a, b int) int { return a + b }\n\nfunc main() { fmt.Println(add(1, 1)) }\n',
+           "func add(a, b int) int { return a - b }\n",
+           'import "os"\n\nfunc add(a, b int) int { os.Exit(0); return 0 }\n'),
+    "rust": ("fn main() {\n    let candidate = add;\n    assert_eq!(candidate(2, 3), 5);\n    assert!(candidate(-1, 1) == 0);\n}\n",
+             "fn main() {}\nfn add(a: i64, b: i64) -> i64 { a + b }\n", "fn add(a: i64, b: i64) -> i64 { a - b }\n",
+             "fn add(_a: i64, _b: i64) -> i64 { std::process::exit(0) }\n"),
+    "php": ("<?php\nassert(add(2, 3) === 5);\nif (add(-1, 1) !== 0) { throw new Exception('Test failed!'); }\n",
+            "<?php\nfunction add($a, $b) { return $a + $b; }\n", "function add($a, $b) { return $a - $b; }\n",
+            "function add($a, $b) { exit(0); }\n"),
+    "ruby": ("require 'test/unit'\nclass TestAdd < Test::Unit::TestCase\n  def test_add\n    assert_equal(5, add(2, 3))\n"
+             "    assert_equal(0, add(-1, 1))\n  end\nend\n",
+             "def add(a, b)\n  a + b\nend\n", "def add(a, b)\n  a * b\nend\n", "def add(a, b)\n  exit!(0)\nend\n"),
+    "perl": ("die 'Test failed!' unless add(2, 3) == 5;\ndie 'Test failed!' unless add(-1, 1) == 0;\n",
+             "sub add { my ($a, $b) = @_; return $a + $b; }\n", "sub add { my ($a, $b) = @_; return $a - $b; }\n",
+             "sub add { exit(0); }\n"),
+    "lua": ("assert(add(2, 3) == 5)\nassert(add(-1, 1) == 0)\n", "function add(a, b) return a + b end\n",
+            "function add(a, b) return a - b end\n", "function add(a, b) os.exit(0) end\n"),
+    "r": ("stopifnot(add(2, 3) == 5)\nstopifnot(add(-1, 1) == 0)\n", "add <- function(a, b) a + b\n",
+          "add <- function(a, b) a * b\n", "add <- function(a, b) quit(save = 'no', status = 0)\n"),
+    "scala": ("object Main {\n  def main(args: Array[String]): Unit = {\n    assert(Sol.add(2, 3) == 5)\n"
+              "    assert(Sol.add(-1, 1) == 0)\n  }\n}\n",
+              "object Sol { def add(a: Int, b: Int): Int = a + b }\n", "object Sol { def add(a: Int, b: Int): Int = a - b }\n",
+              "object Sol { def add(a: Int, b: Int): Int = { sys.exit(0); 0 } }\n"),
+    "csharp": ("class Tests {\n  static void Main(string[] args) {\n    Debug.Assert(Sol.Add(2, 3) == 5);\n"
+               "    Debug.Assert(Sol.Add(-1, 1) == 0);\n  }\n}\n",
+               "using System.Diagnostics;\nstatic class Sol { public static int Add(int a, int b) { return a + b; } }\n",
+               "using System.Diagnostics;\nstatic class Sol { public static int Add(int a, int b) { return a * b; } }\n",
+               "using System.Diagnostics;\nstatic class Sol { public static int Add(int a, int b) { Environment.Exit(0); return 0; } }\n"),
+    "d": ("unittest {\n  assert(add(2, 3) == 5);\n}\nvoid main() {\n  assert(add(-1, 1) == 0);\n}\n",
+          "int add(int a, int b) { return a + b; }\n", "int add(int a, int b) { return a - b; }\n",
+          "import core.stdc.stdlib : exit;\nint add(int a, int b) { exit(0); }\n"),
+}  # fmt: skip
+OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90"}
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    svc, close = make_service(tmp_path_factory)
+    yield svc
+    close()
+
+
+def _request(lang: str, candidate: str, tests: str, **options: str) -> Request:
+    opts = {**OPTIONS, "language": lang, **options}
+    return Request("code", f"```{lang}\n{candidate}```\n", tests, options=opts, timeout_s=120)
+
+
+# the other ways a test program ends: (language, candidate, options, outcome, the case's status, a signal or "")
+ENDS = [
+    ("c", "int add(int a, int b) { return a + ; }\n", {}, "COMPILE_ERROR", None, ""),
+    ("javascript", "function add(a, b) { for (;;) {} }\n", {"case_timeout_s": "2"}, "TIMEOUT",
+     CaseStatus.TIME_LIMIT, "code.time_limit"),
+    ("java", "class Solution { int add(int a, int b) { String s = null; return s.length(); } }\n", {},
+     "RUNTIME_ERROR", CaseStatus.RUNTIME_ERROR, ""),
+]  # fmt: skip
+
+
+# More ways to end with status 0 before the tests ran to their end: (language, candidate, what the tests do
+# to it); every one exits 0, so a rule that reads the exit status pays it
+ATTACKS = [
+    ("c", "#include <stdlib.h>\nint add(int a, int b) { return a + b; }\n"
+          "__attribute__((constructor)) static void first(void) { exit(0); }\n", "a constructor exits before main"),
+    ("c", "#include <stdio.h>\n#include <stdlib.h>\nint add(int a, int b) {\n"
+          f'  printf("\\n{SENTINEL}-00000000000000000000000000000000\\n"); exit(0);\n}}\n', "a sentinel without the nonce"),
+    ("java", "class Solution {\n  static { System.exit(0); }\n  int add(int a, int b) { return a + b; }\n}\n",
+     "a static initialiser exits"),
+    ("java", "class Solution { int add(int a, int b) { Runtime.getRuntime().halt(0); return 0; } }\n", "halt(0)"),
+    ("javascript", "function add(a, b) { return a + b; }\nprocess.exit(0);\n", "exits before the tests"),
+    ("javascript", "function add(a, b) { process.reallyExit(0); }\n", "the binding under process.exit"),
+    ("go", 'import "os"\n\nfunc init() { os.Exit(0) }\n\nfunc add(a, b int) int { return a + b }\n', "init exits"),
+    ("perl", "sub add { my ($a, $b) = @_; return $a - $b; }\n__END__\n", "the tests become __END__ data"),
+    ("lua", "function add(a, b) return a + b end\nos.exit(0)\n", "exits before the tests"),
+    ("php", "function add($a, $b) { return $a - $b; }\n?>\n", "?>: the tests would be printed, not run"),
+    ("rust", "fn add(_a: i64, _b: i64) -> i64 { unsafe { libc_exit(0) } }\n"
+             'extern "C" { #[link_name = "_exit"] fn libc_exit(code: i32) -> !; }\n', "_exit(0) through libc"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def verdicts(service):
+    """Every language's correct, wrong and early-exit programs, graded as one batch."""
+    items = [(lang, _request(lang, p, tests)) for lang, (tests, *programs) in CASES.items() for p in programs]
+    items += [(("attack", i), _request(lang, p, CASES[lang][0])) for i, (lang, p, _) in enumerate(ATTACKS)]
+    items += [(("end", i), _request(e[0], e[1], CASES[e[0]][0], **e[2])) for i, e in enumerate(ENDS)]
+    out: dict[str, list] = {}
+    for (lang, _), v in zip(items, service.verify_batch([r for _, r in items]), strict=True):
+        out.setdefault(lang, []).append(v)
+    return out
+
+
+@pytest.mark.docker
+def test_every_assert_language_has_cases():
+    assert sorted(CASES) == sorted(LANGUAGES)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted(CASES))
+def test_a_correct_program_passes(verdicts, lang):
+    v = verdicts[lang][0]
+    assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
+    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and not v.signals
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted(CASES))
+def test_a_wrong_program_fails(verdicts, lang):
+    v = verdicts[lang][1]
+    assert (v.outcome, v.reward) == ("INCORRECT", 0.0), v.detail
+    assert v.detail.startswith("a test failed") and "code.early_exit" not in v.signals
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted(CASES))
+def test_exiting_0_before_the_tests_finish_is_not_paid(verdicts, lang):
+    """The program's exit status is 0 (a naive rule pays it), but the tests never reached their end."""
+    v = verdicts[lang][2]
+    assert (v.outcome, v.reward) == ("INCORRECT", 0.0), v.detail
+    assert "before the tests finished" in v.detail and "code.early_exit" in v.signals
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("i", range(len(ATTACKS)), ids=[f"{a[0]}: {a[2]}" for a in ATTACKS])
+def test_other_early_ends_are_not_paid(verdicts, i):
+    (v,) = verdicts[("attack", i)]
+    assert v.reward == 0.0 and v.outcome == "INCORRECT", v.detail
+    if ATTACKS[i][0] == "php":  # PHP mode again after the candidate: the tests ran (and failed)
+        assert v.detail.startswith("a test failed"), v.detail
+    else:
+        assert "code.early_exit" in v.signals, v.detail
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("i", range(len(ENDS)), ids=[e[3] for e in ENDS])
+def test_compile_errors_time_outs_and_crashes(verdicts, i):
+    (v,) = verdicts[("end", i)]
+    _, _, _, outcome, status, signal = ENDS[i]
+    assert (v.outcome, v.reward) == (outcome, 0.0), v.detail
+    assert [c.status for c in v.cases] == ([status] if status else []) and v.signals == ([signal] if signal else [])
+
+
+@pytest.mark.docker
+def test_the_prelude_comes_before_the_candidate(service):
+    """HumanEval-X's shape: the problem's includes in ``prelude``, the model's function alone."""
+    tests = "int main() {\n  assert(total({1, 2, 3}) == 6);\n}\n"
+    prelude = "#include <vector>\n#include <cassert>\nusing namespace std;\n"
+    candidate = "int total(vector<int> v) { int s = 0; for (int x : v) s += x; return s; }\n"
+    req = _request("cpp", candidate, tests)
+    v = service.verify(Request(req.verifier, req.completion, tests, options={**req.options, "prelude": prelude},
+                               timeout_s=req.timeout_s))  # fmt: skip
+    assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
+
+
+@pytest.mark.docker
+def test_identical_programs_compile_once(service):
+    """The nonce is a keyed hash of the program, so a batch's identical programs are one compile (issue 40)."""
+    tests, *_ = CASES["rust"]
+    unique = "fn add(a: i64, b: i64) -> i64 { let once = 17; a + b + once - 17 }\n"
+    before = toolchains.STATS["compiles"]
+    vs = service.verify_batch([_request("rust", unique, tests) for _ in range(3)])
+    assert [v.reward for v in vs] == [1.0] * 3, [v.detail for v in vs]
+    assert toolchains.STATS["compiles"] - before == 1
+
+
+# The residual gap: the tests share the candidate's program, so it can read the nonce from its own source or
+# binary, print the sentinel and leave before the tests (Python's two-process harness has no such gap).
+READS_ITS_OWN_NONCE = {
+    "javascript": ("const fs = require('fs');\nfunction add(a, b) {\n  const m = fs.readFileSync(__filename, 'utf8')"
+                   ".match(/\"(RLVR-[^\"]*)\" \\+ \"([0-9a-f]+)\"/);\n"
+                   "  process.stdout.write('\\n' + m[1] + m[2] + '\\n');\n  process.exit(0);\n}\n"),
+    "c": ("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nint add(int a, int b) {\n"
+          '  static char buf[1 << 22]; FILE *f = fopen("main", "rb"); size_t n = fread(buf, 1, sizeof buf, f);\n'
+          '  for (size_t i = 0; i + 30 < n; i++) if (!memcmp(buf + i, "RLVR-TESTS-RAN-TO-THE-END-", 26) && buf[i + 26])'
+          ' { printf("\\n%.58s\\n", buf + i); exit(0); }\n  return 0;\n}\n'),
+}  # fmt: skip
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, reason="residual gap: the program shares the tests' process and can read the nonce")
+@pytest.mark.parametrize("lang", sorted(READS_ITS_OWN_NONCE))
+def test_reading_its_own_nonce_is_not_paid(service, lang):
+    v = service.verify(_request(lang, READS_ITS_OWN_NONCE[lang], CASES[lang][0]))
+    assert v.reward == 0.0, v.detail
+
+
+# The same gap, simpler: a wrong add that redefines what the tests call (Python's harness defends these)
+REWRITES_THE_TESTS = {
+    "c": "int add(int a, int b) { return a - b; }\n#define assert(x) ((void)0)\n#define NDEBUG\n",
+    "lua": "function add(a, b) return a - b end\nassert = function() end\n",
+    "javascript": "function add(a, b) { return a - b; }\nrequire('assert').strictEqual = () => {};\n"
+                  "Object.defineProperty(console, 'assert', { get: () => () => {}, set() {} });\n",
+}  # fmt: skip
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, reason="residual gap: the tests run in the candidate's program, which can rewrite them")
+@pytest.mark.parametrize("lang", sorted(REWRITES_THE_TESTS))
+def test_rewriting_the_tests_is_not_paid(service, lang):
+    v = service.verify(_request(lang, REWRITES_THE_TESTS[lang], CASES[lang][0]))
+    assert v.reward == 0.0, v.detail
+
+
+@pytest.mark.parametrize(
+    "lang, options, tests, message",
+    [
+        ("bash", {}, "exit 0", "language 'bash' has no assert mode"),
+        ("c", {}, "int not_main(void) { return 0; }", "c tests (the reference) need a main function"),
+        ("rust", {}, "fn tests() {}", "rust tests (the reference) need fn main()"),
+        ("java", {"entry_point": "add"}, CASES["java"][0], "options['entry_point'] is Python's"),
+    ],
+)
+def test_tests_the_language_cannot_run_are_refused(lang, options, tests, message):
+    from verifiers.kinds.code.verifier import CodeVerifier
+
+    req = Request("code", "x", tests, options={"mode": "assert", "language": lang, **options})
+    with pytest.raises(BadRequest, match=re.escape(message)):
+        CodeVerifier().check(req)
+    assert CodeOptions.parse({"mode": "assert", "language": "go"}).compile_timeout_s == 30.0
