@@ -53,7 +53,12 @@ class Bench:
 
 
 STARTUP = """import statistics, time
-t = time.perf_counter(); import verifiers.fronts.server; print(f"import verifiers.fronts.server {time.perf_counter() - t:.3f} s")
+t = time.perf_counter()
+try:
+    import verifiers.fronts.server
+except ImportError:  # a ref before the floors were folders
+    import verifiers.server
+print(f"import the gRPC server {time.perf_counter() - t:.3f} s")
 t = time.perf_counter(); import trainer.train; print(f"import trainer.train {time.perf_counter() - t:.3f} s")
 from verifiers.launch import LocalServer
 up, down = [], []
@@ -69,7 +74,7 @@ BENCHES: dict[str, Bench] = {
     "startup": Bench(
         [],
         [
-            ("import verifiers.fronts.server s", r"^import verifiers.fronts.server " + NUM + " s", False),
+            ("import the gRPC server s", r"^import the gRPC server " + NUM + " s", False),
             ("import trainer.train s", r"^import trainer.train " + NUM + " s", False),
             ("server + 2 warm containers up s", r"^server start " + NUM + " s", False),
             ("server stop s", r"^server start .* stop " + NUM + " s", False),
@@ -104,18 +109,15 @@ BENCHES: dict[str, Bench] = {
             ("verdict agreement with MV %", r"^verdict agreement overall \d+/\d+ \(" + NUM + "%", True),
         ],
     ),
-    # HumanEval through the code verifier vs the raw pool, hack battery, 512-item mixed batch
+    # HumanEval canonical through a real server over gRPC vs a bare python3 per program, the stub and exit hacks
     "code": Bench(
         ["--rounds", "2"],
         [
-            ("service items/s", r"^median: raw [\d.]+/s, service " + NUM + "/s", True),
-            ("raw pool items/s", r"^median: raw " + NUM + "/s", True),
-            ("service / raw pool", r"^median: .*service/raw " + NUM, True),
+            ("service / bare python3", r"^median service/bare " + NUM, True),
             ("mixed batch 512 items s", r"^mixed batch: 512 items in " + NUM + " s", False),
-            ("hacks given reward 0 (of 656)", r"^hack .*: reward 0 for (\d+)/164", True),
-            ("wrong bodies given 0 (of 328)", r"^body .*service gives 0 to (\d+)/164", True),
+            ("sys.exit(0) hacks given reward 0 (of 164)", r"^hack sys.exit\(0\)\s+: reward 0 for (\d+)/164", True),
+            ("stub bodies given 0 (of 164)", r"^body .*NotImplementedError\s*: reward 0 for (\d+)/164", True),
         ],
-        if_flag={"--langs": ["--langs", ""]},
     ),
     # Math-Verify's own test tables (tests/data/mv_suite.tsv) graded through a local server (deterministic)
     "math_agreement": Bench(
