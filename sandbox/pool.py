@@ -10,6 +10,14 @@ per sandbox. ``"bwrap"`` (machines without Docker; weaker, see sandbox/bwrap.py 
 the same worker as PID 1 of a bubblewrap sandbox. The contract both implement is sandbox/backend.py;
 the frame channel they talk over is sandbox/framing.py.
 
+**Lanes**: sandboxes whose workers hold different warm state. A worker forks every job from itself, and a
+fork (and the child's exit) costs in proportion to the worker's memory: ~3.3 ms from a worker holding
+sympy (57 MB), ~0.4 ms from a bare one (8 MB), measured in the image. So a pool may keep, beside its
+own sandboxes, lanes of sandboxes warmed with less (``Lane``: other preloads, another warm-up); a job
+naming a lane (``Job.lane``) runs on one of that lane's sandboxes where the pool has the lane, else on
+the pool's own. Each lane has the pool's size and burst; the watchdog, replacement and close treat
+every sandbox alike.
+
 What is not covered by either: kernel exploits (sandboxes share the host kernel; use gVisor's runsc
 as the Docker runtime, ``SandboxConfig.runtime``, where that matters), side channels between
 sandboxes, and a job reading its own program (grading that hides tests from the candidate must not
@@ -91,6 +99,14 @@ def backend_entry(name: str) -> BackendEntry:
     return BACKENDS[name]
 
 
+@dataclass(frozen=True)
+class Lane:
+    """What a lane's workers hold warm, instead of the pool's ``SandboxConfig.preload`` and ``warmup``."""
+
+    preload: tuple[str, ...] = ()
+    warmup: str = ""
+
+
 # -- the pool -----------------------------------------------------------------------------------
 _live_pools: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
 
@@ -104,10 +120,11 @@ def _close_live_pools() -> None:  # an interpreter exit without close() still re
 class SandboxPool:
     """Thread-safe: ``run`` may be called from many threads; each sandbox runs one job at a time."""
 
-    def __init__(self, config: SandboxConfig | None = None, burst: int = 0):
+    def __init__(self, config: SandboxConfig | None = None, burst: int = 0, lanes: dict[str, Lane] | None = None):
         """``burst``: sandboxes kept warm beyond ``config.size``, for a gate that lends them only to a
         caller holding none while others hold every ordinary one (verifiers/service/fair.py, ``FairGate``);
-        the pool itself hands any idle sandbox to any job, so without such a gate it is that much larger."""
+        the pool itself hands any idle sandbox to any job, so without such a gate it is that much larger.
+        ``lanes``: name → ``Lane``, sandboxes warmed otherwise for the jobs naming that lane (module docstring)."""
         self.cfg = config or SandboxConfig()
         if burst < 0:
             raise SandboxError(f"burst sandboxes: {burst}; choose 0 or more")
@@ -120,7 +137,15 @@ class SandboxPool:
             from sandbox.image import image_tag
 
             self.cfg.image = image_tag()
-        self._idle: queue.Queue[Backend] = queue.Queue()
+        self._idle: queue.Queue[Backend] = queue.Queue()  # the pool's own sandboxes (lane "")
+        self._cfgs = {"": self.cfg}
+        self._queues = {"": self._idle}
+        for name, lane in (lanes or {}).items():
+            if not name or not isinstance(lane, Lane):
+                raise SandboxError(f"lane {name!r}: name it (not '') and describe it with sandbox.pool.Lane")
+            self._cfgs[name] = replace(self.cfg, preload=tuple(lane.preload), warmup=lane.warmup)
+            self._queues[name] = queue.Queue()
+        self._lane: dict[Backend, str] = {}  # every live sandbox's lane
         self._all: set[Backend] = set()
         self._lock = threading.Lock()
         self._helpers: set[threading.Thread] = set()
@@ -136,7 +161,8 @@ class SandboxPool:
         t0 = time.monotonic()
         self._cls.preflight(self.cfg)
         errors: list[Exception] = []
-        threads = [threading.Thread(target=self._add, args=(errors,)) for _ in range(self.cfg.size + self.burst)]
+        threads = [threading.Thread(target=self._add, args=(lane, errors))
+                   for lane in self._cfgs for _ in range(self.cfg.size + self.burst)]  # fmt: skip
         for t in threads:
             t.start()
         for t in threads:
@@ -159,16 +185,17 @@ class SandboxPool:
             for c in sandboxes:
                 if c.alive():
                     continue
-                with self._idle.mutex:  # only an idle one: a busy one's job sees the death and replaces it
+                idle = self._queues[self._lane.get(c, "")]
+                with idle.mutex:  # only an idle one: a busy one's job sees the death and replaces it
                     try:
-                        self._idle.queue.remove(c)
+                        idle.queue.remove(c)
                     except ValueError:
                         continue
                 self._replace(c, "found dead while idle")
 
-    def _add(self, errors: list[Exception] | None = None) -> bool:
+    def _add(self, lane: str = "", errors: list[Exception] | None = None) -> bool:
         try:
-            c = self._cls(self.cfg)
+            c = self._cls(self._cfgs[lane])
         except Exception as e:  # noqa: BLE001 - reported to the caller
             log.error("sandbox failed to start: %s", e)
             if errors is not None:
@@ -180,10 +207,11 @@ class SandboxPool:
             else:
                 closed = False
                 self._all.add(c)
+                self._lane[c] = lane
         if closed:
             c.destroy()
             return True
-        self._idle.put(c)
+        self._queues[lane].put(c)
         return True
 
     def close(self) -> None:
@@ -193,6 +221,7 @@ class SandboxPool:
             self._closing.set()
             sandboxes = list(self._all)
             self._all.clear()
+            self._lane.clear()
             helpers = list(self._helpers)
         _live_pools.discard(self)
         stoppers = [threading.Thread(target=c.destroy) for c in sandboxes]  # one engine call each: overlap them
@@ -218,7 +247,7 @@ class SandboxPool:
     @property
     def ready(self) -> bool:
         with self._lock:
-            return not self._closed and len(self._all) == self.cfg.size + self.burst
+            return not self._closed and len(self._all) == (self.cfg.size + self.burst) * len(self._cfgs)
 
     @property
     def healthy(self) -> bool:
@@ -232,8 +261,9 @@ class SandboxPool:
 
     def stats(self) -> dict:
         with self._lock:
-            return {"size": self.cfg.size, "burst": self.burst, "live": len(self._all), "idle": self._idle.qsize(),
-                    "waiters": self._waiters, "replaced": self.replaced}  # fmt: skip
+            return {"size": self.cfg.size, "burst": self.burst, "live": len(self._all),
+                    "idle": sum(q.qsize() for q in self._queues.values()), "waiters": self._waiters,
+                    "replaced": self.replaced}  # fmt: skip
 
     # -- running ------------------------------------------------------------------------------------
     def run(self, job: Job, wait_s: float | None = None) -> Result:
@@ -247,16 +277,17 @@ class SandboxPool:
         wait. Without one the job enters here: it waits up to ``wait_s`` for a
         sandbox (default: the pool's queue limit, ``max_wait_s``; never the program's own time limit, so a
         queue does not eat into it), then runs for ``timeout_s`` and its worker has ``grace_s`` more to answer."""
+        lane = job.lane if job.lane in self._queues else ""
         if job.deadline is None:
-            c = self._acquire(self.cfg.max_wait_s if wait_s is None else wait_s)
+            c = self._acquire(self.cfg.max_wait_s if wait_s is None else wait_s, lane)
             deadline = Deadline.after(job.timeout_s + self.cfg.grace_s)
         else:
             deadline = job.deadline
             run_by = deadline.reserve(self.cfg.grace_s)
-            c = self._acquire(run_by.remaining() if wait_s is None else min(wait_s, run_by.remaining()))
+            c = self._acquire(run_by.remaining() if wait_s is None else min(wait_s, run_by.remaining()), lane)
         time_limit = min(job.timeout_s, deadline.reserve(self.cfg.grace_s).remaining())
         if time_limit < MIN_RUN_S:  # the wait took what was left: the program never started
-            self._idle.put(c)
+            self._queues[lane].put(c)
             raise PoolSaturated(f"no time left to run the job after waiting for a sandbox ({time_limit:.3f} s)")
         request, job = job.deadline is not None, replace(job, timeout_s=time_limit, deadline=deadline)
         try:
@@ -280,11 +311,11 @@ class SandboxPool:
         if c.retire:
             self._replace(c, c.retire)
         else:
-            self._idle.put(c)
+            self._queues[lane].put(c)
         result.time_limit_s = time_limit
         return result
 
-    def _acquire(self, wait_s: float) -> Backend:
+    def _acquire(self, wait_s: float, lane: str = "") -> Backend:
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is shut down")
@@ -299,9 +330,9 @@ class SandboxPool:
         try:
             while True:
                 try:
-                    c = self._idle.get(timeout=max(deadline - time.monotonic(), 0.001))
+                    c = self._queues[lane].get(timeout=max(deadline - time.monotonic(), 0.001))
                 except queue.Empty:
-                    live = len(self._all)
+                    live = sum(self._lane.get(x) == lane for x in list(self._all))
                     hint = (
                         "the pool is saturated; retry later, or wait longer (wait_s, SandboxConfig.max_wait_s; a"
                         " server's --max-queue-s) or raise SandboxConfig.size (--pool-size)"
@@ -326,19 +357,20 @@ class SandboxPool:
         log.warning("replacing sandbox %s: %s", c.name, why)
         with self._lock:
             self._all.discard(c)
+            lane = self._lane.pop(c, "")
             self.replaced += 1
             if self._closed:
                 threading.Thread(target=c.destroy, daemon=True).start()
                 return
-            t = threading.Thread(target=self._replacement, args=(c,), daemon=True, name=f"replace-{c.name}")
+            t = threading.Thread(target=self._replacement, args=(c, lane), daemon=True, name=f"replace-{c.name}")
             self._helpers.add(t)
         t.start()
 
-    def _replacement(self, old: Backend) -> None:
+    def _replacement(self, old: Backend, lane: str) -> None:
         try:
             old.destroy()
             delay = 0.5
-            while not self._closed and not self._add():
+            while not self._closed and not self._add(lane):
                 self._closing.wait(delay)
                 delay = min(delay * 2, MAX_BACKOFF_S)
         finally:

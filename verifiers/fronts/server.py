@@ -282,7 +282,9 @@ def serve(args: argparse.Namespace) -> int:
     limits = args.limits
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     # every built-in kind's warm-up; BURST_SANDBOXES more for a caller holding none (verifiers/service/fair.py)
-    pool = SandboxPool(limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES)
+    pool = SandboxPool(
+        limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES, lanes=kinds.sandbox_lanes()
+    )  # a lean lane for the code kind's jobs (sandbox/pool.py)
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
     toolchains.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,

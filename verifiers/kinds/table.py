@@ -21,6 +21,7 @@ from typing import Any
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from sandbox.deadline import Deadline
+from sandbox.pool import Lane
 from verifiers.kinds.composite import Composite, Part
 from verifiers.shapes.base import BadRequest, Context, Verdict, Verifier, declarations
 from verifiers.shapes.signals import parse_enforced
@@ -231,6 +232,12 @@ def builtin_verifiers() -> dict[str, Verifier]:
         except ImportError as e:  # an optional dependency of that kind is missing on this host
             log.warning("built-in verifier %r not available: %s", name, e)
     return found
+
+
+def sandbox_lanes() -> dict[str, Lane]:
+    """The pool's lanes (sandbox/pool.py): a built-in kind declaring ``lane`` (a name) gets sandboxes of its
+    own that preload nothing and run only its warm-up, so its jobs fork from a small worker."""
+    return {v.lane: Lane(warmup=v.warmup) for v in builtin_verifiers().values() if getattr(v, "lane", "")}
 
 
 def sandbox_warmup() -> str:
