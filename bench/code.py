@@ -15,8 +15,10 @@ at the same parallelism: 2 callers in flight per core.
 * **service batch**: the same 164 as one ``VerifyBatch`` (printed beside, not the headline).
 
 Rounds alternate the order (bare first, then service first, …); printed per round: programs/s, p50/p99
-latency of one call, passes, the 1-minute load; then the median of the per-round ratios service/bare
-with their spread. Every canonical body replaced by ``raise NotImplementedError`` / ``return None`` and
+latency of one call, passes, the 1-minute load, and the CPU time one program cost, all processes counted
+(bare: this process and its python3 children; service: this process (the client), the server process and
+its sandbox containers (cgroup v1 cpuacct)), which the machine's other load moves far less than the
+rate; then the median of the per-round ratios service/bare with their spread. Every canonical body replaced by ``raise NotImplementedError`` / ``return None`` and
 four exit-0 hacks must all get reward 0.
 """
 
@@ -28,6 +30,7 @@ sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root, not bench/ (who
 
 import argparse  # noqa: E402
 import os  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -77,6 +80,26 @@ def bare_round(problems: list[dict], bodies: list[str], width: int) -> tuple[flo
     return timed_map(one, list(zip(problems, bodies, strict=True)), width)
 
 
+def cpu_ms(server_pid: int | None = None) -> float:
+    """CPU ms used so far: this process and its reaped children, or (``server_pid``) that process and its
+    sandbox containers (named ``rlvr-sbx-<server pid>-*``; NaN where cpuacct cannot be read)."""
+    if server_pid is None:
+        a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime) * 1000
+    with open(f"/proc/{server_pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    total = (int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    ids = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"name=rlvr-sbx-{server_pid}-"],
+                         capture_output=True, text=True).stdout.split()  # fmt: skip
+    for cid in ids:
+        try:
+            with open(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage") as f:
+                total += int(f.read()) / 1e6
+        except OSError:
+            return float("nan")
+    return total
+
+
 def pct(xs: list[float], q: float) -> float:
     return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))] * 1000
 
@@ -110,30 +133,37 @@ def main() -> None:
         say(f"service started in {time.perf_counter() - t0:.1f} s (pool {cores})")
         client.verify_batch(service_items(problems[:8], canon[:8], "warm"))
         ratios: list[float] = []
+        cpu_ratios: list[float] = []  # bare's CPU per program / the service's
         for r in range(args.rounds):
             load = os.getloadavg()[0]
             got = {}
             for side in ("bare", "service") if r % 2 == 0 else ("service", "bare"):
                 if side == "bare":
+                    c0 = cpu_ms()
                     wall, ok, lat = bare_round(problems, canon, width)
-                    got[side] = (wall, sum(ok), lat)
+                    got[side] = (wall, sum(ok), lat, (cpu_ms() - c0) / len(problems))
                 else:
                     items = service_items(problems, canon, f"round {r}")
+                    c0 = cpu_ms(srv.proc.pid) + cpu_ms()  # in this order: the docker CLI it runs is not counted
                     wall, res, lat = timed_map(lambda it: client.verify(**it), items, width)
-                    got[side] = (wall, sum(x.reward == 1.0 for x in res), lat)
+                    cpu = (cpu_ms() + cpu_ms(srv.proc.pid) - c0) / len(problems)
+                    got[side] = (wall, sum(x.reward == 1.0 for x in res), lat, cpu)
                     for p, x in zip(problems, res, strict=True):
                         if x.reward != 1.0:
                             say(f"  not passed: {p['task_id']} {x.outcome} {x.detail[:120]}")
             t0 = time.perf_counter()
             res = client.verify_batch(service_items(problems, canon, f"batch round {r}"))
             batch_rate, batch_ok = len(problems) / (time.perf_counter() - t0), sum(x.reward == 1.0 for x in res)
-            (bw, bok, bl), (sw, sok, sl) = got["bare"], got["service"]
+            (bw, bok, bl, bc), (sw, sok, sl, sc) = got["bare"], got["service"]
             ratios.append(bw / sw)
+            cpu_ratios.append(bc / sc)
             say(f"round {r}: load {load:.2f}  bare {len(problems) / bw:6.1f}/s p50 {pct(bl, 0.5):5.1f} ms p99 {pct(bl, 0.99):6.1f} ms "
-                f"({bok}/164 pass)  service {len(problems) / sw:6.1f}/s p50 {pct(sl, 0.5):5.1f} ms p99 {pct(sl, 0.99):6.1f} ms "
-                f"({sok}/164 reward 1)  service/bare {ratios[-1]:.2f}  [batch {batch_rate:.1f}/s, {batch_ok}/164]")  # fmt: skip
+                f"({bok}/164 pass, CPU {bc:.1f} ms/program)  service {len(problems) / sw:6.1f}/s p50 {pct(sl, 0.5):5.1f} ms p99 {pct(sl, 0.99):6.1f} ms "
+                f"({sok}/164 reward 1, CPU {sc:.1f} ms/program)  service/bare {ratios[-1]:.2f} (CPU {cpu_ratios[-1]:.2f})  "
+                f"[batch {batch_rate:.1f}/s, {batch_ok}/164]")  # fmt: skip
         say(f"median service/bare {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}, "
-            f"{len(ratios)} rounds), load {os.getloadavg()[0]:.2f}")  # fmt: skip
+            f"{len(ratios)} rounds); by CPU per program {statistics.median(cpu_ratios):.2f} (min {min(cpu_ratios):.2f}, "
+            f"max {max(cpu_ratios):.2f}); load {os.getloadavg()[0]:.2f}")  # fmt: skip
         for name, body in STUBS.items():
             res = client.verify_batch(service_items(problems, [body] * len(problems)))
             say(f"body → {name:26s}: reward 0 for {sum(x.reward == 0.0 for x in res)}/164; "
