@@ -103,8 +103,8 @@ class CodeVerifier(Builtin):
     options = DESCRIPTIONS  # parsed by CodeOptions.parse (verifiers/kinds/code/options.py)
     sandbox_entry = HARNESS  # Python; compiled languages run in_sandbox/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
-    # Assert-mode jobs run in sandboxes warmed with this kind's modules alone (sandbox/pool.py, Lane): two
-    # forks a job from an 8 MB worker instead of the 57 MB one holding sympy (~0.4 ms each, not ~3.3 ms).
+    # Assert-mode jobs run in sandboxes warmed with this kind's warm-up alone (sandbox/pool.py, Lane): a job's two
+    # processes fork from a ~20 MB worker instead of the ~73 MB one holding sympy (fork + exit ~0.7 ms, not ~3.3 ms).
     lane: ClassVar[str] = "code"
 
     def check(self, req: Request) -> CodeOptions:
