@@ -104,6 +104,16 @@ def test_a_typescript_syntax_error_fails_its_run_as_with_tsx(http):
     assert verl_result(body, "") == -2
 
 
+@pytest.mark.parametrize("language", ["kotlin_script", "racket"])
+def test_a_script_that_does_not_compile_fails_its_run_as_in_sandboxfusion(http, language):
+    """SandboxFusion's ``kotlin x.kts`` and ``racket x.rkt`` compile as they run: no compile step shown."""
+    broken = {"kotlin_script": 'val x: Int = "s"\n', "racket": "#lang racket\n(displayln\n"}
+    body = run(http, language, broken[language])
+    assert body["status"] == "Failed" and body["compile_result"] is None, body
+    assert body["run_result"]["return_code"] != 0 and body["run_result"]["stderr"]
+    assert verl_result(body, "") == -2
+
+
 @pytest.mark.parametrize("language", sorted(PROGRAMS))
 def test_a_runtime_error_is_failed_with_its_return_code(http, language):
     body = run(http, language, PROGRAMS[language][2])
