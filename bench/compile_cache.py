@@ -1,6 +1,7 @@
 """The compile cache (verifiers/kinds/code/compile_cache.py) against no cache, in one run, per compiled language.
 
     flock /tmp/bench.lock .venv/bin/python bench/compile_cache.py [--rounds 3] [--langs c,cpp,java,go,rust]
+    (any compiled language of tests/verifiers/kinds/code/test_code_langs{,_more}.py: kotlin, racket, ...)
 
 Two parts, each alternating cache off / on (A B A B ...), fresh sources every round, medians printed:
 
@@ -27,9 +28,11 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-from tests.verifiers.kinds.code.test_code_langs import PROGRAMS  # noqa: E402
+from tests.verifiers.kinds.code.test_code_langs import PROGRAMS as FIRST  # noqa: E402
+from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS as MORE  # noqa: E402
 from verifiers.kinds.code import languages, toolchains  # noqa: E402
 
+PROGRAMS = {**MORE, **FIRST}  # --langs kotlin,kotlin_script,racket,... too (issue 40's)
 CASES = [("1 2\n", "3"), ("5 7\n", "12")]
 OLD_FLAGS = {  # the compile argv before this change (bench-only: what "before" means)
     "go": ["go", "build", "-o", "main", "main.go"],
@@ -38,7 +41,7 @@ OLD_FLAGS = {  # the compile argv before this change (bench-only: what "before" 
 
 
 def _source(lang: str, tag: str) -> str:
-    return f"{PROGRAMS[lang][0]}// {tag}\n"
+    return f"{PROGRAMS[lang][0]}{';' if lang == 'racket' else '//'} {tag}\n"
 
 
 def phases(lang: str, mode: str) -> dict:
