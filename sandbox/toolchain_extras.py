@@ -16,7 +16,7 @@ Called by sandbox/image_langs.py inside the chroot it builds (Debian bookworm, `
 * the JDK's ``jmods`` (only ``jlink`` reads them).
 
 ``smoke_test`` compiles and runs one program per language added here with the commands the language
-table uses (verifiers/code/languages.py), so a trim that broke a toolchain fails the build instead of a
+table uses (verifiers/kinds/code/languages.py), so a trim that broke a toolchain fails the build instead of a
 later request.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 KOTLIN_PACKAGES = ["kotlin", "libjetbrains-annotations-java", "libtrove-intellij-java"]
 KOTLIN_LIB = "/usr/share/kotlin/kotlinc/lib"
-# what a compiled Kotlin program or script needs on its classpath (verifiers/code/languages.py)
+# what a compiled Kotlin program or script needs on its classpath (verifiers/kinds/code/languages.py)
 KOTLIN_RUNTIME = [f"{KOTLIN_LIB}/{j}.jar" for j in ("kotlin-stdlib", "kotlin-stdlib-jdk7", "kotlin-stdlib-jdk8",
                                                     "kotlin-script-runtime")]  # fmt: skip
 KOTLIN_SCRIPT_DIR = "/usr/lib/rlvr/kotlin"  # KotlinScript.class

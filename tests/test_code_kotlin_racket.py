@@ -1,8 +1,8 @@
 """Kotlin, Kotlin scripts and Racket in the code verifier (issue 40), beyond the correct/wrong pair of
-tests/test_code_langs_more.py: the compile cache covers them (a Kotlin compile starts a JVM: seconds),
-the default compile budget lets kotlinc finish, the class holding Kotlin's ``main`` is found, a compile
-error is ``COMPILE_ERROR``, and Kotlin's ``assert`` is on (``java -ea``, as for Java). Real toolchain
-image, real Docker."""
+tests/verifiers/kinds/code/test_code_langs_more.py: the compile cache covers them (a Kotlin compile
+starts a JVM: seconds), the default compile budget lets kotlinc finish, the class holding Kotlin's
+``main`` is found, a compile error is ``COMPILE_ERROR``, and Kotlin's ``assert`` is on (``java -ea``, as
+for Java). Real toolchain image, real Docker."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import os
 
 import pytest
 
-import verifiers.code.kotlin_source
+import verifiers.kinds.code.kotlin_source
 from tests.langs_helpers import SUM_CASES, make_service
-from tests.test_code_langs_more import PROGRAMS
-from verifiers.code import toolchains
-from verifiers.code.kotlin_source import kotlin_main
-from verifiers.request import Request
+from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS
+from verifiers.kinds.code import toolchains
+from verifiers.kinds.code.kotlin_source import kotlin_main
+from verifiers.shapes.request import Request
 
 NEW = ["kotlin", "kotlin_script", "racket"]
 READ_SUM = 'val (a, b) = readLine()!!.trim().split(" ").map { it.toLong() }'
@@ -29,7 +29,7 @@ BROKEN = {
 
 
 def test_the_class_holding_kotlins_main_is_read_from_the_source():
-    assert doctest.testmod(verifiers.code.kotlin_source).failed == 0
+    assert doctest.testmod(verifiers.kinds.code.kotlin_source).failed == 0
     assert kotlin_main("// object Nope { @JvmStatic fun main() {} }\nfun main() {}\n") == "MainKt"
     assert kotlin_main("class A\nobject B {\n  @JvmStatic\n  fun main(args: Array<String>) {}\n}\n") == "B"
 
