@@ -17,15 +17,18 @@ and removed afterwards, with its root filesystem.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
+
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root (bench/math.py would shadow the stdlib's)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 # run in the checkout under test (its sandbox package), with the bench's cache directory
