@@ -1,6 +1,7 @@
 """The compile cache (verifiers/kinds/code/compile_cache.py) against no cache, in one run, per compiled language.
 
     flock /tmp/bench.lock .venv/bin/python bench/compile_cache.py [--rounds 3] [--langs c,cpp,java,go,rust]
+    (any compiled language of tests/verifiers/kinds/code/test_code_langs{,_more}.py: kotlin, racket, ...)
 
 Two parts, each alternating cache off / on (A B A B ...), fresh sources every round, medians printed:
 
@@ -27,9 +28,11 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-from tests.verifiers.kinds.code.test_code_langs import PROGRAMS  # noqa: E402
+from tests.verifiers.kinds.code.test_code_langs import PROGRAMS as FIRST  # noqa: E402
+from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS as MORE  # noqa: E402
 from verifiers.kinds.code import languages, toolchains  # noqa: E402
 
+PROGRAMS = {**MORE, **FIRST}  # --langs kotlin,kotlin_script,racket,... too (issue 40's)
 CASES = [("1 2\n", "3"), ("5 7\n", "12")]
 OLD_FLAGS = {  # the compile argv before this change (bench-only: what "before" means)
     "go": ["go", "build", "-o", "main", "main.go"],
@@ -38,7 +41,7 @@ OLD_FLAGS = {  # the compile argv before this change (bench-only: what "before" 
 
 
 def _source(lang: str, tag: str) -> str:
-    return f"{PROGRAMS[lang][0]}// {tag}\n"
+    return f"{PROGRAMS[lang][0]}{';' if lang == 'racket' else '//'} {tag}\n"
 
 
 def phases(lang: str, mode: str) -> dict:
@@ -112,7 +115,7 @@ def _med(rows: list[dict], key: str) -> float:
 def run(svc, langs: list[str], rounds: int, width: int) -> list[str]:
     out = [f"compile cache bench: {rounds} rounds (A B A B ...), {os.cpu_count()} CPUs, toolchain pool {width // 2}"]
     out.append("phases of one job (2 cases), medians, seconds; 'ours' = wall - compiler - cases")
-    out.append(f"{'lang':<6}{'row':<8}{'wall':>7}{'jobs':>5}{'sandbox':>9}{'compiler':>9}{'cases':>7}{'ours':>7}  ok")
+    out.append(f"{'lang':<14}{'row':<8}{'wall':>7}{'jobs':>5}{'sandbox':>9}{'compiler':>9}{'cases':>7}{'ours':>7}  ok")
     print(*out, sep="\n", flush=True)
     for lang in langs:
         rows: dict[str, list[dict]] = {m: [] for m in ("before", "off", "miss", "hit")}
@@ -122,12 +125,12 @@ def run(svc, langs: list[str], rounds: int, width: int) -> list[str]:
                 rows[m].append(phases(lang, m))
         for m, rs in rows.items():
             out.append(
-                f"{lang:<6}{m:<8}{_med(rs, 'wall'):>7.3f}{rs[0]['jobs']:>5}{_med(rs, 'sandbox'):>9.3f}"
+                f"{lang:<14}{m:<8}{_med(rs, 'wall'):>7.3f}{rs[0]['jobs']:>5}{_med(rs, 'sandbox'):>9.3f}"
                 f"{_med(rs, 'compile'):>9.3f}{_med(rs, 'cases'):>7.3f}{_med(rs, 'ours'):>7.3f}  {min(r['ok'] for r in rs)}/2"
             )
             print(out[-1], flush=True)
     out.append("batch: 8 completions (4 alike + 4 distinct) then the first again; medians; compiles per round")
-    out.append(f"{'lang':<6}{'cache':<6}{'compiles':>9}{'batch s':>9}{'repeat':>8}{'compiles':>9}{'repeat s':>9}"
+    out.append(f"{'lang':<14}{'cache':<6}{'compiles':>9}{'batch s':>9}{'repeat':>8}{'compiles':>9}{'repeat s':>9}"
                f"{'ok':>6}{'batch off/on':>13}{'repeat off/on':>14}{'load':>6}")  # fmt: skip
     print(*out[-2:], sep="\n", flush=True)
     for lang in langs:
@@ -141,7 +144,7 @@ def run(svc, langs: list[str], rounds: int, width: int) -> list[str]:
             ratio_r = statistics.median(a["repeat"] / b["repeat"] for a, b in zip(res[False], res[True], strict=True))
             ok = min(r["batch_ok"] + r["repeat_ok"] for r in rs)
             out.append(
-                f"{lang:<6}{'on' if on else 'off':<6}{_med(rs, 'batch_compiles'):>9.0f}{_med(rs, 'batch'):>9.2f}"
+                f"{lang:<14}{'on' if on else 'off':<6}{_med(rs, 'batch_compiles'):>9.0f}{_med(rs, 'batch'):>9.2f}"
                 f"{'':>8}{_med(rs, 'repeat_compiles'):>9.0f}{_med(rs, 'repeat'):>9.2f}{ok:>4}/9"
                 + (f"{ratio_b:>13.2f}{ratio_r:>14.2f}" if on else f"{'':>27}")
                 + f"{_med(rs, 'load'):>6.1f}"

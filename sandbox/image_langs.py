@@ -14,8 +14,9 @@ Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18 wi
 library ships precompiled, so a job's build needs no warm cache), rustc 1.63; bash is in the base
 root filesystem already. Issue 40 adds SandboxFusion's other languages where Debian has them at a modest
 size: PHP 8.2, Ruby 3.1, Perl 5.36, Lua 5.4, R 4.2 (``Rscript``), Scala 2.11, C# (Mono 6.8 ``mcs``), D
-(gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify; not Kotlin (1.3,
-~340 MB) nor Racket (~390 MB): too large for the build budget; Julia and Swift: no bookworm package.
+(gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify, Kotlin 1.3
+and Racket 8.7 (installed and trimmed by sandbox/toolchain_extras.py, which also drops the JDK's jmods);
+not Julia, Swift nor Lean: bookworm has no package of them.
 Both steps are cached by
 their inputs; ``python -m sandbox.image_langs`` builds it, ``make image LANGS=all`` from make.
 """
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 from sandbox import image as base
+from sandbox import toolchain_extras as extras
 
 REPO_NAME = "rlvr-sandbox-langs"
 TOOLCHAIN_PACKAGES = [
@@ -61,13 +63,14 @@ TOOLCHAIN_PACKAGES = [
     "ruby-test-unit",  # what SandboxFusion's Ruby, Perl tests use
     "libtest-deep-perl",
     "libdata-compare-perl",
+    "racket",  # Kotlin: toolchain_extras.install_kotlin, without the Maven plugin's dependencies
 ]
 DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
 
 
 def rootfs_hash() -> str:
     parts = [base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"]
-    return base.digest([*parts, _GO_WARM_TEST.encode()])
+    return base.digest([*parts, _GO_WARM_TEST.encode(), *extras.recipe()])
 
 
 def image_tag() -> str:
@@ -117,8 +120,11 @@ def build_rootfs() -> Path:
     try:
         _chroot(tmp, "apt-get", "update", "-q")
         _chroot(tmp, "apt-get", "install", "-y", "-q", "--no-install-recommends", *TOOLCHAIN_PACKAGES)
+        extras.install_kotlin(tmp, _chroot)
         _chroot(tmp, "apt-get", "clean")
         _warm_go_cache(tmp)
+        extras.trim(tmp)
+        extras.smoke_test(tmp, _chroot)
     finally:
         subprocess.run(["umount", "-l", str(tmp / "proc")], check=False)
     (tmp / "etc" / "resolv.conf").write_text("")

@@ -31,6 +31,9 @@ def launcher(lang: str, cmd: str) -> str:
     """A program in ``lang`` that runs ``sh -c cmd`` with its own stdout."""
     s = json.dumps(cmd)
     q = "'" + cmd.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    b64 = base64.b64encode(cmd.encode()).decode()  # Kotlin strings expand $names, even raw ones
+    kt_cmd = f'String(java.util.Base64.getDecoder().decode("{b64}"))'
+    kt_shell = f'ProcessBuilder("sh","-c",{kt_cmd}).inheritIO().start().waitFor()'
     return {
         "c": f"#include <stdlib.h>\nint main(){{system({s});return 0;}}\n",
         "cpp": f"#include <cstdlib>\nint main(){{std::system({s});return 0;}}\n",
@@ -51,6 +54,9 @@ def launcher(lang: str, cmd: str) -> str:
         "{UseShellExecute=false});p.WaitForExit();}}\n",
         "d": f"import std.process;\nvoid main(){{spawnShell({s}).wait();}}\n",
         "scala": f'object Main {{ def main(a: Array[String]): Unit = {{ import scala.sys.process._; Seq("sh", "-c", {s}).! }} }}\n',
+        "kotlin": f"fun main() {{ {kt_shell} }}\n",
+        "kotlin_script": f"{kt_shell}\n",
+        "racket": f"#lang racket/base\n(require racket/system)\n(void (system {s}))\n",  # a JSON string reads as Racket's
     }[lang]
 
 
@@ -188,13 +194,13 @@ def test_fork_bomb_is_contained_and_the_sandbox_recovers(service, lang):
 
 
 # issue 40's languages: the same walls, attacked through each language's process API with a shell
-SHELL_LANGS = ["php", "ruby", "perl", "lua", "r", "csharp", "d", "scala"]
+SHELL_LANGS = ["php", "ruby", "perl", "lua", "r", "csharp", "d", "scala", "kotlin", "kotlin_script", "racket"]
 SHELL_NETWORK = "if timeout 2 bash -c 'exec 3<>/dev/tcp/1.1.1.1/53' 2>/dev/null; then echo 3; else echo blocked; fi"
 SHELL_WRITE = (
     f"ok=; for p in {' '.join(TARGETS)}; do (echo x >> $p) 2>/dev/null && ok=1; done; "
     'if [ -n "$ok" ]; then echo 3; else echo blocked; fi'
 )
-SLOW = "20"  # seconds per case: Scala and Mono start a VM before the attack runs
+SLOW = "20"  # seconds per case: Scala, Kotlin and Mono start a VM before the attack runs
 SHELL_KILL_DRIVER = "echo 3; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"  # the shell's grandparent: the driver
 
 

@@ -46,6 +46,11 @@ PROGRAMS = {
                    "const add = (a: number, b: number): number => a + b;\nconsole.log(add(v[0], v[1]));\n",
                    None, "process.exit(3);\n"),
     "bash": ("read a b\necho $((a + b))\n", None, "exit 3\n"),
+    "kotlin": ('fun main() { val v = readLine()!!.trim().split(" ").map { it.toLong() }; println(v[0] + v[1]) }\n',
+               'fun main() { val x: Int = "s" }\n', "fun main() { kotlin.system.exitProcess(3) }\n"),
+    "kotlin_script": ('val v = readLine()!!.trim().split(" ").map { it.toLong() }\nprintln(v[0] + v[1])\n', None,
+                      "kotlin.system.exitProcess(3)\n"),
+    "racket": ("#lang racket\n(displayln (+ (read) (read)))\n", None, "#lang racket\n(exit 3)\n"),
 }  # fmt: skip
 LOOP = {"cpp": "int main(){volatile unsigned long i=0;for(;;)i++;}\n", "nodejs": "for(;;){}\n",
         "bash": "while :; do :; done\n", "java": "public class Main{public static void main(String[] x){while(true){}}}\n"}  # fmt: skip
@@ -77,7 +82,7 @@ def test_a_correct_program_succeeds(http, language):
     assert body["status"] == "Success", body
     assert body["run_result"]["status"] == "Finished" and body["run_result"]["return_code"] == 0
     assert verl_result(body, "42\n") is True
-    compiled = language in ("c", "cpp", "java", "go", "rust")  # SandboxFusion's compile step (and ours for C)
+    compiled = language in ("c", "cpp", "java", "go", "rust", "kotlin")  # a compile step shown (ours: C, Kotlin)
     assert (body["compile_result"] is not None) == compiled, body
     if compiled:
         assert body["compile_result"]["status"] == "Finished" and body["compile_result"]["return_code"] == 0
@@ -96,6 +101,16 @@ def test_a_typescript_syntax_error_fails_its_run_as_with_tsx(http):
     body = run(http, "typescript", "const x: number = ;\n")
     assert body["status"] == "Failed" and body["compile_result"] is None
     assert body["run_result"]["return_code"] != 0 and "TS1109" in body["run_result"]["stderr"]
+    assert verl_result(body, "") == -2
+
+
+@pytest.mark.parametrize("language", ["kotlin_script", "racket"])
+def test_a_script_that_does_not_compile_fails_its_run_as_in_sandboxfusion(http, language):
+    """SandboxFusion's ``kotlin x.kts`` and ``racket x.rkt`` compile as they run: no compile step shown."""
+    broken = {"kotlin_script": 'val x: Int = "s"\n', "racket": "#lang racket\n(displayln\n"}
+    body = run(http, language, broken[language])
+    assert body["status"] == "Failed" and body["compile_result"] is None, body
+    assert body["run_result"]["return_code"] != 0 and body["run_result"]["stderr"]
     assert verl_result(body, "") == -2
 
 

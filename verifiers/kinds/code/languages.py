@@ -37,19 +37,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from sandbox import toolchain_extras as extras
 from verifiers.kinds.code.java_source import java_entry, scala_main
+from verifiers.kinds.code.kotlin_source import kotlin_main
 
 LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash", "php", "ruby", "perl",
-             "lua", "r", "scala", "csharp", "d", "d_ut", "verilog", "go_test", "junit", "pytest")  # fmt: skip
+             "lua", "r", "scala", "csharp", "d", "d_ut", "verilog", "go_test", "junit", "pytest", "kotlin",
+             "kotlin_script", "racket")  # fmt: skip
 # SandboxFusion languages this server does not run, and why (a request naming one is refused with this)
 NOT_SERVED = {
     "julia": "Debian bookworm has no Julia package",
-    "swift": "Debian bookworm has no Swift package",
-    "kotlin_script": "Debian's Kotlin (1.3) adds ~340 MB to the toolchain image",
-    "kotlin": "Debian's Kotlin (1.3) adds ~340 MB to the toolchain image",
-    "racket": "Debian's Racket adds ~390 MB to the toolchain image",
+    "swift": "Debian bookworm has no Swift compiler package (its 'swift' is OpenStack's object store)",
     "jest": "Jest is not in the toolchain image (Debian's jest pulls a tree of Node packages)",
-    "lean": "Lean is not packaged by Debian",
+    "lean": "Debian bookworm has no Lean package (its 'elan' installer downloads Lean from the network)",
     "cuda": "the sandbox has no GPU",
     "python_gpu": "the sandbox has no GPU",
 }
@@ -73,6 +73,9 @@ ALIASES = {
     "cs": "csharp",
     "dlang": "d",
     "sv": "verilog",
+    "kt": "kotlin",
+    "kts": "kotlin_script",
+    "rkt": "racket",
     "systemverilog": "verilog",
 }
 COMPILE_TIMEOUT_S = 30.0
@@ -81,6 +84,9 @@ COMPILE_NPROC = 256
 RUN_NPROC = 64
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
 _JUNIT = "/usr/share/java/junit-platform-console-standalone.jar"
+_KOTLINC = ["-J-Xmx512m", "-J-XX:TieredStopAtLevel=1", *(f"-J{f}" for f in _JVM)]
+_KOTLIN_CP = ":".join(extras.KOTLIN_RUNTIME)  # sandbox/toolchain_extras.py puts them in the image
+_KTS = extras.KOTLIN_SCRIPT_DIR
 GO_WARM_CACHE = "/usr/lib/rlvr/gocache"  # built with the image (sandbox/image_langs.py)
 _GO_ENV = {"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache",
            "GOPATH": "/tmp/job/go:/usr/share/gocode"}  # fmt: skip
@@ -222,6 +228,38 @@ _TABLE = {
         ],
         run_as_mb=2048,
     ),  # fmt: skip
+    # kotlinc is a JVM too (4 s for a small program here): its output is a small jar, run on the image's
+    # Kotlin runtime; a script compiles to the class Main, which sandbox/KotlinScript.java runs (per case
+    # only the JVM starts, not the compiler); racket: ``raco make`` compiles the module once
+    "kotlin": Language(
+        "kotlin",
+        ("kotlin", "kt"),
+        "main.kt",
+        ["kotlinc", *_KOTLINC, "main.kt", "-d", "main.jar"],
+        ["java", "-ea", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", f"main.jar:{_KOTLIN_CP}", "MainKt"],
+        run_as_mb=2048,
+    ),
+    "kotlin_script": Language(
+        "kotlin_script",
+        ("kotlin_script", "kts", "kotlin"),
+        "main.kts",
+        ["kotlinc", *_KOTLINC, "main.kts", "-d", "."],
+        [
+            "java",
+            "-ea",
+            "-Xmx512m",
+            "-XX:MaxMetaspaceSize=256m",
+            *_JVM,
+            "-cp",
+            f".:{_KTS}:{_KOTLIN_CP}",
+            "KotlinScript",
+            "Main",
+        ],
+        run_as_mb=2048,
+    ),
+    "racket": Language(
+        "racket", ("racket", "rkt", "scheme"), "main.rkt", ["raco", "make", "main.rkt"], ["racket", "main.rkt"]
+    ),
     "pytest": Language(
         "pytest",
         ("pytest", "python", "py"),
@@ -240,7 +278,10 @@ def for_source(lang: Language, code: str) -> Language:
     """Java and JUnit: the file is named after the source's public top-level class and (Java) the class run
     is the one declaring ``main`` (verifiers/kinds/code/java_source.py; ``Main`` if neither); a ``package``
     declaration is compiled with ``-d .`` and run by its qualified name. Scala: the object run is the one
-    with a ``main`` (or ``extends App``)."""
+    with a ``main`` (or ``extends App``). Kotlin: the class holding ``main`` (verifiers/kinds/code/kotlin_source.py)."""
+    if lang.name == "kotlin":
+        cls = kotlin_main(code)
+        return lang if cls == "MainKt" else replace(lang, run=[cls if a == "MainKt" else a for a in lang.run])
     if lang.name == "scala":
         obj = scala_main(code)
         return lang if obj == "Main" else replace(lang, run=[obj if a == "Main" else a for a in lang.run])

@@ -1,5 +1,5 @@
 """The code verifier's stdio mode in issue 40's languages (SandboxFusion's other languages that Debian
-packages): one correct and one wrong a+b program each, through a real VerifierService and the real
+packages, Kotlin and Racket included): one correct and one wrong a+b program each, through a real VerifierService and the real
 toolchain image; a language SandboxFusion names that this server does not run is refused naming it
 and why; SandboxFusion's test-framework languages (``pytest``, ``junit``, ``go_test``, ``D_ut``) pass a
 passing suite and fail a failing one."""
@@ -41,6 +41,15 @@ PROGRAMS = {
                 ' $display("%0d", a + b); $finish; end endmodule\n',
                 "module tb; integer a, b, r; initial begin r = $fscanf(32'h8000_0000, \"%d %d\", a, b);"
                 ' $display("%0d", a - b); $finish; end endmodule\n'),
+    "kotlin": ("fun main() { val (a, b) = readLine()!!.trim().split(Regex(\"\\\\s+\")).map { it.toLong() }\n"
+               "    println(a + b) }\n",
+               "fun main() { val (a, b) = readLine()!!.trim().split(Regex(\"\\\\s+\")).map { it.toLong() }\n"
+               "    println(a * b) }\n"),
+    "kotlin_script": ('val v = generateSequence(::readLine).joinToString(" ").trim().split(Regex("\\\\s+"))\n'
+                      "println(v[0].toLong() + v[1].toLong())\n",
+                      'val v = generateSequence(::readLine).joinToString(" ").trim().split(Regex("\\\\s+"))\n'
+                      "println(v[0] + v[1])\n"),
+    "racket": ("#lang racket\n(displayln (+ (read) (read)))\n", "#lang racket\n(displayln (- (read) (read)))\n"),
 }  # fmt: skip
 # a suite passes or fails by its exit status: a checker that accepts whatever it printed
 ANY_OUTPUT = json.dumps({"cases": [{"input": "", "output": ""}], "checker": "import sys\nsys.exit(0)\n"})

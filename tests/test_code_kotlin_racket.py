@@ -1,0 +1,98 @@
+"""Kotlin, Kotlin scripts and Racket in the code verifier (issue 40), beyond the correct/wrong pair of
+tests/verifiers/kinds/code/test_code_langs_more.py: the compile cache covers them (a Kotlin compile
+starts a JVM: seconds), the default compile budget lets kotlinc finish, the class holding Kotlin's
+``main`` is found, a compile error is ``COMPILE_ERROR``, and Kotlin's ``assert`` is on (``java -ea``, as
+for Java). Real toolchain image, real Docker."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+
+import pytest
+
+import verifiers.kinds.code.kotlin_source
+from tests.langs_helpers import SUM_CASES, make_service
+from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS
+from verifiers.kinds.code import toolchains
+from verifiers.kinds.code.kotlin_source import kotlin_main
+from verifiers.shapes.request import Request
+
+NEW = ["kotlin", "kotlin_script", "racket"]
+READ_SUM = 'val (a, b) = readLine()!!.trim().split(" ").map { it.toLong() }'
+BROKEN = {
+    "kotlin": 'fun main() { val x: Int = "s" }\n',
+    "kotlin_script": 'val x: Int = "s"\n',
+    "racket": "#lang racket\n(define (f x) (+ x 1)\n",  # unbalanced
+}
+
+
+def test_the_class_holding_kotlins_main_is_read_from_the_source():
+    assert doctest.testmod(verifiers.kinds.code.kotlin_source).failed == 0
+    assert kotlin_main("// object Nope { @JvmStatic fun main() {} }\nfun main() {}\n") == "MainKt"
+    assert kotlin_main("class A\nobject B {\n  @JvmStatic\n  fun main(args: Array<String>) {}\n}\n") == "B"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    svc, close = make_service(tmp_path_factory)
+    yield svc
+    close()
+
+
+def grade(svc, lang: str, source: str, reference: str = SUM_CASES, **options):
+    """New prose each time, so the service's verdict cache never answers; generous budgets for a loaded
+    machine, except where a test leaves the default."""
+    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "20", **options}
+    text = f"Attempt {os.urandom(4).hex()}:\n```{lang}\n{source}```\n"
+    return svc.verify(Request("code", text, reference, options=opts, timeout_s=120))
+
+
+def _delta(before: dict) -> dict:
+    return {k: v - before.get(k, 0) for k, v in toolchains.STATS.items() if v != before.get(k, 0)}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", NEW)
+def test_a_second_request_with_the_same_program_is_not_compiled_again(service, lang):
+    toolchains.CACHE.clear()
+    before = dict(toolchains.STATS)
+    first = grade(service, lang, PROGRAMS[lang][0])  # the default compile budget (30 s)
+    assert first.outcome == "CORRECT", first.detail
+    assert _delta(before) == {"compiles": 1}, _delta(before)
+    before = dict(toolchains.STATS)
+    again = grade(service, lang, PROGRAMS[lang][0])
+    assert again.outcome == "CORRECT", again.detail
+    assert _delta(before) == {"cached": 1}, _delta(before)  # the artifact fit in the output cap
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", NEW)
+def test_a_compile_error_is_a_compile_error(service, lang):
+    v = grade(service, lang, BROKEN[lang], compile_timeout_s="90")
+    assert v.outcome == "COMPILE_ERROR" and v.reward == 0.0, v.detail
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "source",
+    [
+        f"object Solution {{\n    @JvmStatic fun main(args: Array<String>) {{ {READ_SUM}; println(a + b) }}\n}}\n",
+        f"package contest.a\n\nfun main() {{ {READ_SUM}; println(a + b) }}\n",
+        f"class App {{ companion object {{ @JvmStatic fun main(x: Array<String>) {{ {READ_SUM}; println(a + b) }} }} }}\n",
+    ],
+    ids=["object", "package", "companion"],
+)
+def test_kotlins_main_runs_wherever_it_is_declared(service, source):
+    v = grade(service, "kotlin", source, compile_timeout_s="90")
+    assert v.outcome == "CORRECT", v.detail
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", ["kotlin", "kotlin_script"])
+def test_kotlins_assert_is_on(service, lang):
+    body = 'println(3)\nassert(1 + 1 == 3) { "ea-on" }\n'
+    source = f"fun main() {{\n{body}}}\n" if lang == "kotlin" else body
+    v = grade(service, lang, source, json.dumps([{"input": "", "output": "3\n"}]), compile_timeout_s="90")
+    assert v.outcome == "RUNTIME_ERROR" and "ea-on" in v.detail, v.detail
