@@ -92,10 +92,24 @@ _mv_symbolic_eq = _MV["sympy_symbolic_eq"]
 _PROBES = (sympy.Rational(7310, 10007), sympy.Rational(-13, 7))  # arbitrary points, exact
 
 
+def _bounds_symbols(e):
+    """The variables in the limits of a sum or product of ``e`` (``n`` in ``\\sum_{k=0}^{n-1} a_k``)."""
+    found = set()
+    for s in e.atoms(sympy.Sum, sympy.Product):
+        for limit in s.limits:
+            for bound in limit[1:]:
+                found |= getattr(bound, "free_symbols", set())
+    return found
+
+
 def _differs_somewhere(a, b):
     """True when a and b take clearly different values at two arbitrary points (so a - b is not
-    identically zero and ``simplify`` cannot prove otherwise); False when undecided."""
+    identically zero and ``simplify`` cannot prove otherwise); False when undecided. Undecided without
+    evaluating where a variable bounds a sum or product: a non-integer point there means nothing, and
+    evaluating such a sum (Euler-Maclaurin) took most of a second."""
     symbols = sorted(a.free_symbols | b.free_symbols, key=str)
+    if _bounds_symbols(a) | _bounds_symbols(b):
+        return False
     for p in _PROBES:
         point = {s: p + sympy.Rational(i, 97) for i, s in enumerate(symbols)}
         x, y = sympy.N(a.subs(point), 30), sympy.N(b.subs(point), 30)
