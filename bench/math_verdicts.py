@@ -43,7 +43,9 @@ def cases() -> list[tuple[str, str, str, dict]]:
             out.append((f"mv_differential.tsv:{n}", ref, completion, opts))
     out += [(f"battery:{fam}:{i}", g, c, o) for i, (fam, g, c, o, _, _) in enumerate(CASES)]
     for seed in range(10):
-        out += [(f"mix:{seed}:{i}", g, f"The answer is $\\boxed{{{a}}}$.", {}) for i, (_, g, a) in enumerate(pairs(seed))]
+        out += [
+            (f"mix:{seed}:{i}", g, f"The answer is $\\boxed{{{a}}}$.", {}) for i, (_, g, a) in enumerate(pairs(seed))
+        ]
     return out
 
 
