@@ -51,7 +51,7 @@ def cases() -> list[tuple[str, str, str, dict]]:
 
 def payloads(table: list[tuple[str, str, str, dict]]) -> list[tuple[str, dict | None]]:
     """(name, the item the service would send to the sandbox, or None where the host decides alone)."""
-    from verifiers.answer import extract
+    from in_sandbox.answer import extract
 
     out = []
     for name, ref, completion, opts in table:
@@ -71,7 +71,7 @@ def grade_all(items: list[dict], jobs_of: int = 32) -> list[dict]:
     from verifiers.math.verifier import MATH_WARMUP
 
     exec(MATH_WARMUP, {"__name__": "__warmup__"})
-    grader = sys.modules["rlvr_math"]
+    from in_sandbox.math import grader
     lines: list[dict] = []
     for k in range(0, len(items), jobs_of):
         r, w = os.pipe()
