@@ -43,7 +43,8 @@ JOB_CODE = "from in_sandbox.math import grader\ngrader.main()\n"
 # The math kind's declared warm-up (MathVerifier.warmup), run once in each sandbox worker before it forks
 # jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds/table.py sandbox_warmup): builds
 # the grader module, then grades a corpus covering each answer shape so that antlr's lazily built
-# prediction tables, the regex caches and sympy's caches are inherited warm by every job.
+# prediction tables, the regex caches and sympy's caches are inherited warm by every job, then runs the
+# LaTeX parser over the common answer shapes of in_sandbox/math/warm.py (prediction tables only).
 _WARM_PAIRS = [
     ("3", "3"),
     ("-5", "5"),
@@ -90,6 +91,8 @@ for g, p in {_WARM_PAIRS!r}:
         m.grade({{"gold": g, "preds": ["so the answer is $" + p + "$"], "mode": "full"}}, {{}})
     except Exception:
         pass
+from in_sandbox.math import warm
+warm.fill_prediction_tables()
 """
 
 
