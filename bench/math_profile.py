@@ -1,0 +1,100 @@
+"""Where the sandbox half of the ``math`` verifier spends its time on Math-Verify's own test cases.
+
+    PYTHONPATH=<tree> .venv/bin/python bench/math_profile.py [--top 25] [--no-profile]
+
+The suite's items (tests/data/mv_suite.tsv as bench/math.py sends them: ``fallback = full``, the final
+answer extracted on the host) are graded with the tree's grader in jobs of 32, each job a child forked
+from a process that ran the kind's warm-up, as in a sandbox worker (a job's caches die with it). Printed:
+CPU ms per pair, the LaTeX parser's DFA misses (prediction states a job had to build: ANTLR's
+``computeTargetState``, ~2 ms each), and with cProfile on, the top entries by cumulative time over all jobs.
+It runs on the host only because its inputs are this repository's test table, never model output; with
+cProfile on, the pure-Python parser looks slower than it is (compare entries with each other, not with
+bench/math.py's figures).
+"""
+
+from __future__ import annotations
+
+import sys
+
+sys.path[0] = __file__.rsplit("/", 2)[0]  # the repository root, not bench/ (whose math.py shadows the stdlib's)
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import pstats  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+
+def suite_payloads() -> list[dict]:
+    from bench.math import suite_items
+    from in_sandbox.answer import extract
+
+    out = []
+    for it in suite_items(0, 0):
+        ext = extract(it["req"]["completion"], "full")
+        if ext is not None:
+            out.append({"gold": it["req"]["reference"], "preds": ext.answers, "together": ext.together,
+                        "mode": "full" if ext.source == "full" else "answer", "rel_tol": None})  # fmt: skip
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--no-profile", action="store_true", help="only CPU time and DFA misses")
+    args = ap.parse_args()
+    sys.setrecursionlimit(10_000)
+    from antlr4.atn.ParserATNSimulator import ParserATNSimulator
+
+    from verifiers.math.verifier import MATH_WARMUP
+
+    t = time.perf_counter()
+    exec(MATH_WARMUP, {"__name__": "__warmup__"})
+    warm_s = time.perf_counter() - t
+    from in_sandbox.math import grader
+
+    misses = [0]
+    build = ParserATNSimulator.computeTargetState
+
+    def counted(self, *a):
+        misses[0] += 1
+        return build(self, *a)
+
+    ParserATNSimulator.computeTargetState = counted
+    items, cpu, missed, stats = suite_payloads(), 0.0, 0, tempfile.mkdtemp()
+    for k in range(0, len(items), 32):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the job
+            os.close(r)
+            prof = None if args.no_profile else cProfile.Profile()
+            misses[0], t = 0, time.process_time()
+            if prof:
+                prof.enable()
+            for it in items[k : k + 32]:
+                try:
+                    grader.grade(it, {})
+                except Exception:
+                    pass
+            if prof:
+                prof.disable()
+                prof.dump_stats(f"{stats}/{k}.prof")
+            os.write(w, json.dumps([time.process_time() - t, misses[0]]).encode())
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            job_cpu, job_misses = json.loads(f.read())
+        os.waitpid(pid, 0)
+        cpu, missed = cpu + job_cpu, missed + job_misses
+    n = len(items)
+    print(f"{n} pairs in jobs of 32: CPU {1000 * cpu / n:.2f} ms/pair{' (under cProfile)' if not args.no_profile else ''}, "
+          f"DFA misses {missed} ({missed / n:.1f}/pair); warm-up {warm_s:.2f} s; load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    if not args.no_profile:
+        st = pstats.Stats(*[f"{stats}/{f}" for f in sorted(os.listdir(stats))], stream=sys.stdout)
+        st.strip_dirs().sort_stats("cumulative").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
