@@ -15,6 +15,8 @@ as one VerifyBatch, ours as Verify calls, MV, …); each round's requests differ
 (the mix: a round tag after the answer; the suite: a round-specific ``timeout_s``, part of the cache key),
 so the service's cache never answers (asserted). Printed: items/s, p50/p99 latency (ours: the service's
 per-item time, which includes queueing inside the batch), the ratio per round, agreement, load average.
+``--first-sight`` adds a second Math-Verify column (first_sight(): its parser's DFA reset each round to what
+our workers start with), since from round 1 on the plain one parses strings it has parsed before.
 """
 
 from __future__ import annotations
@@ -102,10 +104,29 @@ def suite_items(round_no: int, tag: int) -> list[dict]:
 SUITES = {"mv": suite_items, "mix": mix_items}
 
 
-def run_math_verify(items: list[dict]) -> tuple[float, list[float], list[bool]]:
+def first_sight() -> None:
+    """Math-Verify's LaTeX parser as a new process would have it after our workers' warm-up: ANTLR's DFA cache
+    (class-wide, kept across calls) emptied, then filled by parsing the answer shapes our warm-up parses
+    (in_sandbox/math/warm.py). In later rounds the plain Math-Verify column parses strings it parsed in the
+    rounds before (its DFA knows them all), which a trainer grading new completions never does; this
+    column parses them for the first time, with the same start our sandbox jobs have."""
+    from antlr4.dfa.DFA import DFA
+    from latex2sympy2_extended.antlr_parser import PSParser
+    from math_verify import parse
+
+    from in_sandbox.math.warm import corpus
+
+    PSParser.decisionsToDFA = [DFA(state, i) for i, state in enumerate(PSParser.atn.decisionToState)]
+    for s in corpus():
+        parse(f"${s}$")
+
+
+def run_math_verify(items: list[dict], fresh: bool = False) -> tuple[float, list[float], list[bool]]:
     from math_verify import parse, verify
     from sympy.core.cache import clear_cache
 
+    if fresh:
+        first_sight()
     clear_cache()  # a pair seen in an earlier round is parsed and compared again, not looked up
     lat, verdicts = [], []
     t0 = time.perf_counter()
@@ -208,6 +229,8 @@ def main() -> None:
     ap.add_argument("--pool-size", type=int, default=2)
     ap.add_argument("--phases", action="store_true", help="also time one batch's phases (suite mv, a pool of 1)")
     ap.add_argument("--out", type=Path, default=None, help="append the run (with its command) to this file")
+    ap.add_argument("--first-sight", action="store_true",
+                    help="also time Math-Verify with its parser's DFA reset to our workers' warm-up each round")  # fmt: skip
     args = ap.parse_args()
     from verifiers.client import VerifierClient
     from verifiers.launch import LocalServer
@@ -229,25 +252,30 @@ def main() -> None:
     with LocalServer(pool_size=args.pool_size) as srv, VerifierClient(srv.target, timeout_s=600) as client:
         say(f"service start-up (server + {args.pool_size} warm containers): {time.perf_counter() - t0:.1f} s")
         run_ours(client, make(99, 999)[:20])  # connect and warm
-        rates: dict[str, list[float]] = {"mv": [], "batch": [], "conc": []}
+        rates: dict[str, list[float]] = {"mv": [], "batch": [], "conc": [], "fresh": []}
         lat: dict[str, list[float]] = {"mv": [], "batch": []}
-        ratios, conc_ratios, same_conc = [], [], True
+        ratios, conc_ratios, fresh_ratios, same_conc, same_fresh = [], [], [], True, True
         for r in range(args.rounds):
             items, items_c = make(r, r + 1), make(r, 500 + r)
             load = os.getloadavg()[0]
             mv_wall, mv_lat, mv_v = run_math_verify(items)
             our_wall, our_lat, our_v = run_ours(client, items)
             conc_wall, _, conc_v = run_ours_concurrent(client, items_c)
+            fresh_wall, _, fresh_v = run_math_verify(items, fresh=True) if args.first_sight else (0.0, [], mv_v)
             same_conc &= conc_v == our_v
-            for k, wall in (("mv", mv_wall), ("batch", our_wall), ("conc", conc_wall)):
-                rates[k].append(len(items) / wall)
+            same_fresh &= fresh_v == mv_v
+            for k, wall in (("mv", mv_wall), ("batch", our_wall), ("conc", conc_wall), ("fresh", fresh_wall)):
+                rates[k].append(len(items) / wall if wall else 0.0)
             lat["mv"] += mv_lat
             lat["batch"] += our_lat
             ratios.append(rates["batch"][-1] / rates["mv"][-1])
             conc_ratios.append(rates["conc"][-1] / rates["mv"][-1])
+            fresh_ratios.append(rates["batch"][-1] / rates["fresh"][-1] if fresh_wall else 0.0)
+            first = (f"  MV at first sight {rates['fresh'][-1]:7.1f}/s (ours {fresh_ratios[-1]:.2f}x)"
+                     if args.first_sight else "")  # fmt: skip
             say(f"round {r}: load {load:.2f}  Math-Verify {rates['mv'][-1]:7.1f}/s  ours {rates['batch'][-1]:7.1f}/s  "
                 f"ratio {ratios[-1]:.2f}x  ours/32 Verify calls {rates['conc'][-1]:7.1f}/s ({conc_ratios[-1]:.2f}x)  "
-                f"ours correct {sum(our_v)}/{len(items)}  MV correct {sum(mv_v)}/{len(items)}")  # fmt: skip
+                f"ours correct {sum(our_v)}/{len(items)}  MV correct {sum(mv_v)}/{len(items)}{first}")  # fmt: skip
     say(f"Math-Verify in-process: median {statistics.median(rates['mv']):.1f} pairs/s, "
         f"p50 {1000 * pct(lat['mv'], 0.5):.1f} ms, p99 {1000 * pct(lat['mv'], 0.99):.1f} ms")  # fmt: skip
     say(f"ours (service):         median {statistics.median(rates['batch']):.1f} pairs/s, "
@@ -256,6 +284,9 @@ def main() -> None:
     say(
         f"ratio ours (32 concurrent Verify)/MV: {spread(conc_ratios)}; concurrent verdicts equal to the batch's: {same_conc}"
     )
+    if args.first_sight:
+        say(f"ratio ours (VerifyBatch)/Math-Verify at first sight (DFA reset + our warm-up shapes each round): "
+            f"{spread(fresh_ratios)}; its verdicts equal to Math-Verify's: {same_fresh}")  # fmt: skip
     agreement(items, our_v, mv_v, say)
     if args.phases:
         phases(say)

@@ -48,7 +48,7 @@ def main() -> None:
     sys.setrecursionlimit(10_000)
     from antlr4.atn.ParserATNSimulator import ParserATNSimulator
 
-    from verifiers.math.verifier import MATH_WARMUP
+    from verifiers.kinds.math.verifier import MATH_WARMUP
 
     t = time.perf_counter()
     exec(MATH_WARMUP, {"__name__": "__warmup__"})

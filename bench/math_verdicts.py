@@ -68,10 +68,11 @@ def payloads(table: list[tuple[str, str, str, dict]]) -> list[tuple[str, dict | 
 
 def grade_all(items: list[dict], jobs_of: int = 32) -> list[dict]:
     """Each job of ``jobs_of`` items through ``grader.main`` in a child forked from the warm process."""
-    from verifiers.math.verifier import MATH_WARMUP
+    from verifiers.kinds.math.verifier import MATH_WARMUP
 
     exec(MATH_WARMUP, {"__name__": "__warmup__"})
     from in_sandbox.math import grader
+
     lines: list[dict] = []
     for k in range(0, len(items), jobs_of):
         r, w = os.pipe()

@@ -21,8 +21,6 @@ from __future__ import annotations
 from latex2sympy2_extended import latex2sympy2
 from math_verify.parser import LatexExtractionConfig
 
-from in_sandbox.math import grader
-
 # token-kind variety: integer, negative, decimal, letter, fraction, radical, constant, power, subscript, call
 ATOMS = (
     ("7", "-3"),
@@ -109,7 +107,11 @@ def corpus(per_shape: int = 2) -> list[str]:
 def fill_prediction_tables(strings: list[str] | None = None) -> None:
     """Run the LaTeX parser (the first, SLL stage of grader's two-stage parse) over each string as the
     grader would see it (its spelling rules, then Math-Verify's normalisation), building parse trees only:
-    no sympy object is made, so nothing but ANTLR's DFA cache is left behind."""
+    no sympy object is made, so nothing but ANTLR's DFA cache is left behind. (The grader is imported here, not
+    at the top: importing it puts our rules in place of Math-Verify's, and bench/math.py reads ``corpus()`` in
+    the process where it times Math-Verify as it ships.)"""
+    from in_sandbox.math import grader
+
     config = LatexExtractionConfig().normalization_config
     for s in corpus() if strings is None else strings:
         converter = latex2sympy2._Latex2Sympy()
