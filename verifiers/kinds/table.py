@@ -240,6 +240,11 @@ def sandbox_lanes() -> dict[str, Lane]:
     return {v.lane: Lane(warmup=v.warmup) for v in builtin_verifiers().values() if getattr(v, "lane", "")}
 
 
+def sandbox_count(size: int, burst: int) -> int:
+    """How many sandboxes a server's pool keeps: its ``size`` and ``burst``, for itself and for each lane."""
+    return (size + burst) * (1 + len(sandbox_lanes()))
+
+
 def sandbox_warmup() -> str:
     """The pool's warm-up: every built-in kind's declared ``warmup`` (each once, in registration order),
     then the heap frozen so the collector in a job never walks (and copies) the worker's objects."""

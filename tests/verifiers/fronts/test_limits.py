@@ -20,6 +20,7 @@ import pytest
 
 from tests.parts import require
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
+from verifiers.kinds.table import sandbox_count
 from verifiers.launch import ROOT, LocalServer
 from verifiers.service.fair import BURST_SANDBOXES
 from verifiers.shapes.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
@@ -217,7 +218,7 @@ def test_sandbox_limits_reach_the_containers(small):
     srv, _ = small
     out = subprocess.run(["docker", "ps", "--filter", f"label=rlvr.owner={_owner_of(srv)}", "-q"], capture_output=True,
                          text=True, check=True).stdout.split()  # fmt: skip
-    assert len(out) == 1 + BURST_SANDBOXES  # the pool and its burst sandbox (verifiers/service/fair.py)
+    assert len(out) == sandbox_count(1, BURST_SANDBOXES)  # the pool, its burst sandbox, the lanes'
     host = json.loads(subprocess.run(["docker", "inspect", out[0]], capture_output=True, text=True).stdout)[0]
     hc = host["HostConfig"]
     assert (hc["Memory"], hc["PidsLimit"], hc["NanoCpus"]) == (1024 << 20, 100, 1_500_000_000)

@@ -12,6 +12,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from verifiers.client import VerifierClient, VerifierError
+from verifiers.kinds.table import sandbox_count
 from verifiers.launch import LocalServer
 from verifiers.service.fair import BURST_SANDBOXES
 
@@ -61,7 +62,7 @@ def test_bad_requests_get_the_right_status(client, kwargs, code):
 def test_sigterm_exits_zero_and_removes_its_containers(tmp_path):
     srv = LocalServer(pool_size=1, log_path=str(tmp_path / "log")).start()
     pid = srv.proc.pid
-    assert len(_containers_of(pid)) == 1 + BURST_SANDBOXES  # the pool and its burst sandbox (service/fair.py)
+    assert len(_containers_of(pid)) == sandbox_count(1, BURST_SANDBOXES)  # the pool, its burst sandbox, the lanes'
     assert srv.stop(signal.SIGTERM) == 0
     assert _containers_of(pid) == []
 
@@ -85,7 +86,7 @@ def test_sigkill_then_restart_leaves_no_container_and_the_registry_intact(tmp_pa
         while _containers_of(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _containers_of(pid) == []
-        assert len(_containers_of(srv2.proc.pid)) == 1 + BURST_SANDBOXES
+        assert len(_containers_of(srv2.proc.pid)) == sandbox_count(1, BURST_SANDBOXES)
         with VerifierClient(srv2.target) as c:
             listed = {v.name: v for v in c.list_verifiers()}
             assert listed["shouts"].python.source == SHOUTS and listed["loud_r1"].kind == "composite"

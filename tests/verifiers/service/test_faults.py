@@ -30,6 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sandbox.image import image_tag
 from tests.security.conftest import ensure_image
 from verifiers.client import VerifierClient
+from verifiers.kinds.table import sandbox_count
 from verifiers.launch import LocalServer
 from verifiers.service.fair import BURST_SANDBOXES
 
@@ -80,7 +81,7 @@ def test_a_container_killed_mid_job_is_sandbox_error_and_the_pool_heals(tmp_path
         VerifierClient(srv.target, timeout_s=60) as c,
     ):
         names = _containers(srv.proc.pid)
-        assert len(names) == 2 + BURST_SANDBOXES  # the pool and its burst sandbox (service/fair.py)
+        assert len(names) == sandbox_count(2, BURST_SANDBOXES)  # the pool, its burst sandbox, the lanes'
         slow = "```python\nimport time\ntime.sleep(30)\ndef add(a, b):\n    return a + b\n```"
         box: dict = {}
         import threading
