@@ -8,7 +8,7 @@ A speed change to the grader must leave every verdict as it was. This grades the
 tests/data/mv_suite.tsv (with ``fallback = full``, as bench/math.py sends them), tests/data/mv_differential.tsv,
 the math batteries (tests/data/math_battery.py, with their forms and answers halves) and bench/math.py's mix
 (seeds 0-9) with the grader of whichever tree is first on PYTHONPATH: the final answer extracted as the
-service does (verifiers/answer.py), the items sent to ``grader.main`` in jobs of 32, each job forked from a
+service does (in_sandbox/answer.py), the items sent to ``grader.main`` in jobs of 32, each job forked from a
 process that ran the kind's warm-up, as a sandbox worker does. It runs on the host only because its inputs
 are this repository's own test tables, never model output. ``--diff`` prints each case whose line differs
 (a ``timeout`` on either side is listed apart: it depends on the machine's load, not on the rules).
