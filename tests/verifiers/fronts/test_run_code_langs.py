@@ -145,7 +145,7 @@ def test_java_asserts_are_enabled_as_in_sandboxfusion(http):
     assert verl_result(body, "") == -2
 
 
-JEST_SUITE = ("import { describe, expect, test } from '@jest/globals';\nimport _ from 'lodash';\n"
+JEST_SUITE = ("import {{ describe, expect, test }} from '@jest/globals';\nimport _ from 'lodash';\n"
               "const add = (a: number, b: number): number => a {op} b;\n"
               "describe('add', () => {{ test('adds', () => {{ expect(add(1, 2)).toBe(_.sum([1, 2])); }}); }});\n")  # fmt: skip
 
