@@ -14,9 +14,9 @@ Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18 wi
 library ships precompiled, so a job's build needs no warm cache), rustc 1.63; bash is in the base
 root filesystem already. Issue 40 adds SandboxFusion's other languages where Debian has them at a modest
 size: PHP 8.2, Ruby 3.1, Perl 5.36, Lua 5.4, R 4.2 (``Rscript``), Scala 2.11, C# (Mono 6.8 ``mcs``), D
-(gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify, Kotlin 1.3
-and Racket 8.7 (installed and trimmed by sandbox/toolchain_extras.py, which also drops the JDK's jmods);
-not Julia, Swift nor Lean: bookworm has no package of them.
+(gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify,
+Jest 29.3 (its Babel presets strip TypeScript), the javatuples jar, Kotlin 1.3 and Racket 8.7 (installed
+and trimmed by sandbox/toolchain_extras.py, which also drops the JDK's jmods); not Julia, Swift nor Lean: bookworm has no package of them.
 Both steps are cached by
 their inputs; ``python -m sandbox.image_langs`` builds it, ``make image LANGS=all`` from make.
 """
@@ -64,6 +64,8 @@ TOOLCHAIN_PACKAGES = [
     "libtest-deep-perl",
     "libdata-compare-perl",
     "racket",  # Kotlin: toolchain_extras.install_kotlin, without the Maven plugin's dependencies
+    "jest",  # SandboxFusion's jest language (Jest 29.3 and its tree of node-* packages)
+    "libjavatuples-java",  # org.javatuples on the Java/Kotlin classpath (languages.py)
 ]
 DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
 

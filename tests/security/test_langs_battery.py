@@ -57,6 +57,9 @@ def launcher(lang: str, cmd: str) -> str:
         "kotlin": f"fun main() {{ {kt_shell} }}\n",
         "kotlin_script": f"{kt_shell}\n",
         "racket": f"#lang racket/base\n(require racket/system)\n(void (system {s}))\n",  # a JSON string reads as Racket's
+        # a jest test file: the shell runs inside the one test, through Node's child_process
+        "jest": "import { test } from '@jest/globals';\nimport { execSync } from 'child_process';\n"
+        f"test('runs', () => {{ try {{ execSync({s}, {{stdio: 'inherit'}}); }} catch (e) {{}} }});\n",
     }[lang]
 
 
@@ -194,7 +197,7 @@ def test_fork_bomb_is_contained_and_the_sandbox_recovers(service, lang):
 
 
 # issue 40's languages: the same walls, attacked through each language's process API with a shell
-SHELL_LANGS = ["php", "ruby", "perl", "lua", "r", "csharp", "d", "scala", "kotlin", "kotlin_script", "racket"]
+SHELL_LANGS = ["php", "ruby", "perl", "lua", "r", "csharp", "d", "scala", "kotlin", "kotlin_script", "racket", "jest"]
 SHELL_NETWORK = "if timeout 2 bash -c 'exec 3<>/dev/tcp/1.1.1.1/53' 2>/dev/null; then echo 3; else echo blocked; fi"
 SHELL_WRITE = (
     f"ok=; for p in {' '.join(TARGETS)}; do (echo x >> $p) 2>/dev/null && ok=1; done; "

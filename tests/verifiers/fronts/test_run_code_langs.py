@@ -145,6 +145,24 @@ def test_java_asserts_are_enabled_as_in_sandboxfusion(http):
     assert verl_result(body, "") == -2
 
 
+JEST_SUITE = ("import {{ describe, expect, test }} from '@jest/globals';\nimport _ from 'lodash';\n"
+              "const add = (a: number, b: number): number => a {op} b;\n"
+              "describe('add', () => {{ test('adds', () => {{ expect(add(1, 2)).toBe(_.sum([1, 2])); }}); }});\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("op", ["+", "-"])
+def test_a_jest_suite_passes_or_fails_by_its_exit_status(http, op):
+    """SandboxFusion's ``jest``: the program is a TypeScript test file; Success when jest exits 0."""
+    body = run(http, "jest", JEST_SUITE.format(op=op), run_timeout=60)
+    run_result = body["run_result"]
+    assert body["compile_result"] is None and run_result["status"] == "Finished", body
+    if op == "+":
+        assert body["status"] == "Success" and run_result["return_code"] == 0, body
+    else:
+        assert body["status"] == "Failed" and run_result["return_code"] == 1, body
+        assert "Expected: 3" in run_result["stderr"] and verl_result(body, "") == -2
+
+
 def test_files_reach_a_compiled_program(http):
     code = '#include <stdio.h>\nint main(){char b[64]={0};FILE*f=fopen("data/in.txt","r");fread(b,1,63,f);puts(b);}\n'
     body = run(http, "c", code, files={"data/in.txt": base64.b64encode(b"hello").decode(), "skip.txt": None})

@@ -19,7 +19,7 @@ Languages: ``RUNNERS`` maps each served name to the function that runs it. ``pyt
 ``/tmp/job`` where ``files`` are written first. Every other language the ``code`` verifier runs, under
 SandboxFusion's names (``cpp``, ``java``, ``go``, ``rust``, ``nodejs``/``js``, ``typescript``/``ts``,
 ``bash``, ``php``, ``ruby``, ``perl``, ``lua``, ``R``, ``scala``, ``csharp`` (Mono), ``D_ut``, ``verilog``,
-``go_test``, ``junit``, ``pytest``, ``kotlin_script``, ``racket``; also ``c``, ``javascript`` and ``kotlin``): one job in
+``go_test``, ``junit``, ``pytest``, ``jest``, ``kotlin_script``, ``racket``; also ``c``, ``javascript`` and ``kotlin``): one job in
 the toolchain pool (verifiers/kinds/code/toolchains.py), the driver compiling once under ``compile_timeout`` and running once
 under ``run_timeout``, with the service's output cap. As SandboxFusion reports them: a compiled
 language (``c``, ``cpp``, ``java``, ``go``, ``rust``, ``scala``, ``D_ut``, ``verilog``, ``junit``, ``kotlin``) has
@@ -31,7 +31,7 @@ module's compile, which SandboxFusion's ``kotlin``/``racket`` do as part of the 
 ``memory_limit_MB`` is the program's address-space limit; the JVM and V8 reserve more than they use, so
 for them it is at least their default (languages.py). A program that passes the output cap is killed:
 ``Finished`` with ``return_code`` -9 and "output limit exceeded" in its stderr.
-SandboxFusion's languages this server does not run (``languages.NOT_SERVED``: julia, swift, jest, lean, cuda,
+SandboxFusion's languages this server does not run (``languages.NOT_SERVED``: julia, swift, lean, cuda,
 python_gpu) answer ``SandboxError`` saying why. Any other language answers SandboxFusion's error shape: ``status: "SandboxError"`` and a message naming
 the languages served. ``fetch_files`` is not supported (a non-empty list gets the same error shape);
 verl sends ``[]``.
@@ -166,7 +166,7 @@ TOOLCHAIN_NAMES = {"c": "c", "cpp": "cpp", "java": "java", "go": "go", "rust": "
                    "bash": "bash", "php": "php", "ruby": "ruby", "perl": "perl", "lua": "lua", "R": "r",
                    "scala": "scala", "csharp": "csharp", "D_ut": "d_ut", "verilog": "verilog", "go_test": "go_test",
                    "junit": "junit", "pytest": "pytest", "kotlin_script": "kotlin_script", "racket": "racket",
-                   "kotlin": "kotlin"}  # fmt: skip
+                   "kotlin": "kotlin", "jest": "jest"}  # fmt: skip
 # SandboxFusion reports a compile step for these (its runners' compile commands)
 SHOWN_COMPILE = {"c", "cpp", "java", "go", "rust", "scala", "d_ut", "verilog", "junit", "kotlin"}
 SIGKILL = 9

@@ -2,7 +2,8 @@
 (C/C++ ``assert`` in a ``main``, Java ``assert`` under ``-ea`` in a class with ``main``, node:assert or
 ``console.assert``, a Go ``main`` that panics, Rust ``assert!`` in ``fn main``, PHP/Ruby/Perl/Lua/R
 scripts, a Scala object, a C# ``Main`` with ``Debug.Assert``, D ``assert`` in ``main`` or ``unittest``
-blocks), assembled with the candidate's program into one program, compiled and run once in the toolchain
+blocks, a Kotlin ``fun main`` with ``assert``, Racket's rackunit checks: verifiers/kinds/code/asserts_more.py),
+assembled with the candidate's program into one program, compiled and run once in the toolchain
 pool as stdio mode's programs are (verifiers/kinds/code/stdio.py ``run_compiled``: same limits, compile cache,
 fairness gate), the whole test program one case.
 
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from verifiers.kinds.code import languages
+from verifiers.kinds.code.asserts_more import BadTests, kotlin, racket
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
 from verifiers.shapes.outcome import CaseStatus, Outcome
@@ -47,10 +49,6 @@ _KEY = secrets.token_bytes(32)  # the nonce's key: drawn once per process, never
 # a failed test's stderr (else a crash: RUNTIME_ERROR): asserts, MultiPL-E's "Test failed", R's stopifnot,
 # D's unittest summary, a Go panic that is not the runtime's
 _FAILED = re.compile(r"(?i)assert|test failed|is not TRUE|are not all TRUE|FAILED unittests|(?-i:\bpanic: (?!runtime))")
-
-
-class BadTests(ValueError):
-    """The tests cannot be assembled (no entry point where the language needs one)."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +273,8 @@ LANGUAGES: dict[str, Callable[[Parts], tuple[str, dict[str, str]]]] = {
     "scala": _scala,
     "csharp": _csharp,
     "d": _d,
+    "kotlin": kotlin,  # verifiers/kinds/code/asserts_more.py
+    "racket": racket,
 }
 
 

@@ -39,16 +39,16 @@ from dataclasses import dataclass, field, replace
 
 from sandbox import toolchain_extras as extras
 from verifiers.kinds.code.java_source import java_entry, scala_main
+from verifiers.kinds.code.jest_config import JEST_ENV, JEST_RUN
 from verifiers.kinds.code.kotlin_source import kotlin_main
 
 LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust", "typescript", "bash", "php", "ruby", "perl",
              "lua", "r", "scala", "csharp", "d", "d_ut", "verilog", "go_test", "junit", "pytest", "kotlin",
-             "kotlin_script", "racket")  # fmt: skip
+             "kotlin_script", "racket", "jest")  # fmt: skip
 # SandboxFusion languages this server does not run, and why (a request naming one is refused with this)
 NOT_SERVED = {
     "julia": "Debian bookworm has no Julia package",
     "swift": "Debian bookworm has no Swift compiler package (its 'swift' is OpenStack's object store)",
-    "jest": "Jest is not in the toolchain image (Debian's jest pulls a tree of Node packages)",
     "lean": "Debian bookworm has no Lean package (its 'elan' installer downloads Lean from the network)",
     "cuda": "the sandbox has no GPU",
     "python_gpu": "the sandbox has no GPU",
@@ -84,8 +84,9 @@ COMPILE_NPROC = 256
 RUN_NPROC = 64
 _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCodeCacheSize=64m"]
 _JUNIT = "/usr/share/java/junit-platform-console-standalone.jar"
+_TUPLES = "/usr/share/java/javatuples.jar"  # libjavatuples-java: org.javatuples for Java, JUnit and Kotlin
 _KOTLINC = ["-J-Xmx512m", "-J-XX:TieredStopAtLevel=1", *(f"-J{f}" for f in _JVM)]
-_KOTLIN_CP = ":".join(extras.KOTLIN_RUNTIME)  # sandbox/toolchain_extras.py puts them in the image
+_KOTLIN_CP = ":".join([*extras.KOTLIN_RUNTIME, _TUPLES])  # sandbox/toolchain_extras.py puts them in the image
 _KTS = extras.KOTLIN_SCRIPT_DIR
 GO_WARM_CACHE = "/usr/lib/rlvr/gocache"  # built with the image (sandbox/image_langs.py)
 _GO_ENV = {"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache",
@@ -140,9 +141,11 @@ _TABLE = {
             "-J-Xmx512m",
             "-J-XX:TieredStopAtLevel=1",
             *(f"-J{f}" for f in _JVM),
+            "-cp",
+            f".:{_TUPLES}",
             "Main.java",
         ],
-        ["java", "-ea", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", ".", "Main"],
+        ["java", "-ea", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", f".:{_TUPLES}", "Main"],
         run_as_mb=2048,
     ),
     "javascript": Language(
@@ -213,7 +216,16 @@ _TABLE = {
         "junit",
         ("junit", "java"),
         "Main.java",
-        ["javac", "-encoding", "UTF-8", "-J-Xmx512m", *(f"-J{f}" for f in _JVM), "-cp", f".:{_JUNIT}", "Main.java"],
+        [
+            "javac",
+            "-encoding",
+            "UTF-8",
+            "-J-Xmx512m",
+            *(f"-J{f}" for f in _JVM),
+            "-cp",
+            f".:{_JUNIT}:{_TUPLES}",
+            "Main.java",
+        ],
         [
             "java",
             "-ea",
@@ -223,7 +235,7 @@ _TABLE = {
             _JUNIT,
             "--disable-banner",
             "--class-path",
-            ".",
+            f".:{_TUPLES}",
             "--scan-class-path",
         ],
         run_as_mb=2048,
@@ -235,7 +247,7 @@ _TABLE = {
         "kotlin",
         ("kotlin", "kt"),
         "main.kt",
-        ["kotlinc", *_KOTLINC, "main.kt", "-d", "main.jar"],
+        ["kotlinc", *_KOTLINC, "-cp", _TUPLES, "main.kt", "-d", "main.jar"],
         ["java", "-ea", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *_JVM, "-cp", f"main.jar:{_KOTLIN_CP}", "MainKt"],
         run_as_mb=2048,
     ),
@@ -243,7 +255,7 @@ _TABLE = {
         "kotlin_script",
         ("kotlin_script", "kts", "kotlin"),
         "main.kts",
-        ["kotlinc", *_KOTLINC, "main.kts", "-d", "."],
+        ["kotlinc", *_KOTLINC, "-cp", _TUPLES, "main.kts", "-d", "."],
         [
             "java",
             "-ea",
@@ -260,6 +272,11 @@ _TABLE = {
     "racket": Language(
         "racket", ("racket", "rkt", "scheme"), "main.rkt", ["raco", "make", "main.rkt"], ["racket", "main.rkt"]
     ),
+    # jest: the program is a test file (TypeScript or JavaScript, ES modules), as SandboxFusion's runner
+    # writes it; jest_config.py: offline, one worker, cache under the job's scratch, CI mode; passes on exit 0
+    "jest": Language(
+        "jest", ("jest", "typescript", "ts", "javascript", "js"), "main.test.ts", None, JEST_RUN, 4096, JEST_ENV
+    ),  # fmt: skip
     "pytest": Language(
         "pytest",
         ("pytest", "python", "py"),

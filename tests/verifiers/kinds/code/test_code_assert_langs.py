@@ -76,6 +76,15 @@ CASES = {
     "d": ("unittest {\n  assert(add(2, 3) == 5);\n}\nvoid main() {\n  assert(add(-1, 1) == 0);\n}\n",
           "int add(int a, int b) { return a + b; }\n", "int add(int a, int b) { return a - b; }\n",
           "import core.stdc.stdlib : exit;\nint add(int a, int b) { exit(0); }\n"),
+    "kotlin": ("import kotlin.math.abs\n\nfun main() {\n    assert(add(2, 3) == 5)\n"
+               "    if (abs(add(-1, 1)) != 0) throw AssertionError(\"add(-1, 1)\")\n}\n",
+               "fun add(a: Int, b: Int): Int = a + b\n\nfun main() { println(add(1, 1)) }\n",
+               "fun add(a: Int, b: Int): Int = a - b\n",
+               "import kotlin.system.exitProcess\n\nfun add(a: Int, b: Int): Int { exitProcess(0) }\n"),
+    "racket": ("#lang racket\n(require rackunit)\n(check-equal? (add 2 3) 5)\n"
+               "(unless (= (add -1 1) 0) (error \"Test failed: (add -1 1)\"))\n",
+               "#lang racket\n(define (add a b) (+ a b))\n", "(define (add a b) (* a b))\n",
+               "#lang racket\n(define (add a b) (exit 0))\n"),
 }  # fmt: skip
 OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90"}
 

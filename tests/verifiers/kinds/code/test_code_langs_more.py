@@ -1,7 +1,7 @@
 """The code verifier's stdio mode in issue 40's languages (SandboxFusion's other languages that Debian
 packages, Kotlin and Racket included): one correct and one wrong a+b program each, through a real VerifierService and the real
 toolchain image; a language SandboxFusion names that this server does not run is refused naming it
-and why; SandboxFusion's test-framework languages (``pytest``, ``junit``, ``go_test``, ``D_ut``) pass a
+and why; SandboxFusion's test-framework languages (``pytest``, ``junit``, ``go_test``, ``D_ut``, ``jest``) pass a
 passing suite and fail a failing one."""
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ SUITES = {
               "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n"
               "public class AddTest { static int add(int a, int b) { return a - b; }\n"
               "  @Test void adds() { assertEquals(3, add(1, 2)); } }\n"),
+    "jest": ("import { describe, expect, test } from '@jest/globals';\n"
+             "const add = (a: number, b: number): number => a + b;\n"
+             "describe('add', () => { test('adds', () => { expect(add(1, 2)).toBe(3); }); });\n",
+             "import { describe, expect, test } from '@jest/globals';\n"
+             "const add = (a: number, b: number): number => a - b;\n"
+             "describe('add', () => { test('adds', () => { expect(add(1, 2)).toBe(3); }); });\n"),
 }  # fmt: skip
 
 
@@ -105,3 +111,15 @@ def test_a_language_this_server_does_not_run_is_refused_naming_it(name):
     with pytest.raises(BadRequest) as e:
         CodeOptions.parse({"mode": "stdio", "language": name})
     assert name in str(e.value) and NOT_SERVED[name] in str(e.value)
+
+
+def test_a_java_program_imports_javatuples(service):
+    """libjavatuples-java is on the Java and Kotlin class paths (SandboxFusion's Java runner bundles the jar)."""
+    java = ("import org.javatuples.Pair;\nimport java.util.Scanner;\npublic class Main { public static void main(String[] a)"
+            " { Scanner s = new Scanner(System.in); Pair<Long, Long> p = Pair.with(s.nextLong(), s.nextLong());"
+            " System.out.println(p.getValue0() + p.getValue1()); } }\n")  # fmt: skip
+    kotlin = ("import org.javatuples.Pair\nfun main() { val v = readLine()!!.trim().split(\" \").map { it.toLong() }\n"
+              "    val p = Pair.with(v[0], v[1]); println(p.getValue0() + p.getValue1()) }\n")  # fmt: skip
+    for lang, code in (("java", java), ("kotlin", kotlin)):
+        v = grade(service, lang, code, case_timeout_s="20", compile_timeout_s="90", timeout_s=120)
+        assert (v.outcome, v.reward) == ("CORRECT", 1.0), (lang, v.detail)
