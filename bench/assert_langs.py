@@ -29,13 +29,23 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from tests.verifiers.kinds.code.test_code_assert_langs import CASES, OPTIONS  # noqa: E402
-
 from tests.langs_helpers import make_service  # noqa: E402
+from tests.verifiers.kinds.code.test_code_assert_langs import CASES, OPTIONS  # noqa: E402
 from verifiers.kinds.code import toolchains  # noqa: E402
 from verifiers.shapes.request import Request  # noqa: E402
 
-COMMENT = {"c": "//", "cpp": "//", "java": "//", "rust": "//", "go": "//", "scala": "//", "csharp": "//", "d": "//", "kotlin": "//", "racket": ";"}
+COMMENT = {
+    "c": "//",
+    "cpp": "//",
+    "java": "//",
+    "rust": "//",
+    "go": "//",
+    "scala": "//",
+    "csharp": "//",
+    "d": "//",
+    "kotlin": "//",
+    "racket": ";",
+}
 
 
 class _Tmp:  # what make_service needs of pytest's tmp_path_factory
