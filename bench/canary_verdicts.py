@@ -2,7 +2,7 @@
 tree first on the path: one line each (kind, family, name, reward, outcome, control reward, control outcome), so
 two trees' verdicts can be diffed (issue 39: "the adversarial batteries give identical verdicts").
 
-    cd <tree> && PYTHONPATH=$PWD /work/main/.venv/bin/python /work/main/bench/canary_verdicts.py > <tree>.tsv
+    cd <tree> && PYTHONPATH=$PWD <checkout>/.venv/bin/python <checkout>/bench/canary_verdicts.py > <tree>.tsv
     diff a.tsv b.tsv
 """
 
