@@ -282,11 +282,10 @@ def assemble(lang: str, program: str, tests: str) -> Program:
     """The test program of ``lang`` for ``program`` (prelude + candidate) and ``tests``; ``BadTests``
     where the tests lack the entry point the language needs."""
     digest = hmac.new(_KEY, "\0".join((lang, program, tests)).encode(), hashlib.sha256).hexdigest()
-    sentinel = f"{SENTINEL}-{digest[:32]}"
+    sentinel, tag = f"{SENTINEL}-{digest[:32]}", digest[32:40]
     half = len(sentinel) // 2
-    source, files = LANGUAGES[lang](Parts(program, tests, sentinel[:half], sentinel[half:], digest[32:40]))
+    source, files = LANGUAGES[lang](Parts(program, tests, sentinel[:half], sentinel[half:], tag))
     base = languages.language(lang)
-    tag = digest[32:40]
     if lang == "java":
         base = languages.for_source(base, source)
         pkg = java_entry(source).package

@@ -220,22 +220,11 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, reward: str) 
     return v
 
 
-def _nonce_lines(res: Result, nonce: str) -> list[dict]:
-    """The lines the tests' process wrote on its private stdout (the candidate cannot know the nonce)."""
-    out = []
-    for line in res.stdout.splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("nonce") == nonce:
-            out.append(d)
-    return out
-
-
 def _script_line(res: Result, nonce: str) -> dict | None:
     """The whole script's verdict line (not one MBPP assert's, not a signals line), the last one written."""
-    return next((d for d in reversed(_nonce_lines(res, nonce)) if "case" not in d and d.get("status")), None)
+    return next(
+        (d for d in reversed(toolchains.driver_lines(res.stdout, nonce)) if "case" not in d and d.get("status")), None
+    )
 
 
 def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
@@ -277,7 +266,7 @@ def assert_signals(res: Result, nonce: str, verdict: Verdict) -> list[str]:
     """The exploit signals of an assert-mode run: those the harness wrote on its nonce lines (what the candidate's
     process did, in_sandbox/code/harness.py), and what the run itself shows (its output, its end)."""
     found = set()
-    for d in _nonce_lines(res, nonce):
+    for d in toolchains.driver_lines(res.stdout, nonce):
         if isinstance(d.get("signals"), list):
             found.update(n for n in d["signals"] if isinstance(n, str) and n.startswith("code.") and n in SIGNALS)
     if res.output_limit_exceeded:
