@@ -1,5 +1,6 @@
-"""The answer shapes the math kind's warm-up parses in each sandbox worker, so that jobs fork from a worker
-whose LaTeX parser has already built its prediction tables for them.
+"""The math kind's warm-up (``warm_up``), run once in each sandbox worker: it grades a pair of each answer
+shape, then parses the answer shapes below, so that jobs fork from a worker whose LaTeX parser has already
+built its prediction tables for them.
 
 Why: latex2sympy's grammar decides most inputs with ANTLR's adaptive prediction, whose DFA cache grows with
 each new sequence of token kinds it meets (``(a, b)``, ``x_{1} = a, x_{2} = b``, a matrix...). A job is a fork
@@ -121,3 +122,60 @@ def fill_prediction_tables(strings: list[str] | None = None) -> None:
             converter.create_parser(latex2sympy2.normalize_latex(grader.written(s), config)).math()
         except Exception:
             pass
+
+
+# (gold, answer) pairs the warm-up grades, one per answer shape, so that antlr's lazily built prediction
+# tables, the regex caches and sympy's caches are inherited warm by every job; unequal pairs at the end, so the
+# disproving paths (probe points, set and interval mismatches) are warm too
+PAIRS = [
+    ("3", "3"),
+    ("-5", "5"),
+    ("\\frac{1}{2}", "0.5"),
+    ("\\frac{3}{7}", "3/7"),
+    ("2.5", "\\dfrac{5}{2}"),
+    ("\\sqrt{2}/2", "\\frac{1}{\\sqrt{2}}"),
+    ("2\\sqrt{3}", "\\sqrt{12}"),
+    ("\\pi", "3.14"),
+    ("e^{2}", "e^2"),
+    ("x^2+2x+1", "(x+1)^2"),
+    ("x = 3", "3"),
+    ("y=2x+1", "y = 1 + 2x"),
+    ("\\{1,2,3\\}", "\\{3,2,1\\}"),
+    ("(1,2)", "(1, 2)"),
+    ("[0,1)", "[0, 1)"),
+    ("(-\\infty, 2]", "x \\le 2"),
+    ("1 < x < 2", "(1,2)"),
+    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"),
+    ("50\\%", "0.5"),
+    ("10\\text{ cm}", "10"),
+    ("1,000,000", "1000000"),
+    ("\\$5", "5"),
+    ("90^\\circ", "90"),
+    ("\\frac{1}{2004!}", "\\frac{1}{2006!}"),
+    ("\\log_2 8", "3"),
+    ("\\sin(\\pi/6)", "1/2"),
+    ("2^{10}", "1024"),
+    ("a_{n} = 2n", "2n"),
+    ("\\text{(B)}", "B"),
+    ("-\\frac{3}{4}", "-0.75"),
+    ("1.5 \\times 10^{3}", "1500"),
+    # unequal pairs, so the disproving paths (probe points, set and interval mismatches) are warm too
+    ("x^2+3x+2", "(x+1)(x+3)"),
+    ("\\{-1, 4\\}", "\\{4, 5\\}"),
+    ("[-2, 3)", "(-2, 3]"),
+    ("\\frac{2}{3}", "0.67"),
+]
+
+
+def warm_up() -> None:
+    """The math kind's warm-up (verifiers/kinds/math/verifier.py ``MATH_WARMUP``): grade ``PAIRS`` as an
+    answer and inside a sentence, then fill the prediction tables for ``corpus()``."""
+    from in_sandbox.math import grader
+
+    for g, p in PAIRS:
+        try:
+            grader.grade({"gold": g, "preds": [p], "mode": "answer"}, {})
+            grader.grade({"gold": g, "preds": ["so the answer is $" + p + "$"], "mode": "full"}, {})
+        except Exception:
+            pass
+    fill_prediction_tables()

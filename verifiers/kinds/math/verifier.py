@@ -41,59 +41,10 @@ ITEM_SHARE_S = 0.5  # a job's time beyond its longest item's, for each other ite
 JOB_CODE = "from in_sandbox.math import grader\ngrader.main()\n"
 
 # The math kind's declared warm-up (MathVerifier.warmup), run once in each sandbox worker before it forks
-# jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds/table.py sandbox_warmup): builds
-# the grader module, then grades a corpus covering each answer shape so that antlr's lazily built
-# prediction tables, the regex caches and sympy's caches are inherited warm by every job, then runs the
-# LaTeX parser over the common answer shapes of in_sandbox/math/warm.py (prediction tables only).
-_WARM_PAIRS = [
-    ("3", "3"),
-    ("-5", "5"),
-    ("\\frac{1}{2}", "0.5"),
-    ("\\frac{3}{7}", "3/7"),
-    ("2.5", "\\dfrac{5}{2}"),
-    ("\\sqrt{2}/2", "\\frac{1}{\\sqrt{2}}"),
-    ("2\\sqrt{3}", "\\sqrt{12}"),
-    ("\\pi", "3.14"),
-    ("e^{2}", "e^2"),
-    ("x^2+2x+1", "(x+1)^2"),
-    ("x = 3", "3"),
-    ("y=2x+1", "y = 1 + 2x"),
-    ("\\{1,2,3\\}", "\\{3,2,1\\}"),
-    ("(1,2)", "(1, 2)"),
-    ("[0,1)", "[0, 1)"),
-    ("(-\\infty, 2]", "x \\le 2"),
-    ("1 < x < 2", "(1,2)"),
-    ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"),
-    ("50\\%", "0.5"),
-    ("10\\text{ cm}", "10"),
-    ("1,000,000", "1000000"),
-    ("\\$5", "5"),
-    ("90^\\circ", "90"),
-    ("\\frac{1}{2004!}", "\\frac{1}{2006!}"),
-    ("\\log_2 8", "3"),
-    ("\\sin(\\pi/6)", "1/2"),
-    ("2^{10}", "1024"),
-    ("a_{n} = 2n", "2n"),
-    ("\\text{(B)}", "B"),
-    ("-\\frac{3}{4}", "-0.75"),
-    ("1.5 \\times 10^{3}", "1500"),
-    # unequal pairs, so the disproving paths (probe points, set and interval mismatches) are warm too
-    ("x^2+3x+2", "(x+1)(x+3)"),
-    ("\\{-1, 4\\}", "\\{4, 5\\}"),
-    ("[-2, 3)", "(-2, 3]"),
-    ("\\frac{2}{3}", "0.67"),
-]
-MATH_WARMUP = f"""
-from in_sandbox.math import grader as m
-for g, p in {_WARM_PAIRS!r}:
-    try:
-        m.grade({{"gold": g, "preds": [p], "mode": "answer"}}, {{}})
-        m.grade({{"gold": g, "preds": ["so the answer is $" + p + "$"], "mode": "full"}}, {{}})
-    except Exception:
-        pass
-from in_sandbox.math import warm
-warm.fill_prediction_tables()
-"""
+# jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds/table.py sandbox_warmup):
+# in_sandbox/math/warm.py grades a corpus covering each answer shape, then fills the LaTeX parser's prediction
+# tables for the common answer shapes, so every job inherits them warm.
+MATH_WARMUP = "from in_sandbox.math import warm\nwarm.warm_up()\n"
 
 
 _INT = re.compile(r"[+-]?[0-9]{1,100}")  # ASCII digits only: others (``４２``) are the sandbox's to read
