@@ -39,7 +39,7 @@ from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
 from in_sandbox import answer as answer_rule
-from in_sandbox.math import equal, forms
+from in_sandbox.math import equal, fastparse, forms
 from in_sandbox.math import text as text_rules
 
 BadReference = text_rules.BadReference
@@ -96,7 +96,13 @@ def _parse_two_stage(self, latex_str):
     return _parse_ll(self, latex_str)
 
 
-_l2s.create_parser, _l2s.parse = _create_parser_sll, _parse_two_stage
+def _parse_fast_first(self, latex_str):
+    """fastparse's exact tree where it reads the string (most answers), else the two-stage ANTLR parse."""
+    got = fastparse.parse(self, latex_str)
+    return got if got is not None else _parse_two_stage(self, latex_str)
+
+
+_l2s.create_parser, _l2s.parse = _create_parser_sll, _parse_fast_first
 
 
 # -- parsing -----------------------------------------------------------------------------------------
