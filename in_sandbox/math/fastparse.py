@@ -20,42 +20,22 @@ any converter not on its default configuration. tests/verifiers/kinds/math/test_
 
 from __future__ import annotations
 
-import re
-
 import sympy
 from latex2sympy2_extended.latex2sympy2 import ConversionConfig, comma_number_regex, convert_number
 from latex2sympy2_extended.logic import And
 from latex2sympy2_extended.sets import FiniteSet
 from latex2sympy2_extended.symbols import get_symbol
 
+from in_sandbox.math.fastlex import Decline, tokens
+
 DEFAULT = ConversionConfig()
-NUMBER = re.compile(r"[0-9]*\.[0-9]+|[0-9]+")
-COMMAND = re.compile(r"\\([a-zA-Z]+)")
-PERCENT = re.compile(r"[ \t\r\n]?(\\%|%)")
-SPACE = re.compile(r"[ \t\r\n]+|\\[,:;!]")
-# the grammar's bare-word tokens: a letter run starting one of these is lexed as the keyword, not letters
-KEYWORDS = ("arsinh", "arcsinh", "arcosh", "arccosh", "artanh", "arctanh", "gcd", "lcm", "floor", "ceil", "eye",
-            "zeros", "ones", "cols", "rows", "diag", "norm", "rank", "tr", "rref", "hstack", "vstack", "orth",
-            "nullspace", "eig", "svd", "SVD", "matrix", "pmatrix", "bmatrix", "vmatrix")  # fmt: skip
-GREEK = {"alpha", "beta", "delta", "Delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "Theta", "vartheta",
-         "iota", "kappa", "lambda", "Lambda", "mu", "nu", "xi", "Xi", "omicron", "pi", "Pi", "varpi", "rho",
-         "varrho", "sigma", "Sigma", "varsigma", "tau", "upsilon", "Upsilon", "phi", "Phi", "varphi", "chi",
-         "psi", "Psi", "omega", "Omega"}  # fmt: skip
-COMMANDS = {"frac": "frac", "dfrac": "frac", "tfrac": "frac", "cfrac": "frac", "sqrt": "sqrt", "cdot": "*",
-            "times": "*", "div": "/", "infty": "inf", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
-            "lt": "<", "gt": ">", "ne": "!=", "neq": "!=", "quad": None, "qquad": None}  # fmt: skip
-PUNCT = {"==": "=", "<=": "<=", ">=": ">=", "!=": "!=", "\\{": "{s", "\\}": "}s"}
-DIGITS = set("0123456789")
-SINGLE = set("+-*/()[]{},;^!=<>")
-# what the grammar lexes after a caret as one token (transpose, degree): declined
-CARET_TOKENS = ("T", "{T}", "{\\top}", "\\circ", "\\degree", "\\circle", "°", "{\\circ}", "{\\degree}", "{\\circle}")
-RELATIONS = {"=": sympy.Eq, "<": sympy.StrictLessThan, "<=": sympy.LessThan, ">": sympy.StrictGreaterThan,
-             ">=": sympy.GreaterThan, "!=": sympy.Ne}  # fmt: skip
-STARTS_POSTFIX = {"num", "pct", "letter", "greek", "e", "inf", "frac", "sqrt", "(", "["}
-
-
-class Decline(Exception):
-    """The text is outside what this parser reads exactly: the ANTLR parser takes it."""
+RELATIONS = {"=": sympy.Eq, "==": sympy.Eq, "<": sympy.StrictLessThan, "<=": sympy.LessThan,
+             ">": sympy.StrictGreaterThan, ">=": sympy.GreaterThan, "!=": sympy.Ne}  # fmt: skip
+STARTS_POSTFIX = {"num", "pct", "letter", "greek", "text", "e", "inf", "frac", "sqrt", "(", "["}
+ENDS_ELEMENT = {",", ";", "end", "}s", "}"}
+SIMPLE_OPS = ("+", "-", "*", "/", "^", "_", ",")
+OPENERS = {"(": (")", "]", ")v"), "[": (")", "]", ")v"), "(v": (")", "]", ")v")}
+Relational = sympy.core.relational.Relational
 
 
 def parse(converter, text: str):
@@ -72,64 +52,14 @@ def parse(converter, text: str):
         return None
 
 
-def tokens(s: str) -> list[tuple[str, str]]:
-    """(kind, text) pairs, lexed as latex2sympy's lexer would; Decline on anything it might lex otherwise."""
-    out, i, n = [], 0, len(s)
-    while i < n:
-        m = SPACE.match(s, i)
-        if m:
-            i = m.end()
-            continue
-        c = s[i]
-        if c in DIGITS or c == "." and s[i + 1 : i + 2] in DIGITS:
-            m = NUMBER.match(s, i)
-            j = m.end()
-            pct = PERCENT.match(s, j)
-            if s.startswith(("E", "_", "."), j):
-                raise Decline("e-notation, subscript or a second period after a number")
-            out.append(("pct", s[i : pct.end()]) if pct else ("num", s[i:j]))
-            i = pct.end() if pct else j
-        elif c.isascii() and c.isalpha():
-            if c in "dE" or (c == "I" and s.startswith(("^", "_"), i + 1)) or s.startswith(KEYWORDS, i):
-                raise Decline(f"letter {c!r} at {i} may lex as another token")
-            out.append(("e", c) if c == "e" else ("letter", c))
-            i += 1
-        elif c == "\\":
-            m = COMMAND.match(s, i)
-            if m:
-                name = m.group(1)
-                if name in GREEK:
-                    out.append(("greek", name))
-                elif name in COMMANDS:
-                    if COMMANDS[name] is not None:
-                        out.append((COMMANDS[name], name))
-                    if name == "infty" and s.startswith(("%", "\\%"), m.end()):
-                        raise Decline("\\infty%")
-                else:
-                    raise Decline(f"command \\{name}")
-                i = m.end()
-            elif s.startswith(("\\{", "\\}"), i) and not s.startswith("\\{\\}", i):
-                out.append((PUNCT[s[i : i + 2]], s[i : i + 2]))
-                i += 2
-            else:
-                raise Decline(f"{s[i : i + 2]!r}")
-        elif s[i : i + 2] in PUNCT and s[i : i + 3] not in ("!==", "<->", "<=>"):
-            out.append((PUNCT[s[i : i + 2]], s[i : i + 2]))
-            i += 2
-        elif c in SINGLE:
-            if c == "^" and s.startswith(CARET_TOKENS, i + 1):
-                raise Decline("transpose or degree")
-            out.append((c, c))
-            i += 1
-        else:
-            raise Decline(f"character {c!r}")
-    return out
-
-
 def number(text: str):
     """latex2sympy's ``parse_number`` result (``sympy.Number(text)``, which runs ``parse_expr``: ~0.7 ms) made
     directly: a digit run is that Integer, a decimal the Float of its text (what parse_expr's auto_number makes)."""
     return sympy.Integer(int(text)) if text.isdigit() else sympy.Float(text)
+
+
+class _NotThisShape(Exception):
+    """The string is not of the shape being tried (``name = list``): try the next reading."""
 
 
 class _Parser:
@@ -146,29 +76,75 @@ class _Parser:
         self.i += 1
         return tok
 
-    # -- the top: a list of elements (``;`` groups of ``,`` items), each a set atom or a relation ----------
+    # -- the top: ``name = list``, a union of sets, or a list of elements (``;`` groups of ``,`` items) ---------
     def top(self):
-        groups = [[self.element()]]
+        if self.peek() in ("letter", "greek", "text"):
+            start = self.i
+            try:
+                return self.assignment()
+            except _NotThisShape:
+                self.i = start
+        if any(k == "cup" for k, _ in self.t):
+            x = self.set_union()
+        else:
+            x = self.c.convert_elements_to_set_or_tuple(self.elements(relations=True))
+        self.take("end")
+        return x
+
+    def assignment(self):
+        """latex2sympy's first reading: ``x = 1, 2`` is Eq(x, {1, 2}) and ``x \\in S`` is Eq(x, S), where ``x`` is
+        one name and nothing after the sign is a relation (else _NotThisShape)."""
+        lhs, _, _ = self.atom_expr()
+        if self.peek() not in ("=", "in"):
+            raise _NotThisShape
+        op = self.take()[0]
+        if op == "in" or any(k == "cup" for k, _ in self.t):
+            rhs = self.set_union()
+        else:
+            rhs = self.c.convert_elements_to_set_or_tuple(self.elements(relations=False))
+        if self.peek() != "end":
+            raise _NotThisShape
+        return sympy.Eq(lhs, rhs, evaluate=False)
+
+    def elements(self, relations):
+        """``a, b; c``: the groups latex2sympy makes, each a flat list of element values."""
+        groups = [self.element(relations)]
         while self.peek() in (",", ";"):
             if self.take()[0] == ";":
-                groups.append([])
-            groups[-1].append(self.element())
-        self.take("end")
-        flat = [e for g in groups for e in g]
-        if len(flat) > 1 and any(isinstance(e, sympy.core.relational.Relational | And) for e in flat):
-            raise Decline("a relation in a list (latex2sympy may read it as name = list)")
-        return self.c.convert_elements_to_set_or_tuple(groups)
+                groups.append(self.element(relations))
+            else:
+                groups[-1] = groups[-1] + self.element(relations)
+        return groups
 
-    def element(self):
-        if self.peek() in ("(", "["):
+    def element(self, relations):
+        """One item of a list, as a list (``a \\pm b`` is two)."""
+        k = self.peek()
+        if k == "pm":
+            self.take()
+            x = self.expr()
+            return self.ended([self.c.as_unary_minus(x), x])
+        if k in OPENERS:
             got = self.bracketed()
             if got is not None:
-                return got
-        if self.peek() == "{s":
-            return self.finite_set()
-        if self.peek() == "{":
-            raise Decline("a braced element (set or group)")
-        return self.relation()
+                return [got]
+        if k in ("{s", "{"):
+            return [self.finite_set()]
+        lh = self.expr()
+        if self.peek() == "pm":
+            self.take()
+            rh = self.expr()
+            minus = self.c.as_unary_minus(rh)
+            return self.ended([sympy.Add(lh, rh, evaluate=False), sympy.Add(lh, minus, evaluate=False)])
+        if self.peek() in RELATIONS:
+            if not relations:
+                raise _NotThisShape
+            return [self.relation(lh)]
+        return [lh]
+
+    def ended(self, x):
+        if self.peek() not in ENDS_ELEMENT:
+            raise Decline("an element goes on")
+        return x
 
     def bracketed(self):
         """An interval or a tuple, where the brackets hold more than one item; None (nothing taken) where
@@ -179,17 +155,17 @@ class _Parser:
         while self.peek() == ",":
             self.take()
             items.append(self.expr())
-        if len(items) == 1:
+        if len(items) == 1 and opener != "(v":
             self.i = start
             return None
         closer = self.take()[0]
-        if closer not in (")", "]") or self.peek() not in (",", ";", "end", "}s"):
-            raise Decline("an interval or tuple inside an expression")
+        if len(items) == 1 or closer not in OPENERS[opener] or self.peek() not in ENDS_ELEMENT | {"cup"}:
+            raise Decline("not an interval or tuple latex2sympy reads alone")
         if len(items) > 2:
-            if (opener, closer) not in (("(", ")"), ("[", "]")):
+            if closer != {"(": ")", "[": "]", "(v": ")v"}[opener]:
                 raise Decline("a tuple with mismatched brackets")
             return sympy.Tuple(*items)
-        left_open, right_open = opener == "(", closer == ")"
+        left_open, right_open = opener != "[", closer != "]"
         lo, hi = items
         try:  # latex2sympy: an empty interval is read as the pair of its ends
             if (left_open and right_open and hi <= lo) or (not left_open and not right_open and hi < lo):
@@ -199,24 +175,37 @@ class _Parser:
         return sympy.Interval(lo, hi, left_open=left_open, right_open=right_open)
 
     def finite_set(self):
-        self.take("{s")
-        items = [self.element()]
-        while self.peek() == ",":
-            self.take()
-            items.append(self.element())
-        self.take("}s")
-        if len(items) == 1:
-            raise Decline("a one-element \\{..\\} (a set or a group)")
-        return FiniteSet(*items)
+        closer = "}s" if self.take()[0] == "{s" else "}"
+        groups = self.elements(relations=True)
+        self.take(closer)
+        if self.peek() not in ENDS_ELEMENT | {"cup"}:
+            raise Decline("braces inside an expression (a group)")
+        return FiniteSet(*[x for g in groups for x in g])
 
-    def relation(self):
-        lh = self.expr()
+    def set_union(self):
+        lh = self.set_atom()
+        while self.peek() == "cup":
+            self.take()
+            rh = self.set_atom()
+            lh, rh = (FiniteSet(*x) if isinstance(x, sympy.Tuple) else x for x in (lh, rh))
+            lh = sympy.Union(lh, rh, evaluate=False)
+        return lh
+
+    def set_atom(self):
+        if self.peek() in ("{s", "{"):
+            return self.finite_set()
+        got = self.bracketed() if self.peek() in OPENERS else None
+        if got is None:
+            raise Decline("not a set")
+        return got
+
+    def relation(self, lh):
         while self.peek() in RELATIONS:
             rel = RELATIONS[self.take()[0]]
             rh = self.expr()
             if isinstance(lh, And):
                 lh = And(*lh._unsorted_args, rel(lh._unsorted_args[-1].rhs, rh, evaluate=False))
-            elif isinstance(lh, sympy.core.relational.Relational):
+            elif isinstance(lh, Relational):
                 lh = And(lh, rel(lh.rhs, rh, evaluate=False))
             else:
                 lh = rel(lh, rh, evaluate=False)
@@ -234,7 +223,7 @@ class _Parser:
 
     def product(self):
         lh = self.unary()
-        while self.peek() in ("*", "/"):
+        while self.peek() in ("*", "/", ":"):
             op, rh = self.take()[0], self.unary()
             if op == "*":
                 lh = self.c.mul_flat(lh, rh)
@@ -275,42 +264,52 @@ class _Parser:
     def power(self):
         kind = self.peek()
         x = self.atom()
+        looped = False
         while self.peek() == "^":
             if kind == "e":
                 raise Decline("e^..^..")
             self.take()
-            x = sympy.Pow(x, self.exponent(), evaluate=False)
-        if kind in ("letter", "greek", "e", "inf") and self.peek() in ("(", "[", "{"):
-            raise Decline("a letter before a bracket (a function call to latex2sympy)")
+            x, looped = sympy.Pow(x, self.exponent(), evaluate=False), True
+        if self.peek() in ("(", "[", "{") and (looped or kind in ("e", "inf")):
+            raise Decline("a bracket after a power or constant (a function call to latex2sympy?)")
         return x
 
     def exponent(self):
         """``^`` takes one atom (a whole digit run: ``x^23`` is x**23) or a braced expression."""
-        if self.peek() == "{":
-            self.take()
+        kind, text = self.take()
+        if kind == "{":
             x = self.expr()
             self.take("}")
             return x
-        kind = self.peek()
-        if kind not in ("num", "letter", "greek", "inf"):
-            raise Decline(f"exponent {kind}")
-        x = self.atom()
-        if kind in ("letter", "greek") and self.peek() == "^":
-            raise Decline("x^a^b with a letter exponent")
-        return x
+        if self.peek() == "_" or kind != "num" and self.peek() == "^":
+            raise Decline("x^a_b or x^a^b")
+        if kind == "num":
+            return number(text)
+        if kind == "inf":
+            return sympy.oo
+        if kind in ("letter", "greek") and text != "I":
+            return get_symbol(
+                text if kind == "letter" else "\\" + text, self.c.is_real, self.c.config.lowercase_symbols
+            )
+        raise Decline(f"exponent {kind}")
 
     def atom(self):
+        kind = self.peek()
+        if kind in ("letter", "greek", "text"):
+            x, name, plain = self.atom_expr()
+            if self.peek() in ("(", "[", "{"):
+                if not plain or kind != "letter" or name == "I" or self.peek() != "(":
+                    raise Decline("a name before a bracket (a function call to latex2sympy)")
+                return self.function(name) or x
+            return x
         kind, text = self.take()
-        c = self.c
         if kind == "num":
+            if self.peek() == "_":  # latex2sympy drops a number's subscript (a base: 204_5 is 204)
+                self.subscript()
             return number(text)
         if kind == "pct":
             value = number(text.replace("\\%", "").replace("%", "").strip())
             return sympy.Mul(value, sympy.UnevaluatedExpr(sympy.Rational(1, 100)), evaluate=False)
-        if kind == "letter":
-            return sympy.I if text == "I" else get_symbol(text, c.is_real, c.config.lowercase_symbols)
-        if kind == "greek":
-            return get_symbol("\\" + text, c.is_real, c.config.lowercase_symbols)
         if kind == "inf":
             return sympy.oo
         if kind == "e":  # latex2sympy's exponential function: e, e^{x}, evaluated
@@ -333,6 +332,72 @@ class _Parser:
             base = self.braced()
             return sympy.Pow(base, sympy.S.Half if root is None else 1 / root, evaluate=False)
         raise Decline(f"unexpected {kind}")
+
+    def atom_expr(self):
+        """A name with its optional subscript and superscript, in either order: (value, name as written,
+        whether it has neither); the symbol as latex2sympy makes it (lowercased, ``x_{12}``, ``\\text{C}`` is c)."""
+        kind, text = self.take()
+        sub = sup = None
+        while True:
+            if self.peek() == "_" and sub is None:
+                self.take()
+                sub = self.subscript()
+            elif self.peek() == "^" and sup is None:
+                self.take()
+                sup = self.exponent()
+            else:
+                break
+        if kind == "letter" and text == "I":
+            return sympy.I, text, True
+        name = text if kind != "greek" else "\\" + text
+        tail = "" if sub is None else "_" + sub if len(sub) == 1 else "_{" + sub + "}"
+        x = get_symbol(name + tail, self.c.is_real, self.c.config.lowercase_symbols)
+        plain = sub is None and sup is None
+        return (x if sup is None else sympy.Pow(x, sup, evaluate=False)), name, plain
+
+    def subscript(self) -> str:
+        """The text of ``_1``, ``_a``, ``_{n-1}`` as latex2sympy names it (its tokens' text, spaces dropped)."""
+        kind, text = self.take()
+        if kind in ("letter", "num") and text.isalnum():
+            return text
+        if kind != "{":
+            raise Decline(f"subscript {kind}")
+        start = self.i
+        while self.peek() in ("num", "letter", "+", "-"):
+            self.take()
+        inner = self.t[start : self.i]
+        self.take("}")
+        if not inner or any(k == "num" and not t.isdigit() for k, t in inner):
+            raise Decline("a subscript other than letters, digits, + and -")
+        _Parser(self.c, inner).whole_expr()
+        return "".join(t for _, t in inner)
+
+    def whole_expr(self):
+        x = self.expr()
+        self.take("end")
+        return x
+
+    def function(self, name):
+        """``f(x)``, ``f(a, b)``: latex2sympy's Function of the arguments (each parsed again from its text), where
+        the parentheses hold one atom or a comma; None where it reads a product (``x(x+1)``)."""
+        depth, j = 0, self.i
+        while True:
+            k = self.t[j][0]
+            depth += (k == "(") - (k == ")")
+            if depth == 0 or k == "end":
+                break
+            j += 1
+        inner = self.t[self.i + 1 : j]
+        kinds = [k for k, _ in inner]
+        if not all(k in ("num", "letter") or k in SIMPLE_OPS and t == k for k, t in inner) or kinds[-1:] == [","]:
+            raise Decline("a function call latex2sympy may read otherwise")
+        if "," not in kinds and kinds not in (["num"], ["letter"], ["letter", "_", "num"], ["letter", "_", "letter"]):
+            if "^" in kinds or "_" in kinds:
+                raise Decline("a name before (x^2): perhaps a function call")
+            return None  # x(x+1), f(2x): a product
+        self.i = j + 1
+        args = "".join(t for _, t in inner).split(",")
+        return sympy.Function(name)(*[self.c.parse(a) for a in args])
 
     def braced(self):
         self.take("{")
