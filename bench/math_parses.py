@@ -26,12 +26,14 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "latex_parses
 
 
 def record() -> list[dict]:
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
     from bench.math_verdicts import cases, payloads
     from in_sandbox.math import grader
 
     seen: dict[tuple, dict] = {}
     source = ["other"]
-    parse = grader._l2s.parse
+    parse = _Latex2Sympy.parse  # the grader's hook (imported above): fastparse, else ANTLR
 
     def noted(self, text):
         seen.setdefault((text, self.is_real), {"s": text, "is_real": self.is_real, "from": source[0]})
@@ -40,7 +42,7 @@ def record() -> list[dict]:
     def alarm(*_):
         raise grader.SoftTimeout
 
-    grader._l2s.parse = noted
+    _Latex2Sympy.parse = noted
     signal.signal(signal.SIGALRM, alarm)
     try:
         for name, item in payloads(cases()):
@@ -55,7 +57,7 @@ def record() -> list[dict]:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
-        grader._l2s.parse = parse
+        _Latex2Sympy.parse = parse
     shapes: dict[str, int] = {}
     kept = []
     for row in seen.values():

@@ -45,7 +45,7 @@ def parse(converter, text: str):
     if comma_number_regex.match(text):  # latex2sympy reads 1,000 as a number before anything else
         return convert_number(text)
     try:
-        return _Parser(converter, tokens(text)).top()
+        return Parser(converter, tokens(text)).top()
     except Decline:
         return None
     except (MemoryError, RecursionError):  # the grader reports these as a timeout, whichever parser met them
@@ -64,7 +64,7 @@ class _NotThisShape(Exception):
     """The string is not of the shape being tried (``name = list``): try the next reading."""
 
 
-class _Parser:
+class Parser:
     def __init__(self, converter, toks):
         self.c, self.t, self.i = converter, toks + [("end", "")], 0
 
@@ -374,7 +374,7 @@ class _Parser:
         self.take("}")
         if not inner or any(k == "num" and not t.isdigit() for k, t in inner):
             raise Decline("a subscript other than letters, digits, + and -")
-        _Parser(self.c, inner).whole_expr()
+        Parser(self.c, inner).whole_expr()
         return "".join(t for _, t in inner)
 
     def whole_expr(self):

@@ -85,7 +85,7 @@ def _create_parser_sll(self, latex_str):
     return parser
 
 
-def _parse_two_stage(self, latex_str):
+def parse_two_stage(self, latex_str):
     self._sll = True
     try:
         return _parse_ll(self, latex_str)
@@ -99,7 +99,7 @@ def _parse_two_stage(self, latex_str):
 def _parse_fast_first(self, latex_str):
     """fastparse's exact tree where it reads the string (most answers), else the two-stage ANTLR parse."""
     got = fastparse.parse(self, latex_str)
-    return got if got is not None else _parse_two_stage(self, latex_str)
+    return got if got is not None else parse_two_stage(self, latex_str)
 
 
 _l2s.create_parser, _l2s.parse = _create_parser_sll, _parse_fast_first

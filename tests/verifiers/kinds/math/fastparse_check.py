@@ -2,7 +2,7 @@
 
 Reads ``{"strings": [[text, is_real], ...], "break": rule-or-null}`` on stdin and prints one JSON line: for each
 string ``fast`` (srepr, or null where fastparse declined), ``antlr`` (srepr, or "ERROR: ...") and ``same``.
-The reference is the grader's own fallback (``grader._parse_two_stage``: ANTLR, SLL then LL); the grader is
+The reference is the grader's own fallback (``grader.parse_two_stage``: ANTLR, SLL then LL); the grader is
 imported here only, since importing it puts our rules in place of Math-Verify's for the whole process.
 ``same`` compares the trees strictly: the srepr, and every node's class and arguments in their stored order
 (srepr sorts an Add's or Mul's), with a FiniteSet's or And's ``_unsorted_args``. ``break`` swaps in a wrong rule
@@ -32,13 +32,13 @@ def broken(rule: str) -> None:
     from in_sandbox.math import fastparse
 
     if rule == "add-order":  # a + b built as b + a: the same srepr, another tree
-        flat = fastparse._Parser.expr
+        flat = fastparse.Parser.expr
 
         def expr(self):
             x = flat(self)
             return sympy.Add(*reversed(x.args), evaluate=False) if isinstance(x, sympy.Add) else x
 
-        fastparse._Parser.expr = expr
+        fastparse.Parser.expr = expr
     elif rule == "power-right":  # 2^3^4 read as 2^(3^4)
 
         def power(self):
@@ -48,7 +48,7 @@ def broken(rule: str) -> None:
                 return sympy.Pow(x, power(self), evaluate=False)
             return x
 
-        fastparse._Parser.power = power
+        fastparse.Parser.power = power
     else:
         raise ValueError(f"unknown rule to break: {rule!r} (add-order, power-right)")
 
@@ -68,7 +68,7 @@ def main() -> None:
         row = {"s": text, "fast": None if fast is None else sympy.srepr(fast), "antlr": None, "same": None}
         if fast is not None:
             try:
-                ref = grader._parse_two_stage(_Latex2Sympy(is_real=is_real), text)
+                ref = grader.parse_two_stage(_Latex2Sympy(is_real=is_real), text)
                 row["antlr"] = sympy.srepr(ref)
                 row["same"] = row["antlr"] == row["fast"] and shape(ref) == shape(fast)
             except Exception as e:  # noqa: BLE001 - ANTLR refusing what fastparse accepted is a mismatch
