@@ -15,6 +15,7 @@ COMMAND = re.compile(r"\\([a-zA-Z]+)")
 PERCENT = re.compile(r"[ \t\r\n]?(\\%|%)")
 SPACE = re.compile(r"[ \t\r\n]+|\\[,:;!]")
 TEXT = re.compile(r"\\(text|textbf|textit|textnormal|mbox)[ \t\r\n]?\{([A-Za-z0-9 ()]*)\}")
+MATRIX = re.compile(r"\\(begin|end)\{(matrix|pmatrix|bmatrix)\}|\\(begin)\{array\}\{[clr]*\}|\\(end)\{array\}|\\\\")
 DIGITS = set("0123456789")
 # the grammar's bare-word tokens: a letter run starting one of these is lexed as the keyword, not letters
 KEYWORDS = ("arsinh", "arcsinh", "arcosh", "arccosh", "artanh", "arctanh", "gcd", "lcm", "floor", "ceil", "eye",
@@ -29,7 +30,7 @@ COMMANDS = {"frac": "frac", "dfrac": "frac", "tfrac": "frac", "cfrac": "frac", "
             "lt": "<", "gt": ">", "ne": "!=", "neq": "!=", "pm": "pm", "mp": "pm", "cup": "cup", "in": "in",
             "quad": None, "qquad": None}  # fmt: skip
 TWO = {"==": "==", "<=": "<=", ">=": ">=", "!=": "!=", "\\{": "{s", "\\}": "}s", "\\(": "(v", "\\)": ")v"}
-SINGLE = set("+-*/:()[]{},;^_!=<>")
+SINGLE = set("+-*/:()[]{},;^_!=<>&")
 # what the grammar lexes after a caret as one token (transpose, degree)
 CARET_TOKENS = ("T", "{T}", "{\\top}", "\\circ", "\\degree", "\\circle", "°", "{\\circ}", "{\\degree}", "{\\circle}")
 
@@ -76,6 +77,11 @@ def tokens(s: str) -> list[tuple[str, str]]:
 
 def _command(s: str, i: int, out: list) -> int:
     """Lex the backslash token at ``i`` into ``out``; return where the next one starts."""
+    m = MATRIX.match(s, i)
+    if m:  # \begin{pmatrix}, \end{array}, the row break \\: latex2sympy's matrix tokens (written with no spaces)
+        text = m.group()
+        out.append(("row" if text == "\\\\" else "begin" if text.startswith("\\begin") else "end_m", text))
+        return m.end()
     m = TEXT.match(s, i)
     if m:  # \text{C}: latex2sympy's ACCENT token, read as the symbol of its letters (spaces, parentheses dropped)
         out.append(("text", m.group(2).replace(" ", "").replace("(", "").replace(")", "")))

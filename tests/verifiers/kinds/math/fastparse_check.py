@@ -18,6 +18,8 @@ import sympy
 
 
 def shape(e):
+    if isinstance(e, sympy.MatrixBase):
+        return (type(e).__name__, shape(e.tolist()))
     if isinstance(e, sympy.Basic):
         if not e.args:
             return sympy.srepr(e)

@@ -91,6 +91,11 @@ TRAPS = [
     ("1 < x \\le 2", "same"),
     ("\\text{(B)}", "same"),
     ("x^{2}(1)", "decline"),  # a function call raised to a power
+    ("\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}", "same"),
+    ("\\begin{array}{cc}1 & 2 \\\\ 3 & 4 \\\\\\end{array}", "same"),
+    ("\\begin{pmatrix}1 & 2 \\\\ 3\\end{pmatrix}", "decline"),  # ragged: ANTLR's path raises
+    ("\\begin{pmatrix}1 \\end{bmatrix}", "decline"),
+    ("[\\begin{pmatrix}1 \\end{pmatrix}]", "decline"),
 ]
 
 
