@@ -8,11 +8,17 @@ Each rule builds what latex2sympy's visitor builds for the same grammar rule (PS
 from __future__ import annotations
 
 import sympy
+import sympy.functions.elementary.hyperbolic as hyperbolic
+import sympy.functions.elementary.trigonometric as trig
 from latex2sympy2_extended.symbols import get_symbol
 
 from in_sandbox.math.fastlex import Decline
 
-STARTS_POSTFIX = {"num", "pct", "letter", "greek", "text", "e", "inf", "frac", "sqrt", "(", "["}
+STARTS_POSTFIX = {"num", "pct", "letter", "greek", "text", "e", "inf", "frac", "sqrt", "fn", "sum", "(", "["}
+# after the first factor of a function's argument without parentheses (\\sin 2x), latex2sympy's grammar takes no
+# function (its postfix_nofunc): the argument ends before one; brackets there are declined
+NOFUNC_GOES_ON = {"num", "pct", "letter", "greek", "text", "inf", "frac"}
+NOFUNC_ENDS = {"e", "sqrt", "fn", "sum"}
 SIMPLE_OPS = ("+", "-", "*", "/", "^", "_", ",")
 
 
@@ -48,10 +54,10 @@ class ExprParser:
             lh = self.c.add_flat(lh, rh)
         return lh
 
-    def product(self):
-        lh = self.unary()
+    def product(self, nofunc=False):
+        lh = self.unary(nofunc)
         while self.peek() in ("*", "/", ":"):
-            op, rh = self.take()[0], self.unary()
+            op, rh = self.take()[0], self.unary(nofunc)
             if op == "*":
                 lh = self.c.mul_flat(lh, rh)
             elif lh.is_Integer and rh.is_Integer:
@@ -60,16 +66,20 @@ class ExprParser:
                 lh = sympy.Mul(lh, sympy.Pow(rh, -1, evaluate=False), evaluate=False)
         return lh
 
-    def unary(self):
+    def unary(self, nofunc=False):
         if self.peek() == "+":
             self.take()
-            return self.unary()
+            return self.unary(nofunc)
         if self.peek() == "-":
             self.take()
-            x = self.unary()
+            x = self.unary(nofunc)
             return -x if x.func.is_Number or x.is_Number else self.c.mul_flat(-1, x)
         items = [self.postfix()]
         while self.peek() in STARTS_POSTFIX:
+            if nofunc and self.peek() in NOFUNC_ENDS:
+                break
+            if nofunc and (self.peek() not in NOFUNC_GOES_ON or self.peek(1) in ("(", "[", "{")):
+                raise Decline("a function's argument without parentheses goes on into brackets")
             items.append(self.postfix())
         res = items[-1]
         for left in reversed(items[:-1]):  # latex2sympy multiplies right to left, reading n p/q as n + p/q
@@ -81,9 +91,9 @@ class ExprParser:
 
     def postfix(self):
         x = self.power()
-        while self.peek() == "!":
-            self.take()
-            x = sympy.factorial(x, evaluate=False)
+        while self.peek() in ("!", "deg"):
+            if self.take()[0] == "!":
+                x = sympy.factorial(x, evaluate=False)
         if not isinstance(x, sympy.Expr):
             raise Decline("not an expression")
         return x
@@ -151,6 +161,10 @@ class ExprParser:
             if top.is_Integer and bottom.is_Integer:
                 return sympy.Rational(top, bottom)
             return sympy.Mul(top, sympy.Pow(bottom, -1, evaluate=False), evaluate=False)
+        if kind == "fn":
+            return self.function_of(text)
+        if kind == "sum":
+            return self.sum_or_product(sympy.Sum if text == "sum" else sympy.Product)
         if kind == "sqrt":
             root = None
             if self.peek() == "[":
@@ -229,8 +243,53 @@ class ExprParser:
         args = "".join(t for _, t in inner).split(",")
         return sympy.Function(name)(*[self.c.parse(a) for a in args])
 
-    def braced(self):
-        self.take("{")
+    def braced(self, opener="{", closer="}"):
+        self.take(opener)
         x = self.expr()
-        self.take("}")
+        self.take(closer)
         return x
+
+    def function_of(self, name):
+        """``\\sin(x)``, ``\\sin 2x``, ``\\sin^2 x``, ``\\sin^{-1} x``, ``\\log_2 8``, ``\\ln x``: latex2sympy's tree."""
+        base = power = None
+        if self.peek() == "_" and name == "log":
+            self.take()
+            base = self.exponent()
+        if self.peek() == "^":
+            self.take()
+            power = self.exponent()
+        if self.peek() in ("_", "^"):
+            raise Decline("a function's sub- and superscripts in another order")
+        if self.peek() == "(":
+            arg = self.braced("(", ")")
+        else:
+            arg = self.product(nofunc=True)
+        if name in ("log", "ln"):
+            f = sympy.log(arg, sympy.E if name == "ln" else 10 if base is None else base, evaluate=False)
+        elif name == "exp":
+            f = sympy.exp(arg, evaluate=False)
+        else:
+            if name.startswith("arc"):
+                name = "a" + name[3:]
+            elif power == -1:
+                name, power = "a" + name, None
+            f = getattr(hyperbolic if name.endswith("h") else trig, name)(arg, evaluate=False)
+        return sympy.Pow(f, power, evaluate=False) if power else f
+
+    def sum_or_product(self, kind):
+        """``\\sum_{k=1}^{n} f``: latex2sympy's Sum (Product) of the multiplicative expression after it."""
+        var = start = end = None
+        for _ in range(2):
+            if self.peek() == "_" and var is None:
+                self.take()
+                self.take("{")
+                var = self.expr()
+                self.take("=")
+                start = self.expr()
+                self.take("}")
+            elif self.peek() == "^" and end is None:
+                self.take()
+                end = self.exponent()
+        if var is None or end is None:
+            raise Decline("a sum without both bounds")
+        return kind(self.product(), (var, start, end))

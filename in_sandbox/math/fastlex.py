@@ -28,11 +28,15 @@ GREEK = {"alpha", "beta", "delta", "Delta", "epsilon", "varepsilon", "zeta", "et
 COMMANDS = {"frac": "frac", "dfrac": "frac", "tfrac": "frac", "cfrac": "frac", "sqrt": "sqrt", "cdot": "*",
             "times": "*", "div": "/", "infty": "inf", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
             "lt": "<", "gt": ">", "ne": "!=", "neq": "!=", "pm": "pm", "mp": "pm", "cup": "cup", "in": "in",
-            "quad": None, "qquad": None}  # fmt: skip
+            "sum": "sum", "prod": "sum"}  # fmt: skip
+# latex2sympy's one-argument functions: f(x), f x, f^2(x), \\log_b x
+FUNCTIONS = {"sin", "cos", "tan", "csc", "sec", "cot", "arcsin", "arccos", "arctan", "arccsc", "arcsec", "arccot",
+             "sinh", "cosh", "tanh", "log", "ln", "exp"}  # fmt: skip
 TWO = {"==": "==", "<=": "<=", ">=": ">=", "!=": "!=", "\\{": "{s", "\\}": "}s", "\\(": "(v", "\\)": ")v"}
 SINGLE = set("+-*/:()[]{},;^_!=<>&")
-# what the grammar lexes after a caret as one token (transpose, degree)
-CARET_TOKENS = ("T", "{T}", "{\\top}", "\\circ", "\\degree", "\\circle", "°", "{\\circ}", "{\\degree}", "{\\circle}")
+# what the grammar lexes after a caret as one token: a transpose (declined), a degree (ignored: convert_degrees off)
+TRANSPOSE = ("T", "{T}", "{\\top}")
+DEGREE = re.compile(r"\^(\\circle|\\circ|\\degree|°|\{\\circ\}|\{\\degree\}|\{\\circle\}|\{°\})")
 
 
 class Decline(Exception):
@@ -66,10 +70,11 @@ def tokens(s: str) -> list[tuple[str, str]]:
             out.append((TWO[s[i : i + 2]], s[i : i + 2]))
             i += 2
         elif c in SINGLE:
-            if c == "^" and s.startswith(CARET_TOKENS, i + 1):
-                raise Decline("transpose or degree")
-            out.append((c, c))
-            i += 1
+            deg = DEGREE.match(s, i) if c == "^" else None
+            if c == "^" and s.startswith(TRANSPOSE, i + 1):
+                raise Decline("a transpose")
+            out.append(("deg", deg.group()) if deg else (c, c))
+            i = deg.end() if deg else i + 1
         else:
             raise Decline(f"character {c!r}")
     return out
@@ -91,7 +96,11 @@ def _command(s: str, i: int, out: list) -> int:
     m = COMMAND.match(s, i)
     if m:
         name = m.group(1)
-        if name in GREEK:
+        if name.startswith(("quad", "qquad")):  # \quadx: the space \quad, then x (no other token starts so)
+            return i + (5 if name.startswith("quad") else 6)
+        if name in FUNCTIONS:
+            out.append(("fn", name))
+        elif name in GREEK:
             out.append(("greek", name))
         elif name in COMMANDS:
             if COMMANDS[name] is not None:

@@ -10,10 +10,11 @@ ANTLR path runs as before. Three modules: fastlex (tokens), fastexpr (expression
 What is covered: integers, decimals, ``1,000``, percentages, ``+ - * / : \\cdot \\times \\div``, implicit products
 (with latex2sympy's mixed-number rule: ``2\\frac{1}{2}`` is 5/2), ``^`` with an atom or a braced exponent
 (left-associative, as that grammar is: ``2^3^4`` is (2^3)^4), ``!``, the ``\\frac`` family, ``\\sqrt``, ``\\sqrt[n]``,
-``e^{...}``, ``\\infty``, letters, Greek letters, ``\\text{..}`` names, subscripts, ``f(x)`` calls, parentheses,
+``e^{...}``, ``\\infty``, letters, Greek letters, ``\\text{..}`` names, subscripts, ``f(x)`` calls, ``\\sin``-family,
+``\\log``, ``\\ln``, ``\\exp``, ``\\sum``, ``\\prod``, ``^\\circ`` (ignored, as latex2sympy does here), parentheses,
 relations (chains as an ``And``), ``\\pm``; at the top: lists, ``name = list`` (latex2sympy's Eq(name, list)),
 ``x \\in S``, intervals, tuples, sets, unions, a matrix. What is not (declined): every other command (``\\left``,
-``\\sin``, ``\\sum``...), ``|..|``, ``\\cap``, a name before a bracket where latex2sympy could read a call,
+``\\int``, ``\\approx``...), ``|..|``, ``\\cap``, a name before a bracket where latex2sympy could read a call,
 letters that begin one of the grammar's bare keywords (``tr``, ``gcd``...), ``d`` and ``E``, Unicode, and any
 converter not on its default configuration. tests/verifiers/kinds/math/test_fastparse.py holds it to that.
 """
@@ -61,13 +62,13 @@ class Parser(ExprParser):
 
     # -- the top: ``name = list``, a union of sets, or a list of elements (``;`` groups of ``,`` items) ---------
     def top(self):
-        if self.peek() in ("letter", "greek", "text"):
+        if self.peek() in ("letter", "greek", "text", "("):
             start = self.i
             try:
                 return self.assignment()
             except _NotThisShape:
                 self.i = start
-        if self.peek() == "begin":
+        if self.peek() == "begin" or self.peek() in ("(", "[") and self.peek(1) == "begin":
             x = self.matrix()
         elif any(k == "cup" for k, _ in self.t):
             x = self.set_union()
@@ -79,7 +80,7 @@ class Parser(ExprParser):
     def assignment(self):
         """latex2sympy's first reading: ``x = 1, 2`` is Eq(x, {1, 2}) and ``x \\in S`` is Eq(x, S), where ``x`` is
         one name and nothing after the sign is a relation (else _NotThisShape)."""
-        lhs, _, _ = self.atom_expr()
+        lhs = self.names()
         if self.peek() not in ("=", "in"):
             raise _NotThisShape
         op = self.take()[0]
@@ -90,6 +91,20 @@ class Parser(ExprParser):
         if self.peek() != "end":
             raise _NotThisShape
         return sympy.Eq(lhs, rhs, evaluate=False)
+
+    def names(self):
+        """latex2sympy's atom_expr_list: one name (``x``, ``x_1``, ``x^2``) or a tuple of them ``(p, q)``."""
+        if self.peek() != "(":
+            return self.atom_expr()[0]
+        self.take()
+        names = []
+        while self.peek() in ("letter", "greek", "text"):
+            names.append(self.atom_expr()[0])
+            if self.take()[0] == ")":
+                return sympy.Tuple(*names) if len(names) > 1 else names[0]
+            if self.t[self.i - 1][0] != ",":
+                break
+        raise _NotThisShape
 
     def elements(self, relations):
         """``a, b; c``: the groups latex2sympy makes, each a flat list of element values."""
@@ -197,7 +212,8 @@ class Parser(ExprParser):
         return lh
 
     def matrix(self):
-        """A whole answer that is one matrix: latex2sympy's (mutable) ``Matrix`` of the rows' expressions."""
+        """A whole answer that is one matrix (in brackets or not): latex2sympy's (mutable) ``Matrix`` of its rows."""
+        bracket = self.take()[0] if self.peek() in ("(", "[") else None
         begin = self.take("begin")[1]
         rows = [[self.expr()]]
         while self.peek() in ("&", "row"):
@@ -206,6 +222,8 @@ class Parser(ExprParser):
             elif self.peek() != "end_m":  # a row break, not the optional last one
                 rows.append([self.expr()])
         end = self.take("end_m")[1]
+        if bracket:
+            self.take(")" if bracket == "(" else "]")
         if begin[7 : begin.index("}")] != end[5 : end.index("}")] or self.peek() != "end":
             raise Decline("a matrix inside something, or \\begin and \\end of different kinds")
         return sympy.Matrix(rows)

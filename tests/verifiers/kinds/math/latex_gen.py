@@ -63,11 +63,20 @@ class Gen:
             return f"\\sqrt{root}{{{self.expr(d - 1)}}}"
         if r < 0.92:
             return "e" + self.pick(("", "^2", "^x", "^{i\\pi}", "^{-x}", "^{2x+1}"))
+        if r < 0.93:
+            return self.function(d)
         if r < 0.96:
             f = self.pick("fgFx")
             args = ", ".join(self.atom(0) for _ in range(self.r.randrange(1, 3)))
             return f"{f}({args})"
         return f"{self.atom(d - 1)}!"
+
+    def function(self, d):
+        name = self.pick(("\\sin", "\\cos", "\\tan", "\\sec", "\\arcsin", "\\sinh", "\\log", "\\ln", "\\exp",
+                          "\\log_2", "\\log_{10}", "\\sum_{k=1}^{n}", "\\prod^{5}_{i=0}"))  # fmt: skip
+        power = self.pick(("", "", "^2", "^{-1}", "^{2}"))
+        arg = self.pick((f"({self.expr(d - 1)})", f" {self.power(0)}", f" {self.term(0)}", f"{{{self.expr(0)}}}"))
+        return name + power + arg + self.pick(("", "", "^\\circ", "^{\\circ}", "\\quad"))
 
     def power(self, d):
         a = self.atom(d)
@@ -112,6 +121,14 @@ class Gen:
         if r < 0.72:
             o, c = self.pick((("\\{", "\\}"), ("{", "}")))
             return o + ", ".join(self.element() for _ in range(self.r.randrange(1, 4))) + c
+        if r < 0.76:
+            return f"({self.name()}, {self.name()}) = " + ", ".join(
+                self.element() for _ in range(self.r.randrange(1, 3))
+            )
+        if r < 0.78:
+            rows = [" & ".join(self.expr(0) for _ in range(2)) for _ in range(self.r.randrange(1, 3))]
+            kind = self.pick(("pmatrix", "bmatrix", "matrix"))
+            return f"\\begin{{{kind}}}" + " \\\\ ".join(rows) + f"\\end{{{kind}}}"
         if r < 0.8:
             return (
                 self.name()

@@ -86,7 +86,6 @@ TRAPS = [
     ("E", "decline"),  # e-notation's letter
     ("d", "decline"),  # a differential's
     ("tr", "decline"),  # a keyword
-    ("90^\\circ", "decline"),
     ("\\left(1\\right)", "decline"),
     ("1 < x \\le 2", "same"),
     ("\\text{(B)}", "same"),
@@ -95,7 +94,19 @@ TRAPS = [
     ("\\begin{array}{cc}1 & 2 \\\\ 3 & 4 \\\\\\end{array}", "same"),
     ("\\begin{pmatrix}1 & 2 \\\\ 3\\end{pmatrix}", "decline"),  # ragged: ANTLR's path raises
     ("\\begin{pmatrix}1 \\end{bmatrix}", "decline"),
-    ("[\\begin{pmatrix}1 \\end{pmatrix}]", "decline"),
+    ("[\\begin{pmatrix}1 \\end{pmatrix}]", "same"),
+    ("\\sin(x) y", "same"),  # sin(x)*y
+    ("\\sin x / 2", "same"),  # sin(x/2): the argument without parentheses is a product
+    ("2 \\sin b \\cos a", "same"),  # the argument ends before another function
+    ("\\sin^{-1}(x)", "same"),  # asin
+    ("\\sin^0(x)", "same"),  # no power at all: latex2sympy tests the power's truth
+    ("\\log_2 8", "same"),
+    ("\\sum_{k=1}^{n} k^2 + 1", "same"),
+    ("90^\\circ", "same"),  # degrees not converted: 90
+    ("x^\\circle", "same"),
+    ("x^T", "decline"),  # a transpose
+    ("(p,q)=(3,2)", "same"),  # Eq(Tuple, Tuple): (3, 2) is an empty interval
+    ("x=1,\\quadx=2", "same"),  # \\quad, then x
 ]
 
 
