@@ -30,6 +30,14 @@ def shape(e):
     return repr(e)
 
 
+def show(e) -> str:
+    """srepr, which can itself fail (ordering an Add's terms may evaluate them: a ZeroDivisionError in mpmath)."""
+    try:
+        return sympy.srepr(e)
+    except Exception as err:  # noqa: BLE001 - the trees are still compared node by node
+        return f"<srepr failed: {type(err).__name__}> {type(e).__name__}"
+
+
 def broken(rule: str) -> None:
     from in_sandbox.math import fastparse
 
@@ -67,11 +75,11 @@ def main() -> None:
     out = []
     for text, is_real in q["strings"]:
         fast = fastparse.parse(_Latex2Sympy(is_real=is_real), text)
-        row = {"s": text, "fast": None if fast is None else sympy.srepr(fast), "antlr": None, "same": None}
+        row = {"s": text, "fast": None if fast is None else show(fast), "antlr": None, "same": None}
         if fast is not None:
             try:
                 ref = grader.parse_two_stage(_Latex2Sympy(is_real=is_real), text)
-                row["antlr"] = sympy.srepr(ref)
+                row["antlr"] = show(ref)
                 row["same"] = row["antlr"] == row["fast"] and shape(ref) == shape(fast)
             except Exception as e:  # noqa: BLE001 - ANTLR refusing what fastparse accepted is a mismatch
                 row["antlr"], row["same"] = f"ERROR: {str(e)[:200]}", False
