@@ -33,6 +33,7 @@ class ExprParser:
 
     def __init__(self, converter, toks):
         self.c, self.t, self.i = converter, toks + [("end", "")], 0
+        self.in_abs = False  # |..| does not nest here: a bar inside one may open or close
 
     def peek(self, k=0):
         return self.t[self.i + k][0]
@@ -143,6 +144,7 @@ class ExprParser:
         kind, text = self.take()
         if kind == "num":
             if self.peek() == "_":  # latex2sympy drops a number's subscript (a base: 204_5 is 204)
+                self.take()
                 self.subscript()
             return number(text)
         if kind == "pct":
@@ -161,6 +163,14 @@ class ExprParser:
             if top.is_Integer and bottom.is_Integer:
                 return sympy.Rational(top, bottom)
             return sympy.Mul(top, sympy.Pow(bottom, -1, evaluate=False), evaluate=False)
+        if kind == "|":  # |x|; never a bar inside a bar, nor a bar continuing a product (2|x|, |a|b|c|)
+            if self.in_abs:
+                raise Decline("a bar inside |..|")
+            self.in_abs = True
+            x = self.expr()
+            self.take("|")
+            self.in_abs = False
+            return sympy.Abs(x, evaluate=False)
         if kind == "fn":
             return self.function_of(text)
         if kind == "sum":

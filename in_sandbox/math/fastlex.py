@@ -33,7 +33,7 @@ COMMANDS = {"frac": "frac", "dfrac": "frac", "tfrac": "frac", "cfrac": "frac", "
 FUNCTIONS = {"sin", "cos", "tan", "csc", "sec", "cot", "arcsin", "arccos", "arctan", "arccsc", "arcsec", "arccot",
              "sinh", "cosh", "tanh", "log", "ln", "exp"}  # fmt: skip
 TWO = {"==": "==", "<=": "<=", ">=": ">=", "!=": "!=", "\\{": "{s", "\\}": "}s", "\\(": "(v", "\\)": ")v"}
-SINGLE = set("+-*/:()[]{},;^_!=<>&")
+SINGLE = set("+-*/:()[]{},;^_!=<>&|")
 # what the grammar lexes after a caret as one token: a transpose (declined), a degree (ignored: convert_degrees off)
 TRANSPOSE = ("T", "{T}", "{\\top}")
 DEGREE = re.compile(r"\^(\\circle|\\circ|\\degree|°|\{\\circ\}|\{\\degree\}|\{\\circle\}|\{°\})")

@@ -10,11 +10,11 @@ ANTLR path runs as before. Three modules: fastlex (tokens), fastexpr (expression
 What is covered: integers, decimals, ``1,000``, percentages, ``+ - * / : \\cdot \\times \\div``, implicit products
 (with latex2sympy's mixed-number rule: ``2\\frac{1}{2}`` is 5/2), ``^`` with an atom or a braced exponent
 (left-associative, as that grammar is: ``2^3^4`` is (2^3)^4), ``!``, the ``\\frac`` family, ``\\sqrt``, ``\\sqrt[n]``,
-``e^{...}``, ``\\infty``, letters, Greek letters, ``\\text{..}`` names, subscripts, ``f(x)`` calls, ``\\sin``-family,
+``e^{...}``, ``\\infty``, ``|x|``, letters, Greek letters, ``\\text{..}`` names, subscripts, ``f(x)`` calls, ``\\sin``-family,
 ``\\log``, ``\\ln``, ``\\exp``, ``\\sum``, ``\\prod``, ``^\\circ`` (ignored, as latex2sympy does here), parentheses,
 relations (chains as an ``And``), ``\\pm``; at the top: lists, ``name = list`` (latex2sympy's Eq(name, list)),
 ``x \\in S``, intervals, tuples, sets, unions, a matrix. What is not (declined): every other command (``\\left``,
-``\\int``, ``\\approx``...), ``|..|``, ``\\cap``, a name before a bracket where latex2sympy could read a call,
+``\\int``, ``\\approx``...), nested ``|..|``, ``\\cap``, a name before a bracket where latex2sympy could read a call,
 letters that begin one of the grammar's bare keywords (``tr``, ``gcd``...), ``d`` and ``E``, Unicode, and any
 converter not on its default configuration. tests/verifiers/kinds/math/test_fastparse.py holds it to that.
 """

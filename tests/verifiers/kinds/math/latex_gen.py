@@ -30,7 +30,9 @@ class Gen:
             return "." + str(self.r.randrange(1, 100))
         if r < 0.93:
             return str(self.r.randrange(200)) + self.pick(("\\%", "%", " \\%"))
-        return "0" + str(self.r.randrange(100))
+        if r < 0.97:
+            return "0" + str(self.r.randrange(100))
+        return str(self.r.randrange(1000)) + self.pick(("_5", "_{10}", "_2", "_x"))  # a base, dropped
 
     def name(self):
         r = self.r.random()
@@ -54,7 +56,7 @@ class Gen:
         if r < 0.72:
             return f"({self.expr(d - 1)})"
         if r < 0.75:
-            return f"[{self.expr(d - 1)}]"
+            return f"[{self.expr(d - 1)}]" if self.r.random() < 0.4 else f"|{self.expr(d - 1)}|"
         if r < 0.83:
             frac = self.pick(("\\frac", "\\dfrac", "\\tfrac", "\\cfrac"))
             return f"{frac}{{{self.expr(d - 1)}}}{{{self.expr(d - 1)}}}"

@@ -42,8 +42,8 @@ def test_the_corpus_strings_parse_as_antlr_does_and_most_take_the_fast_path():
     hit = [r["fast"] is not None for r in rows]
     suite = [h for h, r in zip(hit, rows_in, strict=True) if r["from"] == "mv_suite"]
     print(f"fast path: {sum(hit)}/{len(hit)} corpus strings, {sum(suite)}/{len(suite)} of Math-Verify's suite")
-    assert sum(hit) >= 0.95 * len(hit)  # 679/713 when recorded
-    assert sum(suite) >= 0.93 * len(suite)  # 311/334 when recorded
+    assert sum(hit) >= 0.96 * len(hit)  # 685/713 when recorded
+    assert sum(suite) >= 0.94 * len(suite)  # 316/334 when recorded
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -107,6 +107,13 @@ TRAPS = [
     ("x^T", "decline"),  # a transpose
     ("(p,q)=(3,2)", "same"),  # Eq(Tuple, Tuple): (3, 2) is an empty interval
     ("x=1,\\quadx=2", "same"),  # \\quad, then x
+    ("204_5", "same"),  # a base subscript, dropped: 204
+    ("12_{10}", "same"),
+    ("|x|+|y|", "same"),
+    ("|x|^2", "same"),  # Pow(Abs(x), 2)
+    ("1\\leq|z|\\leq 2", "same"),
+    ("||x|-1|", "decline"),  # bars inside bars
+    ("|x|_{1}", "decline"),  # an evaluation bar to latex2sympy
 ]
 
 
