@@ -148,7 +148,10 @@ class ExprParser:
                 self.subscript()
             return number(text)
         if kind == "pct":
-            value = number(text.replace("\\%", "").replace("%", "").strip())
+            digits = text.replace("\\%", "").replace("%", "")
+            if digits != digits.strip() and digits.strip()[0] == "0" and digits.strip().isdigit() and len(digits) > 2:
+                raise Decline("'053 %': latex2sympy's parse_expr refuses a spaced number with a leading zero")
+            value = number(digits.strip())
             return sympy.Mul(value, sympy.UnevaluatedExpr(sympy.Rational(1, 100)), evaluate=False)
         if kind == "inf":
             return sympy.oo

@@ -107,6 +107,9 @@ TRAPS = [
     ("x^T", "decline"),  # a transpose
     ("(p,q)=(3,2)", "same"),  # Eq(Tuple, Tuple): (3, 2) is an empty interval
     ("x=1,\\quadx=2", "same"),  # \\quad, then x
+    ("053 \\%", "decline"),  # ANTLR's path raises (parse_expr of '053 ')
+    ("053\\%", "same"),
+    ("0 \\%", "same"),
     ("204_5", "same"),  # a base subscript, dropped: 204
     ("12_{10}", "same"),
     ("|x|+|y|", "same"),
