@@ -15,6 +15,8 @@ tests/verifiers/kinds/math/test_math_fastequal.py.
     ``simplify`` say False. Coefficients are bounded (|numerator|, denominator <= 10,000) so that
     Math-Verify's floating test ``(a - b).evalf() == 0``, which runs first, cannot find a cancellation that
     exact arithmetic does not (two such rationals never round to the same 15-digit float).
+  - two exact constants (``2`` and ``(1 + \\sqrt{5})/2``) whose values clearly differ: False, where the full
+    path compares them to 40 digits and then runs ``simplify(a - b)`` (10 ms) to say False again.
 
 * ``as_set(relation)``: ``relation.as_set()``, computed directly where the relation is linear in its one
   variable with small rational coefficients (``x \\le 5``, ``-x > -1``, ``-2 \\le x \\le 7``): sympy checks
@@ -48,9 +50,11 @@ def decide(gold, pred, rel_tol):
     if isinstance(gold, sympy.Symbol) or isinstance(pred, sympy.Symbol):
         return None  # Math-Verify compares names by their spelling (``ab`` against a·b)
     g, p = polynomial(gold), polynomial(pred)
-    if g is None or p is None:
-        return None
-    return g == p
+    if g is not None and p is not None:
+        return g == p
+    if constant(gold) and constant(pred) and clearly_apart(gold, pred):
+        return False
+    return None
 
 
 def polynomial(e) -> Poly | None:
@@ -113,6 +117,37 @@ def _mul(a: Poly, b: Poly) -> Poly:
     if len(out) > MAX_TERMS:
         raise _TooBig
     return out
+
+
+# -- constants ---------------------------------------------------------------------------------------------
+_FUNCTIONS = (sympy.exp, sympy.log, sympy.sin, sympy.cos, sympy.tan)
+
+
+def constant(e) -> bool:
+    """An exact number built from rationals, π, e, powers and a few elementary functions (no float, no ∞)."""
+    budget = [MAX_NODES]
+
+    def ok(e):
+        budget[0] -= 1
+        if budget[0] < 0:
+            return False
+        if isinstance(e, sympy.Rational) or e in (sympy.pi, sympy.E):
+            return True
+        if isinstance(e, sympy.Add | sympy.Mul | sympy.Pow) or isinstance(e, _FUNCTIONS):
+            return all(ok(a) for a in e.args)
+        return False
+
+    return isinstance(e, sympy.Expr) and ok(e)
+
+
+def clearly_apart(a, b) -> bool:
+    """Whether two exact numbers differ beyond doubt: their values to 30 digits differ by more than 1e-12
+    (relative, or absolute below 1). The full path compares them to 40 digits (equal.numeric_eq), then asks
+    ``simplify(a - b)``, which cannot make two different numbers equal."""
+    x, y = sympy.N(a, 30), sympy.N(b, 30)
+    if not (isinstance(x, sympy.Float) and isinstance(y, sympy.Float)):
+        return False  # complex, or not evaluated: undecided
+    return bool(abs(x - y) > 1e-12 * max(1, abs(x), abs(y)))
 
 
 # -- inequalities as sets ---------------------------------------------------------------------------
