@@ -126,9 +126,13 @@ def _differs_somewhere(a, b):
 
 
 def symbolic_eq(a, b):
-    """Math-Verify's ``simplify(a - b) == 0``, after two cheap tests on expressions with variables:
-    ``expand(a - b) == 0`` proves polynomial identities; different values at two points disprove."""
+    """Math-Verify's ``simplify(a - b) == 0``, after cheap tests: two polynomials or two constants that
+    fastequal can decide; on expressions with variables ``expand(a - b) == 0`` proves polynomial
+    identities, different values at two points disprove."""
     try:
+        fast = fastequal.symbolic(a, b)
+        if fast is not None:
+            return fast
         if isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr) and (a.free_symbols or b.free_symbols):
             if sympy.expand(a - b) == 0:
                 return True

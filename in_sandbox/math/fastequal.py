@@ -18,6 +18,9 @@ tests/verifiers/kinds/math/test_math_fastequal.py.
   - two exact constants (``2`` and ``(1 + \\sqrt{5})/2``) whose values clearly differ: False, where the full
     path compares them to 40 digits and then runs ``simplify(a - b)`` (10 ms) to say False again.
 
+* ``symbolic(a, b)``: the same two rules for equal.symbolic_eq, which Math-Verify's sets, tuples, intervals
+  and relations call on their parts (``simplify`` is what proves or refutes there).
+
 * ``as_set(relation)``: ``relation.as_set()``, computed directly where the relation is linear in its one
   variable with small rational coefficients (``x \\le 5``, ``-x > -1``, ``-2 \\le x \\le 7``): sympy checks
   every relation's periodicity and solves the inequality (10-50 ms) to give the same interval.
@@ -53,6 +56,20 @@ def decide(gold, pred, rel_tol):
     if g is not None and p is not None:
         return g == p
     if constant(gold) and constant(pred) and clearly_apart(gold, pred):
+        return False
+    return None
+
+
+def symbolic(a, b):
+    """equal.symbolic_eq's answer where it is certain without expand, probes or ``simplify``: two polynomials
+    with small rational coefficients are equal exactly when their expansions agree; two exact constants whose
+    values clearly differ are not equal. None otherwise."""
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return None
+    pa, pb = polynomial(a), polynomial(b)
+    if pa is not None and pb is not None:
+        return pa == pb
+    if constant(a) and constant(b) and clearly_apart(a, b):
         return False
     return None
 

@@ -1,8 +1,8 @@
 """The math grader's shortcuts (in_sandbox/math/fastequal.py) against the path they skip, on generated values.
 
 ``decide(gold, pred)`` must give Math-Verify's ``verify`` verdict (with equal.py's rules installed, as the grader
-runs it) wherever it answers; ``linear_set(r)`` must be sympy's ``r.as_set()`` (the same object) wherever it
-answers. Seeded generators, a few thousand pairs: rationals, polynomials (expanded against factored, with one
+runs it, and no shortcut inside) wherever it answers; ``symbolic(a, b)`` equal.symbolic_eq's answer without it;
+``linear_set(r)`` sympy's ``r.as_set()`` (the same object) wherever it answers. Seeded generators, a few thousand pairs: rationals, polynomials (expanded against factored, with one
 coefficient nudged, with coefficients at and past the bound), exact constants (radicals, π, e, logs; nudged by
 down to 1e-15), linear inequalities and their conjunctions, and LaTeX answers parsed by the grader itself. Each
 family also asserts that the shortcut answered for most of its pairs, so that a shortcut that stopped answering
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
-ANSWERED = {"rationals": 1000, "polynomials": 500, "constants": 150, "inequalities": 250, "parsed": 30}
+ANSWERED = {"rationals": 1000, "polynomials": 500, "constants": 150, "inequalities": 250, "parsed": 30, "symbolic": 700}
 FAMILIES = list(ANSWERED)
 
 
@@ -141,14 +141,14 @@ def _child(family: str) -> dict:
 
     from in_sandbox.math import equal, fastequal, grader
 
-    def full(g, p):  # verify as the grader runs it, with no shortcut anywhere (equal.py's as_set included)
-        fastequal.linear_set = lambda r: None
+    def full(g, p):  # verify as the grader runs it, with no shortcut anywhere (equal.py's calls included)
+        fastequal.linear_set, fastequal.symbolic = (lambda r: None), (lambda a, b: None)
         try:
             return bool(verify(g, p, float_rounding=6, timeout_seconds=None))
         finally:
-            fastequal.linear_set = linear_set
+            fastequal.linear_set, fastequal.symbolic = linear_set, symbolic
 
-    linear_set = fastequal.linear_set
+    linear_set, symbolic = fastequal.linear_set, fastequal.symbolic
 
     rnd, equal.State.rel_tol = random.Random(f"fastequal-{family}"), None
     decided, wrong, pairs = [], [], 0
@@ -165,6 +165,22 @@ def _child(family: str) -> dict:
                 if not (isinstance(slow, sympy.Basic) and sympy.srepr(fast) == sympy.srepr(slow)):
                     wrong.append(f"{r}: shortcut {sympy.srepr(fast)}, as_set {slow}")
         return {"pairs": pairs, "answered": len(decided), "wrong": wrong}
+    if family == "symbolic":  # equal.symbolic_eq's shortcut against symbolic_eq without it
+        symbolic = fastequal.symbolic
+        for g, p in _polynomials(rnd, sympy) + _constants(rnd, sympy):
+            pairs += 1
+            fast = symbolic(g, p)
+            if fast is not None:
+                decided.append(fast)
+                fastequal.symbolic = lambda a, b: None
+                try:
+                    slow = equal.symbolic_eq(g, p)
+                finally:
+                    fastequal.symbolic = symbolic
+                if fast != slow:
+                    wrong.append(f"{g!s} vs {p!s}: shortcut {fast}, symbolic_eq {slow}")
+        return {"pairs": pairs, "answered": len(decided), "answered_true": decided.count(True),
+                "answered_false": decided.count(False), "wrong": wrong}  # fmt: skip
     if family == "parsed":
         got = [(g, p) for gs, ps in _parsed(rnd, grader) for g in gs for p in ps]
     else:
