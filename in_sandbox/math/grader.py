@@ -183,7 +183,8 @@ equal.install()
 
 def equivalent(gold, pred):
     """Math-Verify's ``verify`` over every (reference, answer) reading, in its order; a pair whose verdict is
-    certain without sympy's machinery (two rationals, two polynomials) is decided by fastequal."""
+    certain without sympy's machinery (two rationals, two polynomials, two clearly different constants) is
+    decided by fastequal."""
     return any(_equal_pair(g, p) for g, p in itertools.product(gold, pred))
 
 
