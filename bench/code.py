@@ -18,7 +18,10 @@ Rounds alternate the order (bare first, then service first, …); printed per ro
 latency of one call, passes, the 1-minute load, and the CPU time one program cost, all processes counted
 (bare: this process and its python3 children; service: this process (the client), the server process and
 its sandbox containers (cgroup v1 cpuacct)), which the machine's other load moves far less than the
-rate; then the median of the per-round ratios service/bare with their spread. Every canonical body replaced by ``raise NotImplementedError`` / ``return None`` and
+rate; then the median of the per-round ratios service/bare with their spread. Each round also times two floors
+over the same path (``floor_items``): ``no work``, 164 one-line programs (the cost of a job's two processes and
+the call when the program does nothing) and ``no sandbox``, 164 ``think_format`` calls (the client and server
+alone); bare's CPU per program over a floor's is the highest service/bare any program could reach here. Every canonical body replaced by ``raise NotImplementedError`` / ``return None`` and
 four exit-0 hacks must all get reward 0.
 """
 
@@ -55,6 +58,16 @@ def program(p: dict, body: str, tag: str = "") -> str:
 def service_items(problems: list[dict], bodies: list[str], tag: str = "") -> list[dict]:
     return [{"verifier": "code", "completion": program(p, b, tag), "reference": p["test"],
              "options": {"entry_point": p["entry_point"], "prelude": p["prompt"]}, "timeout_s": 10} for p, b in zip(problems, bodies, strict=True)]  # fmt: skip
+
+
+def floor_items(n: int, tag: str) -> dict[str, list[dict]]:
+    """The floors beside the programs, same path and callers: ``no work`` (a one-line function and one assert:
+    what the two processes of a job cost when the program does nothing) and ``no sandbox`` (``think_format``:
+    what one Verify costs the client and the server alone)."""
+    trivial = [{"verifier": "code", "completion": f"def f():\n    return 1\n# {tag} {i}\n", "reference": "assert f() == 1\n",
+                "options": {"entry_point": "f"}, "timeout_s": 10} for i in range(n)]  # fmt: skip
+    host = [{"verifier": "think_format", "completion": f"<think>{tag} {i}</think> {i}"} for i in range(n)]
+    return {"no work": trivial, "no sandbox": host}
 
 
 def timed_map(fn, items: list, width: int) -> tuple[float, list, list[float]]:
@@ -134,6 +147,7 @@ def main() -> None:
         client.verify_batch(service_items(problems[:8], canon[:8], "warm"))
         ratios: list[float] = []
         cpu_ratios: list[float] = []  # bare's CPU per program / the service's
+        floors: dict[str, list[tuple]] = {}  # name -> per round: (calls/s, CPU ms/call, bare CPU / it)
         for r in range(args.rounds):
             load = os.getloadavg()[0]
             got = {}
@@ -151,6 +165,14 @@ def main() -> None:
                     for p, x in zip(problems, res, strict=True):
                         if x.reward != 1.0:
                             say(f"  not passed: {p['task_id']} {x.outcome} {x.detail[:120]}")
+            for name, items in floor_items(len(problems), f"round {r}").items():
+                c0 = cpu_ms(srv.proc.pid) + cpu_ms()
+                wall, res, _ = timed_map(lambda it: client.verify(**it), items, width)
+                cpu = (cpu_ms() + cpu_ms(srv.proc.pid) - c0) / len(items)
+                floors.setdefault(name, []).append((len(items) / wall, cpu, got["bare"][3] / cpu))
+                assert all(x.reward == 1.0 for x in res), (
+                    f"floor {name}: {[x.detail for x in res if x.reward != 1.0][:1]}"
+                )
             t0 = time.perf_counter()
             res = client.verify_batch(service_items(problems, canon, f"batch round {r}"))
             batch_rate, batch_ok = len(problems) / (time.perf_counter() - t0), sum(x.reward == 1.0 for x in res)
@@ -164,6 +186,10 @@ def main() -> None:
         say(f"median service/bare {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}, "
             f"{len(ratios)} rounds); by CPU per program {statistics.median(cpu_ratios):.2f} (min {min(cpu_ratios):.2f}, "
             f"max {max(cpu_ratios):.2f}); load {os.getloadavg()[0]:.2f}")  # fmt: skip
+        for name, rows in floors.items():
+            say(f"floor {name:10s}: {statistics.median(r[0] for r in rows):6.1f}/s, CPU {statistics.median(r[1] for r in rows):.2f} ms/call "
+                f"(rounds {', '.join(f'{r[1]:.2f}' for r in rows)}); bare's CPU per program / this: {statistics.median(r[2] for r in rows):.2f} "
+                f"(the most service/bare could reach if a program cost {'nothing but the job' if name == 'no work' else 'nothing but the call'})")  # fmt: skip
         for name, body in STUBS.items():
             res = client.verify_batch(service_items(problems, [body] * len(problems)))
             say(f"body → {name:26s}: reward 0 for {sum(x.reward == 0.0 for x in res)}/164; "

@@ -209,7 +209,7 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     from sandbox.backend import SandboxConfig
     from sandbox.pool import SandboxPool
     from verifiers.kinds.code import toolchains
-    from verifiers.kinds.table import sandbox_warmup
+    from verifiers.kinds.table import sandbox_lanes, sandbox_warmup
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
     from verifiers.shapes.limits import ServiceLimits
@@ -217,7 +217,10 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
     toolchains.close()
     toolchains.configure(ServiceLimits(langs_pool_size=pool_size))
-    pool = SandboxPool(SandboxConfig(size=pool_size, warmup=sandbox_warmup())).start()
+    # the pool as the server builds it: with the lanes the kinds declare (the code kind's Python jobs run in one)
+    pool = SandboxPool(
+        SandboxConfig(size=pool_size, warmup=sandbox_warmup()), lanes=sandbox_lanes()
+    ).start()  # as the server
     with tf.TemporaryDirectory() as d:
         svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
         try:

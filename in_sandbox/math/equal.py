@@ -13,11 +13,14 @@ Where these depart from Math-Verify:
 * ``expr_eq``: an equation against a value counts only as ``name = value`` or ``value = name``
   (Math-Verify takes any equation's right side, so ``1 + 1 = 3`` was 3); an inequality in one variable
   against an interval is the set it defines (``x \\le 2`` is ``(-\\infty, 2]``). A reference ``x \\in S``
-  against an inequality stays Math-Verify's default (not equal), as its test suite expects.
+  against an inequality stays Math-Verify's default (not equal), as its test suite expects. A linear
+  inequality's set is computed by ``fastequal.as_set`` (the same set as sympy's ``as_set``, without solving).
 """
 
 import sympy
 from math_verify import grader
+
+from in_sandbox.math import fastequal
 
 # Math-Verify's own functions, kept once per process (so that executing this source again cannot wrap ours)
 _MV = getattr(grader, "rlvr_originals", None) or {
@@ -123,9 +126,13 @@ def _differs_somewhere(a, b):
 
 
 def symbolic_eq(a, b):
-    """Math-Verify's ``simplify(a - b) == 0``, after two cheap tests on expressions with variables:
-    ``expand(a - b) == 0`` proves polynomial identities; different values at two points disprove."""
+    """Math-Verify's ``simplify(a - b) == 0``, after cheap tests: two polynomials or two constants that
+    fastequal can decide; on expressions with variables ``expand(a - b) == 0`` proves polynomial
+    identities, different values at two points disprove."""
     try:
+        fast = fastequal.symbolic(a, b)
+        if fast is not None:
+            return fast
         if isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr) and (a.free_symbols or b.free_symbols):
             if sympy.expand(a - b) == 0:
                 return True
@@ -176,7 +183,7 @@ def _alternatives_as_set(x, other):
     if len(names) != 1:
         return x
     try:
-        return sympy.Union(*(r.as_set() for r in x.args))
+        return sympy.Union(*(fastequal.as_set(r) for r in x.args))
     except Exception:
         return x
 
@@ -186,7 +193,7 @@ def _committed_interval(gold):
     ``(1, 2)`` is a point or an interval: docs/verifiers.md, "Disputed forms")."""
     if isinstance(gold, sympy.Eq) and isinstance(gold.lhs, sympy.Symbol) and isinstance(gold.rhs, sympy.Set):
         return gold.rhs if isinstance(gold.rhs, sympy.Interval | sympy.Union) else None
-    return gold.as_set() if _simple_relation(gold) else None
+    return fastequal.as_set(gold) if _simple_relation(gold) else None
 
 
 def _simple_relation(r):
@@ -223,7 +230,7 @@ def expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_co
             pred = pred.rhs
         elif grader.is_relation(pred) and not grader.is_equation(pred) and len(pred.free_symbols) == 1:
             try:  # any inequality in the variable (-x > -1) as the set it defines
-                pred = pred.as_set()
+                pred = fastequal.as_set(pred)
             except Exception:
                 return False
         return _mv_expr_eq(interval, pred, float_rounding, numeric_precision, allow_set_relation_comp, strict)
@@ -233,7 +240,7 @@ def expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_co
             return False
     elif grader.is_relation(pred) and isinstance(gold, sympy.Set) and len(pred.free_symbols) == 1:
         try:
-            pred = pred.as_set()
+            pred = fastequal.as_set(pred)
         except Exception:
             return False
     return _mv_expr_eq(gold, pred, float_rounding, numeric_precision, allow_set_relation_comp, strict)

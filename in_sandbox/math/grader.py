@@ -26,6 +26,8 @@ the reference's is INCORRECT unless it converts to the same quantity; running ou
 timeout, not a wrong answer. Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction.
 """
 
+import functools
+import itertools
 import json
 import signal
 import sys
@@ -39,7 +41,7 @@ from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
 from in_sandbox import answer as answer_rule
-from in_sandbox.math import equal, fastparse, forms
+from in_sandbox.math import equal, fastequal, fastparse, forms
 from in_sandbox.math import text as text_rules
 
 BadReference = text_rules.BadReference
@@ -109,9 +111,11 @@ _l2s.create_parser, _l2s.parse = _create_parser_sll, _parse_fast_first
 REALS = "(-\\infty, \\infty)"
 
 
+@functools.lru_cache(maxsize=256)
 def written(text):
     """The answer as the parser should read it: spacing squashed, Unicode and typesetting forms rewritten
-    (forms.normalize), ``\\sqrt(x)`` repaired, 'all real numbers' as the interval."""
+    (forms.normalize), ``\\sqrt(x)`` repaired, 'all real numbers' as the interval. Remembered (a pure function
+    of the text, asked for the same answer and reference several times an item)."""
     s = forms.normalize(upright_constants(fix_malformed(squash_space(text))))
     return REALS if forms.all_reals(s) else s
 
@@ -169,8 +173,14 @@ def parse_gold(gold):
     return got
 
 
-def parse_full(text):
-    return mv_parse(forms.normalize(upright_constants(text[-FULL_TAIL:])), BOTH, parsing_timeout=None)
+def full_text(text):
+    """What ``full`` mode reads of a completion: its last FULL_TAIL characters, normalized (forms.normalize)."""
+    return forms.normalize(upright_constants(text[-FULL_TAIL:]))
+
+
+def parse_full(text, normalized=None):
+    """Math-Verify's extraction from a completion (``normalized``: its ``full_text``, where already made)."""
+    return mv_parse(normalized if normalized is not None else full_text(text), BOTH, parsing_timeout=None)
 
 
 # -- comparison: equal.py's rules, patched into Math-Verify's grader ---------------------------
@@ -178,7 +188,17 @@ equal.install()
 
 
 def equivalent(gold, pred):
-    return bool(mv_verify(gold, pred, float_rounding=6, timeout_seconds=None))
+    """Math-Verify's ``verify`` over every (reference, answer) reading, in its order; a pair whose verdict is
+    certain without sympy's machinery (two rationals, two polynomials, two clearly different constants) is
+    decided by fastequal."""
+    return any(_equal_pair(g, p) for g, p in itertools.product(gold, pred))
+
+
+def _equal_pair(g, p):
+    fast = fastequal.decide(g, p, equal.State.rel_tol)
+    if fast is not None:
+        return fast
+    return bool(mv_verify(g, p, float_rounding=6, timeout_seconds=None))
 
 
 def _show(parsed):
@@ -254,8 +274,8 @@ def _numerals(gold_text, preds):
 def _grade_full(gold, item):
     """Fallback ``full``: Math-Verify's extraction from the whole text; an answer whose sentence offers
     another candidate or a condition (``It is either 3 or 4.``) is not one answer."""
-    text = forms.normalize(upright_constants(item["preds"][0][-FULL_TAIL:]))
-    pred = parse_full(item["preds"][0])
+    text = full_text(item["preds"][0])
+    pred = parse_full(item["preds"][0], normalized=text)
     if not pred:
         return {"no_answer": "no math found in the completion"}
     found = pred[-1] if isinstance(pred[-1], str) else ""

@@ -67,3 +67,12 @@ def test_the_services_assert_mode_jobs_run_in_the_code_lane(client):
     tests = "import sys\nassert 'sympy' not in sys.modules\nassert f() is False\n"
     r = client.verify("code", completion, tests)
     assert r.outcome == "CORRECT", r.detail
+
+
+@pytest.mark.docker
+def test_the_services_stdio_python_jobs_run_in_the_code_lane(client):
+    """A stdio-mode Python program forks from the lean worker too (the pool's own preload sympy)."""
+    completion = "```python\nimport sys\nprint('sympy' in sys.modules)\n```"
+    cases = '[{"input": "", "output": "False"}]'
+    r = client.verify("code", completion, cases, options={"mode": "stdio"})
+    assert r.outcome == "CORRECT", r.detail

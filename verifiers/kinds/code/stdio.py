@@ -55,8 +55,9 @@ def _clip(s: str, n: int = DETAIL_CHARS) -> str:
 
 # -- running -------------------------------------------------------------------------------------------
 def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop: bool, width: int, rid: str,
-               deadline: Deadline):  # fmt: skip
-    """Each case its own job in the Python pool; with ``stop``, cases not yet started after a failure
+               deadline: Deadline, lane: str = ""):  # fmt: skip
+    """Each case its own job in the Python pool (in ``lane``, the pool's lane of lean workers the code kind's
+    jobs fork from, when named: sandbox/pool.py ``Lane``); with ``stop``, cases not yet started after a failure
     are skipped. Every case spends from the submission's ``deadline``: none starts after it, and each
     runs at most ``per_case`` seconds or what is left of it (the pool keeps the worker's share)."""
     failed: list[bool] = []
@@ -66,7 +67,8 @@ def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop
             return CaseRun("skipped")
         if deadline.expired():
             return CaseRun("timeout", message="no time left for this case")
-        job = Job(code=code, stdin=text, timeout_s=per_case, limits=Limits(memory_mb=1024), id=rid, deadline=deadline)
+        job = Job(code=code, stdin=text, timeout_s=per_case, limits=Limits(memory_mb=1024), id=rid, deadline=deadline,
+                  lane=lane)  # fmt: skip
         run = _from_result(ctx.run_job(job), per_case)
         if run.status != "ok":
             failed.append(True)

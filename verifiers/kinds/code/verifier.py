@@ -103,7 +103,7 @@ class CodeVerifier(Builtin):
     options = DESCRIPTIONS  # parsed by CodeOptions.parse (verifiers/kinds/code/options.py)
     sandbox_entry = HARNESS  # Python; compiled languages run in_sandbox/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
-    # Assert-mode jobs run in sandboxes warmed with this kind's warm-up alone (sandbox/pool.py, Lane): a job's two
+    # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone (sandbox/pool.py, Lane): a job's two
     # processes fork from a ~20 MB worker instead of the ~73 MB one holding sympy (fork + exit ~0.7 ms, not ~3.3 ms).
     lane: ClassVar[str] = "code"
 
@@ -164,7 +164,7 @@ class CodeVerifier(Builtin):
         inputs = [i for i, _ in spec.cases]
         if opts.language == "python":
             runs = stdio.run_python(code, inputs, ctx, opts.case_timeout_s, opts.reward == "all",
-                                    self.stdio_parallelism, req.id, deadline)  # fmt: skip
+                                    self.stdio_parallelism, req.id, deadline, self.lane)  # fmt: skip
         else:
             error, runs, _ = stdio.run_compiled(code, inputs, opts, deadline, req.id)
             if error is not None:
