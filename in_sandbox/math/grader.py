@@ -23,7 +23,8 @@ numbers compared exactly, ∞ equal only to the same ∞, an equation counts onl
 answers are read as written (``forms.py``: Unicode, ``1\\,000``, ``1.5e3``; ``7 0`` is no number);
 an answer that hedges (``3 \\text{ (or possibly 4)}``) is INCORRECT, never stripped; a unit other than
 the reference's is INCORRECT unless it converts to the same quantity; running out of memory reports a
-timeout, not a wrong answer. Parsing is Math-Verify's, with ANTLR's two-stage (SLL, then LL) prediction.
+timeout, not a wrong answer. Parsing is Math-Verify's: latex2sympy's tree, built by fastparse where it reads the
+string, else by ANTLR with two-stage (SLL, then LL) prediction.
 """
 
 import functools
