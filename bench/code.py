@@ -93,21 +93,35 @@ def bare_round(problems: list[dict], bodies: list[str], width: int) -> tuple[flo
     return timed_map(one, list(zip(problems, bodies, strict=True)), width)
 
 
+def proc_cpu_ms(pid: int) -> float:
+    """CPU ms one process has used so far (/proc/<pid>/stat: user + system)."""
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return (int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def sandbox_ids(server_pid: int) -> list[str]:
+    """The full ids of a server's sandbox containers (named ``rlvr-sbx-<server pid>-*``)."""
+    return subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"name=rlvr-sbx-{server_pid}-"],
+                          capture_output=True, text=True).stdout.split()  # fmt: skip
+
+
+def container_cpu_ms(cid: str) -> float:
+    """CPU ms a container's processes have used so far (cgroup v1 cpuacct); OSError where it cannot be read."""
+    with open(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage") as f:
+        return int(f.read()) / 1e6
+
+
 def cpu_ms(server_pid: int | None = None) -> float:
     """CPU ms used so far: this process and its reaped children, or (``server_pid``) that process and its
-    sandbox containers (named ``rlvr-sbx-<server pid>-*``; NaN where cpuacct cannot be read)."""
+    sandbox containers (NaN where cpuacct cannot be read)."""
     if server_pid is None:
         a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return (a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime) * 1000
-    with open(f"/proc/{server_pid}/stat") as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    total = (int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK")
-    ids = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"name=rlvr-sbx-{server_pid}-"],
-                         capture_output=True, text=True).stdout.split()  # fmt: skip
-    for cid in ids:
+    total = proc_cpu_ms(server_pid)
+    for cid in sandbox_ids(server_pid):
         try:
-            with open(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage") as f:
-                total += int(f.read()) / 1e6
+            total += container_cpu_ms(cid)
         except OSError:
             return float("nan")
     return total
@@ -148,6 +162,13 @@ def main() -> None:
         ratios: list[float] = []
         cpu_ratios: list[float] = []  # bare's CPU per program / the service's
         floors: dict[str, list[tuple]] = {}  # name -> per round: (calls/s, CPU ms/call, bare CPU / it)
+
+        def served(items: list[dict]) -> tuple[float, list, list[float], float]:
+            """(wall s, results, latencies, CPU ms per item) of one Verify per item, all processes counted."""
+            c0 = cpu_ms(srv.proc.pid) + cpu_ms()  # in this order: the docker CLI it runs is not counted
+            wall, res, lat = timed_map(lambda it: client.verify(**it), items, width)
+            return wall, res, lat, (cpu_ms() + cpu_ms(srv.proc.pid) - c0) / len(items)
+
         for r in range(args.rounds):
             load = os.getloadavg()[0]
             got = {}
@@ -157,18 +178,13 @@ def main() -> None:
                     wall, ok, lat = bare_round(problems, canon, width)
                     got[side] = (wall, sum(ok), lat, (cpu_ms() - c0) / len(problems))
                 else:
-                    items = service_items(problems, canon, f"round {r}")
-                    c0 = cpu_ms(srv.proc.pid) + cpu_ms()  # in this order: the docker CLI it runs is not counted
-                    wall, res, lat = timed_map(lambda it: client.verify(**it), items, width)
-                    cpu = (cpu_ms() + cpu_ms(srv.proc.pid) - c0) / len(problems)
+                    wall, res, lat, cpu = served(service_items(problems, canon, f"round {r}"))
                     got[side] = (wall, sum(x.reward == 1.0 for x in res), lat, cpu)
                     for p, x in zip(problems, res, strict=True):
                         if x.reward != 1.0:
                             say(f"  not passed: {p['task_id']} {x.outcome} {x.detail[:120]}")
             for name, items in floor_items(len(problems), f"round {r}").items():
-                c0 = cpu_ms(srv.proc.pid) + cpu_ms()
-                wall, res, _ = timed_map(lambda it: client.verify(**it), items, width)
-                cpu = (cpu_ms() + cpu_ms(srv.proc.pid) - c0) / len(items)
+                wall, res, _, cpu = served(items)
                 floors.setdefault(name, []).append((len(items) / wall, cpu, got["bare"][3] / cpu))
                 assert all(x.reward == 1.0 for x in res), (
                     f"floor {name}: {[x.detail for x in res if x.reward != 1.0][:1]}"

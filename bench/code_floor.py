@@ -59,44 +59,29 @@ def fork_by_size() -> None:
     print(out.stdout, end="", flush=True)
 
 
-def _proc_cpu_ms(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    return (int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK")
-
-
-def _containers(server_pid: int) -> dict[str, int]:
-    """container id -> its PID 1 (the worker) on the host, for the server's sandboxes."""
-    ids = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"name=rlvr-sbx-{server_pid}-"],
-                         capture_output=True, text=True).stdout.split()  # fmt: skip
-    pids = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", *ids], capture_output=True, text=True).stdout
-    return dict(zip(ids, (int(p) for p in pids.split()), strict=True))
-
-
-def _usage(cid: str) -> float:
-    with open(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage") as f:
-        return int(f.read()) / 1e6
+def _worker_pids(cids: list[str]) -> dict[str, int]:
+    """container id -> its PID 1 (the worker) on the host."""
+    pids = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", *cids], capture_output=True, text=True).stdout
+    return dict(zip(cids, (int(p) for p in pids.split()), strict=True))
 
 
 def worker_share(jobs: int, rounds: int) -> None:
-    from bench.code import timed_map
+    from bench.code import container_cpu_ms, floor_items, proc_cpu_ms, sandbox_ids, timed_map
     from verifiers.client import VerifierClient
     from verifiers.launch import LocalServer
 
     cores = os.cpu_count() or 1
 
-    def items(tag: str) -> list[dict]:
-        return [{"verifier": "code", "completion": f"def f():\n    return 1\n# {tag} {i}\n", "reference": "assert f() == 1\n",
-                 "options": {"entry_point": "f"}, "timeout_s": 10} for i in range(jobs)]  # fmt: skip
-
     with LocalServer(pool_size=cores) as srv, VerifierClient(srv.target, timeout_s=900) as client:
-        client.verify_batch(items("warm")[:8])
-        found = _containers(srv.proc.pid)
+        client.verify_batch(floor_items(8, "warm")["no work"])
+        found = _worker_pids(sandbox_ids(srv.proc.pid))
         print(f"no-work jobs, {jobs} a round, {2 * cores} callers, {len(found)} sandboxes:", flush=True)
         for r in range(rounds):
-            a = {c: (_usage(c), _proc_cpu_ms(p)) for c, p in found.items()}
-            wall, res, _ = timed_map(lambda it: client.verify(**it), items(f"round {r}"), 2 * cores)
-            b = {c: (_usage(c), _proc_cpu_ms(p)) for c, p in found.items()}
+            a = {c: (container_cpu_ms(c), proc_cpu_ms(p)) for c, p in found.items()}
+            wall, res, _ = timed_map(
+                lambda it: client.verify(**it), floor_items(jobs, f"round {r}")["no work"], 2 * cores
+            )
+            b = {c: (container_cpu_ms(c), proc_cpu_ms(p)) for c, p in found.items()}
             assert all(x.reward == 1.0 for x in res), [x.detail for x in res if x.reward != 1.0][:1]
             box = sum(b[c][0] - a[c][0] for c in a) / jobs
             worker = sum(b[c][1] - a[c][1] for c in a) / jobs

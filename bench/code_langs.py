@@ -218,9 +218,7 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     toolchains.close()
     toolchains.configure(ServiceLimits(langs_pool_size=pool_size))
     # the pool as the server builds it: with the lanes the kinds declare (the code kind's Python jobs run in one)
-    pool = SandboxPool(
-        SandboxConfig(size=pool_size, warmup=sandbox_warmup()), lanes=sandbox_lanes()
-    ).start()  # as the server
+    pool = SandboxPool(SandboxConfig(size=pool_size, warmup=sandbox_warmup()), lanes=sandbox_lanes()).start()
     with tf.TemporaryDirectory() as d:
         svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
         try:

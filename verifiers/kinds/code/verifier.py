@@ -103,8 +103,9 @@ class CodeVerifier(Builtin):
     options = DESCRIPTIONS  # parsed by CodeOptions.parse (verifiers/kinds/code/options.py)
     sandbox_entry = HARNESS  # Python; compiled languages run in_sandbox/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
-    # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone (sandbox/pool.py, Lane): a job's two
-    # processes fork from a ~20 MB worker instead of the ~73 MB one holding sympy (fork + exit ~0.7 ms, not ~3.3 ms).
+    # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone
+    # (sandbox/pool.py, Lane): a job's processes fork from a ~20 MB worker instead of the ~73 MB one holding sympy
+    # (fork + exit ~0.7 ms, not ~3.3 ms).
     lane: ClassVar[str] = "code"
 
     def check(self, req: Request) -> CodeOptions:
