@@ -52,12 +52,7 @@ def decide(gold, pred, rel_tol):
         return bool(gold == pred)
     if isinstance(gold, sympy.Symbol) or isinstance(pred, sympy.Symbol):
         return None  # Math-Verify compares names by their spelling (``ab`` against a·b)
-    g, p = polynomial(gold), polynomial(pred)
-    if g is not None and p is not None:
-        return g == p
-    if constant(gold) and constant(pred) and clearly_apart(gold, pred):
-        return False
-    return None
+    return symbolic(gold, pred)
 
 
 def symbolic(a, b):
@@ -112,14 +107,19 @@ def _walk(e, budget) -> Poly | None:
     return None
 
 
+def _put(out: Poly, m: frozenset, c: Fraction) -> None:
+    """Add ``c`` to the coefficient of ``m`` in ``out``, dropping a term that cancels."""
+    s = out.get(m, 0) + c
+    if s:
+        out[m] = s
+    else:
+        out.pop(m, None)
+
+
 def _add(a: Poly, b: Poly) -> Poly:
     out = dict(a)
     for m, c in b.items():
-        s = out.get(m, 0) + c
-        if s:
-            out[m] = s
-        else:
-            out.pop(m, None)
+        _put(out, m, c)
     return out
 
 
@@ -130,7 +130,7 @@ def _mul(a: Poly, b: Poly) -> Poly:
             exps = dict(ma)
             for s, k in mb:
                 exps[s] = exps.get(s, 0) + k
-            out = _add(out, {frozenset(exps.items()): ca * cb})
+            _put(out, frozenset(exps.items()), ca * cb)
     if len(out) > MAX_TERMS:
         raise _TooBig
     return out
