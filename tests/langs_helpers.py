@@ -5,6 +5,7 @@ toolchain pool (both Docker; the toolchain image is built here if its tag is mis
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -53,6 +54,17 @@ def make_service(tmp_path_factory, langs_pool_size: int = 2):
     return svc, close
 
 
-def grade(svc, lang: str, source: str, reference: str = SUM_CASES, timeout_s: float = 60, **options) -> Verdict:
+def grade(svc, lang: str, source: str, reference: str = SUM_CASES, timeout_s: float = 60, fresh: bool = False,
+          **options) -> Verdict:  # fmt: skip
+    """``source`` in a fenced block, graded in stdio mode; ``fresh``: new prose before it each call, so the
+    service's verdict cache never answers."""
     opts = {"mode": "stdio", "language": lang, "case_timeout_s": "2", **options}
-    return svc.verify(Request("code", f"```{lang}\n{source}```\n", reference, options=opts, timeout_s=timeout_s))
+    prose = f"Attempt {os.urandom(4).hex()}:\n" if fresh else ""
+    return svc.verify(Request("code", f"{prose}```{lang}\n{source}```\n", reference, options=opts, timeout_s=timeout_s))
+
+
+def stats_delta(before: dict) -> dict:
+    """What the toolchain pool's counters (toolchains.STATS: compiles, cached, ...) gained since ``before``."""
+    from verifiers.kinds.code import toolchains
+
+    return {k: v - before.get(k, 0) for k, v in toolchains.STATS.items() if v != before.get(k, 0)}

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import doctest
 import json
-import os
+from functools import partial
 
 import pytest
 
 import verifiers.kinds.code.kotlin_source
-from tests.langs_helpers import SUM_CASES, make_service
+from tests import langs_helpers
+from tests.langs_helpers import make_service, stats_delta
 from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS
 from verifiers.kinds.code import toolchains
 from verifiers.kinds.code.kotlin_source import kotlin_main
-from verifiers.shapes.request import Request
 
 NEW = ["kotlin", "kotlin_script", "racket"]
 READ_SUM = 'val (a, b) = readLine()!!.trim().split(" ").map { it.toLong() }'
@@ -41,16 +41,9 @@ def service(tmp_path_factory):
     close()
 
 
-def grade(svc, lang: str, source: str, reference: str = SUM_CASES, **options):
-    """New prose each time, so the service's verdict cache never answers; generous budgets for a loaded
-    machine, except where a test leaves the default."""
-    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "20", **options}
-    text = f"Attempt {os.urandom(4).hex()}:\n```{lang}\n{source}```\n"
-    return svc.verify(Request("code", text, reference, options=opts, timeout_s=120))
-
-
-def _delta(before: dict) -> dict:
-    return {k: v - before.get(k, 0) for k, v in toolchains.STATS.items() if v != before.get(k, 0)}
+# new prose each time, so the service's verdict cache never answers; generous budgets for a loaded machine,
+# except where a test leaves the default
+grade = partial(langs_helpers.grade, fresh=True, timeout_s=120, case_timeout_s="20")
 
 
 @pytest.mark.docker
@@ -60,11 +53,11 @@ def test_a_second_request_with_the_same_program_is_not_compiled_again(service, l
     before = dict(toolchains.STATS)
     first = grade(service, lang, PROGRAMS[lang][0])  # the default compile budget (30 s)
     assert first.outcome == "CORRECT", first.detail
-    assert _delta(before) == {"compiles": 1}, _delta(before)
+    assert stats_delta(before) == {"compiles": 1}, stats_delta(before)
     before = dict(toolchains.STATS)
     again = grade(service, lang, PROGRAMS[lang][0])
     assert again.outcome == "CORRECT", again.detail
-    assert _delta(before) == {"cached": 1}, _delta(before)  # the artifact fit in the output cap
+    assert stats_delta(before) == {"cached": 1}, stats_delta(before)  # the artifact fit in the output cap
 
 
 @pytest.mark.docker

@@ -12,11 +12,13 @@ import json
 import os
 import zlib
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
 from in_sandbox.code import artifact
-from tests.langs_helpers import SUM_CASES, make_service
+from tests import langs_helpers
+from tests.langs_helpers import SUM_CASES, make_service, stats_delta
 from tests.verifiers.kinds.code.test_code_langs import PROGRAMS
 from verifiers.kinds.code import compile_cache, languages, toolchains
 from verifiers.shapes.request import Request
@@ -109,15 +111,8 @@ def service(tmp_path_factory):
     close()
 
 
-def grade(svc, lang: str, source: str, reference: str = SUM_CASES, **options):
-    """tests.langs_helpers.grade with new prose each time: the service's verdict cache never answers."""
-    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "2", **options}
-    text = f"Attempt {os.urandom(4).hex()}:\n```{lang}\n{source}```\n"
-    return svc.verify(Request("code", text, reference, options=opts, timeout_s=60))
-
-
-def _delta(before: dict) -> dict:
-    return {k: v - before.get(k, 0) for k, v in toolchains.STATS.items() if v != before.get(k, 0)}
+# new prose each time: the service's verdict cache never answers
+grade = partial(langs_helpers.grade, fresh=True)
 
 
 @pytest.mark.docker
@@ -133,12 +128,12 @@ def test_a_batch_compiles_each_distinct_program_once_and_a_later_request_none(se
     before = dict(toolchains.STATS)
     verdicts = service.verify_batch(batch)
     assert [v.outcome for v in verdicts] == ["CORRECT"] * 8, [v.detail for v in verdicts]
-    assert _delta(before).get("compiles") == 5, _delta(before)
+    assert stats_delta(before).get("compiles") == 5, stats_delta(before)
     before = dict(toolchains.STATS)
     again = [replace(r, completion=f"Again:\n{r.completion}") for r in (batch[0], batch[5])]  # past the verdict cache
     again = service.verify_batch(again)
     assert [v.outcome for v in again] == ["CORRECT"] * 2
-    assert _delta(before) == {"cached": 2}
+    assert stats_delta(before) == {"cached": 2}
 
 
 @pytest.mark.docker
@@ -146,7 +141,7 @@ def test_a_cached_compile_error_reads_as_the_first_one(service):
     toolchains.CACHE.clear()
     before = dict(toolchains.STATS)
     first, second = (grade(service, "cpp", PROGRAMS["cpp"][4]) for _ in range(2))
-    assert _delta(before) == {"compiles": 1, "cached": 1}
+    assert stats_delta(before) == {"compiles": 1, "cached": 1}
     assert first.outcome == second.outcome == "COMPILE_ERROR"
     assert first.detail == second.detail and "error" in first.detail
 
@@ -172,7 +167,7 @@ def test_compiler_flags_are_part_of_the_key(service):
         lines = toolchains.driver_lines(toolchains.run_job(job).stdout, nonce)
         outs += [base64.b64decode(d["stdout"]).decode().strip() for d in lines if "case" in d]
     assert outs == ["1", "2", "1"]
-    assert _delta(before) == {"compiles": 2, "cached": 1}
+    assert stats_delta(before) == {"compiles": 2, "cached": 1}
 
 
 @pytest.mark.docker
@@ -188,7 +183,7 @@ def test_a_program_that_rewrites_its_binary_changes_no_later_job(service):
     before = dict(toolchains.STATS)
     verdicts = [grade(service, "c", src, reference=ONE) for _ in range(3)]
     assert [v.outcome for v in verdicts] == ["INCORRECT"] * 3, [v.detail for v in verdicts]
-    assert _delta(before) == {"compiles": 1, "cached": 2}
+    assert stats_delta(before) == {"compiles": 1, "cached": 2}
 
 
 LEFTOVER = (  # a daemon that outlives its job if it can, and rewrites what the next compile writes
@@ -223,7 +218,7 @@ def test_a_run_job_that_cannot_use_the_artifact_falls_back_to_compiling(service,
     monkeypatch.setattr(compile_cache, "RUN_JOB", compile_cache.RUN_JOB[: -len(tail)] + "raise SystemExit(3)\n")
     before = dict(toolchains.STATS)
     assert [grade(service, "c", PROGRAMS["c"][i]).outcome for i in (0, 0, 1)] == ["CORRECT", "CORRECT", "INCORRECT"]
-    assert _delta(before) == {"compiles": 3, "cached": 1}  # build, the hit's fallback, build
+    assert stats_delta(before) == {"compiles": 3, "cached": 1}  # build, the hit's fallback, build
 
 
 @pytest.mark.docker
@@ -235,4 +230,4 @@ def test_an_artifact_with_no_room_left_in_the_output_cap_is_not_cached_and_the_j
     toolchains.CACHE.clear()
     before = dict(toolchains.STATS)
     assert [grade(service, "go", src, reference=ref).outcome for _ in range(2)] == ["CORRECT"] * 2
-    assert _delta(before) == {"compiles": 2, "uncached": 2}
+    assert stats_delta(before) == {"compiles": 2, "uncached": 2}
