@@ -31,7 +31,6 @@ from pathlib import Path  # noqa: E402
 
 from tests.langs_helpers import make_service  # noqa: E402
 from tests.verifiers.kinds.code.test_code_assert_langs import CASES, OPTIONS  # noqa: E402
-from verifiers.kinds.code import toolchains  # noqa: E402
 from verifiers.shapes.request import Request  # noqa: E402
 
 COMMENT = {
@@ -59,10 +58,10 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
     c = COMMENT[lang]
     reqs = [Request("code", f"```{lang}\n{good}{c} {salt}\n```\n", tests + (f"\n{c} item {i}\n" if distinct else ""),
                     options={**OPTIONS, "language": lang}, timeout_s=120 - i / 2) for i in range(g)]  # fmt: skip
-    before = toolchains.STATS["compiles"]
+    before = svc.toolchains.stats["compiles"]
     t0 = time.perf_counter()
     verdicts = svc.verify_batch(reqs)
-    return toolchains.STATS["compiles"] - before, time.perf_counter() - t0, [v.reward for v in verdicts]
+    return svc.toolchains.stats["compiles"] - before, time.perf_counter() - t0, [v.reward for v in verdicts]
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ from sandbox.deadline import Deadline  # noqa: E402
 from tests.verifiers.kinds.code.test_code_langs import PROGRAMS  # noqa: E402
 from verifiers.kinds.code import judges, languages, stdio  # noqa: E402
 from verifiers.kinds.code.options import CodeOptions  # noqa: E402
+from verifiers.shapes.base import Context  # noqa: E402
 
 PY_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 VERSION = {
@@ -80,9 +81,14 @@ def sandbox_lang(svc, lang: str, srcs: list[str], cs: list[tuple[str, str]], wid
         out["compile"] = float("nan")
         return out
     copts = CodeOptions.parse({"mode": "stdio", "language": lang, "case_timeout_s": "5"})
+    ctx = Context(run_job=svc.run_job, lookup=svc.registry.get, deadline=Deadline.after(600.0))  # the service's door
     t0 = time.perf_counter()
     with ThreadPoolExecutor(width) as ex:
-        list(ex.map(lambda s: stdio.run_compiled(s, [], copts, Deadline.after(120.0), ""), [s + "//c\n" for s in srcs]))
+        list(
+            ex.map(
+                lambda s: stdio.run_compiled(s, [], copts, ctx, Deadline.after(120.0), ""), [s + "//c\n" for s in srcs]
+            )
+        )
     out["compile"] = len(srcs) / (time.perf_counter() - t0) if languages.language(lang).compile else float("nan")
     return out
 
@@ -206,28 +212,24 @@ def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     import tempfile as tf
 
     from sandbox import image_langs
-    from sandbox.backend import SandboxConfig
-    from sandbox.pool import SandboxPool
-    from verifiers.kinds.code import toolchains
-    from verifiers.kinds.table import sandbox_lanes, sandbox_warmup
+    from verifiers.kinds.code.toolchains import LANE
+    from verifiers.service import wiring
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
     from verifiers.shapes.limits import ServiceLimits
 
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
-    toolchains.close()
-    toolchains.configure(ServiceLimits(langs_pool_size=pool_size))
-    # the pool as the server builds it: with the lanes the kinds declare (the code kind's Python jobs run in one)
-    pool = SandboxPool(SandboxConfig(size=pool_size, warmup=sandbox_warmup()), lanes=sandbox_lanes()).start()
+    # the pool as the server builds it (verifiers/service/wiring.py): every lane, the toolchain lane started here
+    limits = ServiceLimits(pool_size=pool_size, langs_pool_size=pool_size)
+    pool = wiring.build_pool(limits, burst=0).start()
     with tf.TemporaryDirectory() as d:
-        svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
+        svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool, limits=limits)
         try:
-            toolchains.get()
+            pool.start_lane(LANE)
             return run(svc, langs, n, k, 2 * pool_size, image_langs.image_tag())
         finally:
             svc.close()
             pool.close()
-            toolchains.close()
 
 
 if __name__ == "__main__":

@@ -44,32 +44,27 @@ def _source(lang: str, tag: str) -> str:
     return f"{PROGRAMS[lang][0]}{';' if lang == 'racket' else '//'} {tag}\n"
 
 
-def phases(lang: str, mode: str) -> dict:
+def phases(svc, lang: str, mode: str) -> dict:
     """One job of ``lang`` in ``mode`` (before/off/miss/hit): wall, sandbox, compile, cases, ours (s)."""
-    toolchains.CACHE.max_bytes = 0 if mode in ("before", "off") else 256 << 20
+    svc.toolchains.cache.max_bytes = 0 if mode in ("before", "off") else 256 << 20
     src = _source(lang, f"phase {mode} {os.urandom(4).hex()}" if mode != "hit" else "phase hit")
     lang_ = languages.for_source(languages.language(lang), src)
     if mode == "before" and lang in OLD_FLAGS:
         lang_ = replace(lang_, compile=OLD_FLAGS[lang])
     if mode == "hit":  # the same program compiled once before: this one is answered from the cache
         job, _ = toolchains.driver_job(lang_, src, [i for i, _ in CASES], case_timeout_s=5, compile_timeout_s=30)
-        toolchains.run_job(job)
+        svc.run_job(job)
     walls: list[float] = []
-    real = toolchains.pool_run
 
-    def timed(job):
-        r = real(job)
+    def timed(job):  # the service's door, each sandbox job's wall time kept
+        r = svc.door(job)
         walls.append(r.wall_s)
         return r
 
-    toolchains.pool_run = timed
-    try:
-        job, nonce = toolchains.driver_job(lang_, src, [i for i, _ in CASES], case_timeout_s=5, compile_timeout_s=30)
-        t0 = time.perf_counter()
-        res = toolchains.run_job(job)
-        wall = time.perf_counter() - t0
-    finally:
-        toolchains.pool_run = real
+    job, nonce = toolchains.driver_job(lang_, src, [i for i, _ in CASES], case_timeout_s=5, compile_timeout_s=30)
+    t0 = time.perf_counter()
+    res = svc.toolchains.run(job, timed)
+    wall = time.perf_counter() - t0
     lines = toolchains.driver_lines(res.stdout, nonce)
     comp = next(d["compile"] for d in lines if "compile" in d)
     compile_s = 0.0 if comp.get("cached") else comp["elapsed"]
@@ -86,7 +81,7 @@ def batch(svc, lang: str, width: int, on: bool) -> dict:
 
     from verifiers.shapes.request import Request
 
-    toolchains.CACHE.max_bytes = 256 << 20 if on else 0
+    svc.toolchains.cache.max_bytes = 256 << 20 if on else 0
     tag = os.urandom(4).hex()
     srcs = [_source(lang, f"alike {tag}")] * 4 + [_source(lang, f"distinct {tag} {i}") for i in range(4)]
     ref = json.dumps([{"input": i, "output": o} for i, o in CASES])
@@ -98,12 +93,12 @@ def batch(svc, lang: str, width: int, on: bool) -> dict:
     again = [Request("code", f"Again:\n```{lang}\n{srcs[0]}```", ref, options=opts, timeout_s=120)]  # new prose:
     out = {}  # past the service's verdict cache, as a later request for the same program
     for part, items in (("batch", reqs), ("repeat", again)):
-        before = toolchains.STATS["compiles"]
+        before = svc.toolchains.stats["compiles"]
         t0 = time.perf_counter()
         with ThreadPoolExecutor(width) as ex:
             verdicts = list(ex.map(svc.verify, items))
         out[part] = time.perf_counter() - t0
-        out[f"{part}_compiles"] = toolchains.STATS["compiles"] - before
+        out[f"{part}_compiles"] = svc.toolchains.stats["compiles"] - before
         out[f"{part}_ok"] = sum(v.outcome == "CORRECT" for v in verdicts)
     return out
 
@@ -119,10 +114,10 @@ def run(svc, langs: list[str], rounds: int, width: int) -> list[str]:
     print(*out, sep="\n", flush=True)
     for lang in langs:
         rows: dict[str, list[dict]] = {m: [] for m in ("before", "off", "miss", "hit")}
-        phases(lang, "off")  # warm-up: the compiler's files in the page cache, not timed
+        phases(svc, lang, "off")  # warm-up: the compiler's files in the page cache, not timed
         for _ in range(rounds):
             for m in rows:
-                rows[m].append(phases(lang, m))
+                rows[m].append(phases(svc, lang, m))
         for m, rs in rows.items():
             out.append(
                 f"{lang:<14}{m:<8}{_med(rs, 'wall'):>7.3f}{rs[0]['jobs']:>5}{_med(rs, 'sandbox'):>9.3f}"
@@ -150,7 +145,7 @@ def run(svc, langs: list[str], rounds: int, width: int) -> list[str]:
                 + f"{_med(rs, 'load'):>6.1f}"
             )
             print(out[-1], flush=True)
-    toolchains.CACHE.max_bytes = 256 << 20
+    svc.toolchains.cache.max_bytes = 256 << 20
     return out
 
 
@@ -159,9 +154,8 @@ def main() -> None:
     import subprocess
     import tempfile
 
-    from sandbox.backend import SandboxConfig
-    from sandbox.pool import SandboxPool
-    from verifiers.kinds.table import sandbox_warmup
+    from verifiers.kinds.code.toolchains import LANE
+    from verifiers.service import wiring
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
     from verifiers.shapes.limits import ServiceLimits
@@ -172,19 +166,18 @@ def main() -> None:
     ap.add_argument("--langs", default="c,cpp,java,go,rust")
     args = ap.parse_args()
     subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
-    toolchains.configure(ServiceLimits(langs_pool_size=args.pool_size))
-    pool = SandboxPool(SandboxConfig(size=2, warmup=sandbox_warmup())).start()
+    limits = ServiceLimits(pool_size=2, langs_pool_size=args.pool_size)
+    pool = wiring.build_pool(limits, burst=0).start()
     with tempfile.TemporaryDirectory() as d:
-        svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool)
+        svc = VerifierService(Registry(os.path.join(d, "reg.sqlite")), pool, limits=limits)
         try:
-            toolchains.get()
+            pool.start_lane(LANE)
             print(f"load average {os.getloadavg()[0]:.1f} at start", flush=True)
             run(svc, args.langs.split(","), args.rounds, 2 * args.pool_size)
             print(f"load average {os.getloadavg()[0]:.1f} at end", flush=True)
         finally:
             svc.close()
             pool.close()
-            toolchains.close()
 
 
 if __name__ == "__main__":
