@@ -51,7 +51,7 @@ for extra in (0, 8, 16, 32, 64):
 
 
 def fork_by_size() -> None:
-    from sandbox.image import image_tag
+    from sandbox.image.python import image_tag
 
     print(f"fork + exit by the parent's size, in the sandbox image (load {os.getloadavg()[0]:.2f}):", flush=True)
     out = subprocess.run(["docker", "run", "--rm", "--network", "none", image_tag(), "python3", "-c", FORK_PROBE],

@@ -211,14 +211,14 @@ def main() -> None:
 def bench(langs: list[str], n: int, k: int, pool_size: int) -> list[str]:
     import tempfile as tf
 
-    from sandbox import image_langs
+    from sandbox.image import langs as image_langs
     from verifiers.kinds.code.toolchains import LANE
     from verifiers.service import wiring
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
     from verifiers.shapes.limits import ServiceLimits
 
-    subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
+    subprocess.run([sys.executable, "-m", "sandbox.image.langs"], check=True)
     # the pool as the server builds it (verifiers/service/wiring.py): every lane, the toolchain lane started here
     limits = ServiceLimits(pool_size=pool_size, langs_pool_size=pool_size)
     pool = wiring.build_pool(limits, burst=0).start()

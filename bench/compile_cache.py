@@ -165,7 +165,7 @@ def main() -> None:
     ap.add_argument("--pool-size", type=int, default=2)
     ap.add_argument("--langs", default="c,cpp,java,go,rust")
     args = ap.parse_args()
-    subprocess.run([sys.executable, "-m", "sandbox.image_langs"], check=True)
+    subprocess.run([sys.executable, "-m", "sandbox.image.langs"], check=True)
     limits = ServiceLimits(pool_size=2, langs_pool_size=args.pool_size)
     pool = wiring.build_pool(limits, burst=0).start()
     with tempfile.TemporaryDirectory() as d:

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from sandbox.backend import Job, SandboxConfig  # noqa: E402
-from sandbox.docker import hardening_flags  # noqa: E402
+from sandbox.backends.docker import hardening_flags  # noqa: E402
 from sandbox.pool import SandboxPool  # noqa: E402
 
 BARE_PYTHON = "/usr/bin/python3"

@@ -9,7 +9,7 @@ Each build is **uncached for the toolchain layer**: the ``rootfs-langs-<hash>`` 
 first, so ``apt-get`` downloads and installs every toolchain package again (from the Debian mirror: the
 download is part of the figure, as in ``make setup``); the Python image's minbase root filesystem below
 it is cached (``--cache``: a directory holding ``rootfs-<hash>``, shared by both recipes, whose
-``sandbox/image.py`` is the same). Printed per build: the root filesystem step (apt, the Go warm cache,
+``sandbox/image/python.py`` is the same). Printed per build: the root filesystem step (apt, the Go warm cache,
 for ``after`` Kotlin's install, the trim and the smoke test), the ``docker import`` step, the image
 size Docker reports, and the root filesystem's size on disk. The image is built under a bench-only tag
 and removed afterwards, with its root filesystem.
@@ -35,7 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 BUILD = """
 import json, shutil, subprocess, sys, time
 from pathlib import Path
-from sandbox import image as base, image_langs as L
+from sandbox.image import langs as L
+from sandbox.image import python as base
 base.CACHE = Path(sys.argv[1])
 tag = sys.argv[2]
 dest = base.CACHE / f"rootfs-langs-{L.rootfs_hash()}"

@@ -5,10 +5,10 @@ The pool is backend-agnostic: it starts ``SandboxConfig.size`` sandboxes of the 
 gymnasium's environment ids), hands each job to an idle one, replaces a sandbox that
 died (a watchdog finds idle ones; a busy one's job returns ``sandbox_error``), and applies backpressure.
 
-``"docker"`` (the default, and the one to use for training): sandbox/docker.py, a hardened container
-per sandbox. ``"bwrap"`` (machines without Docker; weaker, see sandbox/bwrap.py and docs/sandbox.md):
+``"docker"`` (the default, and the one to use for training): sandbox/backends/docker.py, a hardened container
+per sandbox. ``"bwrap"`` (machines without Docker; weaker, see sandbox/backends/bwrap.py and docs/sandbox.md):
 the same worker as PID 1 of a bubblewrap sandbox. The contract both implement is sandbox/backend.py;
-the frame channel they talk over is sandbox/framing.py.
+the frame channel they talk over is sandbox/backends/framing.py.
 
 **Lanes**: sandboxes whose workers hold different warm state. A worker forks every job from itself, and a
 fork (and the child's exit) costs in proportion to the worker's memory: ~3.3 ms from a worker holding
@@ -60,19 +60,19 @@ MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the
 
 
 def _docker() -> type[Backend]:
-    from sandbox.docker import DockerSandbox
+    from sandbox.backends.docker import DockerSandbox
 
     return DockerSandbox
 
 
 def _podman() -> type[Backend]:
-    from sandbox.podman import PodmanSandbox
+    from sandbox.backends.podman import PodmanSandbox
 
     return PodmanSandbox
 
 
 def _bwrap() -> type[Backend]:
-    from sandbox.bwrap import BwrapSandbox
+    from sandbox.backends.bwrap import BwrapSandbox
 
     return BwrapSandbox
 
@@ -141,7 +141,7 @@ class SandboxPool:
         if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
             raise SandboxError(f"output cap {self.cfg.output_bytes} bytes: choose 1 to {MAX_OUTPUT_CAP} bytes")
         if not self.cfg.image and entry.image:
-            from sandbox.image import image_tag
+            from sandbox.image.python import image_tag
 
             self.cfg.image = image_tag()
         self._idle: queue.Queue[Backend] = queue.Queue()  # the pool's own sandboxes (lane "")

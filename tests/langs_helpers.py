@@ -18,11 +18,11 @@ SUM_CASES = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7", "o
 
 
 def ensure_langs_image() -> None:
-    from sandbox import image_langs
-    from sandbox.image import image_exists
+    from sandbox.image import langs as image_langs
+    from sandbox.image.python import image_exists
 
     if not image_exists(image_langs.image_tag()):
-        r = subprocess.run([sys.executable, "-m", "sandbox.image_langs"], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "sandbox.image.langs"], capture_output=True, text=True)
         if r.returncode != 0:
             pytest.fail(f"could not build the toolchain image (`make image LANGS=all`): {r.stderr[-2000:]}")
 

@@ -32,7 +32,7 @@ def toolchain_config(limits: ServiceLimits) -> SandboxConfig:
     """The toolchain lane's sandboxes, from the service's limits alone: the Python pool's hardening with /tmp
     allowing exec (binaries run from the job's directory), more memory and processes for compilers, no
     preloads; always Docker (the image holds the toolchains)."""
-    from sandbox import image_langs
+    from sandbox.image import langs as image_langs
 
     return SandboxConfig(
         size=limits.langs_pool_size or limits.pool_size or max(2, os.cpu_count() or 2),
@@ -51,7 +51,7 @@ def toolchain_config(limits: ServiceLimits) -> SandboxConfig:
 def lanes(limits: ServiceLimits) -> dict[str, Lane]:
     """Every lane of the service's pool: the kinds' lean lanes and the toolchain lane (started on first use)."""
     missing = (
-        "the toolchain image is needed for this language: run `make image LANGS=all` (python -m sandbox.image_langs)"
+        "the toolchain image is needed for this language: run `make image LANGS=all` (python -m sandbox.image.langs)"
     )
     return {**kinds.sandbox_lanes(), toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing)}
 

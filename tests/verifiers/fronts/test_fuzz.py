@@ -171,7 +171,7 @@ def server():
             "--max-timeout-s", str(MAX_TIMEOUT_S)]  # fmt: skip
     with LocalServer(pool_size=POOL, extra_args=args) as srv:
         yield srv
-    from sandbox.docker import list_containers
+    from sandbox.backends.docker import list_containers
 
     owner = f"{socket.gethostname()}:{srv.proc.pid}"
     assert list_containers(owner) == [], "the server left sandbox containers behind"
@@ -248,7 +248,7 @@ def test_fuzzed_batch(server, stub, items):
 
 @pytest.mark.docker
 def test_after_fuzzing_the_pool_is_whole_and_grades(server, stub):
-    from sandbox.docker import list_containers
+    from sandbox.backends.docker import list_containers
 
     got = stub.Verify(
         pb.VerifyRequest(verifier="math", completion="\\boxed{\\frac{1}{2}}", reference="0.5"), timeout=60

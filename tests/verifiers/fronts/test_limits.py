@@ -225,7 +225,7 @@ def _owner_of(srv: LocalServer) -> str:
 
 
 def test_the_bwrap_backend_is_chosen_at_start(tmp_path):
-    from sandbox.bwrap import bwrap_usable
+    from sandbox.backends.bwrap import bwrap_usable
 
     require("bwrap")
     ok, why = bwrap_usable()

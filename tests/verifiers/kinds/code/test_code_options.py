@@ -129,7 +129,7 @@ def test_the_toolchain_lane_takes_its_limits_from_the_service_limits(monkeypatch
 
 
 def test_the_toolchain_lanes_defaults_follow_the_service_pool(monkeypatch):
-    from sandbox import image_langs
+    from sandbox.image import langs as image_langs
 
     monkeypatch.setenv("RLVR_LANGS_POOL_SIZE", "9")
     cfg = wiring.toolchain_config(ServiceLimits(pool_size=5, memory_mb=4096))

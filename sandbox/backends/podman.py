@@ -2,7 +2,7 @@
 
 Chosen explicitly: ``SandboxConfig(backend="podman")`` (``--backend podman``). For hosts without a Docker
 daemon or root (Slurm nodes, shared machines): Podman runs as an ordinary user and serves the Docker API
-on that user's socket (``podman system service``), so everything in sandbox/docker.py (the container
+on that user's socket (``podman system service``), so everything in sandbox/backends/docker.py (the container
 spec, the attach stream, the FIFO frame channel, labels, stale removal) serves both; only where the
 API lives and how container uids map to the host differ.
 
@@ -33,9 +33,9 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from sandbox import docker as engine_api
 from sandbox.backend import SandboxConfig, SandboxError
-from sandbox.docker import DockerSandbox
+from sandbox.backends import docker as engine_api
+from sandbox.backends.docker import DockerSandbox
 
 log = logging.getLogger(__name__)
 

@@ -38,13 +38,13 @@ if [ ! -f "$CONF/containers.conf" ] && [ ! -f /sys/fs/cgroup/cgroup.controllers 
     printf '[engine]\nruntime = "runc"\n' >"$CONF/containers.conf"  # crun refuses cgroup v1/hybrid hosts
 fi
 [ "$(id -u)" -ne 0 ] || chown -R "$USER_NAME:" "$HOME_DIR/.config"
-PY="$(dirname "$0")/../.venv/bin/python"
+PY="$(dirname "$0")/../../.venv/bin/python"
 [ -x "$PY" ] || PY=python3
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 "$PY" - <<'PYEOF'
 from sandbox.backend import SandboxConfig
-from sandbox.image import image_tag
-from sandbox.podman import PodmanSandbox, podman_available
+from sandbox.image.python import image_tag
+from sandbox.backends.podman import PodmanSandbox, podman_available
 
 ok, why = podman_available()
 if ok:

@@ -20,7 +20,7 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 # setpriv (util-linux) is needed when the service runs as root (each sandbox drops to its own uid).
 command -v setpriv >/dev/null 2>&1 || echo "install_bwrap.sh: warning: setpriv (util-linux) missing" >&2
-PY="$(dirname "$0")/../.venv/bin/python"
+PY="$(dirname "$0")/../../.venv/bin/python"
 [ -x "$PY" ] || PY=python3
-cd "$(dirname "$0")/.."
-"$PY" -c 'from sandbox.bwrap import bwrap_usable; ok, why = bwrap_usable(); print("bwrap backend:", "usable" if ok else "NOT usable: " + why)'
+cd "$(dirname "$0")/../.."
+"$PY" -c 'from sandbox.backends.bwrap import bwrap_usable; ok, why = bwrap_usable(); print("bwrap backend:", "usable" if ok else "NOT usable: " + why)'

@@ -9,7 +9,7 @@ python3 -s worker.py`` with
 * new user, PID, network (loopback only), IPC, UTS and cgroup namespaces; ``--die-with-parent``;
   ``--new-session``; every capability dropped; no-new-privileges (bwrap always sets it); no further
   user namespaces inside;
-* a seccomp filter generated at start with libseccomp (sandbox/seccomp.py): Docker's default profile's
+* a seccomp filter generated at start with libseccomp (sandbox/backends/seccomp.py): Docker's default profile's
   refusals for a container without capabilities (namespaces, mounts, keyrings, BPF, perf, io_uring,
   ptrace, modules, clocks, ...); said at start-up when libseccomp is missing;
 * a read-only view of the sandbox image's own root file system (``var/cache/rootfs-*`` and its packages
@@ -22,7 +22,7 @@ python3 -s worker.py`` with
 * an empty environment apart from PATH/LANG and the preload list;
 * run as root on the host: each sandbox gets its own unprivileged uid (via ``setpriv``);
 * memory (swap equal to it), pids and CPU quota cgroups per sandbox where they can be made
-  (sandbox/cgroups.py: v2 as root or delegated, v1 as root), rlimits only otherwise (said at start-up);
+  (sandbox/backends/cgroups.py: v2 as root or delegated, v1 as root), rlimits only otherwise (said at start-up);
 * the worker's per-job rlimits, kill-all and wipe, exactly as in a container. RLIMIT_NPROC is counted
   inside the sandbox's user namespace, so it bounds a fork bomb per sandbox even without cgroups.
 """
@@ -40,15 +40,15 @@ import sysconfig
 import threading
 from pathlib import Path
 
-from sandbox import cgroups, seccomp
 from sandbox.backend import (
     SandboxConfig,
     SandboxError,
     WorkerSandbox,
 )
-from sandbox.cgroups import SandboxCgroups
-from sandbox.framing import FrameChannel
-from sandbox.image import IN_SANDBOX, WORKER_CMD
+from sandbox.backends import cgroups, seccomp
+from sandbox.backends.cgroups import SandboxCgroups
+from sandbox.backends.framing import FrameChannel
+from sandbox.image.python import IN_SANDBOX, WORKER_CMD
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def bwrap_usable() -> tuple[bool, str]:
     """Can bwrap create the namespaces we need here? (ok, reason when not)."""
     exe = bwrap_path()
     if not exe:
-        return False, "bubblewrap is not installed: run `sh sandbox/install_bwrap.sh` (apt-get install bubblewrap)"
+        return False, "bubblewrap is not installed: run `sh sandbox/host/install_bwrap.sh` (apt-get install bubblewrap)"
     cmd = [exe, *NAMESPACES, "--as-pid-1", "--die-with-parent", *_fs_args(), "true"]
     cmd = _as_user(cmd, 65534) if os.geteuid() == 0 else cmd
     try:
@@ -107,7 +107,7 @@ def _fs_args(root: str = "/") -> list[str]:
 def image_rootfs() -> tuple[str, str]:
     """(root file system, package directory) of the sandbox image, as `make image` left them under
     var/cache; ("", "") when they are not there (another host built the image, or it came from a registry)."""
-    from sandbox.image import pylibs_cache, rootfs_cache
+    from sandbox.image.python import pylibs_cache, rootfs_cache
 
     root, pylibs = rootfs_cache(), pylibs_cache()
     if (root / ".complete").exists() and (pylibs / ".complete").exists() and (root / "usr/bin/python3").exists():

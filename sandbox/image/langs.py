@@ -1,7 +1,7 @@
 """The toolchain image: the Python sandbox image's root filesystem plus compilers and runtimes.
 
 A separate tag (``rlvr-sandbox-langs:<hash>``) so the Python-only image stays small. Built offline
-like the Python image (sandbox/image.py): no image registry, only the Debian package mirror.
+like the Python image (sandbox/image/python.py): no image registry, only the Debian package mirror.
 
   1. the cached minbase root filesystem of the Python image (``var/cache/rootfs-<hash>``) is copied
      to ``var/cache/rootfs-langs-<hash>``;
@@ -16,9 +16,9 @@ root filesystem already. Issue 40 adds SandboxFusion's other languages where Deb
 size: PHP 8.2, Ruby 3.1, Perl 5.36, Lua 5.4, R 4.2 (``Rscript``), Scala 2.11, C# (Mono 6.8 ``mcs``), D
 (gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify,
 Jest 29.3 (its Babel presets strip TypeScript), the javatuples jar, Kotlin 1.3 and Racket 8.7 (installed
-and trimmed by sandbox/toolchain_extras.py, which also drops the JDK's jmods); not Julia, Swift nor Lean: bookworm has no package of them.
+and trimmed by sandbox/image/extras.py, which also drops the JDK's jmods); not Julia, Swift nor Lean: bookworm has no package of them.
 Both steps are cached by
-their inputs; ``python -m sandbox.image_langs`` builds it, ``make image LANGS=all`` from make.
+their inputs; ``python -m sandbox.image.langs`` builds it, ``make image LANGS=all`` from make.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from sandbox import image as base
-from sandbox import toolchain_extras as extras
+from sandbox.image import extras
+from sandbox.image import python as base
 
 REPO_NAME = "rlvr-sandbox-langs"
 TOOLCHAIN_PACKAGES = [

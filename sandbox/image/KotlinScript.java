@@ -4,7 +4,7 @@ import java.util.Arrays;
 /**
  * Runs a Kotlin script that kotlinc compiled to a class (``kotlinc main.kts -d .`` writes ``Main``): the
  * script's body is that class's constructor, which takes the script's arguments. Compiled into the toolchain
- * image by sandbox/toolchain_extras.py; run as ``java -cp .:<this>:<Kotlin runtime> KotlinScript Main``.
+ * image by sandbox/image/extras.py; run as ``java -cp .:<this>:<Kotlin runtime> KotlinScript Main``.
  * An exception the script throws is rethrown as itself, so the JVM reports it as it would from a main.
  */
 public final class KotlinScript {

@@ -3,7 +3,7 @@
 # When none answers and we are root on Debian/Ubuntu: install docker.io and start dockerd in the
 # background (log and pid under var/), then wait until `docker info` answers.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 VAR="$ROOT/var"
 mkdir -p "$VAR/log"
 

@@ -1,6 +1,6 @@
 """Kotlin and Racket in the toolchain image, and what the image leaves out to stay smaller (issue 40).
 
-Called by sandbox/image_langs.py inside the chroot it builds (Debian bookworm, ``apt-get`` lists loaded):
+Called by sandbox/image/langs.py inside the chroot it builds (Debian bookworm, ``apt-get`` lists loaded):
 
 * **Kotlin 1.3.31** (bookworm's ``kotlin``) is installed with ``dpkg --force-depends`` and only the two
   Java libraries its compiler loads (``/usr/share/kotlin/kotlinc/lib`` links to them): the package also

@@ -11,7 +11,7 @@ Lifecycle (SDK, one HTTP call each to dockerd): create, attach, start, kill/remo
 The attach holds the container's stdin open (``StdinOnce``: when this process dies the connection
 drops, the worker reads end of file and exits, and ``AutoRemove`` deletes the container) and carries
 its stderr; dockerd closes it when the container ends, which is how a death is seen at once. Jobs
-never go through dockerd: frames travel over two FIFOs (sandbox/framing.py ``FifoPair``).
+never go through dockerd: frames travel over two FIFOs (sandbox/backends/framing.py ``FifoPair``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from sandbox.backend import (
     pid_alive,
     start_time,
 )
-from sandbox.framing import FifoPair, FrameChannel
-from sandbox.image import WORKER_CMD
+from sandbox.backends.framing import FifoPair, FrameChannel
+from sandbox.image.python import WORKER_CMD
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _docker_engine() -> docker.DockerClient:
         raise SandboxError(f"Docker engine not reachable ({e}): run `make setup` or start dockerd") from None
 
 
-# engine name -> how to connect to it: "docker" (DOCKER_HOST honoured); sandbox/podman.py adds "podman"
+# engine name -> how to connect to it: "docker" (DOCKER_HOST honoured); sandbox/backends/podman.py adds "podman"
 # (the same API, served by `podman system service` on a user's socket)
 ENGINES: dict[str, Callable[[], docker.DockerClient]] = {"docker": _docker_engine}
 

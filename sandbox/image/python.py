@@ -16,7 +16,6 @@ worker, the pinned runtime packages), so a change to any of them builds a new im
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "var" / "cache"
 # the in-sandbox program: the room in_sandbox/ (the worker and every module a kind's job imports), shipped as
 # files to /opt/sandbox/in_sandbox/; the worker runs as a script and puts /opt/sandbox first on its path
@@ -57,7 +56,7 @@ STRIP_TESTS = ["numpy", "pandas"]
 # stack against the job's address space, for a sandbox with one CPU's quota. One thread unless the program
 # sets the variable itself. Here, not in the worker's job environment, so it holds on every backend.
 NUMPY_INIT = (
-    "# written by sandbox/image.py: one BLAS thread per job unless the program asks for more\n"
+    "# written by sandbox/image/python.py: one BLAS thread per job unless the program asks for more\n"
     "import os\n\n"
     "for _name in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS'):\n"
     "    os.environ.setdefault(_name, '1')\n"
@@ -263,36 +262,3 @@ def build_from_registry(tag: str) -> None:
         lines.append(f"CMD {json.dumps(WORKER_CMD)}")
         (ctx / "Dockerfile").write_text("\n".join(lines) + "\n")
         run_logged(["docker", "build", "-q", "-t", tag, str(ctx)], stdout=subprocess.DEVNULL)
-
-
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tag", action="store_true", help="print the tag the current sources describe and exit")
-    p.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
-    p.add_argument("--from-registry", action="store_true", help="build FROM python:3.11-slim (needs a registry)")
-    args = p.parse_args()
-    tag = image_tag()
-    if args.tag:
-        print(tag)
-        return 0
-    CACHE.mkdir(parents=True, exist_ok=True)
-    if image_exists(tag) and not args.force:
-        rootfs_from_image(tag)
-        print(f"sandbox image {tag} is up to date", file=sys.stderr)
-        return 0
-    t0 = time.monotonic()
-    try:
-        (build_from_registry if args.from_registry else build_offline)(tag)
-        subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
-    except ImageBuildError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as e:
-        print(f"error: {' '.join(map(str, e.cmd))} failed with status {e.returncode}", file=sys.stderr)
-        return 1
-    print(f"built sandbox image {tag} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
