@@ -207,7 +207,7 @@ audit: setup
 
 bench: setup
 	@$(PY) -c 'import trl' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
-	@for b in sandbox math math_agreement code trainer; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
+	@for b in pool.throughput math_grading.speed math_grading.agreement code_grading.humaneval training.vs_trl; do echo "== python -m bench.$$b"; $(PY) -m bench.$$b || exit 1; done
 
 clean:
 	-@ids=$$(docker ps -aq --filter label=rlvr.sandbox 2>/dev/null); [ -z "$$ids" ] || docker rm -f $$ids >/dev/null

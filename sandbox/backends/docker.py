@@ -82,7 +82,7 @@ def docker_available(engine: str = "docker") -> bool:
         return False
 
 
-# -- the hardening: one spec, rendered for the SDK and (bench/sandbox.py) for `docker run` ---------
+# -- the hardening: one spec, rendered for the SDK and (bench/pool/throughput.py) for `docker run` ---------
 def _labels() -> dict[str, str]:
     return {LABEL: "1", OWNER_LABEL: owner(), STARTED_LABEL: start_time(os.getpid())}
 
@@ -110,7 +110,7 @@ def container_spec(cfg: SandboxConfig, uid: int, engine: str = "docker", inodes:
 
 
 def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
-    """The same hardening as ``docker run`` options (bench/sandbox.py's per-program baseline)."""
+    """The same hardening as ``docker run`` options (bench/pool/throughput.py's per-program baseline)."""
     cmd = [x for k, v in _labels().items() for x in ("--label", f"{k}={v}")]
     cmd += [x for k, v in _tmpfs(cfg).items() for x in ("--tmpfs", f"{k}:{v}")]
     cmd += [
