@@ -12,7 +12,7 @@ like the Python image (sandbox/image/python.py): no image registry, only the Deb
 Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18 with TypeScript 4.8 (the
 ``typescript`` module, used to strip types as SandboxFusion's ``tsx`` does), Go 1.19 (its standard
 library ships precompiled, so a job's build needs no warm cache), rustc 1.63; bash is in the base
-root filesystem already. Issue 40 adds SandboxFusion's other languages where Debian has them at a modest
+root filesystem already. Then SandboxFusion's other languages where Debian has them at a modest
 size: PHP 8.2, Ruby 3.1, Perl 5.36, Lua 5.4, R 4.2 (``Rscript``), Scala 2.11, C# (Mono 6.8 ``mcs``), D
 (gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify,
 Jest 29.3 (its Babel presets strip TypeScript), the javatuples jar, Kotlin 1.3 and Racket 8.7 (installed
@@ -45,7 +45,7 @@ TOOLCHAIN_PACKAGES = [
     "node-typescript",
     "golang-go",
     "rustc",
-    # issue 40: SandboxFusion's other languages that Debian packages at a modest size (docs/sandbox.md)
+    # SandboxFusion's other languages that Debian packages at a modest size (docs/sandbox.md)
     "php-cli",
     "ruby",
     "perl",

@@ -42,7 +42,7 @@ RUNTIME_PACKAGES = [
     "math-verify==0.9.0",
     "latex2sympy2_extended==1.11.0",
     "antlr4-python3-runtime==4.13.2",
-    # what SandboxFusion's image bundles and its users' programs import (issue 40); cp311 manylinux wheels,
+    # what SandboxFusion's image bundles and its users' programs import; cp311 manylinux wheels,
     # not preloaded (the worker imports only ``SandboxConfig.preload``): a job pays for its own import
     "numpy==2.4.6",
     "pandas==3.1.1",

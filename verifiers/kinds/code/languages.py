@@ -170,7 +170,7 @@ _TABLE = {
         "typescript", ("typescript", "ts"), "main.ts", ["node", "-e", _TS_STRIP], ["node", "main.js"], run_as_mb=2048
     ),
     "bash": Language("bash", ("bash", "sh", "shell"), "main.sh", None, ["bash", "main.sh"]),
-    # issue 40: SandboxFusion's other languages, as its runners run them (sandbox/image/langs.py installs them)
+    # SandboxFusion's other languages, as its runners run them (sandbox/image/langs.py installs them)
     "php": Language("php", ("php",), "main.php", None, ["php", "-f", "main.php"]),
     "ruby": Language("ruby", ("ruby", "rb"), "main.rb", None, ["ruby", "main.rb"]),
     "perl": Language("perl", ("perl", "pl"), "main.pl", None, ["perl", "main.pl"]),
