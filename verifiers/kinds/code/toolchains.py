@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
+from in_sandbox.jobs import DRIVER
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result
 from verifiers.kinds.code import compile_cache, languages
 
@@ -137,7 +138,7 @@ class Toolchains:
         cached as that result."""
         self._count("compiles")
         nonce = q["nonce"]
-        res = run(replace(job, code=compile_cache.BUILD_JOB, stdin=json.dumps(dict(q, output_cap=self.output_cap))))
+        res = run(replace(job, code=compile_cache.BUILD_JOB, stdin=DRIVER.dumps(dict(q, output_cap=self.output_cap))))
         lines = driver_lines(res.stdout, nonce)
         comp = next((d["compile"] for d in lines if "compile" in d), None)
         blob = next((d["artifact"] for d in lines if "artifact" in d), None)
@@ -167,7 +168,7 @@ class Toolchains:
             r = entry.failed
             return replace(r, stdout=r.stdout.replace(entry.nonce, nonce), id=job.id)
         cases_s = len(q["inputs"]) * (q["case_timeout"] + CASE_START_S) + DRIVER_MARGIN_S
-        run_q = json.dumps(dict(q, artifact=base64.b64encode(entry.artifact or b"").decode()))
+        run_q = DRIVER.dumps(dict(q, artifact=base64.b64encode(entry.artifact or b"").decode()))
         res = run(replace(job, code=compile_cache.RUN_JOB, stdin=run_q, timeout_s=min(job.timeout_s, cases_s)))
         if not (res.sandbox_error or res.timed_out or driver_lines(res.stdout, nonce)):  # it could not unpack
             self._count("compiles")
@@ -184,14 +185,9 @@ def _wait_s(job: Job) -> float:
 
 
 def _query(job: Job) -> dict | None:
-    """The driver query a job carries (None: not a driver job)."""
-    if job.code != DRIVER_JOB:
-        return None
-    try:
-        q = json.loads(job.stdin)
-    except ValueError:
-        return None
-    return q if isinstance(q, dict) and isinstance(q.get("nonce"), str) else None
+    """The driver query a job carries (None: not a driver job); a driver job whose payload does not match its shape
+    (in_sandbox/jobs.py ``DRIVER``) raises PayloadError here, before a sandbox is used."""
+    return DRIVER.loads(job.stdin) if job.code == DRIVER_JOB else None
 
 
 def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,
@@ -224,7 +220,7 @@ def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_t
     }
     need = compile_s + len(inputs) * (case_timeout_s + CASE_START_S) + DRIVER_MARGIN_S
     limits = Limits(memory_mb=languages.COMPILE_AS_MB, nproc=languages.COMPILE_NPROC, fsize_mb=64)
-    return Job(code=DRIVER_JOB, stdin=json.dumps(q), timeout_s=need, limits=limits, id=job_id, lane=LANE), nonce
+    return Job(code=DRIVER_JOB, stdin=DRIVER.dumps(q), timeout_s=need, limits=limits, id=job_id, lane=LANE), nonce
 
 
 def driver_lines(stdout: str, nonce: str) -> list[dict]:
