@@ -11,8 +11,8 @@ the same worker as PID 1 of a bubblewrap sandbox. The contract both implement is
 the frame channel they talk over is sandbox/backends/framing.py.
 
 **Lanes**: sandboxes whose workers hold different warm state. A worker forks every job from itself, and a
-fork (and the child's exit) costs in proportion to the worker's memory: ~3.3 ms from a worker holding
-sympy (57 MB), ~0.4 ms from a bare one (8 MB), measured in the image. So a pool may keep, beside its
+fork (and the child's exit) costs in proportion to the worker's memory (docs/sandbox.md has the figures), so
+a worker holding sympy forks its jobs slower than a bare one. So a pool may keep, beside its
 own sandboxes, lanes of sandboxes warmed with less (``Lane``: other preloads, another warm-up); a job
 naming a lane (``Job.lane``) runs on one of that lane's sandboxes where the pool has the lane, else on
 the pool's own. Each lane has the pool's size and burst; the watchdog, replacement and close treat

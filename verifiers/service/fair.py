@@ -13,8 +13,8 @@
   (``SandboxPool(burst=)``), lent only to a caller that holds no slot, so that caller's job runs without
   waiting for anyone's program to end. Bounded: a caller holding a slot (burst or not) waits its turn,
   so the burst sandbox runs at most one job at a time. A lone caller keeps the whole ``--pool-size``;
-  the cost is one more idle sandbox (its memory, not CPU). The toolchain pool (non-Python code) has a
-  gate of its own, made here and handed to it by the core (``toolchains.share``), with its own burst sandbox.
+  the cost is one more idle sandbox (its memory, not CPU). The pool's toolchain lane (non-Python code) has a
+  gate of its own with its own burst sandbox; verifiers/service/wiring.py builds every gate with the pool.
 
 * ``RpcShare``: gRPC runs each admitted RPC on its own thread, at most ``--max-concurrent-rpcs``
   of them. Calls that may wait for a sandbox hold at most ``sandbox_limit`` of those threads (the server
