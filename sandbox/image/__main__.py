@@ -8,10 +8,10 @@ import sys
 import time
 
 from sandbox.image.python import (
-    CACHE,
     REPO_NAME,
     ImageBuildError,
     build_from_registry,
+    build_lock,
     build_offline,
     image_exists,
     image_tag,
@@ -29,14 +29,18 @@ def main() -> int:
     if args.tag:
         print(tag)
         return 0
-    CACHE.mkdir(parents=True, exist_ok=True)
     if image_exists(tag) and not args.force:
-        rootfs_from_image(tag)
+        with build_lock():
+            rootfs_from_image(tag)
         print(f"sandbox image {tag} is up to date", file=sys.stderr)
         return 0
     t0 = time.monotonic()
     try:
-        (build_from_registry if args.from_registry else build_offline)(tag)
+        with build_lock():  # another process may be building it: this one waits, then finds it built
+            if image_exists(tag) and not args.force:
+                print(f"sandbox image {tag} is up to date", file=sys.stderr)
+                return 0
+            (build_from_registry if args.from_registry else build_offline)(tag)
         subprocess.run(["docker", "tag", tag, f"{REPO_NAME}:latest"], check=True)
     except ImageBuildError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -23,7 +23,6 @@ their inputs; ``python -m sandbox.image.langs`` builds it, ``make image LANGS=al
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -164,8 +163,7 @@ def ensure(force: bool = False) -> str:
         return tag
     t0 = time.monotonic()
     base.CACHE.mkdir(parents=True, exist_ok=True)
-    with open(base.CACHE / ".langs-build.lock", "w") as lock:  # one build at a time (tests build it when missing)
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with base.build_lock():  # one build at a time (tests build it when missing)
         if base.image_exists(tag) and not force:  # another process built it while this one waited
             return tag
         build(tag)

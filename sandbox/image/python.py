@@ -111,6 +111,17 @@ def copy_worker(layer: Path) -> None:
         shutil.copy(f, dest)
 
 
+def build_lock():
+    """One image build at a time on this machine's cache (the Python and the toolchain image share parts of it, and
+    tests build an image that is missing): hold the returned file open while building."""
+    import fcntl
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    lock = open(CACHE / ".image-build.lock", "w")  # noqa: SIM115 - the caller holds it for the build
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
 def image_exists(tag: str) -> bool:
     r = subprocess.run(["docker", "image", "inspect", tag], capture_output=True)
     return r.returncode == 0
@@ -168,27 +179,18 @@ def build_runtime_layer(layer: Path) -> None:
     """Python packages (host pip, --target) and the worker, laid out as they appear in the image."""
     pylibs = pylibs_cache()
     if not (pylibs / ".complete").exists():
+        part = pylibs.with_name(pylibs.name + ".partial")  # built aside, then renamed: never seen half-written
+        shutil.rmtree(part, ignore_errors=True)
         shutil.rmtree(pylibs, ignore_errors=True)
-        run_logged(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-deps",
-                "--no-compile",
-                "--target",
-                str(pylibs),
-                *RUNTIME_PACKAGES,
-            ]
-        )
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(part)]
+        run_logged([*cmd, *RUNTIME_PACKAGES])
         for pkg in STRIP_TESTS:
-            for tests in sorted((pylibs / pkg).rglob("tests"), reverse=True):
+            for tests in sorted((part / pkg).rglob("tests"), reverse=True):
                 shutil.rmtree(tests, ignore_errors=True)
-        (pylibs / "numpy" / "_distributor_init_local.py").write_text(NUMPY_INIT)
-        run_logged([sys.executable, "-m", "compileall", "-q", "-j", "0", str(pylibs)], stdout=subprocess.DEVNULL)
-        (pylibs / ".complete").touch()
+        (part / "numpy" / "_distributor_init_local.py").write_text(NUMPY_INIT)
+        run_logged([sys.executable, "-m", "compileall", "-q", "-j", "0", str(part)], stdout=subprocess.DEVNULL)
+        (part / ".complete").touch()
+        part.rename(pylibs)
     shutil.copytree(pylibs, layer / "opt" / "pylibs", ignore=shutil.ignore_patterns(".complete", "bin"))
     copy_worker(layer)
 
