@@ -23,6 +23,7 @@ from trainer.data import Example, render_prompt
 from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.replay import Recording
 from trainer.rollout.sampling import next_tokens, picked_logprob
+from trainer.rollout.tools import ToolTrace
 
 
 @dataclass
@@ -42,6 +43,16 @@ class Rollout:
     sample_logprobs: Tensor | None = None
     # the lean decode's matmul products (trainer/rollout/replay.py), for the training forward; None if not kept
     replay: Any = None
+    # tool rollouts (trainer/rollout/tool_decode.py): (N, C) 1 where the policy sampled the token, 0 on tool output
+    # (None: every completion token is the policy's); the texts above are then the policy's own tokens only
+    policy_mask: Tensor | None = None
+    full_texts: list[str] | None = None  # (N,) policy and tool output together, as the model saw them (logs)
+    tool_trace: ToolTrace | None = None  # calls, errors, failed sessions per row, seconds in tools
+
+    def sampled_mask(self) -> Tensor:
+        """(N, C) the tokens the policy sampled: the completion mask less tool output. Every loss term, statistic
+        and normaliser counts these only."""
+        return self.completion_mask if self.policy_mask is None else self.completion_mask * self.policy_mask
 
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
@@ -59,6 +70,9 @@ class Rollout:
             [self.references[i] for i in rows],
             None if self.sample_logprobs is None else self.sample_logprobs[idx],
             self.replay if list(rows) == list(range(len(self))) else None,  # its rows are this rollout's
+            None if self.policy_mask is None else self.policy_mask[idx],
+            None if self.full_texts is None else [self.full_texts[i] for i in rows],
+            None if self.tool_trace is None else self.tool_trace.select(list(rows)),
         )
 
 
