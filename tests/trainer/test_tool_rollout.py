@@ -57,7 +57,9 @@ def test_kv_continuation_logprobs_equal_reencoding_the_whole_sequence(fast_path)
 
 def test_graded_text_is_the_policys_own_tokens():
     ro = _rollout(do_sample=False)
-    for full, own, p, pm, ids in zip(ro.full_texts, ro.texts, ro.prompts, ro.policy_mask, ro.completion_ids, strict=True):
+    for full, own, p, pm, ids in zip(
+        ro.full_texts, ro.texts, ro.prompts, ro.policy_mask, ro.completion_ids, strict=True
+    ):
         assert "<output>" in full and "<output>" not in own
         if p.startswith("b"):  # the tool printed the box; the policy wrote none
             assert "\\boxed{" in full and "\\boxed{" not in own
