@@ -57,9 +57,7 @@ def test_kv_continuation_logprobs_equal_reencoding_the_whole_sequence(fast_path)
 
 def test_graded_text_is_the_policys_own_tokens():
     ro = _rollout(do_sample=False)
-    for full, own, p, pm, ids in zip(
-        ro.full_texts, ro.texts, ro.prompts, ro.policy_mask, ro.completion_ids, strict=True
-    ):
+    for full, own, p in zip(ro.full_texts, ro.texts, ro.prompts, strict=True):
         assert "<output>" in full and "<output>" not in own
         if p.startswith("b"):  # the tool printed the box; the policy wrote none
             assert "\\boxed{" in full and "\\boxed{" not in own
@@ -139,7 +137,9 @@ def test_hermes_calls_are_read_as_data_and_malformed_ones_are_errors():
 def test_hermes_format_end_to_end():
     ro = _rollout("hermes", examples=th.examples("a"), do_sample=False, max_new_tokens=160)
     assert sum(ro.tool_trace.calls) == len(ro)
-    assert all("<tool_response>" in f and "<tool_response>" not in t for f, t in zip(ro.full_texts, ro.texts))
+    assert all(
+        "<tool_response>" in f and "<tool_response>" not in t for f, t in zip(ro.full_texts, ro.texts, strict=True)
+    )
 
 
 def test_a_session_that_dies_gives_an_infrastructure_outcome_masked_not_zero():
