@@ -19,7 +19,7 @@ from trainer.grpo.rewards import PythonReward
 from trainer.grpo.step import collect_batch, step_metrics, token_loss_mask
 from trainer.rollout.logprobs import completion_logprobs
 from trainer.rollout.tool_decode import DONE, _Rows, generate_tool_rollout
-from trainer.rollout.tools import FORMATS, ScriptedToolRunner, ToolResult, call_code
+from trainer.rollout.tools import FORMATS, ScriptedToolRunner, ToolResult, call_code, tool_signals
 
 torch.set_num_threads(1)
 
@@ -77,6 +77,10 @@ def test_a_box_printed_by_a_tool_is_never_paid():
     assert all(batch.rewards[i] == 0 for i in attack)
     # and with the full text (tool output included) the same rows would have been paid: the defence is the point
     assert any(_boxed(ro.full_texts[i], ro.references[i]) == 1.0 for i in attack)
+    # the attempt is a signal the alarm sees beside the verifier's (it never changes the reward)
+    assert all("tool_printed_answer_marker" in batch.scores[i].signals for i in attack)
+    honest = [i for i, p in enumerate(ro.prompts) if p.startswith("a") and ro.tool_trace.calls[i]]
+    assert all("tool_printed_answer_marker" not in batch.scores[i].signals for i in honest)
 
 
 def test_output_is_cut_and_its_closing_marker_defused():
@@ -116,6 +120,13 @@ def test_a_call_past_max_calls_ends_the_rollout_unrun():
     for t in tok("then " + call, add_special_tokens=False)["input_ids"]:
         rows.push(0, t, -1.0)
     assert rows.state[0] == DONE and not rows.pending and rows.trace.calls == [1]
+
+
+def test_tool_signals():
+    assert tool_signals(["14"], "14") == ["tool_printed_reference"]
+    assert tool_signals(["x", "<answer>3</answer>"], "5") == ["tool_printed_answer_marker"]
+    assert tool_signals(["\\boxed{5}"], "5") == ["tool_printed_answer_marker", "tool_printed_reference"]
+    assert tool_signals([], "5") == [] and tool_signals(["1"], " ") == []
 
 
 def test_opening_fence_alone_is_not_a_call():
@@ -184,3 +195,28 @@ def test_config_section_off_by_default_and_refuses_unknown_keys():
     with pytest.raises(ConfigError, match="no tool runner"):
         collect_batch(GRPOConfig(tools={}, group_size=2, prompts_per_step=1), model, tok,
                       DataStream(th.examples("a"), 0), PythonReward(_boxed))  # fmt: skip
+
+
+def test_train_with_tools_logs_the_tool_metrics(tmp_path):
+    import copy
+    import json
+
+    from trainer.run.metrics import read_metrics
+    from trainer.train import train
+
+    model, tok = th.caller()
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"prompt": e.prompt, "answer": e.reference}) + "\n" for e in th.examples("a")))
+    cfg = GRPOConfig(data=str(data), group_size=2, prompts_per_step=2, max_new_tokens=96, steps=2, beta=0.04,
+                     lr=1e-4, tools=ToolsConfig(), run_dir=str(tmp_path / "run"), report_to=[],
+                     log_completions_every=1)  # fmt: skip
+    runner = th.runner()
+    train(cfg, copy.deepcopy(model), tok, reward_fn=PythonReward(_boxed), tools=runner)
+    rows = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert len(rows) == 2
+    for m in rows:
+        assert m["tool/calls_per_completion"] > 0 and 0 < m["tool/output_share"] < 1
+        assert m["tool/error_rate"] == 0.0 and m["perf/tool_s"] >= 0 and m["tool/sessions_failed"] == 0
+    assert runner.started == [(2, 2, "")] * 2 and len(runner.closed) == 8
+    logged = (tmp_path / "run" / "completions.jsonl").read_text()
+    assert "<output>" in logged  # the logs show what the model saw

@@ -38,7 +38,7 @@ from trainer.policy import autocast_dtype, pick_dtype
 from trainer.rollout.backends import RolloutBackend
 from trainer.rollout.decode import Rollout, generate_rollout
 from trainer.rollout.tool_decode import generate_tool_rollout
-from trainer.rollout.tools import ToolRunner, ToolTrace
+from trainer.rollout.tools import ToolRunner, ToolTrace, tool_signals
 from trainer.run.metrics import MetricsLogger
 from verifiers.client import OUTCOMES, Outcome
 
@@ -157,7 +157,7 @@ def collect_batch(
                 on_groups_done=None if scorer is None else scorer.submit,
             )
         rewards, valid, scores, dt = grade(reward_fn, ro, scorer)
-        rewards, valid = tool_failures(ro, rewards, valid, scores)
+        rewards, valid = tool_outcomes(ro, rewards, valid, scores)
         verify_s, rollouts = verify_s + dt, rollouts + 1
         good = informative_groups(rewards, valid, g) if cfg.dynamic_sampling else torch.ones(len(ro) // g, dtype=bool)
         for keep, bucket in ((True, kept), (False, spare)):
@@ -178,13 +178,19 @@ def collect_batch(
     )
 
 
-def tool_failures(ro: Rollout, rewards: Tensor, valid: Tensor, scores: list[Score]) -> tuple[Tensor, Tensor]:
-    """Rows whose tool session failed get the infrastructure outcome: SANDBOX_ERROR, masked out of the loss (not a
-    zero reward). ``scores`` is changed in place."""
-    if ro.tool_trace is None or not any(ro.tool_trace.infra):
+def tool_outcomes(ro: Rollout, rewards: Tensor, valid: Tensor, scores: list[Score]) -> tuple[Tensor, Tensor]:
+    """Tool rollouts: each score gets the tool-use signals (``tools.tool_signals``: a call printed an answer's
+    shape or the reference; the alarm reads them with the verifier's), and rows whose tool session failed get the
+    infrastructure outcome: SANDBOX_ERROR, masked out of the loss (not a zero reward). ``scores`` change in place."""
+    tr = ro.tool_trace
+    if tr is None:
+        return rewards, valid
+    for s, outs, ref in zip(scores, tr.outputs, ro.references, strict=True):
+        s.signals = [*s.signals, *(x for x in tool_signals(outs, ref) if x not in s.signals)]
+    if not any(tr.infra):
         return rewards, valid
     rewards, valid = rewards.clone(), valid.clone()
-    for i, dead in enumerate(ro.tool_trace.infra):
+    for i, dead in enumerate(tr.infra):
         if dead:
             rewards[i], valid[i] = 0.0, False
             scores[i] = Score(0.0, Outcome.SANDBOX_ERROR, {}, scores[i].elapsed_s, [], ["tool_session_failed"])

@@ -140,6 +140,7 @@ class _Rows:
     def add_output(self, r: int, ids: list[int], res: ToolResult) -> bool:
         """Append a call's output span to row r; True when the row decodes on."""
         self.trace.calls[r] += 1
+        self.trace.outputs[r].append(res.output)
         if res.status == "infra":  # the session died: an infrastructure outcome, masked out of the loss
             self.trace.infra[r], self.state[r] = True, DONE
             return False

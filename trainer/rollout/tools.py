@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 ToolStatus = Literal["ok", "error", "timeout", "infra"]
@@ -165,10 +165,15 @@ class ToolTrace:
     errors: list[int]
     infra: list[bool]
     tool_s: float = 0.0
+    outputs: list[list[str]] = field(default_factory=list)  # per row: each call's output as the runner gave it
+
+    def __post_init__(self) -> None:
+        if not self.outputs:
+            self.outputs = [[] for _ in self.calls]
 
     def select(self, rows: Sequence[int]) -> ToolTrace:
         return ToolTrace([self.calls[i] for i in rows], [self.errors[i] for i in rows],
-                         [self.infra[i] for i in rows], self.tool_s)  # fmt: skip
+                         [self.infra[i] for i in rows], self.tool_s, [self.outputs[i] for i in rows])  # fmt: skip
 
     @staticmethod
     def concat(parts: Sequence[ToolTrace]) -> ToolTrace:
@@ -177,4 +182,21 @@ class ToolTrace:
             sum((p.errors for p in parts), []),
             sum((p.infra for p in parts), []),
             sum(p.tool_s for p in parts),
+            sum((p.outputs for p in parts), []),
         )
+
+
+ANSWER_MARKS = ("\\boxed", "<answer>", "</answer>")  # what a final answer looks like (the one rule's markers)
+
+
+def tool_signals(outputs: Sequence[str], reference: str) -> list[str]:
+    """Exploit signals of one rollout's tool use (informative, like the verifier's: they never change the reward):
+    ``tool_printed_answer_marker`` (a call's output holds a box or an answer tag: the shape of a final answer, which
+    is never graded there), ``tool_printed_reference`` (a call's output holds the reference verbatim)."""
+    out = []
+    if any(m in o for o in outputs for m in ANSWER_MARKS):
+        out.append("tool_printed_answer_marker")
+    ref = reference.strip()
+    if ref and any(ref in o for o in outputs):
+        out.append("tool_printed_reference")
+    return out
