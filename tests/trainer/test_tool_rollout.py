@@ -12,7 +12,7 @@ import torch
 from pydantic import ValidationError
 
 from tests.trainer import tool_helpers as th
-from trainer.config import GRPOConfig, ToolsConfig
+from trainer.config import GRPOConfig, ToolsConfig, load_config
 from trainer.data import DataStream
 from trainer.errors import ConfigError
 from trainer.grpo.rewards import PythonReward
@@ -183,6 +183,9 @@ def test_metrics():
 
 def test_config_section_off_by_default_and_refuses_unknown_keys():
     assert GRPOConfig().tools is None
+    assert load_config(None, ["--tools.max_calls", "3"]).tools == ToolsConfig(max_calls=3)  # the command line
+    with pytest.raises(ConfigError, match="tools.bogus"):
+        load_config(None, ["--tools.bogus", "1"])
     with pytest.raises(ValidationError, match="max_call"):
         GRPOConfig(tools={"max_call": 2})
     with pytest.raises(ValidationError, match="format"):

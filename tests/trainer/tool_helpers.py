@@ -25,16 +25,22 @@ def attack_call(k: int) -> str:
     return f"print('boxed', {k}*7)"
 
 
-def script(fmt: str = "python") -> tuple[dict[str, str], list[str]]:
-    """(code -> tool output, the training texts: prompt + completion with the output span)."""
+def script(fmt: str = "python", calls: int = 1, preamble: str = "") -> tuple[dict[str, str], list[str]]:
+    """(code -> tool output, the training texts: prompt + completion with the output spans). ``calls`` > 1: the
+    honest completions make that many calls in a row (bench/tool_rollout.py); ``preamble`` goes before each prompt."""
     f = FORMATS[fmt]
     outputs, texts = {}, []
     for k in KS:
-        outputs[honest_call(k)] = str(k * 7)
         outputs[attack_call(k)] = f"\\boxed{{{k * 7}}}"
-        for name, code, after in (("a", honest_call(k), f"so \\boxed{{{k * 7}}}"), ("b", attack_call(k), "")):
-            call = f"{f.start}\n{code}\n{f.stop}" if fmt == "python" else _hermes(code)
-            texts.append((f"{name}{k}", call + f.wrap(outputs[code], 512) + after))
+        honest = [honest_call(k)] + [f"print({k}*7+{j})" for j in range(1, calls)]
+        for j, code in enumerate(honest):
+            outputs[code] = str(k * 7 + j)
+        for name, codes, after in (("a", honest, f"so \\boxed{{{k * 7}}}"), ("b", [attack_call(k)], "")):
+            spans = [
+                (f"{f.start}\n{code}\n{f.stop}" if fmt == "python" else _hermes(code)) + f.wrap(outputs[code], 512)
+                for code in codes
+            ]
+            texts.append((preamble + f"{name}{k}", "".join(spans) + after))
     return outputs, texts
 
 
@@ -44,17 +50,20 @@ def _hermes(code: str) -> str:
     return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
 
 
-def examples(kind: str = "a") -> list[Example]:
-    return [Example(f"{kind}{k}", str(k * 7)) for k in KS]
+def examples(kind: str = "a", preamble: str = "") -> list[Example]:
+    return [Example(f"{preamble}{kind}{k}", str(k * 7)) for k in KS]
 
 
 @functools.lru_cache(maxsize=4)
-def caller(fmt: str = "python", steps: int = 200):
+def caller(
+    fmt: str = "python", steps: int = 200, calls: int = 1, preamble: str = "", hidden: int = 64, layers: int = 2
+):
     """(model, tokenizer): a tiny Qwen2 trained until greedy decoding reproduces the script's completions."""
     tok = tiny.build_tokenizer()
-    model = tiny.build_model(tok, TinyConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                             intermediate_size=128, max_position_embeddings=256), seed=0)  # fmt: skip
-    _, texts = script(fmt)
+    size = TinyConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4, intermediate_size=2 * hidden,
+                      max_position_embeddings=1024)  # fmt: skip
+    model = tiny.build_model(tok, size, seed=0)
+    _, texts = script(fmt, calls, preamble)
     rows = [tok(tiny.USER + p + tiny.ASSISTANT + c + tiny.EOS, add_special_tokens=False)["input_ids"] for p, c in texts]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), tok.pad_token_id)
@@ -63,17 +72,15 @@ def caller(fmt: str = "python", steps: int = 200):
     mask = (ids != tok.pad_token_id).long()
     labels = ids.masked_fill(mask == 0, -100)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    g = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     for _ in range(steps):
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
-    del g
     model.eval()
     return model, tok
 
 
-def runner(fmt: str = "python", **kw) -> ScriptedToolRunner:
-    return ScriptedToolRunner(script(fmt)[0], default="NameError: name is not defined", **kw)
+def runner(fmt: str = "python", calls: int = 1, **kw) -> ScriptedToolRunner:
+    return ScriptedToolRunner(script(fmt, calls)[0], default="NameError: name is not defined", **kw)
