@@ -13,7 +13,7 @@
    sessions service) the calls run in sandbox sessions of a LocalServer and the math verifier grades.
 
 The model: a tiny Qwen2 (tests/trainer/tool_helpers.py) trained here, in about a minute, to answer with ``--calls``
-calls after a ~300-character preamble (the prompt a real run would carry), so the prefix is worth caching.
+calls after a ~140-character preamble (the prompt a real run would carry), so the prefix is worth caching.
 """
 
 from __future__ import annotations
@@ -41,9 +41,8 @@ from trainer.grpo.rewards import PythonReward  # noqa: E402
 from trainer.rollout.tool_decode import generate_tool_rollout  # noqa: E402
 
 PREAMBLE = (
-    "You can run Python. Write code in a ```python block; when the block is closed it runs and its output comes "
-    "back between <output> and </output>. Use it for any arithmetic you are not sure of, read the output, then "
-    "give the final answer in \\boxed{}. Never box a value you have not checked. Problem: "
+    "You can run Python: a ```python block runs when it is closed, its output comes back between <output> and "
+    "</output>. Box the final answer. Problem: "
 )
 
 
@@ -134,11 +133,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--train-steps", type=int, default=200)
     ap.add_argument("--service", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    model, tok = th.caller(calls=args.calls, preamble=PREAMBLE, steps=300)
+    model, tok = th.caller(calls=args.calls, preamble=PREAMBLE, kinds="a", steps=args.train_steps)
     print(f"caller model trained in {time.perf_counter() - t0:.0f} s; threads {args.threads}, G={args.group}, "
           f"prompts {len(th.KS)}, max_new_tokens {args.max_new_tokens}")  # fmt: skip
     continuation(model, tok, args)

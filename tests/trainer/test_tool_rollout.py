@@ -223,3 +223,24 @@ def test_train_with_tools_logs_the_tool_metrics(tmp_path):
     assert runner.started == [(2, 2, "")] * 2 and len(runner.closed) == 8
     logged = (tmp_path / "run" / "completions.jsonl").read_text()
     assert "<output>" in logged  # the logs show what the model saw
+
+
+def test_batches_of_tool_rollouts_keep_their_masks_when_stacked_and_selected():
+    from trainer.grpo.step import concat_rollouts
+
+    a = _rollout(examples=th.examples("a"), do_sample=False)
+    b = _rollout(examples=th.examples("b"), do_sample=False, max_new_tokens=60)
+    both = concat_rollouts([a, b], 0)
+    assert both.completion_ids.shape[1] == max(a.completion_ids.shape[1], b.completion_ids.shape[1])
+    for part, rows in ((a, range(len(a))), (b, range(len(a), len(a) + len(b)))):
+        w = part.completion_ids.shape[1]
+        assert torch.equal(both.sampled_mask()[list(rows), :w], part.sampled_mask())
+        assert both.sampled_mask()[list(rows), w:].sum() == 0
+    assert both.texts == a.texts + b.texts and both.full_texts == a.full_texts + b.full_texts
+    assert both.tool_trace.calls == a.tool_trace.calls + b.tool_trace.calls
+    sel = both.select([1, len(a)])
+    assert sel.texts == [a.texts[1], b.texts[0]] and sel.tool_trace.outputs == [
+        a.tool_trace.outputs[1],
+        b.tool_trace.outputs[0],
+    ]
+    assert torch.equal(sel.policy_mask, both.policy_mask[[1, len(a)]])

@@ -25,7 +25,9 @@ def attack_call(k: int) -> str:
     return f"print('boxed', {k}*7)"
 
 
-def script(fmt: str = "python", calls: int = 1, preamble: str = "") -> tuple[dict[str, str], list[str]]:
+def script(
+    fmt: str = "python", calls: int = 1, preamble: str = "", kinds: str = "ab"
+) -> tuple[dict[str, str], list[str]]:
     """(code -> tool output, the training texts: prompt + completion with the output spans). ``calls`` > 1: the
     honest completions make that many calls in a row (bench/tool_rollout.py); ``preamble`` goes before each prompt."""
     f = FORMATS[fmt]
@@ -36,6 +38,8 @@ def script(fmt: str = "python", calls: int = 1, preamble: str = "") -> tuple[dic
         for j, code in enumerate(honest):
             outputs[code] = str(k * 7 + j)
         for name, codes, after in (("a", honest, f"so \\boxed{{{k * 7}}}"), ("b", [attack_call(k)], "")):
+            if name not in kinds:
+                continue
             spans = [
                 (f"{f.start}\n{code}\n{f.stop}" if fmt == "python" else _hermes(code)) + f.wrap(outputs[code], 512)
                 for code in codes
@@ -55,15 +59,14 @@ def examples(kind: str = "a", preamble: str = "") -> list[Example]:
 
 
 @functools.lru_cache(maxsize=4)
-def caller(
-    fmt: str = "python", steps: int = 200, calls: int = 1, preamble: str = "", hidden: int = 64, layers: int = 2
-):
+def caller(fmt: str = "python", steps: int = 200, calls: int = 1, preamble: str = "", kinds: str = "ab", hidden: int = 64,
+           layers: int = 2):  # fmt: skip
     """(model, tokenizer): a tiny Qwen2 trained until greedy decoding reproduces the script's completions."""
     tok = tiny.build_tokenizer()
     size = TinyConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4, intermediate_size=2 * hidden,
                       max_position_embeddings=1024)  # fmt: skip
     model = tiny.build_model(tok, size, seed=0)
-    _, texts = script(fmt, calls, preamble)
+    _, texts = script(fmt, calls, preamble, kinds)
     rows = [tok(tiny.USER + p + tiny.ASSISTANT + c + tiny.EOS, add_special_tokens=False)["input_ids"] for p, c in texts]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), tok.pad_token_id)
