@@ -132,7 +132,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--max-new-tokens", type=int, default=200)
     ap.add_argument("--train-steps", type=int, default=200)
     ap.add_argument("--service", action="store_true")
     args = ap.parse_args()
