@@ -18,7 +18,7 @@ from trainer.errors import ConfigError
 from trainer.grpo.rewards import PythonReward
 from trainer.grpo.step import collect_batch, step_metrics, token_loss_mask
 from trainer.rollout.logprobs import completion_logprobs
-from trainer.rollout.tool_decode import DONE, _Rows, generate_tool_rollout
+from trainer.rollout.tool_decode import DONE, RowState, generate_tool_rollout
 from trainer.rollout.tools import FORMATS, ScriptedToolRunner, ToolResult, call_code, tool_signals
 
 torch.set_num_threads(1)
@@ -110,7 +110,7 @@ def test_token_budget_counts_tool_output():
 
 def test_a_call_past_max_calls_ends_the_rollout_unrun():
     _, tok = th.caller()
-    rows = _Rows(1, FORMATS["python"], tok, {tok.eos_token_id}, 500, max_calls=1)
+    rows = RowState(1, FORMATS["python"], tok, {tok.eos_token_id}, 500, max_calls=1)
     call = "```python\nprint(1)\n```"
     for t in tok(call, add_special_tokens=False)["input_ids"]:
         rows.push(0, t, -1.0)

@@ -226,8 +226,14 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
         None if any(x is None for x in lps) else _pad_cat(lps, 0, left=False),
         policy_mask=_pad_cat([p.sampled_mask() for p in parts], 0, left=False) if tooled else None,
         full_texts=sum((p.full_texts or p.texts for p in parts), []) if tooled else None,
-        tool_trace=ToolTrace.concat([p.tool_trace for p in parts if p.tool_trace is not None]) if tooled else None,
+        tool_trace=_concat_traces([p.tool_trace for p in parts]) if tooled else None,
     )
+
+
+def _concat_traces(traces: list[ToolTrace | None]) -> ToolTrace:
+    ts = [t for t in traces if t is not None]
+    return ToolTrace(sum((t.calls for t in ts), []), sum((t.errors for t in ts), []), sum((t.infra for t in ts), []),
+                     sum(t.tool_s for t in ts), sum((t.outputs for t in ts), []))  # fmt: skip
 
 
 def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:

@@ -97,7 +97,7 @@ def new_kv_cache(model):
     return DynamicCache(config=model.config)
 
 
-def _hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
+def hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
     """The model's own forward as ``decode`` calls it: (n, L) ids, mask, positions -> (n, V) last logits (float32)."""
 
     def forward(ids: Tensor, mask: Tensor | None, pos: Tensor) -> Tensor:
@@ -185,7 +185,7 @@ def decode(
         forward, fed = lean.forward, lean.length
     else:
         cache = new_kv_cache(model) if cache is None else cache
-        forward, fed = _hf_forward(model, cache), cache.get_seq_length()
+        forward, fed = hf_forward(model, cache), cache.get_seq_length()
     logits = forward(ids[:, fed:], mask, pos[:, fed:])  # (N, V) float32, the last position's
     pos = pos[:, -1:]  # (N, 1)
     eos = torch.tensor(list(eos_ids), device=ids.device)
@@ -212,7 +212,7 @@ def decode(
     return torch.stack(new, dim=1)  # (N, C)
 
 
-def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, record: bool = False):
+def prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, record: bool = False):
     """(cache, lean) to decode from: the lean forward where ``lean_ok`` and it applies, else an HF cache (None
     unless shared).
     ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times.
@@ -258,7 +258,7 @@ def _sample_tokens(
     shared = share_prefix and group_size > 1 and ids.shape[1] > 1
     capacity = ids.shape[1] + max_new_tokens
     lean_ok = fast_decode and fast_path
-    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, lean_ok, capacity, record)
+    cache, lean = prefill(model, ids, attn, group_size if shared else 0, lean_ok, capacity, record)
     if fast_decode and fast_decode_supported(model):
         if cache is None and lean is None and not fast_path:
             cache = new_kv_cache(model)  # decode() runs the HF forward, not the lean one

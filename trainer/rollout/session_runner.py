@@ -1,5 +1,5 @@
 """The ``ToolRunner`` of real runs: each rollout's calls run in its own sandbox session of the verifier service
-(docs/sessions.md), through the client only (never in this process).
+(the sessions service), through the client only (never in this process).
 
 ``start`` opens one Python session per problem, runs the ``setup`` cell there once and forks it G times (one
 fork per rollout of the group; the parent is closed at ``close``); ``run`` is one cell (``exec``) with the call's

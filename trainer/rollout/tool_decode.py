@@ -39,11 +39,11 @@ from trainer.data import Example, render_prompt
 from trainer.errors import ConfigError
 from trainer.rollout.decode import (
     Rollout,
-    _hf_forward,
-    _prefill,
     eos_token_ids,
     fast_decode_supported,
+    hf_forward,
     new_kv_cache,
+    prefill,
 )
 from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.sampling import next_tokens, picked_logprob
@@ -58,7 +58,7 @@ class _Context:
     def __init__(self, model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, reencode: bool):
         self.model, self.lean_ok, self.reencode = model, lean_ok, reencode
         self.ids, self.mask = ids, attn
-        cache, lean = _prefill(model, ids, attn, group_size, lean_ok, capacity)
+        cache, lean = prefill(model, ids, attn, group_size, lean_ok, capacity)
         self.logits = self._open(cache, lean, capacity)
 
     def _open(self, cache, lean, capacity: int) -> Tensor:
@@ -70,7 +70,7 @@ class _Context:
             self.forward, fed = lean.forward, lean.length
         else:
             cache = new_kv_cache(self.model) if cache is None else cache
-            self.forward, fed = _hf_forward(self.model, cache), cache.get_seq_length()
+            self.forward, fed = hf_forward(self.model, cache), cache.get_seq_length()
         pos = mask_positions(self.mask)
         return self.forward(self.ids[:, fed:], self._mask(), pos[:, fed:])
 
@@ -89,7 +89,7 @@ class _Context:
 
 
 @dataclass
-class _Rows:
+class RowState:
     """Each row's completion so far: tokens, which the policy sampled, their log-probs, and its tool state."""
 
     n: int
@@ -158,7 +158,7 @@ class _Rows:
         return True
 
 
-def _decode_phase(ctx: _Context, rows: _Rows, logits: Tensor, pad_id: int, sampling: dict) -> Tensor:
+def _decode_phase(ctx: _Context, rows: RowState, logits: Tensor, pad_id: int, sampling: dict) -> Tensor:
     """Every decoding row samples until it ends or pauses at a call; the logits the next tokens come from."""
     while True:
         active = rows.decoding()
@@ -177,7 +177,7 @@ def _decode_phase(ctx: _Context, rows: _Rows, logits: Tensor, pad_id: int, sampl
         logits = ctx.append(torch.where(m[:, 0].bool(), nxt, pad_id)[:, None], m)
 
 
-def _tool_phase(ctx: _Context, rows: _Rows, logits: Tensor, runner: ToolRunner, handles: list, cfg: ToolsConfig,
+def _tool_phase(ctx: _Context, rows: RowState, logits: Tensor, runner: ToolRunner, handles: list, cfg: ToolsConfig,
                 pad_id: int) -> tuple[Tensor, float]:  # fmt: skip
     """Run the paused rows' calls in parallel, append their output spans in one forward; (logits, seconds)."""
     calls = sorted(rows.pending.items())
@@ -233,7 +233,7 @@ def generate_tool_rollout(
     tokenizer.padding_side = side
     ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
     attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)
-    rows = _Rows(len(ids), FORMATS[tools.format], tokenizer, set(eos_token_ids(model, tokenizer)), max_new_tokens,
+    rows = RowState(len(ids), FORMATS[tools.format], tokenizer, set(eos_token_ids(model, tokenizer)), max_new_tokens,
                  tools.max_calls)  # fmt: skip
     shared = group_size if share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
     sampling = {"do_sample": do_sample, "temperature": temperature, "top_p": top_p}
@@ -256,7 +256,7 @@ def generate_tool_rollout(
     return _rollout(rows, examples, group_size, ids, attn, tokenizer)
 
 
-def _rollout(rows: _Rows, examples, group_size: int, ids: Tensor, attn: Tensor, tokenizer) -> Rollout:
+def _rollout(rows: RowState, examples, group_size: int, ids: Tensor, attn: Tensor, tokenizer) -> Rollout:
     width = max(1, max(len(t) for t in rows.toks))
     n, dev = rows.n, ids.device
     comp = torch.full((n, width), tokenizer.pad_token_id, dtype=torch.long)

@@ -175,16 +175,6 @@ class ToolTrace:
         return ToolTrace([self.calls[i] for i in rows], [self.errors[i] for i in rows],
                          [self.infra[i] for i in rows], self.tool_s, [self.outputs[i] for i in rows])  # fmt: skip
 
-    @staticmethod
-    def concat(parts: Sequence[ToolTrace]) -> ToolTrace:
-        return ToolTrace(
-            sum((p.calls for p in parts), []),
-            sum((p.errors for p in parts), []),
-            sum((p.infra for p in parts), []),
-            sum(p.tool_s for p in parts),
-            sum((p.outputs for p in parts), []),
-        )
-
 
 ANSWER_MARKS = ("\\boxed", "<answer>", "</answer>")  # what a final answer looks like (the one rule's markers)
 
