@@ -48,6 +48,9 @@ def test_kv_continuation_logprobs_equal_reencoding_the_whole_sequence(fast_path)
     with torch.no_grad():
         full, _ = completion_logprobs(model, ro, fast_path=False)  # HF forward over prompt + whole completion
     assert torch.allclose(ro.sample_logprobs[own], full[own], atol=1e-5)
+    with torch.no_grad():
+        scored, _ = completion_logprobs(model, ro, group_size=2)  # the update's scoring path (lean, shared prompt)
+    assert torch.allclose(scored[own], full[own], atol=1e-5)
     # the slow way (a fresh cache after every output) samples the same tokens greedily
     a = _rollout(fast_path=fast_path, do_sample=False)
     b = _rollout(fast_path=fast_path, do_sample=False, reencode=True)
