@@ -247,3 +247,19 @@ def test_batches_of_tool_rollouts_keep_their_masks_when_stacked_and_selected():
         b.tool_trace.outputs[0],
     ]
     assert torch.equal(sel.policy_mask, both.policy_mask[[1, len(a)]])
+
+
+def test_eval_generation_runs_the_same_tool_loop():
+    from trainer.config import EvalArgs
+    from trainer.evaluation.evaluator import generate_batches
+
+    model, tok = th.caller()
+    todo = [(e, 2) for e in th.examples("b")]
+    out = list(
+        generate_batches(model, tok, todo, per_call=2, max_new_tokens=96, tools=ToolsConfig(), runner=th.runner())
+    )
+    ro = out[0][2]
+    assert sum(ro.tool_trace.calls) == 4 and all("\\boxed{" not in t for t in ro.texts)  # graded: its own tokens
+    assert EvalArgs(tools={"max_calls": 2}).tools.max_calls == 2
+    with pytest.raises(ValidationError):
+        EvalArgs(tools={"nope": 1})
