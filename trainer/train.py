@@ -80,7 +80,7 @@ def train(
     if ctx.active:
         distributed.check_batch(cfg.prompts_per_step, ctx)  # before anything loads
         cfg = cfg.model_copy(update={"device": distributed.rank_device(cfg.device, ctx)})
-    own_reward = reward_fn is None
+    own_reward, own_tools = reward_fn is None, tools is None
     parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn, tools)
     model, tokenizer, ref, logger = parts.model, parts.tokenizer, parts.ref, parts.logger
     state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
@@ -127,6 +127,8 @@ def train(
             parts.reward_fn.close()
         if parts.backend is not None:
             parts.backend.close()
+        if own_tools and parts.tools is not None:
+            parts.tools.client.close()  # the sessions' client train() opened (each step closes its sessions)
         if parts.alarm is not None:
             parts.alarm.close()
         distributed.teardown(ctx)
