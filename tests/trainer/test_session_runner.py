@@ -33,6 +33,19 @@ def test_group_forks_errors_timeouts_and_close(client):
     assert runner.run(handles[0], "print(1)", 5).status == "infra"  # a session that is gone: not the policy's doing
 
 
+def test_a_session_the_policy_ended_is_not_an_infrastructure_outcome(client):
+    runner = SessionToolRunner(client)
+    handles = runner.start(1, 2)
+    try:
+        first = runner.run(handles[0], "import os; os._exit(3)", 10)
+        assert first.status == "error"
+        # escaping a bad grade by killing one's own session must not get the rollout masked
+        assert runner.run(handles[0], "print(1)", 10).status == "error"
+        assert runner.run(handles[1], "print(1)", 10).output.strip() == "1"  # the other fork lives on
+    finally:
+        runner.close(handles)
+
+
 def test_tool_rollout_runs_its_calls_in_the_sandbox(client):
     model, tok = th.caller()
     runner = SessionToolRunner(client)

@@ -6,7 +6,8 @@ fork per rollout of the group; the parent is closed at ``close``); ``run`` is on
 time limit; ``close`` closes every session it opened. How a cell ended becomes the ``ToolResult``'s status:
 ``ok``, ``error`` (the cell raised, hit its output cap, or ended its own session: the policy's doing),
 ``timeout`` (wall clock or CPU), ``infra`` (the session is gone without the policy ending it, or the service did
-not answer: the rollout is masked out of the loss, not paid 0).
+not answer: the rollout is masked out of the loss, not paid 0). A session the policy's own cell ended (memory,
+exit) stays the policy's doing: later calls to it are errors, so ending one's session is no way out of a grade.
 
 Needs the sessions service (``VerifierClient.open_session``, ``exec``, ``fork_session``, ``close_session``).
 """
@@ -59,7 +60,13 @@ class SessionToolRunner:
     def run(self, handle: str | None, code: str, timeout_s: float) -> ToolResult:
         if handle is None:
             return ToolResult("tool session unavailable", "infra")
-        r = self.client.exec(handle, code, timeout_s=timeout_s)
+        try:
+            r = self.client.exec(handle, code, timeout_s=timeout_s)
+        except Exception:
+            why = self._ended.get(handle)
+            if why:  # the policy's own cell ended this session: its later calls fail as its errors, never masked
+                return ToolResult(f"the session ended earlier ({why})", "error")
+            raise  # the service lost it: an infrastructure outcome (run_calls)
         status = r.status
         if status == "gone":
             why = self._ended.get(handle)
