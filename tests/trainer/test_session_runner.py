@@ -34,13 +34,14 @@ def test_group_forks_errors_timeouts_and_close(client):
 
 
 def test_a_session_the_policy_ended_is_not_an_infrastructure_outcome(client):
-    runner = SessionToolRunner(client)
+    runner = SessionToolRunner(client, memory_mb=128)  # a cell over the session's memory ends the session
     handles = runner.start(1, 2)
     try:
-        first = runner.run(handles[0], "import os; os._exit(3)", 10)
+        first = runner.run(handles[0], "x = bytearray(600 * 2**20); x[::4096] = b'1' * len(x[::4096])", 20)
         assert first.status == "error"
-        # escaping a bad grade by killing one's own session must not get the rollout masked
+        # escaping a bad grade by ending one's own session must not get the rollout masked
         assert runner.run(handles[0], "print(1)", 10).status == "error"
+        assert runner.run(handles[0], "import os; os._exit(3)", 10).status == "error"
         assert runner.run(handles[1], "print(1)", 10).output.strip() == "1"  # the other fork lives on
     finally:
         runner.close(handles)
