@@ -62,11 +62,11 @@ class SessionToolRunner:
             return ToolResult("tool session unavailable", "infra")
         try:
             r = self.client.exec(handle, code, timeout_s=timeout_s)
-        except Exception:
+        except Exception as e:  # noqa: BLE001 - the service lost the session, or did not answer
             why = self._ended.get(handle)
             if why:  # the policy's own cell ended this session: its later calls fail as its errors, never masked
                 return ToolResult(f"the session ended earlier ({why})", "error")
-            raise  # the service lost it: an infrastructure outcome (run_calls)
+            return ToolResult(f"tool session failed: {type(e).__name__}", "infra")
         status = r.status
         if status == "gone":
             why = self._ended.get(handle)
