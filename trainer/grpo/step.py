@@ -323,7 +323,7 @@ def tool_metrics(ro: Rollout) -> dict[str, float]:
         "tool/error_rate": sum(tr.errors) / max(1, calls),
         "tool/output_share": 1.0 - float(ro.sampled_mask().sum()) / max(1.0, tokens),
         "tool/sessions_failed": float(sum(tr.infra)),
-        "perf/tool_s": tr.tool_s,
+        "perf/tool_s": tr.tool_s,  # calls, and opening, forking and closing the sessions
     }
 
 

@@ -237,7 +237,9 @@ def generate_tool_rollout(
                  tools.max_calls)  # fmt: skip
     shared = group_size if share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
     sampling = {"do_sample": do_sample, "temperature": temperature, "top_p": top_p}
+    t0 = time.perf_counter()
     handles = runner.start(len(examples), group_size, tools.setup)
+    rows.trace.tool_s += time.perf_counter() - t0  # opening (and forking) the sessions counts as time in tools
     was_training = model.training
     model.eval()
     try:
@@ -252,7 +254,9 @@ def generate_tool_rollout(
                 rows.trace.tool_s += dt
     finally:
         model.train(was_training)
+        t0 = time.perf_counter()
         runner.close(handles)
+        rows.trace.tool_s += time.perf_counter() - t0
     return _rollout(rows, examples, group_size, ids, attn, tokenizer)
 
 
