@@ -37,11 +37,12 @@ def _boxed(text: str, ref: str) -> float | None:
     return None if not found else float(found[-1].strip() == ref)
 
 
-@pytest.mark.parametrize("fast_path", [True, False], ids=["lean", "hf"])
-def test_kv_continuation_logprobs_equal_reencoding_the_whole_sequence(fast_path):
+@pytest.mark.parametrize(("fast_path", "share_prefix"), [(True, True), (False, True), (True, False)],
+                         ids=["lean", "hf", "lean-unshared"])  # fmt: skip
+def test_kv_continuation_logprobs_equal_reencoding_the_whole_sequence(fast_path, share_prefix):
     model, _ = th.caller()
     torch.manual_seed(1)
-    ro = _rollout(fast_path=fast_path, temperature=1.0)
+    ro = _rollout(fast_path=fast_path, temperature=1.0, share_prefix=share_prefix)
     assert sum(ro.tool_trace.calls) >= len(ro) // 2  # the calls really happened
     own = ro.sampled_mask().bool()
     assert (ro.completion_mask.bool() & ~own).any()  # tool output is in the sequence
@@ -263,3 +264,20 @@ def test_eval_generation_runs_the_same_tool_loop():
     assert EvalArgs(tools={"max_calls": 2}).tools.max_calls == 2
     with pytest.raises(ValidationError):
         EvalArgs(tools={"nope": 1})
+
+
+def test_lean_cache_grows_in_place_of_its_positions():
+    from trainer.rollout.lean_forward import LeanDecoder
+
+    model, tok = th.caller()
+    ids = tok(["<|user|>a2<|assistant|>```python"], return_tensors="pt", add_special_tokens=False)["input_ids"]
+    n = ids.shape[1]
+    pos = torch.arange(n)[None]
+    with torch.no_grad():
+        big = LeanDecoder(model, 1, n + 4)
+        want = [big.forward(ids[:, :-2], None, pos[:, :-2]), big.forward(ids[:, -2:], None, pos[:, -2:])]
+        small = LeanDecoder(model, 1, n - 2)
+        got = [small.forward(ids[:, :-2], None, pos[:, :-2])]
+        small.grow(n)
+        got.append(small.forward(ids[:, -2:], None, pos[:, -2:]))
+    assert small.capacity == n and all(torch.allclose(a, b, atol=1e-6) for a, b in zip(want, got, strict=True))
