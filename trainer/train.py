@@ -57,14 +57,20 @@ from trainer.policy import (
     seed_everything,
 )
 from trainer.rollout.backends import make_backend
+from trainer.rollout.session_runner import SessionToolRunner
+from trainer.rollout.tools import ToolRunner
 from trainer.run import interrupt, own_model, preflight
 from trainer.run.checkpoint import checkpoint_dir, resume_run, save_run
 from trainer.run.metrics import MetricsLogger
+from verifiers.client import VerifierClient
 
 
-def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | None = None) -> dict[str, Any]:
+def train(
+    cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | None = None, tools: ToolRunner | None = None
+) -> dict[str, Any]:
     """Run GRPO as ``cfg`` says. ``model``/``tokenizer`` override cfg.model; ``reward_fn`` overrides the
-    verifier client (benchmarks). Returns {"model", "tokenizer", "run_dir", "checkpoint", "metrics"}."""
+    verifier client (benchmarks); ``tools`` the sessions of the service (cfg.tools; trainer/rollout/tools.py).
+    Returns {"model", "tokenizer", "run_dir", "checkpoint", "metrics"}."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = pick_device(cfg.device)
@@ -74,8 +80,8 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     if ctx.active:
         distributed.check_batch(cfg.prompts_per_step, ctx)  # before anything loads
         cfg = cfg.model_copy(update={"device": distributed.rank_device(cfg.device, ctx)})
-    own_reward = reward_fn is None
-    parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn)
+    own_reward, own_tools = reward_fn is None, tools is None
+    parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn, tools)
     model, tokenizer, ref, logger = parts.model, parts.tokenizer, parts.ref, parts.logger
     state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
     start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
@@ -121,6 +127,8 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             parts.reward_fn.close()
         if parts.backend is not None:
             parts.backend.close()
+        if own_tools and parts.tools is not None:
+            parts.tools.client.close()  # the sessions' client train() opened (each step closes its sessions)
         if parts.alarm is not None:
             parts.alarm.close()
         distributed.teardown(ctx)
@@ -138,7 +146,7 @@ def _stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> Alar
 
 
 def _build(
-    cfg: GRPOConfig, ctx: distributed.Dist, model, tokenizer, reward_fn: RewardFn | None
+    cfg: GRPOConfig, ctx: distributed.Dist, model, tokenizer, reward_fn: RewardFn | None, tools: ToolRunner | None
 ) -> tuple[StepParts, DataStream, list[Example]]:
     """The run's parts, in this order: seed, policy, data, reference, DDP/FSDP wrapper, optimizer, rollout
     backend, reward (checked against the service when it is ours), metrics logger. Also the whole data
@@ -175,6 +183,8 @@ def _build(
     if reward_fn is None:
         reward_fn = VerifierReward(cfg.verifier, cfg.target, timeout_s=cfg.verifier_timeout_s)
         reward_fn.check()
+    if cfg.tools is not None and tools is None:  # each rollout's calls in its own session of the service
+        tools = SessionToolRunner(VerifierClient(cfg.target.split(",")[0]), workers=cfg.tools.workers)
     alarm = None
     if cfg.alarm:
         if ctx.active:
@@ -188,6 +198,7 @@ def _build(
     parts = StepParts(
         cfg=rank_cfg, model=model, tokenizer=tokenizer, ref=ref, optimizer=optimizer, scheduler=scheduler,
         data=data, reward_fn=reward_fn, logger=logger, train_model=train_model, ctx=ctx, backend=backend, alarm=alarm,
+        tools=tools,
     )  # fmt: skip
     return parts, stream, eval_examples
 

@@ -184,6 +184,8 @@ ROLLOUT_DOORS = {
     "trainer.rollout.decode": {"Rollout", "generate_rollout"},
     "trainer.rollout.logprobs": {"completion_logprobs"},
     "trainer.rollout.backends": {"RolloutBackend", "make_backend"},
+    "trainer.rollout.tool_decode": {"generate_tool_rollout"},  # tool rollouts: the third way samples are made
+    "trainer.rollout.tools": {"ToolRunner", "ToolTrace", "tool_signals"},  # their executor and what they did
 }
 SCANNED = ("trainer", "tests", "bench", "examples")
 

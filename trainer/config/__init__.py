@@ -21,6 +21,7 @@ from trainer.config.commands import EvalArgs, PipelineConfig, R1Config, TaskArgs
 from trainer.config.grpo import GRPOConfig, LoraConfig, load_config
 from trainer.config.sampling import Temperature, TopP
 from trainer.config.sections import EvalSection, RejectionSection, TaskConfig, TinyConfig, WarmStartConfig
+from trainer.config.tools import ToolsConfig
 
 __all__ = [
     "EvalArgs",
@@ -34,6 +35,7 @@ __all__ = [
     "TaskConfig",
     "Temperature",
     "TinyConfig",
+    "ToolsConfig",
     "TopP",
     "WarmStartArgs",
     "WarmStartConfig",

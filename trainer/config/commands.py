@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from trainer.config.grpo import GRPOConfig
 from trainer.config.sampling import TEMPERATURE, TOP_P, Temperature, TopP
 from trainer.config.sections import EvalSection, RejectionSection, TaskConfig, TinyConfig, WarmStartConfig
+from trainer.config.tools import ToolsConfig
 
 
 class PipelineConfig(BaseModel):
@@ -122,6 +123,11 @@ class EvalArgs(BaseModel):
     extra_k: str = Field("", description="more k for pass@k, comma-separated (e.g. 3,8)")
     fresh: bool = Field(False, description="ignore (and overwrite) the samples log instead of resuming from it")
     progress: bool = Field(True, description="show a progress bar (on stderr)")
+    tools: ToolsConfig | None = Field(
+        None,
+        description="generate with tool calls in sandbox sessions of the service, as training does (--tools.max_calls 4; "
+        "docs/train.md, Tool rollouts); what is graded is the model's own tokens only",
+    )
 
     @model_validator(mode="after")
     def _exclusive(self) -> EvalArgs:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from trainer import cli
 from trainer.config.sampling import TEMPERATURE, TOP_P, Temperature, TopP
+from trainer.config.tools import ToolsConfig
 
 # The variant lists, declared once: the config fields below and the loss (trainer/grpo/loss.py) use these names.
 LossType = Literal["grpo", "token_mean", "dr_grpo"]  # the reduction (loss.py, ``grpo_loss``)
@@ -96,6 +97,11 @@ class GRPOConfig(BaseModel):
     tis_cap: float = Field(2.0, ge=1, description="tis: the cap C on pi_old/pi_sample (verl, TRL: 2-3)")
     mask_truncated: bool = Field(False, description="drop completions that hit max_new_tokens from the loss")
     dynamic_sampling: bool = Field(False, description="DAPO: drop zero-variance groups, refill the batch")
+    tools: ToolsConfig | None = Field(
+        None,
+        description="tool-integrated reasoning: rollouts call Python in a sandbox session mid-answer (format, "
+        "max_calls, output_chars, timeout_s; docs/train.md, Tool rollouts); None: one pass of decoding",
+    )
     max_refills: int = Field(3, ge=0, description="extra rollouts per step when dynamic_sampling refills")
 
     # -- objective --------------------------------------------------------------------------------
@@ -230,6 +236,13 @@ class GRPOConfig(BaseModel):
                 raise ValueError(
                     f"{', '.join(set_)} {'needs' if len(set_) == 1 else 'need'} alarm: true (--grpo.alarm true)"
                 )
+        if self.tools is not None:
+            if self.rollout_backend != "hf":
+                raise ValueError(
+                    f"tools: needs rollout_backend hf (the {self.rollout_backend} backend has no tool loop yet)"
+                )
+            if self.advantage == "process":
+                raise ValueError("tools: advantage process is not supported (step spans would cover tool output)")
         if self.rollout_dtype == "float32" and self.dtype in ("bfloat16", "float16"):
             raise ValueError(f"rollout_dtype=float32 needs float32 parameters (dtype is {self.dtype}): use auto")
         return self

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trainer.config.tools import ToolsConfig
 from trainer.data import Example, load_examples
 from trainer.evaluation import passk
 from trainer.grpo.rewards import RewardFn, Score, VerifierReward
 from trainer.rollout.decode import Rollout, generate_rollout
+from trainer.rollout.tool_decode import generate_tool_rollout
+from trainer.rollout.tools import ToolRunner
 
 
 def generate_batches(
@@ -37,20 +41,24 @@ def generate_batches(
     max_new_tokens: int,
     use_chat_template: bool = True,
     do_sample: bool = False,
+    tools: ToolsConfig | None = None,
+    runner: ToolRunner | None = None,
     **sampling: float,
 ) -> Iterator[tuple[int, int, Rollout]]:
     """Completions for ``todo`` (example, how many), ``per_call`` examples per ``generate_rollout`` call.
 
     Yields (start, g, rollout) per call: ``todo[start : start + per_call]`` was generated with g completions
     each (g the largest count among them), example j's at rows j*g .. j*g+g-1 of the rollout. ``sampling``
-    (temperature, top_p) goes to ``generate_rollout`` as given; greedy when ``do_sample`` is False.
+    (temperature, top_p) goes to ``generate_rollout`` as given; greedy when ``do_sample`` is False. With ``tools``
+    the rollouts call tools through ``runner`` (trainer/rollout/tool_decode.py), as training's do.
     """
     if per_call < 1:
         raise ValueError(f"per_call must be >= 1, got {per_call}")
     for start in range(0, len(todo), per_call):
         part = todo[start : start + per_call]
         g = max(n for _, n in part)
-        ro = generate_rollout(
+        sample = generate_rollout if tools is None else partial(generate_tool_rollout, runner=runner, tools=tools)
+        ro = sample(
             model, tokenizer, [ex for ex, _ in part], g, max_new_tokens=max_new_tokens, do_sample=do_sample,
             use_chat_template=use_chat_template, **sampling,
         )  # fmt: skip

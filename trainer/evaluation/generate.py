@@ -46,9 +46,14 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
     total, made = sum(len(missing) for _, missing in todo), 0
     grader.bar.set_postfix_str(f"generated {made}/{total}")
     wanted = [(Example(p.prompt, p.reference), len(missing)) for p, missing in todo]
+    runner = None
+    if a.tools is not None:  # the calls run in sandbox sessions of the service that grades (trainer/rollout/)
+        from trainer.rollout.session_runner import SessionToolRunner
+
+        runner = SessionToolRunner(grader.client, workers=a.tools.workers)
     for i, g, ro in generate_batches(model, tok, wanted, per_call=per_call, max_new_tokens=max_new,
                                      use_chat_template=chat, do_sample=a.k > 1, temperature=a.temperature,
-                                     top_p=a.top_p):  # fmt: skip
+                                     top_p=a.top_p, tools=a.tools, runner=runner):  # fmt: skip
         batch = []
         for j, (p, missing) in enumerate(todo[i : i + per_call]):
             for n, idx in enumerate(missing):

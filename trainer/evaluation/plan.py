@@ -65,6 +65,8 @@ def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str) -> Pla
     gen = {"sample": a.k > 1, "max_new_tokens": max_new, "chat": chat, "seed": a.seed}
     if a.k > 1:
         gen |= {"temperature": a.temperature, "top_p": a.top_p}
+    if a.tools is not None:  # samples made with tools are not those made without (nor with other limits)
+        gen |= {"tools": a.tools.model_dump()}
     stamp = _model_stamp(model)
     keys, fps, reused, regrade, todo = [], {}, {}, [], []
     for p in problems:

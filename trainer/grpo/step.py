@@ -37,6 +37,8 @@ from trainer.grpo.update import Learner, UpdateBatch, optimize, score_logprobs
 from trainer.policy import autocast_dtype, pick_dtype
 from trainer.rollout.backends import RolloutBackend
 from trainer.rollout.decode import Rollout, generate_rollout
+from trainer.rollout.tool_decode import generate_tool_rollout
+from trainer.rollout.tools import ToolRunner, ToolTrace, tool_signals
 from trainer.run.metrics import MetricsLogger
 from verifiers.client import OUTCOMES, Outcome
 
@@ -58,6 +60,7 @@ class StepParts:
     ctx: distributed.Dist = field(default_factory=distributed.Dist)
     backend: RolloutBackend | None = None  # where rollouts come from (None: the policy samples them)
     alarm: AlarmWatch | None = None  # the reward-hacking alarm (--grpo.alarm true; trainer/alarm/)
+    tools: ToolRunner | None = None  # tool rollouts (cfg.tools): each rollout's sandbox session (rollout/tools.py)
 
 
 def run_step(parts: StepParts, step: int) -> dict[str, float]:
@@ -67,7 +70,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
     cfg, model, tokenizer, backend = parts.cfg, parts.model, parts.tokenizer, parts.backend
     t0, cpu0 = time.perf_counter(), time.process_time()
     with distributed.gathered(model):  # FSDP: full weights while sampling and scoring (no-op otherwise)
-        batch = collect_batch(cfg, model, tokenizer, parts.data, parts.reward_fn, backend)
+        batch = collect_batch(cfg, model, tokenizer, parts.data, parts.reward_fn, backend, parts.tools)
         t1 = time.perf_counter()
         if cfg.tis_on and batch.rollout.sample_logprobs is None:
             raise ConfigError(
@@ -96,7 +99,7 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
     t2 = time.perf_counter()
     m = step_metrics(cfg, batch, adv, loss_mask, opt_stats)
     m.update(alarm_m)
-    tokens = int(batch.rollout.completion_mask.sum())
+    tokens = int(batch.rollout.sampled_mask().sum())  # the policy's own tokens
     m.update(
         {
             "policy/lr": parts.scheduler.get_last_lr()[0],
@@ -113,9 +116,14 @@ def run_step(parts: StepParts, step: int) -> dict[str, float]:
     return m
 
 
-def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn, backend=None) -> Batch:
+def collect_batch(
+    cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_fn: RewardFn, backend=None, tools=None
+) -> Batch:
     """prompts x G -> rollout (the policy samples, or ``backend.generate``: trainer/rollout/backends.py) -> rewards. With dynamic sampling, keep only informative groups and
-    sample more prompts (up to max_refills times); top up with uninformative groups if still short."""
+    sample more prompts (up to max_refills times); top up with uninformative groups if still short. With
+    ``cfg.tools`` the policy's rollouts call tools through ``tools`` (trainer/rollout/tool_decode.py)."""
+    if cfg.tools is not None and tools is None:
+        raise ConfigError("tools: set in the config but no tool runner was given (StepParts.tools)")
     g, want = cfg.group_size, cfg.prompts_per_step
     kept: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
     spare: list[tuple[Rollout, Tensor, Tensor, list[Score]]] = []
@@ -123,12 +131,18 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
     while have < want and rollouts <= (cfg.max_refills if cfg.dynamic_sampling else 0):
         examples = stream.take(want - have if cfg.dynamic_sampling else want)
         scorer = None
-        if cfg.overlap_scoring:  # each group is graded as soon as it is decoded (rewards.py, GroupScorer)
+        if (
+            cfg.overlap_scoring and cfg.tools is None
+        ):  # each group is graded as soon as it is decoded (rewards.py, GroupScorer)
             refs = [e.reference for e in examples for _ in range(g)]
             prompts = [e.prompt for e in examples for _ in range(g)]
             scorer = GroupScorer(reward_fn, g, refs, prompts, workers=cfg.scoring_workers)
         # the policy's own rollouts keep the decode's products for the update's first forward (replay.py)
         own = partial(generate_rollout, model, tokenizer, record=True, fast_path=cfg.fast_path)
+        if cfg.tools is not None:
+            own = partial(
+                generate_tool_rollout, model, tokenizer, runner=tools, tools=cfg.tools, fast_path=cfg.fast_path
+            )
         sample = own if backend is None else backend.generate
         with rollout_context(cfg, next(model.parameters()).device) if backend is None else contextlib.nullcontext():
             ro = sample(
@@ -143,6 +157,7 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
                 on_groups_done=None if scorer is None else scorer.submit,
             )
         rewards, valid, scores, dt = grade(reward_fn, ro, scorer)
+        rewards, valid = tool_outcomes(ro, rewards, valid, scores)
         verify_s, rollouts = verify_s + dt, rollouts + 1
         good = informative_groups(rewards, valid, g) if cfg.dynamic_sampling else torch.ones(len(ro) // g, dtype=bool)
         for keep, bucket in ((True, kept), (False, spare)):
@@ -163,6 +178,25 @@ def collect_batch(cfg: GRPOConfig, model, tokenizer, stream: DataStream, reward_
     )
 
 
+def tool_outcomes(ro: Rollout, rewards: Tensor, valid: Tensor, scores: list[Score]) -> tuple[Tensor, Tensor]:
+    """Tool rollouts: each score gets the tool-use signals (``tools.tool_signals``: a call printed an answer's
+    shape or the reference; the alarm reads them with the verifier's), and rows whose tool session failed get the
+    infrastructure outcome: SANDBOX_ERROR, masked out of the loss (not a zero reward). ``scores`` change in place."""
+    tr = ro.tool_trace
+    if tr is None:
+        return rewards, valid
+    for s, outs, ref in zip(scores, tr.outputs, ro.references, strict=True):
+        s.signals = [*s.signals, *(x for x in tool_signals(outs, ref) if x not in s.signals)]
+    if not any(tr.infra):
+        return rewards, valid
+    rewards, valid = rewards.clone(), valid.clone()
+    for i, dead in enumerate(tr.infra):
+        if dead:
+            rewards[i], valid[i] = 0.0, False
+            scores[i] = Score(0.0, Outcome.SANDBOX_ERROR, {}, scores[i].elapsed_s, [], ["tool_session_failed"])
+    return rewards, valid
+
+
 def _take_groups(parts: list, n_rows: int) -> list:
     out, left = [], n_rows
     for ro, r, v, s in parts:
@@ -179,6 +213,7 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     if len(parts) == 1:
         return parts[0]
     lps = [p.sample_logprobs for p in parts]
+    tooled = any(p.policy_mask is not None for p in parts)
     return Rollout(
         _pad_cat([p.prompt_ids for p in parts], pad_id, left=True),
         _pad_cat([p.prompt_mask for p in parts], 0, left=True),
@@ -189,7 +224,16 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
         sum((p.prompts for p in parts), []),
         sum((p.references for p in parts), []),
         None if any(x is None for x in lps) else _pad_cat(lps, 0, left=False),
+        policy_mask=_pad_cat([p.sampled_mask() for p in parts], 0, left=False) if tooled else None,
+        full_texts=sum((p.full_texts or p.texts for p in parts), []) if tooled else None,
+        tool_trace=_concat_traces([p.tool_trace for p in parts]) if tooled else None,
     )
+
+
+def _concat_traces(traces: list[ToolTrace | None]) -> ToolTrace:
+    ts = [t for t in traces if t is not None]
+    return ToolTrace(sum((t.calls for t in ts), []), sum((t.errors for t in ts), []), sum((t.infra for t in ts), []),
+                     sum(t.tool_s for t in ts), sum((t.outputs for t in ts), []))  # fmt: skip
 
 
 def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:
@@ -219,7 +263,7 @@ def token_loss_mask(cfg: GRPOConfig, batch: Batch) -> Tensor:
     keep = batch.valid.to(batch.rollout.completion_mask.device)
     if cfg.mask_truncated:
         keep = keep & ~batch.rollout.truncated
-    return batch.rollout.completion_mask * keep[:, None]  # (N, C)
+    return batch.rollout.sampled_mask() * keep[:, None]  # (N, C): tool output never counts (Rollout.sampled_mask)
 
 
 @contextlib.contextmanager
@@ -259,17 +303,35 @@ def step_metrics(cfg: GRPOConfig, batch: Batch, adv: Tensor, loss_mask: Tensor, 
         m[f"reward/{name}/mean"] = float(np.mean(vals)) if vals else 0.0
     for o in OUTCOMES:
         m[f"outcome/{o}"] = float(outcomes[o])
+    m.update(tool_metrics(ro))
     for k, val in opt_stats.items():
         prefix = "" if k.startswith("mismatch/") else "policy/" if k in ("entropy", "grad_norm") else "loss/"
         m[prefix + k] = val
     return m
 
 
+def tool_metrics(ro: Rollout) -> dict[str, float]:
+    """Tool rollouts: calls per completion, the share of calls that failed, the share of completion tokens that
+    are tool output, the step's seconds in tools, failed sessions. Empty without tools."""
+    tr = ro.tool_trace
+    if tr is None:
+        return {}
+    calls = sum(tr.calls)
+    tokens = float(ro.completion_mask.sum())
+    return {
+        "tool/calls_per_completion": calls / max(1, len(tr.calls)),
+        "tool/error_rate": sum(tr.errors) / max(1, calls),
+        "tool/output_share": 1.0 - float(ro.sampled_mask().sum()) / max(1.0, tokens),
+        "tool/sessions_failed": float(sum(tr.infra)),
+        "perf/tool_s": tr.tool_s,  # calls, and opening, forking and closing the sessions
+    }
+
+
 def completion_rows(batch: Batch, adv: Tensor, k: int = 8) -> list[dict[str, Any]]:
     return [
         {
             "prompt": batch.rollout.prompts[i],
-            "completion": batch.rollout.texts[i],
+            "completion": (batch.rollout.full_texts or batch.rollout.texts)[i],
             "reference": batch.rollout.references[i],
             "reward": round(batch.rewards[i].item(), 4),
             "outcome": batch.scores[i].outcome,

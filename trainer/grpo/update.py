@@ -141,8 +141,8 @@ def optimize(cfg: GRPOConfig, learner: Learner, data: UpdateBatch) -> dict[str, 
             scheduler.step()
             count += 1
     out = {k: v / count for k, v in sums.items()}
-    if sample_lp is not None:  # the sampler/trainer gap over every completion token (loss.mismatch_stats)
-        out.update(mismatch_stats(pi_old, sample_lp, batch.rollout.completion_mask, loss_cfg.tis_cap))
+    if sample_lp is not None:  # the sampler/trainer gap over every sampled token (loss.mismatch_stats)
+        out.update(mismatch_stats(pi_old, sample_lp, batch.rollout.sampled_mask(), loss_cfg.tis_cap))
     return out
 
 

@@ -23,6 +23,7 @@ from trainer.data import Example, render_prompt
 from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.replay import Recording
 from trainer.rollout.sampling import next_tokens, picked_logprob
+from trainer.rollout.tools import ToolTrace
 
 
 @dataclass
@@ -42,6 +43,16 @@ class Rollout:
     sample_logprobs: Tensor | None = None
     # the lean decode's matmul products (trainer/rollout/replay.py), for the training forward; None if not kept
     replay: Any = None
+    # tool rollouts (trainer/rollout/tool_decode.py): (N, C) 1 where the policy sampled the token, 0 on tool output
+    # (None: every completion token is the policy's); the texts above are then the policy's own tokens only
+    policy_mask: Tensor | None = None
+    full_texts: list[str] | None = None  # (N,) policy and tool output together, as the model saw them (logs)
+    tool_trace: ToolTrace | None = None  # calls, errors, failed sessions per row, seconds in tools
+
+    def sampled_mask(self) -> Tensor:
+        """(N, C) the tokens the policy sampled: the completion mask less tool output. Every loss term, statistic
+        and normaliser counts these only."""
+        return self.completion_mask if self.policy_mask is None else self.completion_mask * self.policy_mask
 
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
@@ -59,6 +70,9 @@ class Rollout:
             [self.references[i] for i in rows],
             None if self.sample_logprobs is None else self.sample_logprobs[idx],
             self.replay if list(rows) == list(range(len(self))) else None,  # its rows are this rollout's
+            None if self.policy_mask is None else self.policy_mask[idx],
+            None if self.full_texts is None else [self.full_texts[i] for i in rows],
+            None if self.tool_trace is None else self.tool_trace.select(list(rows)),
         )
 
 
@@ -83,7 +97,7 @@ def new_kv_cache(model):
     return DynamicCache(config=model.config)
 
 
-def _hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
+def hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
     """The model's own forward as ``decode`` calls it: (n, L) ids, mask, positions -> (n, V) last logits (float32)."""
 
     def forward(ids: Tensor, mask: Tensor | None, pos: Tensor) -> Tensor:
@@ -171,7 +185,7 @@ def decode(
         forward, fed = lean.forward, lean.length
     else:
         cache = new_kv_cache(model) if cache is None else cache
-        forward, fed = _hf_forward(model, cache), cache.get_seq_length()
+        forward, fed = hf_forward(model, cache), cache.get_seq_length()
     logits = forward(ids[:, fed:], mask, pos[:, fed:])  # (N, V) float32, the last position's
     pos = pos[:, -1:]  # (N, 1)
     eos = torch.tensor(list(eos_ids), device=ids.device)
@@ -198,7 +212,7 @@ def decode(
     return torch.stack(new, dim=1)  # (N, C)
 
 
-def _prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, record: bool = False):
+def prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, record: bool = False):
     """(cache, lean) to decode from: the lean forward where ``lean_ok`` and it applies, else an HF cache (None
     unless shared).
     ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times.
@@ -244,7 +258,7 @@ def _sample_tokens(
     shared = share_prefix and group_size > 1 and ids.shape[1] > 1
     capacity = ids.shape[1] + max_new_tokens
     lean_ok = fast_decode and fast_path
-    cache, lean = _prefill(model, ids, attn, group_size if shared else 0, lean_ok, capacity, record)
+    cache, lean = prefill(model, ids, attn, group_size if shared else 0, lean_ok, capacity, record)
     if fast_decode and fast_decode_supported(model):
         if cache is None and lean is None and not fast_path:
             cache = new_kv_cache(model)  # decode() runs the HF forward, not the lean one

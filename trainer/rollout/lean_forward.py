@@ -258,6 +258,23 @@ class LeanDecoder(LeanWeights):
             rec.flush()
         return logits
 
+    def grow(self, capacity: int) -> None:
+        """Room for ``capacity`` positions (tool rollouts append output of unknown length); the cached positions
+        are kept. Not with a recording (its buffers are sized once)."""
+        if capacity <= self.capacity:
+            return
+        if self.recording is not None:
+            raise ValueError("LeanDecoder.grow: a recording decoder cannot grow")
+        if self.k:
+            self.k = [self._resized(k, capacity) for k in self.k]
+            self.v = [self._resized(v, capacity) for v in self.v]
+        self.capacity = capacity
+
+    def _resized(self, cache: Tensor, capacity: int) -> Tensor:
+        out = cache.new_empty(cache.shape[0], cache.shape[1], capacity, cache.shape[3])
+        out[:, :, : self.length] = cache[:, :, : self.length]
+        return out
+
     def repeat_interleave(self, g: int) -> None:
         """Every row (and its cache) repeated g times in place: rows r*g .. r*g+g-1 are row r."""
         self.k = [self._repeat(k, g) for k in self.k]
