@@ -29,7 +29,7 @@ def script(
     fmt: str = "python", calls: int = 1, preamble: str = "", kinds: str = "ab"
 ) -> tuple[dict[str, str], list[str]]:
     """(code -> tool output, the training texts: prompt + completion with the output spans). ``calls`` > 1: the
-    honest completions make that many calls in a row (bench/tool_rollout.py); ``preamble`` goes before each prompt."""
+    honest completions make that many calls in a row (bench/training/tool_rollout.py); ``preamble`` goes before each prompt."""
     f = FORMATS[fmt]
     outputs, texts = {}, []
     for k in KS:

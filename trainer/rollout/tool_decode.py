@@ -22,7 +22,7 @@ What comes back: ``completion_ids`` hold the policy's and the tools' tokens in o
 policy's (``Rollout.sampled_mask``: the only tokens the loss, the KL, the ratio and every normaliser see),
 ``texts`` (what is graded) is the policy's own tokens only, so a ``\\boxed{}`` printed by a tool is never the
 answer; ``full_texts`` is everything, for logs. ``reencode=True`` rebuilds the cache from the whole sequence after
-every tool output instead (the slow way, for bench/tool_rollout.py and the equivalence test).
+every tool output instead (the slow way, for bench/training/tool_rollout.py and the equivalence test).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Benchmark: tool rollouts (trainer/rollout/tool_decode.py), in one run.
 
-    .venv/bin/python bench/tool_rollout.py [--rounds 3] [--group 8] [--calls 3] [--threads 1] [--steps 3] [--service]
+    .venv/bin/python -m bench.training.tool_rollout [--rounds 3] [--group 8] [--calls 3] [--threads 1] [--steps 3] [--service]
 
 1. KV continuation against re-encoding: the same tool rollouts (greedy, the same model, prompts and scripted tool
    outputs, so the same tokens: checked) decoded twice per round, alternately, ``reencode=False`` (after a call's
@@ -18,27 +18,21 @@ calls after a ~140-character preamble (the prompt a real run would carry), so th
 
 from __future__ import annotations
 
+import argparse
+import copy
+import json
 import os
-import sys
+import statistics
+import tempfile
+import time
+from pathlib import Path
 
-# Run as a script, bench/ comes first on sys.path and bench/math.py would shadow the stdlib: the root instead.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+import torch
 
-import argparse  # noqa: E402
-import copy  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import torch  # noqa: E402
-
-from tests.trainer import tool_helpers as th  # noqa: E402
-from trainer.config import GRPOConfig, ToolsConfig  # noqa: E402
-from trainer.grpo.rewards import PythonReward  # noqa: E402
-from trainer.rollout.tool_decode import generate_tool_rollout  # noqa: E402
+from tests.trainer import tool_helpers as th
+from trainer.config import GRPOConfig, ToolsConfig
+from trainer.grpo.rewards import PythonReward
+from trainer.rollout.tool_decode import generate_tool_rollout
 
 PREAMBLE = (
     "You can run Python: a ```python block runs when it is closed, its output comes back between <output> and "
