@@ -16,7 +16,9 @@ from verifiers.service.core import VerifierService
 
 
 def _job():
-    return toolchains.driver_job(languages.language("c"), "int main(){}", ["1\n"], case_timeout_s=2, compile_timeout_s=30)
+    return toolchains.driver_job(
+        languages.language("c"), "int main(){}", ["1\n"], case_timeout_s=2, compile_timeout_s=30
+    )
 
 
 def test_the_driver_payload_a_job_carries_matches_its_shape():
