@@ -78,7 +78,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn)
     model, tokenizer, ref, logger = parts.model, parts.tokenizer, parts.ref, parts.logger
     state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
-    start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
+    start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref, alarm=parts.alarm)
     logger.truncate_after(start)
     if parts.alarm is not None:
         parts.alarm.start(start)  # canaries through the training reward, before any update
@@ -94,7 +94,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             except AlarmStop as e:  # on_alarm stop: the step's update was not applied
                 stream.load(data_before)  # the checkpoint is the run as it stood before this step
                 logger.log(step, e.metrics)
-                raise _stopped(e, step, save_run(cfg, step - 1, *state, ctx), cfg) from None
+                raise _stopped(e, step, save_run(cfg, step - 1, *state, ctx, parts.alarm), cfg) from None
             if eval_examples and step % cfg.eval_every == 0:
                 last.update(_periodic_eval(parts, eval_examples))
                 if parts.alarm is not None and "eval/accuracy" in last:
@@ -106,14 +106,16 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
                 ref.load_state_dict(distributed.full_model_state(model))
             if cfg.save_every and step % cfg.save_every == 0:
-                save_run(cfg, step, *state, ctx)  # rank 0 writes
+                save_run(cfg, step, *state, ctx, parts.alarm)  # rank 0 writes
                 saved = step
             if interrupt.requested():  # SIGINT/SIGTERM inside interrupt.deferred(): this step's checkpoint, then stop
-                done = checkpoint_dir(cfg.run_dir, step) if saved == step else save_run(cfg, step, *state, ctx)
+                done = checkpoint_dir(cfg.run_dir, step)
+                if saved != step:
+                    done = save_run(cfg, step, *state, ctx, parts.alarm)
                 raise interrupt.Interrupted(step, done)
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
         if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
-            final = save_run(cfg, cfg.steps, *state, ctx)
+            final = save_run(cfg, cfg.steps, *state, ctx, parts.alarm)
         distributed.barrier(ctx)
     finally:
         logger.close()

@@ -61,12 +61,16 @@ class AlarmWatch:
         self.last_seen: dict[str, int] = {}  # rule -> last step it held
         self.fired: list[dict[str, Any]] = []  # the records written this run
         self.canary_s = 0.0  # seconds the canaries at start took
+        self.restored = False  # load_state ran (a resume from a checkpoint that holds the alarm's state)
 
     # -- before training ---------------------------------------------------------------------------------
     def start(self, step: int = 0) -> None:
         """Canaries through the training reward. Paid ones stop the run (HackableReward) unless allowed, in
-        which case they are recorded as an alarm at ``step`` and not alarmed again."""
-        evidence.truncate_after(self.run_dir, step)
+        which case they are recorded as an alarm at ``step`` and not alarmed again. A run resumed at ``step``
+        > 0 has had its checkpoint's state loaded (``load_state``, by trainer/run/checkpoint.py): the rules go
+        on from the history they had, and alarms.jsonl gets a marker (never cut: evidence.mark_resume)."""
+        if step > 0:
+            evidence.mark_resume(self.run_dir, step, self.restored)
         if self.plan.note:
             evidence.say(f"alarm: {self.plan.note}")
         t0 = time.perf_counter()
@@ -89,11 +93,27 @@ class AlarmWatch:
                           {"paid": paid})  # fmt: skip
         self.fired.append(evidence.record(self.run_dir, step, finding, "allowed", [], 0))
 
+    # -- the checkpoint ----------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the alarm (trainer_state.pt's ``alarm``): the figures of every step so far
+        (the rules' baselines and windows), when each rule last held, the canaries accepted at the start, the
+        audit's random draw."""
+        return {"history": [dataclasses.asdict(s) for s in self.history], "last_seen": dict(self.last_seen),
+                "accepted": sorted(self.canaries.accepted), "rng": self.rng.getstate()}  # fmt: skip
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.history = [StepStats(**s) for s in state["history"]]
+        self.last_seen = dict(state["last_seen"])
+        self.canaries.accepted = set(state["accepted"])
+        self.rng.setstate(state["rng"])
+        self.restored = True
+
     # -- every step --------------------------------------------------------------------------------------
     def check(self, step: int, batch: Any, adv: Tensor, loss_mask: Tensor) -> tuple[Tensor, Tensor, dict[str, float]]:
         """The step's audit and rules; returns (advantages, loss mask, ``alarm/*`` metrics). ``batch`` is the
         step's trainer.grpo.rewards.Batch (rollout texts, prompts, references; rewards; scores)."""
         t0, cpu0 = time.perf_counter(), time.process_time()
+        before = (len(self.history), dict(self.last_seen), self.rng.getstate())  # what a stop puts back
         rows = completions(batch)
         idx = pick_rows(rows, self.cfg.group_size, self.cfg.audit_share, self.rng)
         holding = bool(self.cfg.on_alarm == "drop" and self._holding(step))
@@ -124,6 +144,11 @@ class AlarmWatch:
         m["perf/alarm_s"] = time.perf_counter() - t0  # the audit's VerifyBatch and the rules, inside the step
         m["perf/alarm_cpu_s"] = time.process_time() - cpu0  # the trainer process's CPU in it (not the service's)
         if new and self.cfg.on_alarm == "stop":  # the step's reward goes with it: its row in metrics.jsonl
+            # the checkpoint written now is of the step before: the alarm's state goes back with it, so a
+            # resume sees this step again as new (alarms.jsonl keeps the record)
+            del self.history[before[0] :]
+            self.last_seen = before[1]
+            self.rng.setstate(before[2])
             raise AlarmStop(step, new, {**m, "reward/mean": stats.reward})
         if flagged and self.cfg.on_alarm == "drop":
             adv, loss_mask = drop_rows(adv, loss_mask, flagged)
