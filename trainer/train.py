@@ -29,6 +29,7 @@ Where this departs from the paper (all switchable in the config):
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -132,7 +133,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
 def _stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> AlarmStopped:
     return AlarmStopped(
         f"{e}\nstopped before step {step}'s update; checkpoint of step {step - 1}: {checkpoint}; evidence: "
-        f"{Path(cfg.run_dir) / ALARMS_FILE}; resume with --resume {checkpoint} (add --grpo.on_alarm warn to train "
+        f"{Path(cfg.run_dir) / ALARMS_FILE}; resume from it with --resume {checkpoint} (add --on_alarm warn to train "
         "past the alarm)",
         step - 1,
         checkpoint,
@@ -213,6 +214,26 @@ def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float
     return out
 
 
+def resume_commands(argv: list[str], checkpoint: Path) -> tuple[str, str]:
+    """The command line that resumes a stopped ``python -m trainer.train`` run from ``checkpoint`` (``argv``
+    with its --resume replaced), and the one that trains past the alarm (--on_alarm warn in place of its own)."""
+    base = [*_without(argv, {"--resume"}), "--resume", str(checkpoint)]
+    past = [*_without(base, {"--on_alarm", "--on-alarm"}), "--on_alarm", "warn"]
+    return shlex.join(["python", "-m", "trainer.train", *base]), shlex.join(["python", "-m", "trainer.train", *past])
+
+
+def _without(argv: list[str], flags: set[str]) -> list[str]:
+    """``argv`` less ``--flag value`` and ``--flag=value`` for each of ``flags``."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i].split("=", 1)[0] in flags:
+            i += 1 if "=" in argv[i] else 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 @exit_on_error
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m trainer.train --config FILE [--key value ...]``. A TrainerError (a setting, a file, the
@@ -223,7 +244,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {}
     path, over = cli.parse_argv(GRPOConfig, argv)  # the one override parser (trainer/cli.py)
     cfg = load_config(path, over)
-    out = train(cfg)
+    try:
+        out = train(cfg)
+    except AlarmStopped as e:  # the message ends with the commands that go on, this command line's own
+        again, past = resume_commands(argv, e.checkpoint)
+        raise AlarmStopped(
+            f"{e}\nresume with: {again}\nto train past the alarm: {past}", e.step, e.checkpoint
+        ) from None
     print(f"done: {cfg.steps} steps, checkpoint {out['checkpoint']}, metrics {Path(cfg.run_dir) / 'metrics.jsonl'}")
     return out
 

@@ -90,17 +90,22 @@ def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifie
     return "\n".join(out)
 
 
-@exit_on_error
-def main(argv: list[str] | None = None) -> str:
+def parser() -> argparse.ArgumentParser:
+    """``python -m trainer.alarm.audit_run``'s command line (``make audit``)."""
     ap = argparse.ArgumentParser(prog="python -m trainer.alarm.audit_run", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="a run folder (runs/<name>, or runs/latest)")
     ap.add_argument("--target", default=None, help="host:port of a verifier service (default: start a local one)")
     ap.add_argument("--verifier", default=None, help="the training reward (default: the run's config.yaml)")
     ap.add_argument("--audit-verifier", default=None, help="the audit (default: the run's, else the strict built-in)")
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    return ap
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> str:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     run = Path(args.run)
     if not run.is_dir():
-        raise DataError(f"{run}: not a run folder (make audit RUN=runs/<name>)")
+        raise DataError(f"{run}: not a run folder: pass one, as in `make audit RUN=runs/<name>`")
     if args.target:
         with VerifierClient(args.target) as c:
             text = audit(run, c, args.verifier, args.audit_verifier)

@@ -174,8 +174,8 @@ def fix_tags(model_dir: str | Path, tags: Iterable[str] = TAGS) -> list[str]:
     return changed
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m trainer.run.preflight MODEL_DIR [--verifier NAME] [--data FILE] [--fix-tags]``."""
+def parser():
+    """``python -m trainer.run.preflight``'s command line (argparse)."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m trainer.run.preflight", description=__doc__.split("\n\n")[0])
@@ -184,7 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="JSONL whose first prompt is rendered (default: a sample prompt)")
     p.add_argument("--no-chat-template", action="store_true", help="render the prompt without the chat template")
     p.add_argument("--fix-tags", action="store_true", help="make <think> </think> <answer> </answer> normal tokens")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainer.run.preflight MODEL_DIR [--verifier NAME] [--data FILE] [--fix-tags]``."""
+    a = parser().parse_args(argv)
     if a.fix_tags:
         try:
             changed = fix_tags(a.model_dir)
