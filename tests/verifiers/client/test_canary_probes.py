@@ -81,3 +81,26 @@ def test_the_cli_reports_such_a_reward_as_hackable(fn, family):
     assert p.returncode == 1, p.stdout + p.stderr  # 1: paid
     assert f"PAID {family}/" in p.stdout and "wrong answer paid" in p.stdout, p.stdout
     assert any(line.split()[:1] == [family] for line in p.stdout.splitlines()), p.stdout  # its row in the table
+
+
+# -- issue 50, item 7: a conversational-format TRL function ------------------------------------------------------
+def conversational(prompts, completions, answer, **kwargs):
+    """Written for a conversational dataset, as TRL's docs show: completions are lists of messages."""
+    return [1.0 if f"\\boxed{{{a}}}" in c[0]["content"] else 0.0 for c, a in zip(completions, answer, strict=True)]
+
+
+def broken(prompts, completions, **kwargs):
+    raise RuntimeError("my reward has a bug")
+
+
+def test_a_conversational_trl_function_is_graded_not_a_traceback():
+    p = cli("tests.verifiers.client.test_canary_probes:conversational", "--kinds", "math")
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode in (0, 1) and "== math canaries" in p.stdout, p.stdout + p.stderr
+    assert "math.discrimination" in p.stdout and "pays_" not in p.stdout  # graded, and it tells right from wrong
+
+
+def test_a_function_that_fails_is_an_error_exit_2_not_paid():
+    p = cli("tests.verifiers.client.test_canary_probes:broken", "--kinds", "math")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr  # 1 would read as "paid"
+    assert "RuntimeError: my reward has a bug" in p.stderr and "conversational" in p.stderr
