@@ -51,6 +51,7 @@ class Thresholds:
     length_factor: float = 1.5
     heldout_reward_rise: float = 0.15
     heldout_flat: float = 0.02
+    escalate_rise: float = 0.1  # on_alarm drop: the flagged share's rise over its level at the alarm that stops
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,24 @@ def reward_not_heldout(hist: Sequence[StepStats], t: Thresholds = Thresholds()) 
         f"the training reward rose by {rise:+.2f} between steps {hist[a].step} and {hist[b].step} while held-out "
         f"accuracy moved {acc_rise:+.3f}",
         {"reward_rise": round(rise, 3), "heldout_rise": round(acc_rise, 3)},
+    )
+
+
+def drop_escalation(shares: Sequence[float], t: Thresholds = Thresholds()) -> Finding | None:
+    """``on_alarm drop``: ``shares`` is the flagged share of each step's completions since the alarm. When the
+    mean of the last ``window`` steps is ``escalate_rise`` above the alarm's own step, the drops do not
+    contain the hack (it spreads while its completions are dropped): stop."""
+    if len(shares) <= t.window:
+        return None
+    start, now = shares[0], mean(shares[-t.window :])
+    if now - start < t.escalate_rise:
+        return None
+    return Finding(
+        "drop_escalated",
+        f"under on_alarm drop the flagged share of the step's completions rose from {start:.0%} at the alarm to "
+        f"{now:.0%} over the last {t.window} steps: dropping does not contain the hack; stopping at the last clean "
+        "checkpoint",
+        {"flagged_share_at_alarm": round(start, 3), "flagged_share": round(now, 3), "steps_dropping": len(shares)},
     )
 
 
