@@ -95,7 +95,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
             except AlarmStop as e:  # on_alarm stop: the step's update was not applied
                 stream.load(data_before)  # the checkpoint is the run as it stood before this step
                 logger.log(step, e.metrics)
-                raise _stopped(e, step, save_run(cfg, step - 1, *state, ctx, parts.alarm), cfg) from None
+                raise alarm_stopped(e, step, save_run(cfg, step - 1, *state, ctx, parts.alarm), cfg) from None
             if eval_examples and step % cfg.eval_every == 0:
                 last.update(_periodic_eval(parts, eval_examples))
                 if parts.alarm is not None and "eval/accuracy" in last:
@@ -130,7 +130,7 @@ def train(cfg: GRPOConfig, model=None, tokenizer=None, reward_fn: RewardFn | Non
     return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
 
 
-def _stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> AlarmStopped:
+def alarm_stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> AlarmStopped:
     return AlarmStopped(
         f"{e}\nstopped before step {step}'s update; checkpoint of step {step - 1}: {checkpoint}; evidence: "
         f"{Path(cfg.run_dir) / ALARMS_FILE}; resume from it with --resume {checkpoint} (add --on_alarm warn to train "

@@ -35,7 +35,9 @@ from trainer.run.outcome_watch import CAUSES
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = re.search(r"^\.PHONY: (.*)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()  # make's targets
 # a command: after a backtick, ": " or "(or: ", up to a backtick, ";", "  (", ")" or the end of the line
-COMMAND = re.compile(rf"(?:`|: |\(or: )((?:make (?:{'|'.join(TARGETS)})\b|python -m )[^`;\n]*?)\s*(?=`|;|\s\s\(|\)|\n|$)")
+COMMAND = re.compile(
+    rf"(?:`|: |\(or: )((?:make (?:{'|'.join(TARGETS)})\b|python -m )[^`;\n]*?)\s*(?=`|;|\s\s\(|\)|\n|$)"
+)
 
 
 def commands(text: str) -> list[str]:
@@ -93,9 +95,9 @@ def messages(tmp_path: Path) -> dict[str, str]:
     ck = runs / "x" / "checkpoints" / "step-000003"
     stop = AlarmStop(4, [Finding("audit_disagreement", "the audit pays 0%")], {})
     cfg = GRPOConfig(run_dir=str(runs / "x"), alarm=True, on_alarm="stop")
-    from trainer.train import _stopped, resume_commands
+    from trainer.train import alarm_stopped, resume_commands
 
-    e = _stopped(stop, 4, ck, cfg)
+    e = alarm_stopped(stop, 4, ck, cfg)
     again, past = resume_commands(["--config", "FILE", "--alarm", "true", "--on_alarm", "stop"], ck)
     out["trainer.train alarm stop"] = f"{e}\nresume with: {again}\nto train past the alarm: {past}"
     r = make_train.Run(PipelineConfig(runs=str(runs)), runs / "x", 0.0)
@@ -104,7 +106,7 @@ def messages(tmp_path: Path) -> dict[str, str]:
     (runs / "x" / "summary.json").write_text("{}")
     for name, call in {
         "finished run": lambda: run_folder.refuse_finished(runs / "x", ck, 3, runs),
-        "settings of a resumed run": lambda: run_folder._check_fixed({"seed": 0}, {"seed": 1}, runs / "x"),
+        "settings of a resumed run": lambda: run_folder.check_fixed({"seed": 0}, {"seed": 1}, runs / "x"),
         "no config.yaml": lambda: run_folder.load(PipelineConfig, ["--runs", str(runs), "--name", "y"], {}),
         "audit of a wrong folder": lambda: audit_run.main([str(tmp_path / "nothing")]),  # an exit, said on stderr
     }.items():
@@ -112,7 +114,7 @@ def messages(tmp_path: Path) -> dict[str, str]:
         with pytest.raises((TrainerError, SystemExit)) as err, contextlib.redirect_stderr(said):
             call()
         out[name] = f"{err.value}\n{said.getvalue()}"
-    out["preflight"] = preflight._fix_hint(None, ["<think>"])
+    out["preflight"] = preflight.fix_hint(None, ["<think>"])
     out["outcome watch"] = "\n".join(c for cs in CAUSES.values() for c in cs)
     from trainer.grpo.rewards import VerifierReward
 
@@ -139,10 +141,10 @@ def test_every_printed_command_is_accepted(tmp_path):
 
 def test_the_library_message_names_flags_trainer_train_takes(tmp_path):
     """``train()``'s own AlarmStopped message (no command line known) names flags: they parse too."""
-    from trainer.train import _stopped
+    from trainer.train import alarm_stopped
 
     stop = AlarmStop(4, [Finding("audit_disagreement", "m")], {})
-    msg = str(_stopped(stop, 4, tmp_path / "ck", GRPOConfig(run_dir=str(tmp_path))))
+    msg = str(alarm_stopped(stop, 4, tmp_path / "ck", GRPOConfig(run_dir=str(tmp_path))))
     flags = re.findall(r"(--[a-z_.]+) (\S+?)[\s)]", msg)
     assert ("--on_alarm", "warn") in flags
     for flag, value in flags:

@@ -157,7 +157,7 @@ def load(model: type[BaseModel], argv: list[str], aliases: dict[str, str]) -> Lo
         raise CheckpointError(f"{run_dir} has a checkpoint but no config.yaml: resume it with `python -m trainer.train "
                               f"--config FILE --resume {ck}` (FILE: the GRPO config it was trained with)")  # fmt: skip
     saved = cli.read_yaml(saved_path)
-    _check_fixed(saved, over, run_dir)
+    check_fixed(saved, over, run_dir)
     saved.pop("name", None)
     cfg = cli.build(model, cli.merge(dict(saved), over), f" ({saved_path} with the command line's overrides)")
     refuse_finished(run_dir, ck, cfg.grpo.steps, Path(cfg.runs))  # type: ignore[attr-defined]
@@ -179,7 +179,7 @@ def _shown_name(path: str | None) -> str | None:
         return path
 
 
-def _check_fixed(saved: dict, over: dict, run_dir: Path) -> None:
+def check_fixed(saved: dict, over: dict, run_dir: Path) -> None:
     clash = []
     for k in FIXED:
         given, value = _get(over, k)

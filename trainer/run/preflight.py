@@ -63,7 +63,7 @@ def lost_tag(tokenizer, tag: str) -> str | None:
     return f"does not survive encode -> decode (it comes back as {back!r})"
 
 
-def _fix_hint(model_dir: str | None, tags: list[str]) -> str:
+def fix_hint(model_dir: str | None, tags: list[str]) -> str:
     where = model_dir or "MODEL_DIR"
     return (
         f"Fix: make {' '.join(tags)} normal tokens (same ids; the model is unchanged): "
@@ -87,11 +87,11 @@ def tag_findings(tokenizer, verifiers: Iterable[str], model_dir: str | None = No
             why = "; ".join(f"{t!r} {lost[t]}" for t in hard)
             errors.append(f"verifier {name!r} needs {' '.join(required)} in the completions it grades, but {why}: "
                           f"every completion would reach {name!r} without them and grade NO_ANSWER. "
-                          f"{_fix_hint(model_dir, hard)}")  # fmt: skip
+                          f"{fix_hint(model_dir, hard)}")  # fmt: skip
         if soft:
             why = "; ".join(f"{t!r} {lost[t]}" for t in soft)
             warnings.append(f"verifier {name!r} may read {' '.join(soft)}, but {why}: an answer written inside them "
-                            f"reaches the verifier without them. {_fix_hint(model_dir, soft)}")  # fmt: skip
+                            f"reaches the verifier without them. {fix_hint(model_dir, soft)}")  # fmt: skip
     return errors, warnings
 
 
