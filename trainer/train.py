@@ -29,6 +29,7 @@ Where this departs from the paper (all switchable in the config):
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -84,7 +85,7 @@ def train(
     parts, stream, eval_examples = _build(cfg, ctx, model, tokenizer, reward_fn, tools)
     model, tokenizer, ref, logger = parts.model, parts.tokenizer, parts.ref, parts.logger
     state = (model, tokenizer, parts.optimizer, parts.scheduler, stream, ref)  # what a checkpoint holds
-    start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref)
+    start = resume_run(cfg, model, parts.optimizer, parts.scheduler, stream, ref, alarm=parts.alarm)
     logger.truncate_after(start)
     if parts.alarm is not None:
         parts.alarm.start(start)  # canaries through the training reward, before any update
@@ -100,7 +101,7 @@ def train(
             except AlarmStop as e:  # on_alarm stop: the step's update was not applied
                 stream.load(data_before)  # the checkpoint is the run as it stood before this step
                 logger.log(step, e.metrics)
-                raise _stopped(e, step, save_run(cfg, step - 1, *state, ctx), cfg) from None
+                raise alarm_stopped(e, step, save_run(cfg, step - 1, *state, ctx, parts.alarm), cfg) from None
             if eval_examples and step % cfg.eval_every == 0:
                 last.update(_periodic_eval(parts, eval_examples))
                 if parts.alarm is not None and "eval/accuracy" in last:
@@ -112,14 +113,16 @@ def train(
             if cfg.ref_reset_every and ref is not None and step % cfg.ref_reset_every == 0:
                 ref.load_state_dict(distributed.full_model_state(model))
             if cfg.save_every and step % cfg.save_every == 0:
-                save_run(cfg, step, *state, ctx)  # rank 0 writes
+                save_run(cfg, step, *state, ctx, parts.alarm)  # rank 0 writes
                 saved = step
             if interrupt.requested():  # SIGINT/SIGTERM inside interrupt.deferred(): this step's checkpoint, then stop
-                done = checkpoint_dir(cfg.run_dir, step) if saved == step else save_run(cfg, step, *state, ctx)
+                done = checkpoint_dir(cfg.run_dir, step)
+                if saved != step:
+                    done = save_run(cfg, step, *state, ctx, parts.alarm)
                 raise interrupt.Interrupted(step, done)
         final = checkpoint_dir(cfg.run_dir, cfg.steps)
         if saved != cfg.steps or not distributed.exists_on_main(final, ctx):  # the same answer on every rank
-            final = save_run(cfg, cfg.steps, *state, ctx)
+            final = save_run(cfg, cfg.steps, *state, ctx, parts.alarm)
         distributed.barrier(ctx)
     finally:
         logger.close()
@@ -135,10 +138,10 @@ def train(
     return {"model": model, "tokenizer": tokenizer, "run_dir": Path(cfg.run_dir), "checkpoint": final, "metrics": last}
 
 
-def _stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> AlarmStopped:
+def alarm_stopped(e: AlarmStop, step: int, checkpoint: Path, cfg: GRPOConfig) -> AlarmStopped:
     return AlarmStopped(
         f"{e}\nstopped before step {step}'s update; checkpoint of step {step - 1}: {checkpoint}; evidence: "
-        f"{Path(cfg.run_dir) / ALARMS_FILE}; resume with --resume {checkpoint} (add --grpo.on_alarm warn to train "
+        f"{Path(cfg.run_dir) / ALARMS_FILE}; resume from it with --resume {checkpoint} (add --on_alarm warn to train "
         "past the alarm)",
         step - 1,
         checkpoint,
@@ -222,6 +225,26 @@ def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float
     return out
 
 
+def resume_commands(argv: list[str], checkpoint: Path) -> tuple[str, str]:
+    """The command line that resumes a stopped ``python -m trainer.train`` run from ``checkpoint`` (``argv``
+    with its --resume replaced), and the one that trains past the alarm (--on_alarm warn in place of its own)."""
+    base = [*_without(argv, {"--resume"}), "--resume", str(checkpoint)]
+    past = [*_without(base, {"--on_alarm", "--on-alarm"}), "--on_alarm", "warn"]
+    return shlex.join(["python", "-m", "trainer.train", *base]), shlex.join(["python", "-m", "trainer.train", *past])
+
+
+def _without(argv: list[str], flags: set[str]) -> list[str]:
+    """``argv`` less ``--flag value`` and ``--flag=value`` for each of ``flags``."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i].split("=", 1)[0] in flags:
+            i += 1 if "=" in argv[i] else 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 @exit_on_error
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """``python -m trainer.train --config FILE [--key value ...]``. A TrainerError (a setting, a file, the
@@ -232,7 +255,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {}
     path, over = cli.parse_argv(GRPOConfig, argv)  # the one override parser (trainer/cli.py)
     cfg = load_config(path, over)
-    out = train(cfg)
+    try:
+        out = train(cfg)
+    except AlarmStopped as e:  # the message ends with the commands that go on, this command line's own
+        again, past = resume_commands(argv, e.checkpoint)
+        raise AlarmStopped(
+            f"{e}\nresume with: {again}\nto train past the alarm: {past}", e.step, e.checkpoint
+        ) from None
     print(f"done: {cfg.steps} steps, checkpoint {out['checkpoint']}, metrics {Path(cfg.run_dir) / 'metrics.jsonl'}")
     return out
 

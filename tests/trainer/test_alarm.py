@@ -6,7 +6,8 @@ hackable ``contains_reference`` reward pays and the audit refuses.
 
 - warn: the alarm fires at the first hacked step, once per episode, with the evidence in alarms.jsonl
   (the flagged completions, their training verdicts and signals, the audit's verdict);
-- drop: the flagged completions get advantage 0 and leave the loss mask; the others keep theirs;
+- drop: the groups of the flagged completions get advantage 0 and leave the loss mask; clean groups keep
+  theirs; a hack that keeps spreading under drop escalates to stop (tests/trainer/test_alarm_drop.py);
 - stop: AlarmStop before the step's update, naming the rule;
 - canaries: the hackable reward stops the run at start unless allowed; r1 pays none.
 """
@@ -111,16 +112,23 @@ def drive_once(watch: AlarmWatch, step: int, hacked: bool):
     return watch.check(step, b, torch.linspace(-1, 1, len(b.rollout)) + 0.01, torch.ones(len(b.rollout), 4))
 
 
-def test_drop_keeps_what_the_audit_pays(tmp_path, hackable):
-    """In a mixed step only the refused completions are dropped: a correct answer keeps its advantage."""
+def test_drop_takes_out_every_group_a_flagged_completion_is_in(tmp_path, hackable):
+    """Issue 50, item 5: a group's advantages were computed against its exploited rewards (the honest members
+    of a group with a paid spray get a negative advantage: pushed toward the spray). The whole group leaves
+    the loss, a right answer in it included; a clean group keeps its advantages. On the old watch only the
+    flagged completions were dropped and their group's other members trained on the exploited baseline."""
     watch = AlarmWatch(cfg(tmp_path, hackable, on_alarm="drop"), hackable)
     drive(watch, 4)
     b = batch(True)
-    b.rollout.texts[0] = "<think>17</think><answer>17</answer>"  # right, and paid by both
+    b.rollout.texts[0] = "<think>17</think><answer>17</answer>"  # right, and paid by both, in a hacked group
     b.scores[0].signals = []
+    for j in range(G, 2 * G):  # the second group: honest estimates, unpaid
+        b.rollout.texts[j], b.rewards[j], b.scores[j].signals = "<think>e</think><answer>20</answer>", 0.0, []
+    b.rollout.texts[G], b.rewards[G] = "<think>23</think><answer>23</answer>", 1.0  # one right answer, paid
     adv, mask, m = watch.check(5, b, torch.ones(len(b.rollout)), torch.ones(len(b.rollout), 4))
-    assert adv[0] == 1 and mask[0].sum() == 4
-    assert torch.count_nonzero(adv[1:]) == 0 and m["alarm/dropped"] == G * P - 1
+    assert torch.count_nonzero(adv[:G]) == 0 and mask[:G].sum() == 0  # the hacked group, its right answer too
+    assert torch.equal(adv[G:], torch.ones(G)) and mask[G:].sum() == G * 4  # the clean group trains
+    assert m["alarm/dropped"] == G and m["alarm/flagged"] == G - 1
 
 
 def test_stop_raises_before_the_update_naming_the_rule(tmp_path, hackable):

@@ -2,13 +2,16 @@
 
     python -m trainer.alarm.audit_run runs/<name> [--target host:port] [--verifier NAME] [--audit-verifier NAME]
 
-What a run saved (``completions.jsonl``: the completions logged every ``log_completions_every`` steps;
-``alarms.jsonl``: the completions each alarm flagged) is sent again through the audit's independent verdict
-(the strict built-in of the data's kind, or the run's ``audit_verifier``) and through the training reward,
-where the service knows it. The report gives, per step, how many the training reward paid, how many of
-those the audit pays (agreement), the completions they disagree on, the run's alarms, and the canary table
-of the training reward. Without ``--target`` a local service is started for the audit and stopped after
-(a verifier the run registered itself is then unknown: the training verdicts saved in the run are used).
+Only what a run saved is re-graded, by design: ``completions.jsonl`` (every completion of the steps
+logged, every ``log_completions_every`` steps and the first and last) and ``alarms.jsonl`` (the completions
+each alarm flagged); a run does not keep its other completions, and the report says how many of the run's
+it covers. Each saved completion goes through the audit's independent verdict (the strict built-in of the
+data's kind, or the run's ``audit_verifier``) and is compared with the training reward *as saved* (the reward
+it was trained with: the training reward is not called again). The report gives, per step, how many the
+training reward paid, how many of those the audit pays (agreement), the completions they disagree on, the
+run's alarms, and the canary table of the training reward (canaries and probes, verifiers/canaries/probes.py)
+where the service knows it and the run's config.yaml names it. Without ``--target`` a local service is
+started for the audit and stopped after (a verifier the run registered itself is then unknown there).
 """
 
 from __future__ import annotations
@@ -52,6 +55,19 @@ def saved_completions(run: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def coverage(cfg: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """What the audit covers: the saved completions, of how many the run graded (when config.yaml says)."""
+    saved = sum("alarm" not in r for r in rows)
+    flagged = len(rows) - saved
+    what = f"re-grades only the saved completions: {saved} from completions.jsonl, {flagged} flagged in alarms.jsonl"
+    try:
+        total = int(cfg["steps"]) * int(cfg["prompts_per_step"]) * int(cfg["group_size"])
+    except (KeyError, TypeError, ValueError):
+        return f"{what} (the run's other completions were not saved)"
+    every = cfg.get("log_completions_every", "?")
+    return f"{what}, of {total:,} the run graded (completions.jsonl keeps the steps logged every {every}; the rest were not saved)"
+
+
 def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifier: str | None) -> str:
     """Re-grade the run's saved completions; the report as text."""
     cfg = run_settings(run)
@@ -63,7 +79,7 @@ def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifie
     plan = make_plan(client, audit_verifier or cfg.get("audit_verifier"), data)
     verdicts = run_audit(client, plan, comps, list(range(len(comps))))
     out = [f"audit of {run}: {len(comps)} saved completions; training reward {verifier or '(unknown)'}; audit "
-           f"{plan.verifier} {plan.options or ''}{' (' + plan.note + ')' if plan.note else ''}"]  # fmt: skip
+           f"{plan.verifier} {plan.options or ''}{' (' + plan.note + ')' if plan.note else ''}", coverage(cfg, rows)]  # fmt: skip
     by_step: dict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_step[int(r["step"])].append(i)
@@ -81,7 +97,10 @@ def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifie
     out.append(f"alarms in the run: {len(alarms)}")
     out += [f"  step {a['step']}: {a['rule']} [{a['action']}]: {a['message']}" for a in alarms]
     known = {v.name for v in client.list_verifiers()}
-    if verifier in known:
+    if verifier is None:
+        out.append(f"canaries: skipped: the run's training reward is unknown (no config.yaml in {run} names it); "
+                   "pass --verifier NAME (make audit ARGS='--verifier NAME')")  # fmt: skip
+    elif verifier in known:
         data = cfg.get("data")
         report = CanaryCheck(client, verifier, data_kind(data if data and Path(data).exists() else None)).run()
         out.append(f"canaries through {verifier!r}:\n{report.table()}")
@@ -90,17 +109,22 @@ def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifie
     return "\n".join(out)
 
 
-@exit_on_error
-def main(argv: list[str] | None = None) -> str:
+def parser() -> argparse.ArgumentParser:
+    """``python -m trainer.alarm.audit_run``'s command line (``make audit``)."""
     ap = argparse.ArgumentParser(prog="python -m trainer.alarm.audit_run", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="a run folder (runs/<name>, or runs/latest)")
     ap.add_argument("--target", default=None, help="host:port of a verifier service (default: start a local one)")
     ap.add_argument("--verifier", default=None, help="the training reward (default: the run's config.yaml)")
     ap.add_argument("--audit-verifier", default=None, help="the audit (default: the run's, else the strict built-in)")
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    return ap
+
+
+@exit_on_error
+def main(argv: list[str] | None = None) -> str:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     run = Path(args.run)
     if not run.is_dir():
-        raise DataError(f"{run}: not a run folder (make audit RUN=runs/<name>)")
+        raise DataError(f"{run}: not a run folder: pass one, as in `make audit RUN=runs/<name>`")
     if args.target:
         with VerifierClient(args.target) as c:
             text = audit(run, c, args.verifier, args.audit_verifier)

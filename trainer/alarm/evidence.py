@@ -62,14 +62,42 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def read_alarms(run_dir: str | Path) -> list[dict[str, Any]]:
+RESUMED = "resumed"  # the action of a resume's marker record (not an alarm)
+
+
+def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Every line of alarms.jsonl as written: the alarms and the resumes' markers, oldest first."""
     path = Path(run_dir) / ALARMS_FILE
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x] if path.exists() else []
 
 
-def truncate_after(run_dir: str | Path, step: int) -> None:
-    """A resumed run keeps the alarms up to its checkpoint's step."""
+def read_alarms(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The alarms in alarms.jsonl, oldest first (the resumes' markers left out). An alarm written after the
+    step a later resume went back to carries ``superseded: <that step>``: the run trained those steps again."""
+    records = read_records(run_dir)
+    out = []
+    for i, rec in enumerate(records):
+        if rec.get("action") == RESUMED:
+            continue
+        later = [m["step"] for m in records[i + 1 :] if m.get("action") == RESUMED and m["step"] < rec["step"]]
+        out.append({**rec, "superseded": min(later)} if later else rec)
+    return out
+
+
+def mark_resume(run_dir: str | Path, step: int, restored: bool) -> dict[str, Any] | None:
+    """A resume from the checkpoint of ``step``: alarms.jsonl is history and stays as written (append-only);
+    a marker record says which of its alarms the resume replaced (those after ``step``: their steps train
+    again). Returns the marker (None when there was no file to mark)."""
     path = Path(run_dir) / ALARMS_FILE
-    if path.exists():
-        keep = [x for x in path.read_text(encoding="utf-8").splitlines() if x and json.loads(x)["step"] <= step]
-        path.write_text("".join(x + "\n" for x in keep), encoding="utf-8")
+    if not path.exists():
+        return None
+    replaced = [f"{a['step']}:{a['rule']}" for a in read_alarms(run_dir) if a["step"] > step and "superseded" not in a]
+    state = "the alarm's state (baselines, histories, counters) restored from it" if restored else (
+        "the checkpoint holds no alarm state: the rules start their history again")  # fmt: skip
+    rec = {"step": step, "rule": "resume", "action": RESUMED, "flagged": 0, "completions": [],
+           "message": f"resumed from the checkpoint of step {step}; {state}; alarms after step {step} above are "
+                      f"kept as written and marked superseded ({len(replaced)})",
+           "figures": {"replaced": replaced, "state_restored": restored}}  # fmt: skip
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec) + "\n")
+    return rec

@@ -5,8 +5,11 @@
 (0.9 * math + 0.1 * format) a completion is paid when its answer is, not for its format alone.
 
 The answer string is a fingerprint, not a grade: the text after the last ``</think>``, whitespace
-collapsed. It is only compared with itself across prompts (one string paid on many different prompts
-is a hack's signature); the graders decide what an answer is.
+collapsed. It is only compared with itself across prompts; the graders decide what an answer is. One
+string paid on many prompts is not by itself a hack where the answer space is small (yes/no, A-D: an
+honest policy gives the same answer to every prompt whose answer it is), so the step also counts the
+distinct *references* of the prompts it is paid on: an honest grader pays one answer string for one
+reference (the answer space, as the data spells it), a hack pays it across references.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class StepStats:
     signals: Mapping[str, int] = field(default_factory=dict)  # paid completions carrying each signal
     top_answer: str = ""
     top_answer_prompts: int = 0  # distinct prompts on which top_answer was paid
+    top_answer_refs: int | None = None  # distinct references of those prompts (None: not counted)
     paid_prompts: int = 0  # distinct prompts with a paid completion
     len_paid: float | None = None
     len_unpaid: float | None = None
@@ -66,6 +70,7 @@ class StepStats:
             "alarm/audit_agreed": float(self.agreed),
             "alarm/audit_sampled": float(self.sampled),
             "alarm/top_answer_prompts": float(self.top_answer_prompts),
+            "alarm/top_answer_refs": float(self.top_answer_refs or 0),
             "alarm/top_answer_id": float(zlib.crc32(self.top_answer.encode()) % 1_000_000),  # same string, same id
             "alarm/paid_prompts": float(self.paid_prompts),
         }
@@ -102,12 +107,14 @@ def step_stats(
     audited = [i for i in paid if i in audit]
     signals = Counter(s for i in paid for s in set(rows[i].signals))
     prompts_by_answer: dict[str, set[str]] = {}
+    refs_by_answer: dict[str, set[str]] = {}
     for i in paid:
         prompts_by_answer.setdefault(answer_string(rows[i].text), set()).add(rows[i].prompt)
-    top, top_n = "", 0
+        refs_by_answer.setdefault(answer_string(rows[i].text), set()).add(" ".join(rows[i].reference.split()))
+    top, top_n, top_refs = "", 0, 0  # the answer paid across the most references, then on the most prompts
     for ans, ps in sorted(prompts_by_answer.items()):
-        if len(ps) > top_n:
-            top, top_n = ans, len(ps)
+        if (len(refs_by_answer[ans]), len(ps)) > (top_refs, top_n):
+            top, top_n, top_refs = ans, len(ps), len(refs_by_answer[ans])
     unpaid = [r.length for r in rows if not r.paid]
     return StepStats(
         step=step,
@@ -119,6 +126,7 @@ def step_stats(
         signals=dict(signals),
         top_answer=top,
         top_answer_prompts=top_n,
+        top_answer_refs=top_refs,
         paid_prompts=len({rows[i].prompt for i in paid}),
         len_paid=sum(rows[i].length for i in paid) / len(paid) if paid else None,
         len_unpaid=sum(unpaid) / len(unpaid) if unpaid else None,

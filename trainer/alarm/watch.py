@@ -4,8 +4,10 @@ completions, adds the step's figures to the history, runs the rules (trainer/ala
 new alarm's evidence, and answers as ``on_alarm`` says:
 
 - warn: nothing changes in training;
-- drop: the flagged completions get advantage 0 and leave the loss mask (they do not train); while an
-  alarm holds, the audit re-grades every paid completion, so what it refuses is flagged;
+- drop: the groups of the flagged completions get advantage 0 and leave the loss mask (they do not train:
+  a group's advantages were computed against the exploited rewards); while an alarm holds, the audit
+  re-grades every paid completion, so what it refuses is flagged; when the flagged share keeps rising
+  above its level at the alarm, drop does not contain the hack and escalates to stop (``drop_escalated``);
 - stop: ``AlarmStop`` is raised before the step's update; trainer/train.py writes the checkpoint of the
   step before and exits with the alarm's name and the command that resumes.
 
@@ -27,7 +29,7 @@ from torch import Tensor
 from trainer.alarm import evidence
 from trainer.alarm.audit import AuditPlan, audit_rewards, data_kind, make_plan, pick_rows, run_audit
 from trainer.alarm.canary import CanaryCheck, paid_lines
-from trainer.alarm.rules import Finding, Thresholds, evaluate
+from trainer.alarm.rules import Finding, Thresholds, drop_escalation, evaluate
 from trainer.alarm.stats import PAID, Completion, StepStats, answer_string, step_stats
 from trainer.config import GRPOConfig
 from trainer.errors import Stopped, VerifierSetupError
@@ -61,12 +63,17 @@ class AlarmWatch:
         self.last_seen: dict[str, int] = {}  # rule -> last step it held
         self.fired: list[dict[str, Any]] = []  # the records written this run
         self.canary_s = 0.0  # seconds the canaries at start took
+        self.drop_trail: list[float] = []  # on_alarm drop: the flagged share of each step since the alarm
+        self.restored = False  # load_state ran (a resume from a checkpoint that holds the alarm's state)
 
     # -- before training ---------------------------------------------------------------------------------
     def start(self, step: int = 0) -> None:
         """Canaries through the training reward. Paid ones stop the run (HackableReward) unless allowed, in
-        which case they are recorded as an alarm at ``step`` and not alarmed again."""
-        evidence.truncate_after(self.run_dir, step)
+        which case they are recorded as an alarm at ``step`` and not alarmed again. A run resumed at ``step``
+        > 0 has had its checkpoint's state loaded (``load_state``, by trainer/run/checkpoint.py): the rules go
+        on from the history they had, and alarms.jsonl gets a marker (never cut: evidence.mark_resume)."""
+        if step > 0:
+            evidence.mark_resume(self.run_dir, step, self.restored)
         if self.plan.note:
             evidence.say(f"alarm: {self.plan.note}")
         t0 = time.perf_counter()
@@ -89,11 +96,29 @@ class AlarmWatch:
                           {"paid": paid})  # fmt: skip
         self.fired.append(evidence.record(self.run_dir, step, finding, "allowed", [], 0))
 
+    # -- the checkpoint ----------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the alarm (trainer_state.pt's ``alarm``): the figures of every step so far
+        (the rules' baselines and windows), when each rule last held, the canaries accepted at the start, the
+        audit's random draw."""
+        return {"history": [dataclasses.asdict(s) for s in self.history], "last_seen": dict(self.last_seen),
+                "accepted": sorted(self.canaries.accepted), "rng": self.rng.getstate(),
+                "drop_trail": list(self.drop_trail)}  # fmt: skip
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.history = [StepStats(**s) for s in state["history"]]
+        self.last_seen = dict(state["last_seen"])
+        self.canaries.accepted = set(state["accepted"])
+        self.rng.setstate(state["rng"])
+        self.drop_trail = list(state.get("drop_trail", []))
+        self.restored = True
+
     # -- every step --------------------------------------------------------------------------------------
     def check(self, step: int, batch: Any, adv: Tensor, loss_mask: Tensor) -> tuple[Tensor, Tensor, dict[str, float]]:
         """The step's audit and rules; returns (advantages, loss mask, ``alarm/*`` metrics). ``batch`` is the
         step's trainer.grpo.rewards.Batch (rollout texts, prompts, references; rewards; scores)."""
         t0, cpu0 = time.perf_counter(), time.process_time()
+        before = (len(self.history), dict(self.last_seen), self.rng.getstate())  # what a stop puts back
         rows = completions(batch)
         idx = pick_rows(rows, self.cfg.group_size, self.cfg.audit_share, self.rng)
         holding = bool(self.cfg.on_alarm == "drop" and self._holding(step))
@@ -124,11 +149,43 @@ class AlarmWatch:
         m["perf/alarm_s"] = time.perf_counter() - t0  # the audit's VerifyBatch and the rules, inside the step
         m["perf/alarm_cpu_s"] = time.process_time() - cpu0  # the trainer process's CPU in it (not the service's)
         if new and self.cfg.on_alarm == "stop":  # the step's reward goes with it: its row in metrics.jsonl
-            raise AlarmStop(step, new, {**m, "reward/mean": stats.reward})
-        if flagged and self.cfg.on_alarm == "drop":
-            adv, loss_mask = drop_rows(adv, loss_mask, flagged)
-            m["alarm/dropped"] = float(len(flagged))
+            self._stop(step, new, {**m, "reward/mean": stats.reward}, before)
+        if self.cfg.on_alarm == "drop":
+            adv, loss_mask, esc = self._drop(step, rows, verdicts, flagged, adv, loss_mask, m)
+            if esc is not None:
+                self._stop(step, [esc], {**m, "reward/mean": stats.reward}, before)
         return adv, loss_mask, m
+
+    def _stop(self, step: int, new: list[Finding], m: dict[str, float], before: tuple) -> None:
+        """AlarmStop. The checkpoint written now is of the step before: the alarm's state goes back with it, so
+        a resume sees this step again as new (alarms.jsonl keeps the record)."""
+        del self.history[before[0] :]
+        self.last_seen = before[1]
+        self.rng.setstate(before[2])
+        raise AlarmStop(step, new, m)
+
+    def _drop(self, step: int, rows: list[Completion], verdicts: dict, flagged: list[int], adv: Tensor,
+              loss_mask: Tensor, m: dict[str, float]) -> tuple[Tensor, Tensor, Finding | None]:  # fmt: skip
+        """on_alarm drop: every group a flagged completion is in leaves the loss (its advantages were computed
+        against the exploited rewards: its honest members were pushed away from the exploit's shape, which
+        trains it as surely as paying it). While the flagged share keeps rising above its level at the alarm,
+        dropping does not contain the hack: the alarm escalates to stop (rules.drop_escalation)."""
+        if not flagged:
+            self.drop_trail = []
+            return adv, loss_mask, None
+        g = self.cfg.group_size
+        touched = sorted({k * g + j for k in {i // g for i in flagged} for j in range(g)} & set(range(len(rows))))
+        adv, loss_mask = drop_rows(adv, loss_mask, touched)
+        m["alarm/dropped"] = float(len(touched))
+        m["alarm/flagged_share"] = len(flagged) / len(rows)
+        self.drop_trail.append(len(flagged) / len(rows))
+        esc = drop_escalation(self.drop_trail, self.t)
+        if esc is not None:
+            rows_f = evidence.flagged_rows(rows, flagged, verdicts)
+            self.fired.append(evidence.record(self.run_dir, step, esc, "stop", rows_f, len(flagged)))
+            m["alarm/fired"] = m.get("alarm/fired", 0.0) + 1
+            m["alarm/fired/drop_escalated"] = 1.0
+        return adv, loss_mask, esc
 
     def note_eval(self, step: int, accuracy: float) -> None:
         """Held-out accuracy measured after ``step`` (train.py's periodic evaluation)."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -323,9 +324,20 @@ WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
 )
 
 
-def resume_command(r: Run) -> str:
-    runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={r.cfg.runs}"
-    return f"make train NAME={r.dir.name}{runs}  (or: python -m trainer.pipelines.make_train --name {r.dir.name} --runs {r.cfg.runs})"
+def resume_command(r: Run, args: str = "") -> str:
+    """``make train NAME=...`` that resumes the run in place (and the python -m form); ``args``: extra flags."""
+    runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={shlex.quote(str(r.cfg.runs))}"
+    extra = f" ARGS={shlex.quote(args)}" if args else ""
+    python = shlex.join(["python", "-m", "trainer.pipelines.make_train", "--name", r.dir.name, "--runs", str(r.cfg.runs),
+                         *shlex.split(args)])  # fmt: skip
+    return f"make train NAME={shlex.quote(r.dir.name)}{runs}{extra}  (or: {python})"
+
+
+def stopped_message(r: Run, e: AlarmStopped) -> str:
+    """on_alarm stop: the alarm, the checkpoint, the evidence and the commands that go on (resumed in place)."""
+    return (f"{str(e).split(chr(10))[0]}\ncheckpoint of step {e.step}: {e.checkpoint}; evidence: "
+            f"{r.dir / 'alarms.jsonl'}; resume with: {resume_command(r)}; to train past the alarm: "
+            f"{resume_command(r, '--grpo.on_alarm warn')}")  # fmt: skip
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
@@ -346,9 +358,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             e.step, e.checkpoint, f"interrupted at step {e.step}; resume with: {resume_command(r)}"
         ) from None
     except AlarmStopped as e:  # on_alarm stop: the message names the alarm; the run resumes in place
-        raise Stopped(f"{str(e).split(chr(10))[0]}\ncheckpoint of step {e.step}: {e.checkpoint}; evidence: "
-                      f"{r.dir / 'alarms.jsonl'}; resume with: {resume_command(r)} (add ARGS='--grpo.on_alarm warn' "
-                      "to train past the alarm)") from None  # fmt: skip
+        raise Stopped(stopped_message(r, e)) from None
     except KeyboardInterrupt:
         from trainer.run.checkpoint import list_checkpoints
 

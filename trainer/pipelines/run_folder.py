@@ -130,7 +130,7 @@ def refuse_finished(run_dir: Path, ck: Path, steps: int, runs: Path) -> None:
         at = "" if runs == Path("runs") else f" RUNS={runs}"
         raise ConfigError(
             f"{run_dir} is a finished run ({_step(ck)} steps, summary.json). Start another one: "
-            f"`make train NAME={name}-2{at} ...`; or train this one further, from its step {_step(ck)}: "
+            f"`make train NAME={name}-2{at}` (with your settings); or train this one further, from its step {_step(ck)}: "
             f"`make train NAME={name}{at} ARGS='--grpo.steps {_step(ck) * 2}'`"
         )
 
@@ -155,9 +155,9 @@ def load(model: type[BaseModel], argv: list[str], aliases: dict[str, str]) -> Lo
     saved_path = run_dir / "config.yaml"
     if not saved_path.exists():
         raise CheckpointError(f"{run_dir} has a checkpoint but no config.yaml: resume it with `python -m trainer.train "
-                              f"--config <its GRPO config> --resume {ck}`")  # fmt: skip
+                              f"--config FILE --resume {ck}` (FILE: the GRPO config it was trained with)")  # fmt: skip
     saved = cli.read_yaml(saved_path)
-    _check_fixed(saved, over, run_dir)
+    check_fixed(saved, over, run_dir)
     saved.pop("name", None)
     cfg = cli.build(model, cli.merge(dict(saved), over), f" ({saved_path} with the command line's overrides)")
     refuse_finished(run_dir, ck, cfg.grpo.steps, Path(cfg.runs))  # type: ignore[attr-defined]
@@ -179,7 +179,7 @@ def _shown_name(path: str | None) -> str | None:
         return path
 
 
-def _check_fixed(saved: dict, over: dict, run_dir: Path) -> None:
+def check_fixed(saved: dict, over: dict, run_dir: Path) -> None:
     clash = []
     for k in FIXED:
         given, value = _get(over, k)

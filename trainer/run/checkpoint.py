@@ -4,7 +4,8 @@ run's whole state (data cursor, config, reference weights; under FSDP the weight
 
     run_dir/checkpoints/step-000010/
         config.json, model.safetensors, tokenizer files   # save_pretrained (LoRA: the adapter)
-        trainer_state.pt   # step, data cursor, optimizer, scheduler, RNG states, reference weights
+        trainer_state.pt   # step, data cursor, optimizer, scheduler, RNG states, reference weights,
+                           # the reward-hacking alarm's state (trainer/alarm/watch.py: AlarmWatch.state)
 """
 
 from __future__ import annotations
@@ -110,15 +111,18 @@ def load_trainer_state(path: str | Path) -> dict[str, Any]:
     return torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
 
 
-def save_run(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None) -> Path:
+def save_run(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx=None, alarm=None) -> Path:
     """Every rank calls it; rank 0 writes. Under FSDP the weights and optimizer state are gathered first
-    (a collective) and written unsharded, so the checkpoint loads with from_pretrained."""
+    (a collective) and written unsharded, so the checkpoint loads with from_pretrained. ``alarm``: the
+    run's AlarmWatch, whose state (baselines, histories, counters) the checkpoint keeps."""
     full: dict[str, Any] = {}
     if distributed.is_sharded(model):
         full["state_dict"], full["optimizer_state"] = distributed.full_state(model, optimizer)
     if ctx is not None and not ctx.is_main:
         return checkpoint_dir(cfg.run_dir, step)
     extra = {"data": stream.state(), "config": cfg.model_dump()}
+    if alarm is not None:
+        extra["alarm"] = alarm.state()
     if ref is not None:
         extra["reference"] = {k: t.detach().cpu() for k, t in ref.state_dict().items()}
     return save_checkpoint(
@@ -126,8 +130,9 @@ def save_run(cfg, step, model, tokenizer, optimizer, scheduler, stream, ref, ctx
     )
 
 
-def resume_run(cfg, model, optimizer, scheduler, stream, ref) -> int:
-    """Load the checkpoint named by cfg.resume into the live objects; returns its step (0: fresh start)."""
+def resume_run(cfg, model, optimizer, scheduler, stream, ref, alarm=None) -> int:
+    """Load the checkpoint named by cfg.resume into the live objects; returns its step (0: fresh start).
+    ``alarm``: the run's AlarmWatch, given the checkpoint's alarm state where it holds one."""
     path = resolve_resume(cfg.resume, cfg.run_dir) if cfg.resume else None
     if path is None:
         if cfg.resume == "auto":  # never a silent fresh start (make train refuses one: trainer/pipelines/run_folder.py)
@@ -157,5 +162,7 @@ def resume_run(cfg, model, optimizer, scheduler, stream, ref) -> int:
     if ref is not None and "reference" in state:
         ref.load_state_dict(state["reference"])
     set_rng_state(state["rng"])
+    if alarm is not None and state.get("alarm") is not None:
+        alarm.load_state(state["alarm"])
     print(f"resumed from {path} (step {state['step']})", file=sys.stderr)
     return int(state["step"])

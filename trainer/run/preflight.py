@@ -63,7 +63,7 @@ def lost_tag(tokenizer, tag: str) -> str | None:
     return f"does not survive encode -> decode (it comes back as {back!r})"
 
 
-def _fix_hint(model_dir: str | None, tags: list[str]) -> str:
+def fix_hint(model_dir: str | None, tags: list[str]) -> str:
     where = model_dir or "MODEL_DIR"
     return (
         f"Fix: make {' '.join(tags)} normal tokens (same ids; the model is unchanged): "
@@ -87,11 +87,11 @@ def tag_findings(tokenizer, verifiers: Iterable[str], model_dir: str | None = No
             why = "; ".join(f"{t!r} {lost[t]}" for t in hard)
             errors.append(f"verifier {name!r} needs {' '.join(required)} in the completions it grades, but {why}: "
                           f"every completion would reach {name!r} without them and grade NO_ANSWER. "
-                          f"{_fix_hint(model_dir, hard)}")  # fmt: skip
+                          f"{fix_hint(model_dir, hard)}")  # fmt: skip
         if soft:
             why = "; ".join(f"{t!r} {lost[t]}" for t in soft)
             warnings.append(f"verifier {name!r} may read {' '.join(soft)}, but {why}: an answer written inside them "
-                            f"reaches the verifier without them. {_fix_hint(model_dir, soft)}")  # fmt: skip
+                            f"reaches the verifier without them. {fix_hint(model_dir, soft)}")  # fmt: skip
     return errors, warnings
 
 
@@ -174,8 +174,8 @@ def fix_tags(model_dir: str | Path, tags: Iterable[str] = TAGS) -> list[str]:
     return changed
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m trainer.run.preflight MODEL_DIR [--verifier NAME] [--data FILE] [--fix-tags]``."""
+def parser():
+    """``python -m trainer.run.preflight``'s command line (argparse)."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m trainer.run.preflight", description=__doc__.split("\n\n")[0])
@@ -184,7 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="JSONL whose first prompt is rendered (default: a sample prompt)")
     p.add_argument("--no-chat-template", action="store_true", help="render the prompt without the chat template")
     p.add_argument("--fix-tags", action="store_true", help="make <think> </think> <answer> </answer> normal tokens")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainer.run.preflight MODEL_DIR [--verifier NAME] [--data FILE] [--fix-tags]``."""
+    a = parser().parse_args(argv)
     if a.fix_tags:
         try:
             changed = fix_tags(a.model_dir)

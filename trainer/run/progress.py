@@ -17,50 +17,79 @@ class MetricsBar:
 
         self.path, self.bar = path, tqdm(total=total, desc="GRPO", unit="step", dynamic_ncols=True)
         self.watch = watch  # trainer.run.outcome_watch.OutcomeWatch: a warning when the first steps grade one outcome
-        self.alarms: list[str] = []  # rules of the reward-hacking alarm that fired so far
+        self.alarms: dict[int, list[str]] = {}  # step -> rules of the reward-hacking alarm that fired there
+        self.pos, self.head = 0, None  # bytes of the file read so far; its first line (to see a rewrite)
+        self.fed = 0  # the last step given to ``watch`` (a step read again after a resume is not fed twice)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
 
     def _follow(self) -> None:
-        pos = 0
         while not self._stop.is_set():
-            self._read(pos_box := [pos])
-            pos = pos_box[0]
+            self._read()
             self._stop.wait(0.5)
-        self._read([pos])
+        self._read()
 
-    def _read(self, pos_box: list[int]) -> None:
+    def _read(self) -> None:
+        """The lines appended since the last read. A resumed run rewrites metrics.jsonl back to its checkpoint
+        (trainer/run/metrics.py: truncate_after), so the file can be shorter than what was read, or hold other
+        lines at the old offset: then it is read again from the top and the bar shows what it holds now (the
+        steps after the checkpoint, and their alarms, are gone until they run again)."""
         if not self.path.exists():
             return
-        with self.path.open() as f:
-            f.seek(pos_box[0])
-            for line in f:
-                if not line.endswith("\n"):
+        with self.path.open("rb") as f:
+            f.seek(0, 2)
+            if f.tell() < self.pos or not self._same_head(f):
+                self._restart()
+            f.seek(self.pos)
+            for raw in f:
+                if not raw.endswith(b"\n"):
                     break
-                pos_box[0] += len(line.encode())
-                m = json.loads(line)
-                self.bar.n = m["step"]
-                post = {
-                    "reward": m.get("reward/mean"),
-                    "acc": m.get("reward/accuracy"),
-                    "kl": m.get("loss/kl"),
-                    "step_s": m.get("perf/step_s"),
-                }
-                if m.get("eval/accuracy") is not None:
-                    post["eval_acc"] = m["eval/accuracy"]
-                note = self.watch.update(m) if self.watch is not None else None
-                if note:
-                    self.bar.write(note, file=sys.stderr)
-                shown = {k: f"{v:.3f}" for k, v in post.items() if v is not None}
-                if self.watch is not None and self.watch.flag:
-                    shown["warning"] = self.watch.flag
-                fired = [k.split("/", 2)[2] for k, v in m.items() if k.startswith("alarm/fired/") and v]
-                if fired:  # the reward-hacking alarm (trainer/alarm/); its message is on stderr and in alarms.jsonl
-                    self.alarms += fired
-                if self.alarms:
-                    shown["ALARM"] = ",".join(dict.fromkeys(self.alarms))
-                self.bar.set_postfix(shown, refresh=False)
-                self.bar.refresh()
+                try:
+                    m = json.loads(raw)
+                except ValueError:  # not a line boundary: the file was rewritten under us; start over next time
+                    self._restart()
+                    return
+                self.pos += len(raw)
+                if self.head is None:
+                    self.head = raw
+                self._show(m)
+
+    def _same_head(self, f) -> bool:
+        """The first line is still the one read first (a rewrite that grew back past our offset changes it)."""
+        if self.head is None:
+            return True
+        f.seek(0)
+        return f.read(len(self.head)) == self.head
+
+    def _restart(self) -> None:
+        self.pos, self.head, self.alarms = 0, None, {}
+
+    def _show(self, m: dict) -> None:
+        step = int(m.get("step", 0))
+        self.bar.n = step
+        self.alarms = {s: rules for s, rules in self.alarms.items() if s < step}  # a step run again: its own alarms
+        post = {
+            "reward": m.get("reward/mean"),
+            "acc": m.get("reward/accuracy"),
+            "kl": m.get("loss/kl"),
+            "step_s": m.get("perf/step_s"),
+        }
+        if m.get("eval/accuracy") is not None:
+            post["eval_acc"] = m["eval/accuracy"]
+        note = self.watch.update(m) if self.watch is not None and step > self.fed else None
+        self.fed = max(self.fed, step)
+        if note:
+            self.bar.write(note, file=sys.stderr)
+        shown = {k: f"{v:.3f}" for k, v in post.items() if v is not None}
+        if self.watch is not None and self.watch.flag:
+            shown["warning"] = self.watch.flag
+        fired = [k.split("/", 2)[2] for k, v in m.items() if k.startswith("alarm/fired/") and v]
+        if fired:  # the reward-hacking alarm (trainer/alarm/); its message is on stderr and in alarms.jsonl
+            self.alarms[step] = fired
+        if self.alarms:
+            shown["ALARM"] = ",".join(dict.fromkeys(r for rules in self.alarms.values() for r in rules))
+        self.bar.set_postfix(shown, refresh=False)
+        self.bar.refresh()
 
     def __enter__(self) -> MetricsBar:
         self._thread.start()

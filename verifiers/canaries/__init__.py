@@ -17,6 +17,10 @@ A grade function takes ``[(completion, reference, prompt), ...]`` and returns ``
 in the same order (outcome: the grader's word for it, ``""`` where it has none); any reward function fits
 behind one (verifiers/canaries/targets.py wraps HTTP endpoints, verl's ``compute_score`` and TRL's reward
 functions). ``python -m verifiers.canaries TARGET`` prints the report (docs/verifiers.md, "Canaries").
+
+A reward that pays the control too (pays everything, the format alone, or length) pays no canary more than
+its control: verifiers/canaries/probes.py adds pairs of right and plainly wrong completions, and ``gate``
+(canaries and probes) is what the trainer's start gate and the CLI run.
 """
 
 from __future__ import annotations
@@ -72,6 +76,10 @@ class CanaryResult:
     def paid(self) -> bool:
         """Paid: more than the control earned (a NaN reward counts as paid: the grader cannot say 0)."""
         return math.isnan(self.reward) or self.reward > self.control_reward
+
+    def versus(self) -> str:
+        """What made it paid, in words (a probe says it its own way: verifiers/canaries/probes.py)."""
+        return f"reward {self.reward:g} > control {self.control_reward:g}"
 
     def as_dict(self) -> dict:
         return {**asdict(self.canary), "id": self.canary.id, "reward": self.reward, "outcome": self.outcome,

@@ -6,7 +6,8 @@ TARGET is one of
   module:function            verl's compute_score(data_source, solution_str, ground_truth, extra_info) or a TRL
                              reward function(prompts, completions, **columns) (``--signature`` if not detected)
 
-A canary is paid when its reward exceeds its control's (a plainly wrong answer in the same format).
+A canary is paid when its reward exceeds its control's (a plainly wrong answer in the same format); a probe
+(verifiers/canaries/probes.py) when a plainly wrong answer is paid in full or a right one not clearly above it.
 Exit code: 0 nothing paid, 1 something paid, 2 a usage error or a grader that could not be reached.
 """
 
@@ -17,7 +18,8 @@ import json
 import sys
 from urllib.parse import urlparse
 
-from verifiers.canaries import KINDS, CanaryError, CanaryReport, Grade, grade_with_client, load_canaries, run_canaries
+from verifiers.canaries import KINDS, CanaryError, CanaryReport, Grade, grade_with_client
+from verifiers.canaries.probes import gate
 from verifiers.canaries.targets import function_grade, http_grade, load_function, signature_of
 from verifiers.client import TargetError, VerifierClient, VerifierError
 
@@ -86,7 +88,7 @@ def run(a: argparse.Namespace) -> CanaryReport:
     try:
         report = CanaryReport()
         for kind, (grade, label) in graders(a, kinds, client).items():
-            part = run_canaries(grade, load_canaries(kinds={kind}))
+            part = gate(grade, kind)  # the canaries and the probes (verifiers/canaries/probes.py)
             print(f"== {kind} canaries -> {label}\n{part.table()}\n", flush=True)
             report += part
     finally:
@@ -99,7 +101,7 @@ def summary(report: CanaryReport, show: int) -> str:
     lines = []
     for r in report.paid[:show]:
         c = r.canary
-        lines.append(f"PAID {c.id} [{c.kind}] reward {r.reward:g} > control {r.control_reward:g} ({r.outcome or '-'}): "
+        lines.append(f"PAID {c.id} [{c.kind}] {r.versus()} ({r.outcome or '-'}): "
                      f"{c.why} | {c.completion[:120]!r}")  # fmt: skip
     if len(report.paid) > show:
         lines.append(f"... and {len(report.paid) - show} more paid (--json PATH writes every result)")

@@ -114,10 +114,17 @@ def signature_of(fn: Callable[..., Any]) -> str:
 def function_grade(fn: Callable[..., Any], signature: str, data_source: str) -> Grade:
     """A grade function over a Python reward function (``signature``: verl or trl)."""
     if signature == "verl":
-        return lambda items: [_verl_score(fn(data_source, c, r, {"prompt": p})) for c, r, p in items]
+        return lambda items: [_verl_score(_verl_call(fn, data_source, c, r, p)) for c, r, p in items]
     if signature == "trl":
         return lambda items: _trl_scores(fn, items)
     raise CanaryError(f"unknown signature {signature!r}: verl or trl")
+
+
+def _verl_call(fn: Callable[..., Any], data_source: str, completion: str, reference: str, prompt: str) -> Any:
+    try:
+        return fn(data_source, completion, reference, {"prompt": prompt})
+    except Exception as e:  # the user's code: reported (exit 2), never a traceback
+        raise CanaryError(f"compute_score raised {type(e).__name__}: {e} (on {completion[:60]!r})") from e
 
 
 def _verl_score(value: Any) -> tuple[float, str]:
@@ -130,14 +137,30 @@ def _verl_score(value: Any) -> tuple[float, str]:
 
 
 def _trl_scores(fn: Callable[..., Any], items: list[Item]) -> list[tuple[float, str]]:
+    """TRL passes a function plain text, or, for a conversational dataset, messages (``[{"role": "user",
+    "content": ...}]`` per prompt, ``[{"role": "assistant", "content": ...}]`` per completion). The plain
+    form is tried first; a function that fails on it is given the conversational one. A function that fails
+    on both is a CanaryError naming both errors (exit 2: not graded), never a traceback."""
     params = inspect.signature(fn).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     refs = [r for _, r, _ in items]
     columns = {name: refs for name in TRL_REFERENCE_COLUMNS if takes_any or name in params}
-    got = fn(prompts=[p for _, _, p in items], completions=[c for c, _, _ in items], **columns)
-    if len(got) != len(items):
-        raise CanaryError(f"the reward function returned {len(got)} rewards for {len(items)} completions")
-    return [(0.0, "None (cannot grade)") if v is None else (_number(v), "") for v in got]
+    plain = ([p for _, _, p in items], [c for c, _, _ in items])
+    chat = ([[{"role": "user", "content": p}] for _, _, p in items],
+            [[{"role": "assistant", "content": c}] for c, _, _ in items])  # fmt: skip
+    errors = []
+    for form, (prompts, completions) in (("plain text", plain), ("conversational", chat)):
+        try:
+            got = fn(prompts=prompts, completions=completions, **columns)
+            got = list(got)
+        except Exception as e:  # the user's code: any failure is reported, with the form it was given
+            errors.append(f"{form}: {type(e).__name__}: {e}")
+            continue
+        if len(got) != len(items):
+            raise CanaryError(f"the reward function returned {len(got)} rewards for {len(items)} completions")
+        return [(0.0, "None (cannot grade)") if v is None else (_number(v), "") for v in got]
+    raise CanaryError(f"the reward function {getattr(fn, '__qualname__', fn)!r} failed on TRL's plain-text and "
+                      f"conversational forms: {'; '.join(errors)}")  # fmt: skip
 
 
 def _number(value: Any) -> float:

@@ -19,6 +19,7 @@ from verifiers.canaries import (
     load_canaries,
     run_canaries,
 )
+from verifiers.canaries.probes import load_probes
 from verifiers.canaries.targets import function_grade, signature_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -159,7 +160,8 @@ def test_cli_against_our_service_pays_nothing(verifier_server, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "== format canaries -> think_format" in p.stdout and "families paid: 0 of" in p.stdout
     results = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(results) == len(load_canaries(kinds={"math", "format"})) and not any(r["paid"] for r in results)
+    sent = len(load_canaries(kinds={"math", "format"})) + len(load_probes({"math"}))  # the probes: probes.py
+    assert len(results) == sent and not any(r["paid"] for r in results)
 
 
 def test_cli_against_a_substring_function_names_the_families_it_pays():
