@@ -158,9 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 1
     except VerifierError as e:
-        message = e.message
-        if e.code.name == "UNAVAILABLE":
-            message += f" (is the service running at {a.target}? `make serve` starts one)"
+        message = e.message  # UNAVAILABLE: the client's own message says where and what to check
         if e.code.name == "ALREADY_EXISTS":  # the server says it in the request's terms (field `replace`)
             said = "set replace to overwrite it"
             message = message.replace(said, "pass --replace to overwrite it") if said in message else (

@@ -133,8 +133,11 @@ async def _fast_or_servicer(request: Request, method: str, cls: type) -> Respons
         try:
             reqs = parse(body)
         except v1.Slow:
-            v1.check_body(body, method)
-            return await _call_servicer(request, method, await _parse(request, cls))
+            if method == "VerifyBatch":
+                v1.check_items(body)
+            message = await _parse(request, cls)
+            v1.check_completions(body, method)
+            return await _call_servicer(request, method, message)
     except HttpError as e:
         return error_response(e.status, e.message, e.http_status)
     app = request.app

@@ -79,23 +79,34 @@ def require_completion(obj: Any, where: str = "") -> None:
                         'text ("completion": "" for an empty one, graded NO_ANSWER)')  # fmt: skip
 
 
-def check_body(body: bytes, method: str) -> None:
-    """What the servicer's way cannot say well, said before it parses: a request without ``completion``,
-    an item of ``items`` that is not a JSON object. Bodies that are not JSON are left to json_format."""
+def _loads(body: bytes) -> Any:
     try:
-        obj = json.loads(body or b"{}")
+        return json.loads(body or b"{}")
     except ValueError:
-        return
+        return None  # not JSON: json_format's message says where
+
+
+def check_items(body: bytes) -> None:
+    """Before json_format parses a batch: an item of ``items`` that is not a JSON object, named by its index
+    (json_format's message for one names a field it never saw)."""
+    obj = _loads(body)
+    items = obj.get("items") if type(obj) is dict else None
+    for i, item in enumerate(items if type(items) is list else []):
+        if type(item) is not dict:
+            raise HttpError("INVALID_ARGUMENT", f"items[{i}] must be a JSON object (a verifier.v1.VerifyRequest: "
+                            f'{{"verifier", "completion", "reference", ...}}), got a JSON {json_type(item)}')  # fmt: skip
+
+
+def check_completions(body: bytes, method: str) -> None:
+    """After json_format accepted the body (its errors come first): a request without ``completion``."""
+    obj = _loads(body)
     if type(obj) is not dict:
-        return  # api._parse says the body must be an object
+        return
     if method == "Verify":
         require_completion(obj)
         return
     items = obj.get("items")
     for i, item in enumerate(items if type(items) is list else []):
-        if type(item) is not dict:
-            raise HttpError("INVALID_ARGUMENT", f"items[{i}] must be a JSON object (a verifier.v1.VerifyRequest: "
-                            f'{{"verifier", "completion", "reference", ...}}), got a JSON {json_type(item)}')  # fmt: skip
         require_completion(item, f"items[{i}]: ")
 
 
@@ -103,7 +114,6 @@ def _request(obj: Any, where: str = "") -> Request:
     """One VerifyRequest object → Request, as ``Request.from_proto(json_format.Parse(obj))`` gives it."""
     if type(obj) is not dict or not _FIELDS.keys() >= obj.keys():  # not an object, or an unknown field
         raise Slow
-    require_completion(obj, where)
     if "timeoutS" in obj and "timeout_s" in obj:  # one field in both spellings (the only two-word field)
         raise Slow
     get = obj.get
@@ -127,6 +137,7 @@ def _request(obj: Any, where: str = "") -> Request:
     if not math.isfinite(timeout):
         raise Slow
     opts = {_text(k): _text(x) for k, x in options.items()} if options else {}
+    require_completion(obj, where)  # after every Slow: json_format's own errors come first, as on the slow path
     return Request(verifier, completion, reference, prompt, opts, timeout, rid)
 
 
