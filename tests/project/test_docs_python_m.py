@@ -56,7 +56,9 @@ def test_every_module_of_ours_is_written_with_the_venvs_python():
 
 
 def test_every_other_module_is_a_known_foreign_one():
-    unknown = [f"{f}:{n}: {mod}" for f, n, _, mod in occurrences() if not ours(mod) and mod.split(".")[0] not in FOREIGN]
+    unknown = [
+        f"{f}:{n}: {mod}" for f, n, _, mod in occurrences() if not ours(mod) and mod.split(".")[0] not in FOREIGN
+    ]
     assert not unknown, "a module that is neither this project's nor a known other project's:\n" + "\n".join(unknown)
 
 

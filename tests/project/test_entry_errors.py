@@ -7,8 +7,8 @@ status 1 plus the same message on stderr from ``main()`` / ``python -m verifiers
 
 from __future__ import annotations
 
-import socket
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
