@@ -38,6 +38,13 @@ def test_canaries_on_a_wrong_port_fail_fast_with_exit_2():
 
 
 @pytest.mark.timeout(160)
+def test_canaries_on_a_wrong_http_port_say_cannot_reach_after_the_wait():
+    target = f"http://{dead_target()}"
+    r = run("verifiers.canaries", target, "--wait-s", "1", "--kinds", "format")
+    assert r.returncode == 2 and "cannot reach the grader at " + target in r.stderr, r.stderr
+
+
+@pytest.mark.timeout(160)
 def test_the_registry_cli_honours_its_wait_option_not_its_call_deadline():
     target = dead_target()
     r = run("verifiers.cli", "--target", target, "--timeout-s", "600", "--wait-s", "1", "list")
