@@ -381,3 +381,30 @@ def test_a_signal_landing_after_a_batch_is_logged_does_not_log_it_twice(tmp_path
     grader.close()
     log.close()
     assert (tmp_path / "x.samples.jsonl").read_text().count("\n") == 4 and calls == [4]
+
+
+def test_the_fingerprint_covers_the_serving_registry_and_the_grading_budget(tmp_path):
+    """Issue 51: a logged grade is reused only while the verifier's version, definition digest and the service's
+    grader version (grade.Stamps, from ListVerifiers) and the grading budget are what they were."""
+    from trainer.evaluation.plan import load_samples, plan_completions
+
+    f = tmp_path / "c.jsonl"
+    f.write_text("".join(json.dumps({"id": i, "completion": "\\boxed{1}", "reference": "1"}) + "\n" for i in "ab"))
+    a = parse_args(["--completions", str(f), "--verifier", "math"])
+    samples = load_samples(a)
+    path = tmp_path / "r.samples.jsonl"
+
+    def stamp(version=1, digest="d1", grader="g1"):
+        return lambda name: [[name, version, digest, grader], None]
+
+    log = SampleLog(path)
+    first = plan_completions(a, log, samples, stamp())
+    log.append([{"key": k, "fp": first.fps[k], "outcome": "CORRECT"} for k in first.keys])
+    log.close()
+    log = SampleLog(path)
+    assert len(plan_completions(a, log, samples, stamp()).reused) == 2
+    for changed in (stamp(version=2), stamp(digest="d2"), stamp(grader="g2")):
+        assert plan_completions(a, log, samples, changed).reused == {}
+    a.timeout_s = 5.0
+    assert plan_completions(a, log, samples, stamp()).reused == {}
+    log.close()

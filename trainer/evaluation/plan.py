@@ -60,8 +60,8 @@ def load_samples(a: EvalArgs) -> list[Sample]:
 
 def plan_completions(a: EvalArgs, log: SampleLog, samples: list[Sample], stamp: Stamp = str) -> Plan:
     """``stamp(verifier)``: what the serving registry says decides that verifier's grades (grade.Stamps)."""
-    fps = {s.key: fingerprint("file", stamp(s.verifier), s.verifier, s.reference, s.prompt, s.options, s.completion)
-           for s in samples}  # fmt: skip
+    fps = {s.key: fingerprint("file", stamp(s.verifier), s.verifier, s.reference, s.prompt, s.options, s.completion,
+                              a.timeout_s) for s in samples}  # fmt: skip  # timeout_s: the budget decides TIMEOUTs
     reused = {}
     for s in samples:
         rec = log.reusable(s.key, fps[s.key])
@@ -86,7 +86,8 @@ def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str, proble
     model_stamp = _model_stamp(model)
     keys, fps, reused, regrade, todo = [], {}, {}, [], []
     for p in problems:
-        fp = fingerprint("gen", model_stamp, gen, stamp(p.verifier), p.verifier, p.reference, p.prompt, p.options)
+        fp = fingerprint("gen", model_stamp, gen, stamp(p.verifier), p.verifier, p.reference, p.prompt, p.options,
+                         a.timeout_s)  # fmt: skip
         missing = []
         for idx in range(a.k):
             key = Sample(p.id, idx, "", "", "").key
