@@ -96,30 +96,30 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 docker:
-	@bash sandbox/docker_engine.sh
+	@bash sandbox/host/docker_engine.sh
 
-# LANGS=all: also rlvr-sandbox-langs (sandbox/image_langs.py), the image non-Python code runs in
+# LANGS=all: also rlvr-sandbox-langs (sandbox/image/langs.py), the image non-Python code runs in
 LANGS ?= python
 image: venv docker
 	@$(PY) -m sandbox.image
-	@if [ "$(LANGS)" = all ]; then $(PY) -m sandbox.image_langs; fi
+	@if [ "$(LANGS)" = all ]; then $(PY) -m sandbox.image.langs; fi
 
 # The tests grade every language, so `make test` builds (once; cached by its inputs) the toolchain image
 image-langs: venv docker
-	@$(PY) -m sandbox.image_langs
+	@$(PY) -m sandbox.image.langs
 
 # Best effort for `make setup` (required by `make test`): the Docker backend is the default, so a machine without bubblewrap (or without user
 # namespaces) still sets up; the note says why and where the log is.
 bwrap: venv
 	@mkdir -p var/log
-	@sh sandbox/install_bwrap.sh >var/log/install_bwrap.log 2>&1 && grep -q '^bwrap backend: usable' var/log/install_bwrap.log \
+	@sh sandbox/host/install_bwrap.sh >var/log/install_bwrap.log 2>&1 && grep -q '^bwrap backend: usable' var/log/install_bwrap.log \
 	  || { echo "$(if $(REQUIRE_PARTS),error,note): bubblewrap sandbox backend not available ($$(tail -n 1 var/log/install_bwrap.log | cut -c1-160)); log: var/log/install_bwrap.log"; $(PART_MISSING); }
 
-# Best effort like bwrap (required by `make test`): rootless Podman (sandbox/podman.py; as root it runs as the user rlvr-podman),
+# Best effort like bwrap (required by `make test`): rootless Podman (sandbox/backends/podman.py; as root it runs as the user rlvr-podman),
 # the sandbox image loaded into it offline from Docker's copy. Once done it only checks (under a second).
 podman: venv image
 	@mkdir -p var/log
-	@sh sandbox/install_podman.sh >var/log/install_podman.log 2>&1 && grep -q '^podman backend: usable' var/log/install_podman.log \
+	@sh sandbox/host/install_podman.sh >var/log/install_podman.log 2>&1 && grep -q '^podman backend: usable' var/log/install_podman.log \
 	  || { echo "$(if $(REQUIRE_PARTS),error,note): podman sandbox backend not available ($$({ grep '^podman backend' var/log/install_podman.log || tail -n 1 var/log/install_podman.log; } | cut -c1-160)); log: var/log/install_podman.log"; $(PART_MISSING); }
 
 # The verifier service as one image, built offline like the sandbox image (deploy/service_image.py);
@@ -207,7 +207,7 @@ audit: setup
 
 bench: setup
 	@$(PY) -c 'import trl' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
-	@for b in sandbox math math_agreement code trainer; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
+	@for b in pool.throughput math_grading.speed math_grading.agreement code_grading.humaneval training.vs_trl; do echo "== python -m bench.$$b"; $(PY) -m bench.$$b || exit 1; done
 
 clean:
 	-@ids=$$(docker ps -aq --filter label=rlvr.sandbox 2>/dev/null); [ -z "$$ids" ] || docker rm -f $$ids >/dev/null

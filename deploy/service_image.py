@@ -1,6 +1,6 @@
 """Build the service image offline (``make service-image``): the verifier service as one deployable image.
 
-Like the sandbox image (sandbox/image.py), no registry is involved: one tar stream piped into
+Like the sandbox image (sandbox/image/python.py), no registry is involved: one tar stream piped into
 ``docker import`` of
 
   1. the same debootstrap root file system (``var/cache/rootfs-*``: Debian minbase with python3);
@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sandbox.image import CACHE, ROOT, build_rootfs, image_exists
+from sandbox.image.python import CACHE, ROOT, build_rootfs, image_exists
 
 REPO = "rlvr-service"
 SERVICE_UID = 10001

@@ -6,7 +6,7 @@
                     "sizes": [stdout, stderr] followed by the (capped) stdout and stderr bytes
 
 The channel is the worker's stdin/stdout, or (``connect``, the Docker backend) two FIFOs the host
-unlinks once connected. The host side is sandbox/framing.py.
+unlinks once connected. The host side is sandbox/backends/framing.py.
 """
 
 import ctypes

@@ -1,7 +1,7 @@
 """What every sandbox backend implements, and the types that cross it (jobs, limits, results, config).
 
 A backend is a class (registered by name in sandbox/pool.py, ``BACKENDS``) whose instances are one
-started sandbox each: a worker process (in_sandbox/worker.py) behind the frame channel (sandbox/framing.py).
+started sandbox each: a worker process (in_sandbox/worker.py) behind the frame channel (sandbox/backends/framing.py).
 The pool above knows nothing else about it:
 
     cls.preflight(cfg)          check the host can run this backend (raise SandboxError saying why not)
@@ -12,8 +12,8 @@ The pool above knows nothing else about it:
     sandbox.destroy()           stop and remove it (idempotent; safe from any thread)
     cls.remove_stale(mine)      remove sandboxes whose owner process is gone (mine: this process's own)
 
-Three backends today: sandbox/docker.py (containers through the Docker SDK), sandbox/podman.py (the
-same containers from a rootless Podman) and sandbox/bwrap.py (bubblewrap, for hosts without a container
+Three backends today: sandbox/backends/docker.py (containers through the Docker SDK), sandbox/backends/podman.py (the
+same containers from a rootless Podman) and sandbox/backends/bwrap.py (bubblewrap, for hosts without a container
 engine). Docker's and bwrap's know nothing of each other; both subclass ``WorkerSandbox``
 (below) for what they share: identity, the worker's environment, the ready frame, ``run``.
 """
@@ -102,7 +102,7 @@ class Result:
 @dataclass
 class SandboxConfig:
     size: int = field(default_factory=lambda: os.cpu_count() or 1)
-    image: str = ""  # default: the tag the current sources describe (sandbox.image.image_tag())
+    image: str = ""  # default: the tag the current sources describe (sandbox.image.python.image_tag())
     memory_mb: int = 1536  # sandbox memory limit (swap equal to it: no swap)
     cpus: float = 1.0
     pids: int = 128
@@ -155,7 +155,7 @@ class WorkerSandbox:
     worker's environment, waiting for its ready frame, and ``run`` over the frame channel ``self.chan``."""
 
     backend: ClassVar[str]
-    chan: Any  # sandbox.framing.FrameChannel, set by the backend once the worker is started
+    chan: Any  # sandbox.backends.framing.FrameChannel, set by the backend once the worker is started
 
     def _identify(self, cfg: SandboxConfig) -> None:
         self.cfg = cfg

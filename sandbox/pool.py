@@ -5,18 +5,20 @@ The pool is backend-agnostic: it starts ``SandboxConfig.size`` sandboxes of the 
 gymnasium's environment ids), hands each job to an idle one, replaces a sandbox that
 died (a watchdog finds idle ones; a busy one's job returns ``sandbox_error``), and applies backpressure.
 
-``"docker"`` (the default, and the one to use for training): sandbox/docker.py, a hardened container
-per sandbox. ``"bwrap"`` (machines without Docker; weaker, see sandbox/bwrap.py and docs/sandbox.md):
+``"docker"`` (the default, and the one to use for training): sandbox/backends/docker.py, a hardened container
+per sandbox. ``"bwrap"`` (machines without Docker; weaker, see sandbox/backends/bwrap.py and docs/sandbox.md):
 the same worker as PID 1 of a bubblewrap sandbox. The contract both implement is sandbox/backend.py;
-the frame channel they talk over is sandbox/framing.py.
+the frame channel they talk over is sandbox/backends/framing.py.
 
 **Lanes**: sandboxes whose workers hold different warm state. A worker forks every job from itself, and a
-fork (and the child's exit) costs in proportion to the worker's memory: ~3.3 ms from a worker holding
-sympy (57 MB), ~0.4 ms from a bare one (8 MB), measured in the image. So a pool may keep, beside its
+fork (and the child's exit) costs in proportion to the worker's memory (docs/sandbox.md has the figures), so
+a worker holding sympy forks its jobs slower than a bare one. So a pool may keep, beside its
 own sandboxes, lanes of sandboxes warmed with less (``Lane``: other preloads, another warm-up); a job
 naming a lane (``Job.lane``) runs on one of that lane's sandboxes where the pool has the lane, else on
 the pool's own. Each lane has the pool's size and burst; the watchdog, replacement and close treat
-every sandbox alike.
+every sandbox alike. A lane may also be sandboxes of another kind (``Lane.config``: the toolchain image,
+its size and limits, started on its first job with ``lazy``): the pool is then the only door into every
+sandbox the service runs, and the lane's slots are counted apart (``own_slots``).
 
 What is not covered by either: kernel exploits (sandboxes share the host kernel; use gVisor's runsc
 as the Docker runtime, ``SandboxConfig.runtime``, where that matters), side channels between
@@ -58,19 +60,19 @@ MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the
 
 
 def _docker() -> type[Backend]:
-    from sandbox.docker import DockerSandbox
+    from sandbox.backends.docker import DockerSandbox
 
     return DockerSandbox
 
 
 def _podman() -> type[Backend]:
-    from sandbox.podman import PodmanSandbox
+    from sandbox.backends.podman import PodmanSandbox
 
     return PodmanSandbox
 
 
 def _bwrap() -> type[Backend]:
-    from sandbox.bwrap import BwrapSandbox
+    from sandbox.backends.bwrap import BwrapSandbox
 
     return BwrapSandbox
 
@@ -101,10 +103,15 @@ def backend_entry(name: str) -> BackendEntry:
 
 @dataclass(frozen=True)
 class Lane:
-    """What a lane's workers hold warm, instead of the pool's ``SandboxConfig.preload`` and ``warmup``."""
+    """What a lane's workers hold warm, instead of the pool's ``SandboxConfig.preload`` and ``warmup``; or, with
+    ``config``, sandboxes of their own kind (another image, size, limits or backend: the toolchains), which
+    have slots of their own (``own_slots``) and, with ``lazy``, start on the lane's first job."""
 
     preload: tuple[str, ...] = ()
     warmup: str = ""
+    config: SandboxConfig | None = None  # the lane's whole configuration (preload and warmup then unused)
+    lazy: bool = False  # start on the first job naming the lane (a service that never needs it never pays for it)
+    missing: str = ""  # what to do when the lane's image is missing (its preflight's error is prefixed with it)
 
 
 # -- the pool -----------------------------------------------------------------------------------
@@ -134,16 +141,21 @@ class SandboxPool:
         if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
             raise SandboxError(f"output cap {self.cfg.output_bytes} bytes: choose 1 to {MAX_OUTPUT_CAP} bytes")
         if not self.cfg.image and entry.image:
-            from sandbox.image import image_tag
+            from sandbox.image.python import image_tag
 
             self.cfg.image = image_tag()
         self._idle: queue.Queue[Backend] = queue.Queue()  # the pool's own sandboxes (lane "")
         self._cfgs = {"": self.cfg}
+        self._classes = {"": self._cls}
         self._queues = {"": self._idle}
-        for name, lane in (lanes or {}).items():
+        self._lanes = dict(lanes or {})
+        self._started: set[str] = set()  # lanes whose sandboxes were started (a lazy one: on its first job)
+        self._lane_lock = threading.Lock()  # one lazy lane starts once
+        for name, lane in self._lanes.items():
             if not name or not isinstance(lane, Lane):
                 raise SandboxError(f"lane {name!r}: name it (not '') and describe it with sandbox.pool.Lane")
-            self._cfgs[name] = replace(self.cfg, preload=tuple(lane.preload), warmup=lane.warmup)
+            self._cfgs[name] = lane.config or replace(self.cfg, preload=tuple(lane.preload), warmup=lane.warmup)
+            self._classes[name] = backend_entry(self._cfgs[name].backend).load() if lane.config else self._cls
             self._queues[name] = queue.Queue()
         self._lane: dict[Backend, str] = {}  # every live sandbox's lane
         self._all: set[Backend] = set()
@@ -160,13 +172,11 @@ class SandboxPool:
     def start(self) -> SandboxPool:
         t0 = time.monotonic()
         self._cls.preflight(self.cfg)
-        errors: list[Exception] = []
-        threads = [threading.Thread(target=self._add, args=(lane, errors))
-                   for lane in self._cfgs for _ in range(self.cfg.size + self.burst)]  # fmt: skip
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        eager = [n for n in self._cfgs if not (n and self._lanes[n].lazy)]
+        for n in eager:
+            if n and self._lanes[n].config is not None:
+                self._preflight(n)
+        errors = self._fill(eager)
         if errors:
             self.close()
             raise SandboxError(f"could not start the sandbox pool: {errors[0]}")
@@ -175,6 +185,53 @@ class SandboxPool:
         self._watchdog = threading.Thread(target=self._watch, daemon=True, name="sandbox-watchdog")
         self._watchdog.start()
         return self
+
+    def _preflight(self, lane: str) -> None:
+        try:
+            self._classes[lane].preflight(self._cfgs[lane])
+        except SandboxError as e:
+            hint = self._lanes[lane].missing
+            raise SandboxError(f"{hint}: {e}" if hint else str(e)) from None
+
+    def _fill(self, lanes: list[str]) -> list[Exception]:
+        """Start every sandbox of ``lanes`` side by side; the errors of those that failed."""
+        errors: list[Exception] = []
+        threads = [threading.Thread(target=self._add, args=(n, errors)) for n in lanes for _ in range(self.slots(n))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with self._lock:
+            self._started.update(lanes)
+        return errors
+
+    def slots(self, lane: str) -> int:
+        """How many sandboxes ``lane`` keeps: its size and the pool's burst."""
+        return self._cfgs[lane].size + self.burst
+
+    def lane_names(self) -> list[str]:
+        """The pool's lanes, by name (its own, "", not included)."""
+        return list(self._lanes)
+
+    def own_slots(self, lane: str) -> bool:
+        """Whether ``lane``'s sandboxes are counted apart from the pool's own (a lane with its own config)."""
+        return bool(lane) and lane in self._lanes and self._lanes[lane].config is not None
+
+    def lane_config(self, lane: str) -> SandboxConfig:
+        """The configuration ``lane``'s sandboxes run with ("" or an unknown lane: the pool's)."""
+        return self._cfgs.get(lane, self.cfg)
+
+    def start_lane(self, lane: str) -> None:
+        """Start a lazy lane on its first job (its preflight first: a missing image says what to build)."""
+        if lane in self._started or not (lane and self._lanes[lane].lazy):
+            return
+        with self._lane_lock:
+            if lane in self._started or self._closed:
+                return
+            self._preflight(lane)
+            errors = self._fill([lane])
+            if errors:
+                raise SandboxError(f"could not start the sandbox lane {lane!r}: {errors[0]}")
 
     def _watch(self) -> None:
         """Replace idle sandboxes that died (killed, OOM, the engine restarted) without waiting for a job
@@ -195,7 +252,7 @@ class SandboxPool:
 
     def _add(self, lane: str = "", errors: list[Exception] | None = None) -> bool:
         try:
-            c = self._cls(self._cfgs[lane])
+            c = self._classes[lane](self._cfgs[lane])
         except Exception as e:  # noqa: BLE001 - reported to the caller
             log.error("sandbox failed to start: %s", e)
             if errors is not None:
@@ -232,7 +289,8 @@ class SandboxPool:
         for t in helpers:
             t.join(timeout=30)
         if self.startup_s and not _live_pools:  # another pool of this process may own leftovers
-            self._cls.remove_stale(mine=True)
+            for cls in {self._classes[n] for n in self._started} or {self._cls}:
+                cls.remove_stale(mine=True)
 
     def __enter__(self) -> SandboxPool:
         return self.start()
@@ -247,7 +305,7 @@ class SandboxPool:
     @property
     def ready(self) -> bool:
         with self._lock:
-            return not self._closed and len(self._all) == (self.cfg.size + self.burst) * len(self._cfgs)
+            return not self._closed and len(self._all) == sum(self.slots(n) for n in self._started)
 
     @property
     def healthy(self) -> bool:
@@ -278,14 +336,16 @@ class SandboxPool:
         sandbox (default: the pool's queue limit, ``max_wait_s``; never the program's own time limit, so a
         queue does not eat into it), then runs for ``timeout_s`` and its worker has ``grace_s`` more to answer."""
         lane = job.lane if job.lane in self._queues else ""
+        self.start_lane(lane)
+        cfg = self._cfgs[lane]
         if job.deadline is None:
-            c = self._acquire(self.cfg.max_wait_s if wait_s is None else wait_s, lane)
-            deadline = Deadline.after(job.timeout_s + self.cfg.grace_s)
+            c = self._acquire(cfg.max_wait_s if wait_s is None else wait_s, lane)
+            deadline = Deadline.after(job.timeout_s + cfg.grace_s)
         else:
             deadline = job.deadline
-            run_by = deadline.reserve(self.cfg.grace_s)
+            run_by = deadline.reserve(cfg.grace_s)
             c = self._acquire(run_by.remaining() if wait_s is None else min(wait_s, run_by.remaining()), lane)
-        time_limit = min(job.timeout_s, deadline.reserve(self.cfg.grace_s).remaining())
+        time_limit = min(job.timeout_s, deadline.reserve(cfg.grace_s).remaining())
         if time_limit < MIN_RUN_S:  # the wait took what was left: the program never started
             self._queues[lane].put(c)
             raise PoolSaturated(f"no time left to run the job after waiting for a sandbox ({time_limit:.3f} s)")
@@ -326,6 +386,7 @@ class SandboxPool:
                     " SandboxConfig.size / max_waiters"
                 )
             self._waiters += 1
+        size = self._cfgs[lane].size
         deadline = time.monotonic() + max(wait_s, 0.0)
         try:
             while True:
@@ -336,11 +397,11 @@ class SandboxPool:
                     hint = (
                         "the pool is saturated; retry later, or wait longer (wait_s, SandboxConfig.max_wait_s; a"
                         " server's --max-queue-s) or raise SandboxConfig.size (--pool-size)"
-                        if live >= self.size
-                        else f"only {live} of {self.size} sandboxes are up (replacements failing? see the log)"
+                        if live >= size
+                        else f"only {live} of {size} sandboxes are up (replacements failing? see the log)"
                     )
                     raise PoolSaturated(
-                        f"no sandbox became free within {wait_s:.1f} s (pool size {self.size},"
+                        f"no sandbox became free within {wait_s:.1f} s (pool size {size},"
                         f" {self._waiters} callers waiting): {hint}"
                     ) from None
                 if c.alive():

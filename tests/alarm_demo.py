@@ -1,4 +1,4 @@
-"""A reward hack learned and caught on the embedded task (tests/trainer/test_alarm_e2e.py, bench/alarm.py).
+"""A reward hack learned and caught on the embedded task (tests/trainer/test_alarm_e2e.py, bench/training/alarm.py).
 
 The hackable reward is a registered Python verifier, ``contains_reference``, that pays a completion
 whenever the reference appears anywhere after its think block: a substring match, as a careless

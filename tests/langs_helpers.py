@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-from tests.security.conftest import make_pool
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.request import Request
 
@@ -19,37 +18,38 @@ SUM_CASES = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7", "o
 
 
 def ensure_langs_image() -> None:
-    from sandbox import image_langs
-    from sandbox.image import image_exists
+    from sandbox.image import langs as image_langs
+    from sandbox.image.python import image_exists
 
     if not image_exists(image_langs.image_tag()):
-        r = subprocess.run([sys.executable, "-m", "sandbox.image_langs"], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "sandbox.image.langs"], capture_output=True, text=True)
         if r.returncode != 0:
             pytest.fail(f"could not build the toolchain image (`make image LANGS=all`): {r.stderr[-2000:]}")
 
 
 def make_service(tmp_path_factory, langs_pool_size: int = 2):
-    """(service, close) with a 2-sandbox Python pool and a toolchain pool of ``langs_pool_size``."""
-    from verifiers.kinds.code import toolchains
-    from verifiers.kinds.table import sandbox_warmup
+    """(service, close): a real service over the one pool as the server builds it (verifiers/service/wiring.py),
+    2 sandboxes of its own and each lane, the toolchain lane (``langs_pool_size``) started here."""
+    from tests.security.conftest import ensure_image, require
+    from verifiers.kinds.code.toolchains import LANE
+    from verifiers.service import wiring
     from verifiers.service.core import VerifierService
     from verifiers.service.registry import Registry
     from verifiers.shapes.limits import ServiceLimits
 
+    require("docker")
+    ensure_image()
     ensure_langs_image()
-    toolchains.close()
-    toolchains.configure(ServiceLimits(langs_pool_size=langs_pool_size))
-    pool = make_pool("docker", size=2, warmup=sandbox_warmup()).start()
+    limits = ServiceLimits(pool_size=2, langs_pool_size=langs_pool_size)
+    pool = wiring.build_pool(limits, burst=0).start()
+    pool.start_lane(LANE)
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
-    svc = VerifierService(reg, pool)
-    toolchains.get()
+    svc = VerifierService(reg, pool, limits=limits)
 
     def close() -> None:
         svc.close()
         pool.close()
         reg.close()
-        toolchains.close()
-        toolchains.configure(ServiceLimits())  # the process's default limits again
 
     return svc, close
 
@@ -63,8 +63,6 @@ def grade(svc, lang: str, source: str, reference: str = SUM_CASES, timeout_s: fl
     return svc.verify(Request("code", f"{prose}```{lang}\n{source}```\n", reference, options=opts, timeout_s=timeout_s))
 
 
-def stats_delta(before: dict) -> dict:
-    """What the toolchain pool's counters (toolchains.STATS: compiles, cached, ...) gained since ``before``."""
-    from verifiers.kinds.code import toolchains
-
-    return {k: v - before.get(k, 0) for k, v in toolchains.STATS.items() if v != before.get(k, 0)}
+def stats_delta(svc, before: dict) -> dict:
+    """What the service's toolchain counters (``svc.toolchains.stats``: compiles, cached, ...) gained since ``before``."""
+    return {k: v - before.get(k, 0) for k, v in svc.toolchains.stats.items() if v != before.get(k, 0)}

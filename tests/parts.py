@@ -59,7 +59,7 @@ def _user(name: str) -> str:
 
 
 def _podman() -> str:
-    """Podman present; as root, the user it runs as (sandbox/install_podman.sh makes it) and runc."""
+    """Podman present; as root, the user it runs as (sandbox/host/install_podman.sh makes it) and runc."""
     why = _runs("podman", "--version")
     if not why and os.geteuid() == 0:
         why = _user("rlvr-podman") or ("" if shutil.which("runc") else "`runc` is not on PATH")

@@ -41,6 +41,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from trainer.config.grpo import weighs_tokens
 from trainer.data import DataStream, Example
 from trainer.errors import TrainerError
 
@@ -233,7 +234,7 @@ def global_token_scale(loss_type: str, mask_mb: Tensor, ctx: Dist) -> float:
     """Factor on a minibatch's local weight so the all-reduced (averaged) gradient is the global one.
 
     ``token_mean`` weighs each token 1/tokens of the GLOBAL minibatch: world * local / global."""
-    if not ctx.active or loss_type != "token_mean":
+    if not ctx.active or not weighs_tokens(loss_type):
         return 1.0
     local = mask_mb.sum().to(torch.float64).cpu()
     total = local.clone()

@@ -31,7 +31,7 @@ def pick_device(name: str = "auto") -> torch.device:
 def keep_freed_cpu_memory() -> bool:
     """Let glibc's malloc keep freed blocks for reuse (Linux). By default a block over the mmap threshold is
     mapped fresh and unmapped when freed, and the heap top is trimmed, so every step's activations fault in
-    new zeroed pages: ~4,000 page faults and ~10% of a `short` CPU step on bench/trainer.py. Blocks up to
+    new zeroed pages: ~4,000 page faults and ~10% of a `short` CPU step on bench/training/vs_trl.py. Blocks up to
     32 MiB (glibc's ceiling) now come from the heap, which is trimmed only past 1 GiB of free memory. Peak
     RSS is the live high-water mark either way. Returns whether glibc took the settings."""
     if not sys.platform.startswith("linux"):

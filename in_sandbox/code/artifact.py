@@ -32,6 +32,8 @@ import struct
 import sys
 import zlib
 
+from in_sandbox.jobs import DRIVER
+
 HEAD = struct.Struct(">HHI")
 ROOM = 16384  # of the output cap, kept for the lines around the artifact
 MAX_FILES = 1024
@@ -115,7 +117,7 @@ def _refeed(q):
 
 def build(main, write_files, compile_step):
     _hide()
-    q = json.loads(sys.stdin.buffer.read())
+    q = DRIVER.loads(sys.stdin.buffer.read())
     count, stdout = _Count(), os.dup(1)  # the driver's main points fd 1 at stderr: keep the job's stdout
 
     def say(**d):
@@ -169,7 +171,7 @@ class _Count:
 
 def run_cached(main):
     _hide()
-    q = json.loads(sys.stdin.buffer.read())
+    q = DRIVER.loads(sys.stdin.buffer.read())
     for name, mode, body in entries(base64.b64decode(q.pop("artifact"))):
         if "/" in name:
             os.makedirs(os.path.dirname(name), exist_ok=True)

@@ -131,7 +131,7 @@ def _version_tag():
     """A reader of a dict's version tag at its address (CPython 3.11's PyDictObject.ma_version_tag, which
     changes on every change to the dict), or None where that layout does not hold. Comparing snapshots of
     builtins and sys.modules instead touched the refcounts of ~600 objects the worker shares with the job
-    (copy-on-write page faults: +7 ms a job, bench/code_isolation.py --base 9e73923)."""
+    (copy-on-write page faults: +7 ms a job, bench/code_grading/isolation.py --base 9e73923)."""
     try:
         read = lambda addr: ctypes.c_uint64.from_address(addr + 24).value  # noqa: E731
         d = {}

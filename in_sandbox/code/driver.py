@@ -1,9 +1,8 @@
 """The sandbox half of a non-Python submission: compile once, run every case. Standard library only.
 
-Runs as one job in the toolchain sandbox (never in the service process). Reads on stdin
-``{"nonce", "files", "compile", "compile_timeout", "compile_as_mb", "run", "env", "inputs",
-"case_timeout", "run_as_mb", "output_budget", "stop_on_error"}`` (optional ``"blobs"``: relative path →
-base64 content, written first, directories made) and writes lines on stdout:
+Runs as one job in the toolchain sandbox (never in the service process). Reads on stdin the payload
+in_sandbox/jobs.py declares (``DRIVER``: the files, ``blobs`` as relative path → base64 written first, the
+compile and run argv, budgets, inputs, the nonce) and writes lines on stdout:
 ``{"nonce", "compile": {"ok", "message", "elapsed", "status", "exit", "signal"}}`` then, per case as it ends, ``{"nonce",
 "case", "status", "exit", "signal", "elapsed", "stdout" (base64), "stderr" (tail)}``. Statuses: ``ok`` (ran and exited 0: judged on the host),
 ``timeout``, ``runtime`` (non-zero exit or killed by a signal), ``output`` (stdout + stderr of the case
@@ -28,6 +27,8 @@ import resource
 import select
 import signal
 import time
+
+from in_sandbox.jobs import DRIVER
 
 STDERR_TAIL = 2000
 COMPILER_TAIL = 4000
@@ -168,7 +169,7 @@ def main():
         pass
     import sys
 
-    q = json.loads(sys.stdin.buffer.read())
+    q = DRIVER.loads(sys.stdin.buffer.read())
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
     mark = os.dup(1)

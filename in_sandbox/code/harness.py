@@ -233,7 +233,7 @@ def _trusted_path():
     for the others go. Only those: the rest of the cache is the warm worker's, whose path never held a
     writable directory, and this process imported nothing before this. (Clearing the whole cache freed every
     directory listing cached there, a copy-on-write page fault per page touched: ~690 faults, ~2 ms a job;
-    bench/code_isolation.py --phases.)"""
+    bench/code_grading/isolation.py --phases.)"""
     keep = [p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and not os.access(p, os.W_OK)]
     for p in set(sys.path) - set(keep):
         sys.path_importer_cache.pop(p, None)

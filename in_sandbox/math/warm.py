@@ -110,7 +110,7 @@ def fill_prediction_tables(strings: list[str] | None = None) -> None:
     """Run the LaTeX parser (the first, SLL stage of grader's two-stage parse) over each string as the
     grader would see it (its spelling rules, then Math-Verify's normalisation), building parse trees only:
     no sympy object is made, so nothing but ANTLR's DFA cache is left behind. (The grader is imported here, not
-    at the top: importing it puts our rules in place of Math-Verify's, and bench/math.py reads ``corpus()`` in
+    at the top: importing it puts our rules in place of Math-Verify's, and bench/math_grading/speed.py reads ``corpus()`` in
     the process where it times Math-Verify as it ships.)"""
     from in_sandbox.math import grader
 

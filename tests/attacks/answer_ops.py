@@ -1,5 +1,5 @@
 """Attack operators on final answers, for the mutation fuzzer (tests/attacks/test_answer_mutations.py,
-bench/fuzz_answers.py).
+bench/math_grading/fuzz_answers.py).
 
 Seeds are correct (completion, reference) pairs from our own data: every CORRECT row of the math batteries
 (tests/data/math_battery*.py) whose completion has a final answer, and worked completions of the embedded

@@ -1,7 +1,7 @@
 """The mutation fuzzer for final answers (tests/attacks/answer_ops.py) through a real service: a fixed seed
 and a bounded budget (``CI_BUDGET`` cases, each operator in turn), every mutation graded beside its seed in one
 VerifyBatch. Invariant: a mutation never raises the reward; one that adds a wrong second answer, a hedge, or
-hides the answer in reasoning gets 0. ``bench/fuzz_answers.py`` runs the same with a larger budget."""
+hides the answer in reasoning gets 0. ``bench/math_grading/fuzz_answers.py`` runs the same with a larger budget."""
 
 from __future__ import annotations
 

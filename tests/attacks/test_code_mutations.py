@@ -2,7 +2,7 @@
 operators of tests/attacks/code_ops.py, graded through the real gRPC service. The invariant: a mutation
 never raises the reward, and a mutation that breaks the function under test is paid 0.
 
-CI runs a fixed seed and a bounded budget (``N_MUTANTS``); ``bench/fuzz_code.py`` runs the same operators
+CI runs a fixed seed and a bounded budget (``N_MUTANTS``); ``bench/code_grading/fuzz_code.py`` runs the same operators
 longer and writes what it found to bench/results/fuzz_code.txt.
 """
 

@@ -415,14 +415,14 @@ def test_the_trainer_checks_catch_a_breach(tmp_path):
         "from trainer.rollout.replay import Recording\n\nUSED = Recording\n"
     )
     (tmp_path / "tests" / "test_x.py").write_text("from trainer.grpo.update import _chunks\n")
-    (tmp_path / "bench" / "b.py").write_text("from sandbox import image\n\nSHA = image._digest\n")
+    (tmp_path / "bench" / "b.py").write_text("from sandbox.image import python as image\n\nSHA = image._digest\n")
     (tmp_path / "trainer" / "face.py").write_text("from trainer.config import GRPOConfig\n\n__all__ = ['GRPOConfig']\n")
     assert room_violations(tmp_path) == [
         "trainer.rollout.leak imports trainer.grpo.loss (a room above)",
         "trainer.run.leak imports trainer.rollout.decode (a room above)",
     ]
     assert private_imports(tmp_path) == [
-        "bench/b.py: from sandbox.image import _digest",
+        "bench/b.py: from sandbox.image.python import _digest",
         "tests/test_x.py: from trainer.grpo.update import _chunks",
     ]
     assert door_violations(tmp_path) == ["trainer/grpo/peek.py: from trainer.rollout.replay import Recording"]

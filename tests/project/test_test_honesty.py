@@ -222,13 +222,13 @@ def test_ordering_is_fine():
 """,
     "helpers.py": """
 def bwrap_reason():
-    from sandbox.bwrap import bwrap_usable
+    from sandbox.backends.bwrap import bwrap_usable
     ok, why = bwrap_usable()
     return why
 """,
     "test_skips.py": """
 import pytest
-from sandbox.podman import podman_available
+from sandbox.backends.podman import podman_available
 from tests.helpers import bwrap_reason
 from tests.parts import skip_unless
 OK, WHY = podman_available()

@@ -27,7 +27,7 @@ def test_podman_is_chosen_with_the_backend_flag():
 
 
 def test_the_podman_seccomp_profile_takes_namespace_creation_out():
-    from sandbox.podman import DEFAULT_PROFILES, NAMESPACE_FLAGS, seccomp_profile
+    from sandbox.backends.podman import DEFAULT_PROFILES, NAMESPACE_FLAGS, seccomp_profile
 
     base_path = next((p for p in DEFAULT_PROFILES if os.path.exists(p)), "")
     base = json.loads(Path(base_path).read_text()) if base_path else {
@@ -44,7 +44,7 @@ def test_the_podman_seccomp_profile_takes_namespace_creation_out():
 
 @pytest.mark.docker
 def test_podman_runs_the_worker_as_a_mapped_user_without_root_anywhere():
-    from sandbox.podman import podman_available, podman_user
+    from sandbox.backends.podman import podman_available, podman_user
 
     require("podman")
     ok, why = podman_available()
@@ -64,8 +64,8 @@ def test_podman_runs_the_worker_as_a_mapped_user_without_root_anywhere():
 def test_podman_loads_the_sandbox_image_offline_from_dockers_copy():
     import subprocess
 
-    from sandbox.image import image_tag
-    from sandbox.podman import image_present, podman_available, podman_cmd
+    from sandbox.backends.podman import image_present, podman_available, podman_cmd
+    from sandbox.image.python import image_tag
 
     require("podman")
     ok, why = podman_available()
@@ -90,8 +90,8 @@ def test_sandboxes_of_another_owner_sharing_the_engine_are_left_to_it():
     (before: replica B's start removed replica A's sandboxes, whose owner pid 1 looked reused)."""
     import subprocess
 
-    from sandbox.docker import LABEL, OWNER_LABEL, STARTED_LABEL, list_containers, remove_stale_containers
-    from sandbox.image import image_tag
+    from sandbox.backends.docker import LABEL, OWNER_LABEL, STARTED_LABEL, list_containers, remove_stale_containers
+    from sandbox.image.python import image_tag
     from tests.security.conftest import ensure_image
 
     ensure_image()

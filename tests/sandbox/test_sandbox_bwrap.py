@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.backend import Job, SandboxConfig, SandboxError
-from sandbox.bwrap import bwrap_usable
+from sandbox.backends.bwrap import bwrap_usable
 from sandbox.pool import SandboxPool
 from tests.parts import require
 from tests.security.gaps import host_cgroup
@@ -115,7 +115,7 @@ def test_the_seccomp_filter_refuses_namespaces_mounts_and_kernel_interfaces(pool
 
 
 def test_the_root_is_the_sandbox_images_not_the_hosts_usr(pool):
-    from sandbox.bwrap import image_rootfs
+    from sandbox.backends.bwrap import image_rootfs
 
     assert image_rootfs()[0], "the sandbox image's root file system is not under var/cache (`make image` builds it)"
     assert pool.cfg.rootfs == image_rootfs()[0]
@@ -124,7 +124,7 @@ def test_the_root_is_the_sandbox_images_not_the_hosts_usr(pool):
 
 
 def test_start_up_says_which_root_filter_and_limits(caplog):
-    with caplog.at_level(logging.WARNING, logger="sandbox.bwrap"):
+    with caplog.at_level(logging.WARNING, logger="sandbox.backends.bwrap"):
         SandboxPool(SandboxConfig(backend="bwrap", size=1, preload=())).start().close()
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("bwrap backend: root:"))
     assert "seccomp filter on" in line and "limits: " in line
@@ -135,8 +135,8 @@ def test_start_up_says_which_root_filter_and_limits(caplog):
 def test_a_checkout_that_did_not_build_the_image_takes_its_root_from_it(tmp_path, monkeypatch):
     """`make image` finds the image built (by another checkout, or loaded): the root file system and packages
     the bwrap backend binds still end up under var/cache, taken from the image, not the host's /usr."""
-    from sandbox import image
-    from sandbox.bwrap import image_rootfs
+    from sandbox.backends.bwrap import image_rootfs
+    from sandbox.image import python as image
     from tests.security.conftest import ensure_image
 
     ensure_image()

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from sandbox.backend import Job, Limits, PoolSaturated, SandboxConfig, SandboxError, owner
-from sandbox.docker import LABEL, OWNER_LABEL, list_containers, remove_stale_containers
+from sandbox.backends.docker import LABEL, OWNER_LABEL, list_containers, remove_stale_containers
 from sandbox.pool import SandboxPool
 from tests.security.conftest import BACKENDS, ensure_image, make_pool
 
@@ -100,7 +100,7 @@ def _kill_sandbox(pool: SandboxPool, name: str) -> None:
     if pool.cfg.backend == "docker":
         subprocess.run(["docker", "kill", name], capture_output=True, check=True)
     elif pool.cfg.backend == "podman":
-        from sandbox.podman import podman_cmd
+        from sandbox.backends.podman import podman_cmd
 
         subprocess.run(podman_cmd("kill", name), capture_output=True, check=True)
     else:
@@ -234,7 +234,7 @@ def test_close_removes_every_container_and_later_runs_fail_clearly():
 @pytest.mark.docker
 def test_stale_containers_of_a_dead_owner_are_removed_by_label():
     ensure_image()
-    from sandbox.image import image_tag
+    from sandbox.image.python import image_tag
 
     dead = subprocess.Popen(["true"])
     dead.wait()

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from sandbox.backend import SandboxConfig
-from sandbox.docker import docker_available
+from sandbox.backends.docker import docker_available
 from sandbox.pool import SandboxPool
 from tests.parts import require
 from tests.security.jobs import assert_serving, close_and_check
@@ -27,7 +27,7 @@ SECRET_VALUE = "s3cr3t-" + os.urandom(8).hex()
 
 
 def ensure_image() -> None:
-    from sandbox.image import image_exists, image_tag
+    from sandbox.image.python import image_exists, image_tag
 
     if not docker_available():
         pytest.fail("Docker engine not reachable: run `make setup` (tests marked docker need it)")

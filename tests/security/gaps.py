@@ -46,7 +46,7 @@ def host_cgroup(controller: str) -> str:
 
     cgroup v2 with the controller available at its root (as root), or delegated to this user (its own
     cgroup's subtree_control writable and the controller listed there); cgroup v1 with the controller's
-    hierarchy mounted writable, as root. The sandbox code (sandbox/cgroups.py) is meant to use the
+    hierarchy mounted writable, as root. The sandbox code (sandbox/backends/cgroups.py) is meant to use the
     first of these there is; this reads the same facts independently of it."""
     mounts = cgroup_mounts()
     root = os.geteuid() == 0

@@ -8,8 +8,8 @@ import time
 from textwrap import dedent
 
 from sandbox.backend import Job, Result, owner
-from sandbox.docker import list_containers
-from sandbox.podman import PodmanSandbox
+from sandbox.backends.docker import list_containers
+from sandbox.backends.podman import PodmanSandbox
 from sandbox.pool import SandboxPool
 
 

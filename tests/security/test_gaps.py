@@ -30,7 +30,7 @@ def test_the_mount_table_says_which_hierarchy_holds_each_controller():
 
 
 def test_the_gaps_module_reads_nothing_of_the_sandbox():
-    """A regression in sandbox/cgroups.py must fail the attacks, not turn them into expected failures."""
+    """A regression in sandbox/backends/cgroups.py must fail the attacks, not turn them into expected failures."""
     tree = ast.parse(Path(gaps.__file__).read_text())
     imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     imported |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

@@ -25,7 +25,7 @@ from trainer.train import train
 
 pytestmark = pytest.mark.docker
 TINY = TinyConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=192)
-SIZES = {"warmstart": 4000, "train": 2000, "heldout": 64}  # bench/alarm.py's run B, step for step
+SIZES = {"warmstart": 4000, "train": 2000, "heldout": 64}  # bench/training/alarm.py's run B, step for step
 
 
 @pytest.mark.timeout(1500)  # a hang guard, not a timing: ~3 min on an idle 2-core machine, 10+ when it is shared

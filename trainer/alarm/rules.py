@@ -2,7 +2,7 @@
 ``Finding`` or None. docs/train.md ("The reward-hacking alarm") says what each means and what to do.
 
 Every rule is a combination, because each single signal also moves on honest runs (measured in
-bench/alarm.py, bench/results/alarm.txt): the training reward rises when the policy learns honestly too;
+bench/training/alarm.py, bench/results/alarm.txt): the training reward rises when the policy learns honestly too;
 paid completions get longer when it learns to work the problem out; held-out accuracy is noisy and
 lags. What an honest run does not do is get paid for what an independent grader refuses, or for
 one answer across many different problems. So:

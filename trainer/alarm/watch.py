@@ -100,7 +100,7 @@ class AlarmWatch:
         if holding:  # while an alarm holds under drop: audit every paid completion
             idx = sorted(set(idx) | {i for i, r in enumerate(rows) if r.paid})
         # only a paid completion can be exploited: the unpaid ones of the drawn groups count in the sample
-        # (alarm/exploited's denominator) without a second verdict, which nothing reads (bench/alarm_cost.py)
+        # (alarm/exploited's denominator) without a second verdict, which nothing reads (bench/training/alarm_cost.py)
         verdicts = run_audit(self.client, self.plan, rows, [i for i in idx if rows[i].paid])
         stats = step_stats(step, rows, audit_rewards(verdicts), sampled=len(idx))
         self.history.append(stats)

@@ -12,6 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from trainer import cli
 from trainer.config.sampling import TEMPERATURE, TOP_P, Temperature, TopP
 
+# The variant lists, declared once: the config fields below and the loss (trainer/grpo/loss.py) use these names.
+LossType = Literal["grpo", "token_mean", "dr_grpo"]  # the reduction (loss.py, ``grpo_loss``)
+ImportanceLevel = Literal["token", "sequence"]  # "sequence" is GSPO
+Scale = Literal["group", "batch", "none"]  # advantage std scaling
+Std = Literal["population", "unbiased"]  # the std estimator for advantages
+
+
+def weighs_tokens(loss_type: LossType) -> bool:
+    """Whether ``loss_type`` weighs every token alike (DAPO's token mean), so minibatches and ranks are weighed by
+    their token counts; the others average over completions."""
+    return loss_type == "token_mean"
+
 
 class LoraConfig(BaseModel):
     """LoRA adapters through ``peft`` (optional dependency: ``pip install .[lora]``)."""
@@ -90,10 +102,10 @@ class GRPOConfig(BaseModel):
     beta: float = Field(0.04, ge=0, description="k3 KL weight; 0 loads no reference model")
     clip_eps_low: float = Field(0.2, ge=0, lt=1, description="lower clip: rho >= 1 - eps_low")
     clip_eps_high: float = Field(0.2, ge=0, description="upper clip: rho <= 1 + eps_high (DAPO: 0.28)")
-    loss_type: Literal["grpo", "token_mean", "dr_grpo"] = Field("grpo", description="reduction, see loss.py")
-    importance_level: Literal["token", "sequence"] = Field("token", description="'sequence' is GSPO")
-    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="advantage std scaling")
-    std: Literal["population", "unbiased"] = Field("population", description="std estimator for advantages")
+    loss_type: LossType = Field("grpo", description="reduction, see loss.py")
+    importance_level: ImportanceLevel = Field("token", description="'sequence' is GSPO")
+    scale_rewards: Scale = Field("group", description="advantage std scaling")
+    std: Std = Field("population", description="std estimator for advantages")
     advantage: Literal["outcome", "process"] = Field(
         "outcome",
         description="'outcome': one advantage per completion from its reward; 'process' (DeepSeekMath process "

@@ -52,20 +52,17 @@ step rewards) gets advantage 0 everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
+from trainer.config.grpo import ImportanceLevel, LossType, Scale, Std, weighs_tokens
+
 if TYPE_CHECKING:
     from trainer.config import GRPOConfig
-from collections.abc import Sequence
-
-Scale = Literal["group", "batch", "none"]
-Std = Literal["population", "unbiased"]
-LossType = Literal["grpo", "token_mean", "dr_grpo"]
-ImportanceLevel = Literal["token", "sequence"]
 
 
 def group_advantages(
@@ -281,7 +278,7 @@ def minibatch_weight(loss_type: LossType, mask_mb: Tensor, mask_all: Tensor) -> 
 
     "grpo" and "dr_grpo" average over completions (n/N); "token_mean" over tokens (tokens_mb/tokens_all).
     """
-    if loss_type == "token_mean":
+    if weighs_tokens(loss_type):
         return float(mask_mb.sum()) / max(float(mask_all.sum()), 1.0)
     return mask_mb.shape[0] / mask_all.shape[0]
 

@@ -40,14 +40,13 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
 from verifiers.kinds import table as kinds
-from verifiers.kinds.code import toolchains
 from verifiers.kinds.remote import INSTANCE_HEADER
 from verifiers.service import admin_token as token_source
 from verifiers.service import bounds as service_bounds
-from verifiers.service import digest
+from verifiers.service import digest, wiring
 from verifiers.service.callers import grpc_caller
 from verifiers.service.core import VerifierService
-from verifiers.service.fair import BURST_SANDBOXES, RpcShare
+from verifiers.service.fair import RpcShare
 from verifiers.service.registry import Registry
 from verifiers.shapes import limits as service_limits
 from verifiers.shapes.base import BadRequest, ServiceError, Unauthenticated, Verdict
@@ -277,8 +276,6 @@ def _start_http(args: argparse.Namespace, service: VerifierService, max_body_byt
 
 
 def serve(args: argparse.Namespace) -> int:
-    from sandbox.pool import SandboxPool
-
     os.environ.pop("VERIFIER_ADMIN_TOKEN", None)  # read by main(); no child process inherits it
     try:
         registry = Registry(args.registry)
@@ -287,12 +284,8 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     limits = args.limits
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
-    # every built-in kind's warm-up; BURST_SANDBOXES more for a caller holding none (verifiers/service/fair.py)
-    pool = SandboxPool(
-        limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES, lanes=kinds.sandbox_lanes()
-    )  # a lean lane for the code kind's jobs (sandbox/pool.py)
+    pool = wiring.build_pool(limits)  # the one door: every lane, the toolchains' included (verifiers/service/wiring.py)
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
-    toolchains.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits
     server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
                                                  workers=limits.max_concurrent_rpcs,  # a thread per admitted RPC
                                                  max_message_bytes=limits.max_message_mb << 20,

@@ -1,4 +1,4 @@
-"""The service's bounds on what callers send and what it keeps (issue 30), beside ``verifiers/shapes/limits.py``:
+"""The service's bounds on what callers send and what it keeps, beside ``verifiers/shapes/limits.py``:
 the HTTP request head (size and header count), JSON nesting, the verdict cache's byte budget, the
 longest verdict detail and the share of gRPC's RPC slots kept for calls that need no sandbox. One validated model; each field is a ``--flag`` of ``python -m verifiers.fronts.server``
 (docs/security.md says what each one defends).

@@ -1,4 +1,4 @@
-"""Who is calling: the key that scopes the verdict cache and queues sandbox work fairly (issue 30).
+"""Who is calling: the key that scopes the verdict cache and queues sandbox work fairly.
 
 A caller is the peer's host (its port changes with every connection) plus, when sent, the
 ``x-client-id`` header / gRPC metadata (at most 64 characters), so several jobs on one host (or behind

@@ -14,13 +14,15 @@ from sandbox.backend import Job, PoolSaturated, Result, SandboxError
 from sandbox.deadline import Deadline
 from sandbox.pool import SandboxPool
 from verifiers.kinds import table as kinds
-from verifiers.kinds.code import toolchains
+from verifiers.kinds.code.toolchains import LANE as TOOLCHAIN_LANE
+from verifiers.kinds.code.toolchains import Toolchains
 from verifiers.kinds.composite import Composite
 from verifiers.kinds.table import NAME_RE, check_name, check_options
+from verifiers.service import wiring
 from verifiers.service.bounds import ServiceBounds
 from verifiers.service.cache import VerdictCache
 from verifiers.service.callers import CALLER
-from verifiers.service.fair import BURST_SANDBOXES, FairGate, GateSaturated
+from verifiers.service.fair import GateSaturated
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
 from verifiers.shapes.base import BadRequest, Context, ServiceError, Verdict, Verifier
@@ -54,19 +56,15 @@ class VerifierService:
         # fan-out is wide: enough callers waiting that every slot's next job coalesces many items.
         width = max(64, 16 * self.parallelism)
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
-        # sandbox slots handed out round-robin between callers (verifiers/service/fair.py), not first come first served
-        cfg = getattr(pool, "cfg", None)
-        self.gate = None if pool is None else FairGate(pool.size, getattr(cfg, "max_waiters", 4096),
-                                                       lambda s: self.metrics.observe_queue_wait("sandbox_job", s),
-                                                       burst=getattr(pool, "burst", 0))  # fmt: skip
-        if self.gate is not None:
-            self.metrics.watch_queue("sandbox_job", self.gate.depth)
-            # the toolchain pool (non-Python code) in turns too, with a burst sandbox of its own: the code kind
-            # may not import this layer, so the gate is handed to it (verifiers/kinds/code/toolchains.py, ``share``)
-            toolchains.share(lambda slots: FairGate(slots, getattr(cfg, "max_waiters", 4096),
-                                                    lambda s: self.metrics.observe_queue_wait("toolchain_job", s),
-                                                    burst=BURST_SANDBOXES), CALLER.get)  # fmt: skip
-            self.metrics.watch_queue("toolchain_job", toolchains.queue_depth)
+        # sandbox slots handed out round-robin between callers (verifiers/service/fair.py), not first come first
+        # served: one gate per group of the pool's slots, built where the pool is (verifiers/service/wiring.py)
+        self.gates = {} if pool is None else wiring.build_gates(pool, getattr(pool.cfg, "max_waiters", 4096),
+                                                                self.metrics.observe_queue_wait)  # fmt: skip
+        for group, gate in self.gates.items():
+            self.metrics.watch_queue(wiring.QUEUE_CLASS.get(group, group), gate.depth)
+        # the toolchain lane's compile-once layer, in front of the door (verifiers/kinds/code/toolchains.py)
+        self.toolchains = Toolchains(wiring.toolchain_config(self.limits).image, self.limits.compile_cache_mb << 20,
+                                     self.limits.output_cap_bytes)  # fmt: skip
         self._sandboxed: set[str] = set()  # verifiers seen running sandbox jobs (e.g. through a sub-request)
 
     def close(self) -> None:
@@ -74,10 +72,15 @@ class VerifierService:
 
     # -- sandbox access for verifiers ---------------------------------------------------------------
     def run_job(self, job: Job) -> Result:
-        """Run ``job`` in the sandbox, as the current caller (``callers.CALLER``: whose turn it waits for)."""
+        """Run ``job`` in the sandbox, as the current caller (``callers.CALLER``: whose turn it waits for): the one
+        door every sandbox job of the service goes through, whatever front it came in by and whatever lane it names
+        (a toolchain job first meets its compile-once layer, which sends its jobs through the same door)."""
         t0 = time.monotonic()
         self._sandboxed.update(VIA.get())
-        result = self._run_job(job)
+        if job.lane == TOOLCHAIN_LANE:
+            result = self.toolchains.run(job, self.door)
+        else:
+            result = self.door(job)
         self.metrics.observe_job(result, time.monotonic() - t0)
         return result
 
@@ -93,21 +96,29 @@ class VerifierService:
             return any(self.needs_sandbox(p.verifier) for p in v.parts)
         return getattr(v, "sandbox_entry", None) != ""  # registered kinds (python, remote, model) count as slow
 
-    def _run_job(self, job: Job) -> Result:
+    def door(self, job: Job) -> Result:
+        """The door itself: ``job``'s turn at its gate (the pool's own slots or its lane's), then a sandbox of its
+        lane; infrastructure failures come back as ``Result.sandbox_error``. ``run_job`` is how verifiers enter."""
         if self.pool is None:
             return Result(sandbox_error="no sandbox pool configured", id=job.id)
-        cfg = getattr(self.pool, "cfg", None)
+        own = job.lane and self.pool.own_slots(job.lane)
+        if job.lane == TOOLCHAIN_LANE and not own:
+            return Result(sandbox_error="this service's sandbox pool has no toolchain lane (verifiers/service/wiring.py "
+                          "builds it): non-Python code cannot run here", id=job.id)  # fmt: skip
+        gate = self.gates[job.lane if own else ""]
+        cfg = self.pool.lane_config(job.lane)
         if job.deadline is None:  # the pool's queue limit (--max-queue-s), as the pool itself would wait
             wait_s = getattr(cfg, "max_wait_s", self.limits.max_queue_s)
         else:
             wait_s = job.deadline.reserve(getattr(cfg, "grace_s", 0.0)).remaining()
         t0 = time.monotonic()
         try:
-            grant = self.gate.acquire(CALLER.get(), wait_s)  # a Grant, released below (fair.py)
+            grant = gate.acquire(CALLER.get(), wait_s)  # a Grant, released below (fair.py)
             if not grant:
-                return Result(sandbox_error=f"no sandbox became free within {wait_s:.1f} s (pool size {self.pool.size}, "
-                              f"{self.gate.depth()} jobs waiting): the pool is saturated; retry later, or wait longer "
-                              "(the server's --max-queue-s) or raise --pool-size", id=job.id)  # fmt: skip
+                what, flag = ("toolchain sandbox", "--langs-pool-size") if own else ("sandbox", "--pool-size")
+                return Result(sandbox_error=f"no {what} became free within {wait_s:.1f} s (pool size {cfg.size}, "
+                              f"{gate.depth()} jobs waiting): the pool is saturated; retry later, or wait longer "
+                              f"(the server's --max-queue-s) or raise {flag}", id=job.id)  # fmt: skip
         except GateSaturated as e:
             return Result(sandbox_error=f"sandbox pool saturated: {e}", id=job.id)
         try:
@@ -119,7 +130,7 @@ class VerifierService:
         except SandboxError as e:
             return Result(sandbox_error=str(e), id=job.id)
         finally:
-            self.gate.release(grant)
+            gate.release(grant)
 
     # -- grading --------------------------------------------------------------------------------------
     def validate(self, req: Request) -> None:
@@ -188,6 +199,7 @@ class VerifierService:
             deadline=deadline,
             verify=lambda sub: self.verify(sub, deadline, caller=caller, part=True),  # spends from the same deadline
             parallelism=self.parallelism,
+            output_cap=self.limits.output_cap_bytes,
         )
         try:
             verdict = verifier.verify(req, ctx)

@@ -1,4 +1,4 @@
-"""Fairness between callers and between kinds of work (issue 30).
+"""Fairness between callers and between kinds of work.
 
 * ``Lane``: a pool of worker threads for one class of HTTP work. The HTTP routes keep two: ``host``
   (verifiers that grade in this process: think_format, tag_count, …; listing) and ``sandbox`` (anything
@@ -7,16 +7,16 @@
 * ``FairGate``: the sandbox slots, handed out round-robin between callers (``verifiers/service/callers.py``)
   instead of first come, first served. A caller with forty jobs queued gets one slot in turn with
   every other caller that has one waiting, so a flood delays its own jobs, not everyone's.
-* The burst sandbox (issue 40): round-robin turns only come when a slot frees, so a caller that started
+* The burst sandbox: round-robin turns only come when a slot frees, so a caller that started
   long programs on every sandbox made another caller's 10 ms job wait for one of them to end (23 s
   with a pool of 2). The server's pool keeps ``BURST_SANDBOXES`` (1) warm sandbox beyond ``--pool-size``
   (``SandboxPool(burst=)``), lent only to a caller that holds no slot, so that caller's job runs without
   waiting for anyone's program to end. Bounded: a caller holding a slot (burst or not) waits its turn,
   so the burst sandbox runs at most one job at a time. A lone caller keeps the whole ``--pool-size``;
-  the cost is one more idle sandbox (its memory, not CPU). The toolchain pool (non-Python code) has a
-  gate of its own, made here and handed to it by the core (``toolchains.share``), with its own burst sandbox.
+  the cost is one more idle sandbox (its memory, not CPU). The pool's toolchain lane (non-Python code) has a
+  gate of its own with its own burst sandbox; verifiers/service/wiring.py builds every gate with the pool.
 
-* ``RpcShare`` (issue 38): gRPC runs each admitted RPC on its own thread, at most ``--max-concurrent-rpcs``
+* ``RpcShare``: gRPC runs each admitted RPC on its own thread, at most ``--max-concurrent-rpcs``
   of them. Calls that may wait for a sandbox hold at most ``sandbox_limit`` of those threads (the server
   keeps ``--host-rpc-share`` of them, a quarter by default, for the rest); one more is refused at once
   (``RESOURCE_EXHAUSTED``), so a flood of sandbox calls can never make a think_format call wait for a

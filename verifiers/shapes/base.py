@@ -110,6 +110,7 @@ class Context:
     deadline: Deadline  # the request's (sandbox/deadline.py): jobs carry it, nothing adds slack to it
     verify: Callable[[Request], Verdict] | None = None  # full path (cache, timing) for composites
     parallelism: int = 1  # sandbox jobs that can run at once (the pool size)
+    output_cap: int = 1 << 20  # bytes of stdout + stderr a job may write (the service's --output-cap-bytes)
 
     def __post_init__(self) -> None:
         self.deadline = Deadline.of(self.deadline)  # a bare time.monotonic() instant is accepted too

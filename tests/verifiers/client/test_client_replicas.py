@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from sandbox.docker import list_containers
+from sandbox.backends.docker import list_containers
 from verifiers.client import TargetError, VerifierClient, VerifierError, VerifyItem, resolve_target
 from verifiers.launch import LocalServer
 

@@ -9,7 +9,7 @@ handler), never UNAVAILABLE (the server died), never past the deadline (a hang).
 alive with its pool at full size, and stopping it leaves no container behind.
 
 ``make test`` runs a bounded number of examples, derandomized (the same ones every run); RLVR_FUZZ_EXAMPLES
-raises it and searches afresh (``bench/fuzz.py``).
+raises it and searches afresh (``bench/tools/fuzz.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_BATCH, MAX_CHARS, MAX_TIMEOUT_S, POOL = 16, 50_000, 30.0, 2
 SLACK_S = 10.0  # what a call may take beyond its grading budget (queueing behind other sandbox jobs)
 CLIENT_ERRORS = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.RESOURCE_EXHAUSTED}
 OUTCOMES = {v for k, v in pb.Outcome.items() if k != "OUTCOME_UNSPECIFIED"}
-# make test: the same examples every run (derandomized; a failure prints its example); bench/fuzz.py sets
+# make test: the same examples every run (derandomized; a failure prints its example); bench/tools/fuzz.py sets
 # RLVR_FUZZ_EXAMPLES and searches afresh each time
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck),
                     derandomize="RLVR_FUZZ_EXAMPLES" not in os.environ)  # fmt: skip
@@ -171,7 +171,7 @@ def server():
             "--max-timeout-s", str(MAX_TIMEOUT_S)]  # fmt: skip
     with LocalServer(pool_size=POOL, extra_args=args) as srv:
         yield srv
-    from sandbox.docker import list_containers
+    from sandbox.backends.docker import list_containers
 
     owner = f"{socket.gethostname()}:{srv.proc.pid}"
     assert list_containers(owner) == [], "the server left sandbox containers behind"
@@ -248,7 +248,7 @@ def test_fuzzed_batch(server, stub, items):
 
 @pytest.mark.docker
 def test_after_fuzzing_the_pool_is_whole_and_grades(server, stub):
-    from sandbox.docker import list_containers
+    from sandbox.backends.docker import list_containers
 
     got = stub.Verify(
         pb.VerifyRequest(verifier="math", completion="\\boxed{\\frac{1}{2}}", reference="0.5"), timeout=60

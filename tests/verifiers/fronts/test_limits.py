@@ -86,30 +86,24 @@ def test_the_limits_become_the_pool_configuration():
 
 
 def test_the_compile_cache_limit_sizes_the_toolchains_cache():
-    """--compile-cache-mb reaches ``toolchains.CACHE`` (the server's ``toolchains.configure``); 0 turns it off
-    and drops what it held."""
+    """--compile-cache-mb sizes the service's toolchain cache (``VerifierService.toolchains``); 0 turns it off."""
     from sandbox.backend import Result
-    from verifiers.kinds.code import compile_cache, toolchains
+    from verifiers.kinds.code import compile_cache
+    from verifiers.service.core import VerifierService
 
     def failed(i: int) -> compile_cache.Entry:  # a cached compile error: (100 << 10) + 256 bytes
         return compile_cache.Entry({"elapsed": 0.1, "message": "x" * (100 << 10)}, None, Result(id=str(i)), "n")
 
     assert ServiceLimits().compile_cache_mb == 256
-    try:
-        toolchains.configure(ServiceLimits(compile_cache_mb=1))
-        assert toolchains.CACHE.max_bytes == 1 << 20
-        toolchains.CACHE.clear()  # what earlier tests in this process compiled is not this test's
-        for i in range(8):
-            toolchains.CACHE.put(str(i), failed(i))
-        assert len(toolchains.CACHE) == 8 and toolchains.CACHE.get("0", 1.0) is not None
-        toolchains.configure(ServiceLimits(compile_cache_mb=0))
-        assert (toolchains.CACHE.max_bytes, len(toolchains.CACHE), toolchains.CACHE.bytes) == (0, 0, 0)
-        toolchains.CACHE.put("9", failed(9))
-        assert len(toolchains.CACHE) == 0  # off: nothing is kept
-    finally:
-        toolchains.configure(ServiceLimits())
-        toolchains.CACHE.clear()
-    assert toolchains.CACHE.max_bytes == 256 << 20
+    assert VerifierService(None, None).toolchains.cache.max_bytes == 256 << 20
+    cache = VerifierService(None, None, limits=ServiceLimits(compile_cache_mb=1)).toolchains.cache
+    assert cache.max_bytes == 1 << 20
+    for i in range(8):
+        cache.put(str(i), failed(i))
+    assert len(cache) == 8 and cache.get("0", 1.0) is not None
+    off = VerifierService(None, None, limits=ServiceLimits(compile_cache_mb=0)).toolchains.cache
+    off.put("9", failed(9))
+    assert (off.max_bytes, len(off)) == (0, 0)  # off: nothing is kept
 
 
 def test_make_serve_passes_its_variables_and_args_to_the_flags():
@@ -231,7 +225,7 @@ def _owner_of(srv: LocalServer) -> str:
 
 
 def test_the_bwrap_backend_is_chosen_at_start(tmp_path):
-    from sandbox.bwrap import bwrap_usable
+    from sandbox.backends.bwrap import bwrap_usable
 
     require("bwrap")
     ok, why = bwrap_usable()

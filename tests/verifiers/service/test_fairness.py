@@ -5,7 +5,7 @@ be: 32). Meanwhile a second caller's think_format verify (no sandbox needed) mus
 the flood's programs finishes (it waited 21.7 s behind them), and its own sandboxed program must get the
 sandbox in turn, before the flood's second program ends (it waited behind all forty). Order, not time
 thresholds: the tests record who finished in which order, and check every flood request they started
-(none failed, the rest still queued), so the order cannot hold for want of a flood; bench/fairness.py
+(none failed, the rest still queued), so the order cannot hold for want of a flood; bench/service/fairness.py
 measures the latencies."""
 
 from __future__ import annotations

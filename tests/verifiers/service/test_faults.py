@@ -27,7 +27,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from sandbox.image import image_tag
+from sandbox.image.python import image_tag
 from tests.security.conftest import ensure_image
 from verifiers.client import VerifierClient
 from verifiers.kinds.table import sandbox_count

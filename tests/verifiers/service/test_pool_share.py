@@ -4,7 +4,7 @@ Caller A starts long programs on every sandbox (and one more, queued); caller B 
 assert job through the code verifier. B's verdict must come back while A's programs still run: the
 server lends B its burst sandbox (verifiers/service/fair.py) instead of making it wait for one of A's
 programs to end (23 s in the probe). Asserted by order and by the programs' own clocks (each of A's
-programs prints when it started and when it ended), never by a time threshold; bench/fairness.py
+programs prints when it started and when it ended), never by a time threshold; bench/service/fairness.py
 measures the latencies. A's third program, queued behind its own two, must wait its own turn: the
 burst sandbox is for a caller that holds none, so A cannot take it too."""
 

@@ -1,4 +1,4 @@
-"""Bounds on an HTTP request before it is buffered (issue 30): the head (request line + headers) and
+"""Bounds on an HTTP request before it is buffered: the head (request line + headers) and
 the header count, enforced in uvicorn's httptools protocol as the bytes arrive; the body's size and its
 JSON nesting, in an ASGI middleware before any route parses it.
 

@@ -15,12 +15,13 @@ with its stderr as the message; a time limit or a non-zero return code → ``Fai
 A process killed by signal N returns ``-N``, as an asyncio subprocess reports it.
 
 Languages: ``RUNNERS`` maps each served name to the function that runs it. ``python``: one job through
-``VerifierService.run_job``, a fresh process forked from the warm worker, code as ``main.py`` in
-``/tmp/job`` where ``files`` are written first. Every other language the ``code`` verifier runs, under
+``VerifierService.run_job`` (the service's one door into the sandbox, as every other language and every
+grading job), a fresh process forked from the warm worker, code as ``main.py`` in ``/tmp/job`` where ``files``
+are written first. Every other language the ``code`` verifier runs, under
 SandboxFusion's names (``cpp``, ``java``, ``go``, ``rust``, ``nodejs``/``js``, ``typescript``/``ts``,
 ``bash``, ``php``, ``ruby``, ``perl``, ``lua``, ``R``, ``scala``, ``csharp`` (Mono), ``D_ut``, ``verilog``,
 ``go_test``, ``junit``, ``pytest``, ``jest``, ``kotlin_script``, ``racket``; also ``c``, ``javascript`` and ``kotlin``): one job in
-the toolchain pool (verifiers/kinds/code/toolchains.py), the driver compiling once under ``compile_timeout`` and running once
+the pool's toolchain lane through the same door (verifiers/kinds/code/toolchains.py), the driver compiling once under ``compile_timeout`` and running once
 under ``run_timeout``, with the service's output cap. As SandboxFusion reports them: a compiled
 language (``c``, ``cpp``, ``java``, ``go``, ``rust``, ``scala``, ``D_ut``, ``verilog``, ``junit``, ``kotlin``) has
 its compile step in ``compile_result``; a failed compile is ``Finished`` with a
@@ -52,7 +53,7 @@ import binascii
 import logging
 import posixpath
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -99,8 +100,17 @@ class RunCodeResponse(BaseModel):
 
 
 RunJob = Callable[[Job], Result]
-# language → runner(request, run_job) -> (compile_result, run_result)
-Runner = Callable[[RunCodeRequest, RunJob], tuple[CommandRunResult | None, CommandRunResult | None]]
+
+
+class Door(NamedTuple):
+    """The service's one door into the sandbox (``VerifierService.run_job``) and the output cap it runs under."""
+
+    run_job: RunJob
+    output_cap: int
+
+
+# language → runner(request, door) -> (compile_result, run_result)
+Runner = Callable[[RunCodeRequest, Door], tuple[CommandRunResult | None, CommandRunResult | None]]
 
 
 def command_result(res: Result) -> CommandRunResult:
@@ -153,11 +163,11 @@ def python_program(code: str, files: dict[str, bytes]) -> str:
     )
 
 
-def run_python(req: RunCodeRequest, run_job: RunJob) -> tuple[None, CommandRunResult]:
+def run_python(req: RunCodeRequest, door: Door) -> tuple[None, CommandRunResult]:
     memory = req.memory_limit_MB if req.memory_limit_MB > 0 else Limits().memory_mb
     job = Job(code=python_program(req.code, decoded_files(req.files)), stdin=req.stdin or "",
               timeout_s=req.run_timeout, limits=Limits(memory_mb=memory))  # fmt: skip
-    return None, command_result(run_job(job))
+    return None, command_result(door.run_job(job))
 
 
 # SandboxFusion's language name (and a few of ours) -> the code verifier's language
@@ -207,15 +217,16 @@ def _run_as_mb(req: RunCodeRequest, lang: languages.Language) -> int | None:
     return max(req.memory_limit_MB, lang.run_as_mb) if vm else req.memory_limit_MB
 
 
-def run_toolchain(name: str, req: RunCodeRequest, run_job: RunJob | None = None
-                  ) -> tuple[CommandRunResult | None, CommandRunResult | None]:  # fmt: skip
-    """A non-Python program: one job in the toolchain pool (``run_job`` is the Python pool's: unused)."""
+def run_toolchain(
+    name: str, req: RunCodeRequest, door: Door
+) -> tuple[CommandRunResult | None, CommandRunResult | None]:
+    """A non-Python program: one job in the pool's toolchain lane, through the service's door."""
     lang = languages.for_source(languages.language(name), req.code)
     blobs = {p: base64.b64encode(b).decode() for p, b in decoded_files(req.files).items()}
     job, nonce = toolchains.driver_job(lang, req.code, [req.stdin or ""], case_timeout_s=req.run_timeout,
                                       compile_timeout_s=req.compile_timeout, run_as_mb=_run_as_mb(req, lang),
-                                      blobs=blobs)  # fmt: skip
-    res = toolchains.run_job(job)
+                                      blobs=blobs, output_cap=door.output_cap)  # fmt: skip
+    res = door.run_job(job)
     if res.sandbox_error:
         return None, CommandRunResult(status="Error", stderr=res.sandbox_error)
     lines = toolchains.driver_lines(res.stdout, nonce)
@@ -232,17 +243,17 @@ def run_toolchain(name: str, req: RunCodeRequest, run_job: RunJob | None = None
         return (shown, None) if shown else (None, compile_command_result(comp))
     case = next((d for d in lines if d.get("case") == 0), None)
     if case is not None:
-        return shown, case_command_result(case, toolchains.output_cap())
+        return shown, case_command_result(case, door.output_cap)
     if res.output_limit_exceeded:
-        return shown, case_command_result({"status": "output", "elapsed": res.wall_s}, toolchains.output_cap())
+        return shown, case_command_result({"status": "output", "elapsed": res.wall_s}, door.output_cap)
     if res.timed_out:
         return shown, CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stdout="", stderr="")
     return shown, CommandRunResult(status="Error", stderr=f"the toolchain driver died (exit {res.exit_code})")
 
 
 def _toolchain_runner(name: str) -> Runner:
-    def run(req: RunCodeRequest, run_job: RunJob) -> tuple[CommandRunResult | None, CommandRunResult | None]:
-        return run_toolchain(name, req, run_job)
+    def run(req: RunCodeRequest, door: Door) -> tuple[CommandRunResult | None, CommandRunResult | None]:
+        return run_toolchain(name, req, door)
 
     return run
 
@@ -275,7 +286,7 @@ def check_request(req: RunCodeRequest) -> None:
             raise HttpError("INVALID_ARGUMENT", f"{name} must be in (0, {MAX_RUN_TIMEOUT_S:g}] seconds, got {t:g}")
 
 
-def run_code(req: RunCodeRequest, run_job: RunJob) -> RunCodeResponse:
+def run_code(req: RunCodeRequest, door: Door) -> RunCodeResponse:
     runner = RUNNERS.get(req.language)
     why = languages.not_served(req.language)
     if runner is None and why:  # one of SandboxFusion's languages that this server's image does not have
@@ -288,7 +299,7 @@ def run_code(req: RunCodeRequest, run_job: RunJob) -> RunCodeResponse:
     if req.fetch_files:
         return RunCodeResponse(status="SandboxError", message="fetch_files is not supported by this server")
     check_request(req)
-    compile_result, run_result = runner(req, run_job)
+    compile_result, run_result = runner(req, door)
     status, message = overall_status(compile_result, run_result)
     return RunCodeResponse(status=status, message=message, compile_result=compile_result, run_result=run_result)
 
@@ -298,7 +309,7 @@ async def run_code_route(body: RunCodeRequest, request: Request) -> Any:
     """Run a program in the sandbox and answer in SandboxFusion's shape (verl's sandbox_fusion_url)."""
     service = request.app.state.service
     try:
-        resp = await run_blocking(request, run_code, body, service.run_job)
+        resp = await run_blocking(request, run_code, body, Door(service.run_job, service.limits.output_cap_bytes))
     except asyncio.CancelledError:  # the server stopped past its grace (the soak's one plain-text 500)
         resp = RunCodeResponse(status="SandboxError", message="the server is shutting down: the run was cut "
                                                               "short; send it again (to another replica)")  # fmt: skip

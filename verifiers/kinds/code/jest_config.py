@@ -3,7 +3,7 @@
 SandboxFusion's jest runner writes the program as a ``*.test.ts`` file beside its own ``node_modules``
 (Jest 29 with babel-jest, Babel's env and TypeScript presets) and runs ``jest``; the run passes when
 jest exits 0. Here the program is ``main.test.ts`` in the job's scratch directory and Jest is Debian's
-(``jest`` 29.3, its modules under /usr/share/nodejs, installed by sandbox/image_langs.py), run as:
+(``jest`` 29.3, its modules under /usr/share/nodejs, installed by sandbox/image/langs.py), run as:
 
 * offline and without watchman (``--watchman=false``: the file crawl is Node's own);
 * one worker, in the jest process itself (``--runInBand``): no worker processes to fork;

@@ -1,7 +1,7 @@
 """The languages the ``code`` verifier runs, and how each is compiled and run in the toolchain sandbox.
 
 Python runs in the Python image's warm workers (see verifiers/kinds/code/verifier.py). Every other language runs in
-the toolchain image (sandbox/image_langs.py) as **one sandbox job per submission**: the job is
+the toolchain image (sandbox/image/langs.py) as **one sandbox job per submission**: the job is
 ``driver.py``, which writes the source into the job's scratch directory, compiles it under the
 compile budget, then runs the binary once per test case under the per-case budget (table below) and
 reports each case's output to the host, where it is judged (verifiers/kinds/code/judges.py). The expected
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from sandbox import toolchain_extras as extras
+from sandbox.image import extras
 from verifiers.kinds.code.java_source import java_entry, scala_main
 from verifiers.kinds.code.jest_config import JEST_ENV, JEST_RUN
 from verifiers.kinds.code.kotlin_source import kotlin_main
@@ -86,9 +86,9 @@ _JVM = ["-XX:+UseSerialGC", "-XX:-UseCompressedClassPointers", "-XX:ReservedCode
 _JUNIT = "/usr/share/java/junit-platform-console-standalone.jar"
 _TUPLES = "/usr/share/java/javatuples.jar"  # libjavatuples-java: org.javatuples for Java, JUnit and Kotlin
 _KOTLINC = ["-J-Xmx512m", "-J-XX:TieredStopAtLevel=1", *(f"-J{f}" for f in _JVM)]
-_KOTLIN_CP = ":".join([*extras.KOTLIN_RUNTIME, _TUPLES])  # sandbox/toolchain_extras.py puts them in the image
+_KOTLIN_CP = ":".join([*extras.KOTLIN_RUNTIME, _TUPLES])  # sandbox/image/extras.py puts them in the image
 _KTS = extras.KOTLIN_SCRIPT_DIR
-GO_WARM_CACHE = "/usr/lib/rlvr/gocache"  # built with the image (sandbox/image_langs.py)
+GO_WARM_CACHE = "/usr/lib/rlvr/gocache"  # built with the image (sandbox/image/langs.py)
 _GO_ENV = {"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache",
            "GOPATH": "/tmp/job/go:/usr/share/gocode"}  # fmt: skip
 # main.ts -> main.js with the image's TypeScript module (node-typescript): types stripped, syntax errors
@@ -170,7 +170,7 @@ _TABLE = {
         "typescript", ("typescript", "ts"), "main.ts", ["node", "-e", _TS_STRIP], ["node", "main.js"], run_as_mb=2048
     ),
     "bash": Language("bash", ("bash", "sh", "shell"), "main.sh", None, ["bash", "main.sh"]),
-    # issue 40: SandboxFusion's other languages, as its runners run them (sandbox/image_langs.py installs them)
+    # SandboxFusion's other languages, as its runners run them (sandbox/image/langs.py installs them)
     "php": Language("php", ("php",), "main.php", None, ["php", "-f", "main.php"]),
     "ruby": Language("ruby", ("ruby", "rb"), "main.rb", None, ["ruby", "main.rb"]),
     "perl": Language("perl", ("perl", "pl"), "main.pl", None, ["perl", "main.pl"]),
@@ -202,7 +202,7 @@ _TABLE = {
         ["vvp", "-n", "main.vvp"],
     ),
     # go test compiles the program and its imports in the run (as SandboxFusion's runner): testify comes
-    # precompiled in the image's build cache (sandbox/image_langs.py), copied into the job's own first
+    # precompiled in the image's build cache (sandbox/image/langs.py), copied into the job's own first
     "go_test": Language(
         "go_test",
         ("go_test", "go"),
@@ -241,7 +241,7 @@ _TABLE = {
         run_as_mb=2048,
     ),  # fmt: skip
     # kotlinc is a JVM too (4 s for a small program here): its output is a small jar, run on the image's
-    # Kotlin runtime; a script compiles to the class Main, which sandbox/KotlinScript.java runs (per case
+    # Kotlin runtime; a script compiles to the class Main, which sandbox/image/KotlinScript.java runs (per case
     # only the JVM starts, not the compiler); racket: ``raco make`` compiles the module once
     "kotlin": Language(
         "kotlin",

@@ -92,7 +92,7 @@ def _language(options: Mapping[str, str]) -> str:
     raw = (options.get("language") or "python").strip().lower()
     name = ALIASES.get(raw, raw)
     if name not in LANGUAGES:
-        why = not_served(raw)  # a SandboxFusion language this server does not run: say why (issue 40)
+        why = not_served(raw)  # a SandboxFusion language this server does not run: say why
         because = f"; {raw!r} is not served: {why}" if why else f", got {raw!r}"
         raise BadRequest(f"code: options['language'] must be one of {', '.join(LANGUAGES)}{because}")
     return name

@@ -1,7 +1,7 @@
 """The ``code`` verifier's stdio mode: run each case, judge it on the host, one verdict per case.
 
 Running: Python runs each case as its own job in the Python pool (own process, own timeout, cases in
-parallel). Other languages run as one job in the toolchain pool (verifiers/kinds/code/toolchains.py): the driver
+parallel). Other languages run as one job in the pool's toolchain lane (verifiers/kinds/code/toolchains.py): the driver
 (in_sandbox/code/driver.py) compiles once and runs the cases one after another, each with its own
 timeout; it reports a line per case as it goes, so a submission that overruns its whole budget still
 has the verdicts of the cases it finished.
@@ -91,9 +91,10 @@ def _from_result(res: Result, timeout_s: float) -> CaseRun:
     return CaseRun("ok", res.stdout, elapsed_s=res.wall_s)
 
 
-def run_compiled(code: str, inputs: list[str], opts: CodeOptions, deadline: Deadline, rid: str,
+def run_compiled(code: str, inputs: list[str], opts: CodeOptions, ctx: Context, deadline: Deadline, rid: str,
                  lang: languages.Language | None = None, blobs: dict[str, str] | None = None):  # fmt: skip
-    """One job in the toolchain pool for ``opts.language``, by the submission's ``deadline``: (compile
+    """One job in the toolchain lane for ``opts.language`` (through ``ctx.run_job``, the one door), by the
+    submission's ``deadline``: (compile
     error message or None, runs, compile seconds). Each case runs at most ``opts.case_timeout_s``; with
     ``reward=all`` the cases after the first failure are skipped. ``lang`` and ``blobs`` (more files,
     base64): as assert mode assembles them (verifiers/kinds/code/asserts.py); else the language's, as given."""
@@ -101,10 +102,11 @@ def run_compiled(code: str, inputs: list[str], opts: CodeOptions, deadline: Dead
     per_case = opts.case_timeout_s
     compile_s = opts.compile_timeout_s if lang.compile else 0.0
     job, nonce = toolchains.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
-                                      stop_on_error=opts.reward == "all", blobs=blobs, job_id=rid)  # fmt: skip
+                                      stop_on_error=opts.reward == "all", blobs=blobs, job_id=rid,
+                                      output_cap=ctx.output_cap)  # fmt: skip
     need = job.timeout_s  # the driver's own need (compile, then every case with its start-up), spent from the deadline
     job.timeout_s, job.deadline = min(need, deadline.remaining()), deadline
-    res = toolchains.run_job(job)
+    res = ctx.run_job(job)
     timeout = float(f"{res.time_limit_s or need:.3g}")
     if res.sandbox_error:
         return None, [CaseRun("sandbox", message=res.sandbox_error) for _ in inputs], 0.0

@@ -131,7 +131,7 @@ class CodeVerifier(Builtin):
             return self._stdio(req, opts, code, budget, ctx)
         if opts.language != "python":  # the tests in the candidate's language, one program (asserts.py)
             prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
-            error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx.deadline.within(budget), req.id,
+            error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx, ctx.deadline.within(budget), req.id,
                                                 prog.lang, prog.blobs)  # fmt: skip
             return asserts.verdict(prog, error, runs)
         return self._assert(req, opts, code, budget, ctx)
@@ -167,7 +167,7 @@ class CodeVerifier(Builtin):
             runs = stdio.run_python(code, inputs, ctx, opts.case_timeout_s, opts.reward == "all",
                                     self.stdio_parallelism, req.id, deadline, self.lane)  # fmt: skip
         else:
-            error, runs, _ = stdio.run_compiled(code, inputs, opts, deadline, req.id)
+            error, runs, _ = stdio.run_compiled(code, inputs, opts, ctx, deadline, req.id)
             if error is not None:
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
         verdict = stdio.grade(runs, spec, opts, ctx)

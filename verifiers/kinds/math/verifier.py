@@ -196,7 +196,7 @@ def _run_job(items: list[PendingItem], run_job) -> Result:
     """One job for the items: the longest item's time plus ``ITEM_SHARE_S`` for each other item, by the
     latest of their deadlines (each item's own timer stops it by its own; the job's kill is the backstop for
     one that does not stop). Without the share, a job of 32 quick items on a loaded machine outlived the
-    longest item's time and the item running then was reported TIMEOUT (found by bench/fuzz_answers.py)."""
+    longest item's time and the item running then was reported TIMEOUT (found by bench/math_grading/fuzz_answers.py)."""
     stdin = json.dumps({"items": [it.payload for it in items]})
     timeout_s = max(it.timeout_s for it in items) + ITEM_SHARE_S * (len(items) - 1)
     job = Job(code=JOB_CODE, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024),

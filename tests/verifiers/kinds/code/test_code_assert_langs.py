@@ -12,7 +12,6 @@ import re
 import pytest
 
 from tests.langs_helpers import make_service
-from verifiers.kinds.code import toolchains
 from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL
 from verifiers.kinds.code.options import CodeOptions
 from verifiers.shapes.base import BadRequest
@@ -211,10 +210,10 @@ def test_identical_programs_compile_once(service):
     """The nonce is a keyed hash of the program, so a batch's identical programs are one compile (issue 40)."""
     tests, *_ = CASES["rust"]
     unique = "fn add(a: i64, b: i64) -> i64 { let once = 17; a + b + once - 17 }\n"
-    before = toolchains.STATS["compiles"]
+    before = service.toolchains.stats["compiles"]
     vs = service.verify_batch([_request("rust", unique, tests) for _ in range(3)])
     assert [v.reward for v in vs] == [1.0] * 3, [v.detail for v in vs]
-    assert toolchains.STATS["compiles"] - before == 1
+    assert service.toolchains.stats["compiles"] - before == 1
 
 
 # The residual gap: the tests share the candidate's program, so it can read the nonce from its own source or

@@ -16,7 +16,6 @@ import verifiers.kinds.code.kotlin_source
 from tests import langs_helpers
 from tests.langs_helpers import make_service, stats_delta
 from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS
-from verifiers.kinds.code import toolchains
 from verifiers.kinds.code.kotlin_source import kotlin_main
 
 NEW = ["kotlin", "kotlin_script", "racket"]
@@ -49,15 +48,17 @@ grade = partial(langs_helpers.grade, fresh=True, timeout_s=120, case_timeout_s="
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", NEW)
 def test_a_second_request_with_the_same_program_is_not_compiled_again(service, lang):
-    toolchains.CACHE.clear()
-    before = dict(toolchains.STATS)
+    service.toolchains.cache.clear()
+    before = dict(service.toolchains.stats)
     first = grade(service, lang, PROGRAMS[lang][0])  # the default compile budget (30 s)
     assert first.outcome == "CORRECT", first.detail
-    assert stats_delta(before) == {"compiles": 1}, stats_delta(before)
-    before = dict(toolchains.STATS)
+    assert stats_delta(service, before) == {"compiles": 1}, stats_delta(service, before)
+    before = dict(service.toolchains.stats)
     again = grade(service, lang, PROGRAMS[lang][0])
     assert again.outcome == "CORRECT", again.detail
-    assert stats_delta(before) == {"cached": 1}, stats_delta(before)  # the artifact fit in the output cap
+    assert stats_delta(service, before) == {"cached": 1}, stats_delta(
+        service, before
+    )  # the artifact fit in the output cap
 
 
 @pytest.mark.docker

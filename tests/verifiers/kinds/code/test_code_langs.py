@@ -211,20 +211,19 @@ def test_a_compiled_language_over_grpc(client):
 @pytest.mark.parametrize("lang", ["go", "java"])
 def test_a_batch_of_one_program_compiles_it_once(service, lang):
     """G completions that hold the same program (different prose around it): one compile, one run, every
-    item graded from it (toolchains.STATS: ``compiles`` run, ``shared`` joined)."""
-    from verifiers.kinds.code import toolchains
+    item graded from it (service.toolchains.stats: ``compiles`` run, ``shared`` joined)."""
     from verifiers.shapes.request import Request
 
     opts = {"mode": "stdio", "language": lang, "case_timeout_s": "5"}
     texts = [f"Attempt {i}: here it is.\n```{lang}\n{PROGRAMS[lang][0]}```\n" for i in range(6)]
-    toolchains.CACHE.clear()  # the other tests compiled this program: the artifact cache would answer
-    before = dict(toolchains.STATS)
+    service.toolchains.cache.clear()  # the other tests compiled this program: the artifact cache would answer
+    before = dict(service.toolchains.stats)
     verdicts = service.verify_batch([Request("code", t, SUM_CASES, options=opts, timeout_s=60) for t in texts])
     assert [(v.outcome, v.reward) for v in verdicts] == [("CORRECT", 1.0)] * 6, [v.detail for v in verdicts]
-    compiles = toolchains.STATS["compiles"] - before.get("compiles", 0)
-    shared = toolchains.STATS["shared"] - before.get("shared", 0)
+    compiles = service.toolchains.stats["compiles"] - before.get("compiles", 0)
+    shared = service.toolchains.stats["shared"] - before.get("shared", 0)
     assert (compiles, shared) == (1, 5)
     wrong = service.verify_batch([Request("code", f"```{lang}\n{PROGRAMS[lang][1]}```", SUM_CASES, options=opts,
                                           timeout_s=60)] * 2)  # fmt: skip
     assert [v.outcome for v in verdicts[:1] + wrong] == ["CORRECT", "INCORRECT", "INCORRECT"]
-    assert toolchains.STATS["compiles"] - before.get("compiles", 0) == 2  # another source: its own compile
+    assert service.toolchains.stats["compiles"] - before.get("compiles", 0) == 2  # another source: its own compile

@@ -16,6 +16,7 @@ from verifiers.kinds.code.judges import DEFAULT_TOL
 from verifiers.kinds.code.languages import COMPILE_TIMEOUT_S
 from verifiers.kinds.code.options import CASE_TIMEOUT_S, CodeOptions
 from verifiers.kinds.code.verifier import CodeVerifier
+from verifiers.service import wiring
 from verifiers.shapes.base import BadRequest
 from verifiers.shapes.limits import LimitsError, ServiceLimits, add_arguments, from_args
 from verifiers.shapes.request import Request
@@ -116,35 +117,31 @@ def test_the_verifiers_check_returns_the_parsed_options():
     assert set(v.options) == {f.name for f in CodeOptions.__dataclass_fields__.values()} | {"partial"}
 
 
-# -- the toolchain pool's limits --------------------------------------------------------------------------
-@pytest.fixture
-def configured():
-    """Restores the toolchain module's default limits afterwards (no pool is started here)."""
-    yield toolchains.configure
-    toolchains.configure(ServiceLimits())
-
-
-def test_the_toolchain_pool_takes_its_limits_from_the_service_limits(configured, monkeypatch):
+# -- the toolchain lane's limits (verifiers/service/wiring.py) -----------------------------------------------
+def test_the_toolchain_lane_takes_its_limits_from_the_service_limits(monkeypatch):
     monkeypatch.setenv("RLVR_LANGS_POOL_SIZE", "9")  # the old side channel: no longer read
     monkeypatch.setenv("RLVR_LANGS_MEMORY_MB", "9999")
     monkeypatch.setenv("RLVR_LANGS_IMAGE", "elsewhere:1")
-    configured(ServiceLimits(langs_pool_size=3, langs_memory_mb=3000, langs_image="mine:1", cpus=0.5, pids=300,
-                             output_cap_bytes=70000, max_queue_s=12))  # fmt: skip
-    cfg = toolchains.config()
+    cfg = wiring.toolchain_config(ServiceLimits(langs_pool_size=3, langs_memory_mb=3000, langs_image="mine:1",
+                                                cpus=0.5, pids=300, output_cap_bytes=70000, max_queue_s=12))  # fmt: skip
     assert (cfg.size, cfg.memory_mb, cfg.image) == (3, 3000, "mine:1")
     assert (cfg.cpus, cfg.pids, cfg.output_bytes, cfg.max_wait_s, cfg.tmpfs_exec) == (0.5, 300, 70000, 12, True)
 
 
-def test_the_toolchain_pools_defaults_follow_the_service_pool(configured, monkeypatch):
-    from sandbox import image_langs
+def test_the_toolchain_lanes_defaults_follow_the_service_pool(monkeypatch):
+    from sandbox.image import langs as image_langs
 
     monkeypatch.setenv("RLVR_LANGS_POOL_SIZE", "9")
-    configured(ServiceLimits(pool_size=5, memory_mb=4096))
-    cfg = toolchains.config()
+    cfg = wiring.toolchain_config(ServiceLimits(pool_size=5, memory_mb=4096))
     assert (cfg.size, cfg.memory_mb, cfg.image, cfg.pids) == (5, 4096, image_langs.image_tag(), 256)
-    configured(ServiceLimits(memory_mb=1024))
-    assert toolchains.config().memory_mb == 2048  # compilers get at least 2048 MiB
-    assert toolchains.config().size >= 2  # 0: one per CPU core, at least 2
+    assert wiring.toolchain_config(ServiceLimits(memory_mb=1024)).memory_mb == 2048  # compilers: at least 2048 MiB
+    assert wiring.toolchain_config(ServiceLimits()).size >= 2  # 0: one per CPU core, at least 2
+
+
+def test_the_service_pool_has_the_toolchain_lane_started_on_first_use():
+    pool = wiring.build_pool(ServiceLimits(pool_size=1, langs_pool_size=3))
+    assert toolchains.LANE in pool.lane_names() and pool.own_slots(toolchains.LANE)
+    assert pool.lane_config(toolchains.LANE).size == 3 and pool.lane_config(toolchains.LANE).tmpfs_exec
 
 
 def test_the_toolchain_limits_are_server_flags():

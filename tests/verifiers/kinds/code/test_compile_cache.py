@@ -118,30 +118,30 @@ grade = partial(langs_helpers.grade, fresh=True)
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", ["c", "go", "rust", "java"])
 def test_a_batch_compiles_each_distinct_program_once_and_a_later_request_none(service, lang):
-    toolchains.CACHE.clear()
+    service.toolchains.cache.clear()
     src = PROGRAMS[lang][0]
     distinct = [f"{src}// variant {i}\n" for i in range(4)]
     opts = {"mode": "stdio", "language": lang, "case_timeout_s": "5"}
     batch = [
         Request("code", f"```{lang}\n{s}```", SUM_CASES, options=opts, timeout_s=120) for s in [src] * 4 + distinct
     ]
-    before = dict(toolchains.STATS)
+    before = dict(service.toolchains.stats)
     verdicts = service.verify_batch(batch)
     assert [v.outcome for v in verdicts] == ["CORRECT"] * 8, [v.detail for v in verdicts]
-    assert stats_delta(before).get("compiles") == 5, stats_delta(before)
-    before = dict(toolchains.STATS)
+    assert stats_delta(service, before).get("compiles") == 5, stats_delta(service, before)
+    before = dict(service.toolchains.stats)
     again = [replace(r, completion=f"Again:\n{r.completion}") for r in (batch[0], batch[5])]  # past the verdict cache
     again = service.verify_batch(again)
     assert [v.outcome for v in again] == ["CORRECT"] * 2
-    assert stats_delta(before) == {"cached": 2}
+    assert stats_delta(service, before) == {"cached": 2}
 
 
 @pytest.mark.docker
 def test_a_cached_compile_error_reads_as_the_first_one(service):
-    toolchains.CACHE.clear()
-    before = dict(toolchains.STATS)
+    service.toolchains.cache.clear()
+    before = dict(service.toolchains.stats)
     first, second = (grade(service, "cpp", PROGRAMS["cpp"][4]) for _ in range(2))
-    assert stats_delta(before) == {"compiles": 1, "cached": 1}
+    assert stats_delta(service, before) == {"compiles": 1, "cached": 1}
     assert first.outcome == second.outcome == "COMPILE_ERROR"
     assert first.detail == second.detail and "error" in first.detail
 
@@ -160,30 +160,30 @@ def test_compiler_flags_are_part_of_the_key(service):
     """The same source with another -D: each its own binary (a key of the source alone would share it)."""
     lang = languages.language("c")
     src = '#include <stdio.h>\nint main(){ printf("%d\\n", ANSWER); return 0; }\n'
-    outs, before = [], dict(toolchains.STATS)
+    outs, before = [], dict(service.toolchains.stats)
     for answer in ("1", "2", "1"):
         flagged = replace(lang, compile=[*lang.compile[:-1], f"-DANSWER={answer}", lang.compile[-1]])
         job, nonce = toolchains.driver_job(flagged, src, [""], case_timeout_s=2, compile_timeout_s=30)
-        lines = toolchains.driver_lines(toolchains.run_job(job).stdout, nonce)
+        lines = toolchains.driver_lines(service.run_job(job).stdout, nonce)
         outs += [base64.b64decode(d["stdout"]).decode().strip() for d in lines if "case" in d]
     assert outs == ["1", "2", "1"]
-    assert stats_delta(before) == {"compiles": 2, "cached": 1}
+    assert stats_delta(service, before) == {"compiles": 2, "cached": 1}
 
 
 @pytest.mark.docker
 def test_a_program_that_rewrites_its_binary_changes_no_later_job(service):
     """It replaces ./main with a script that prints the expected answer; the next request for the same
     program gets the compiler's binary from the cache, not the rewritten one."""
-    toolchains.CACHE.clear()
+    service.toolchains.cache.clear()
     src = (
         "#include <stdio.h>\n#include <unistd.h>\n#include <sys/stat.h>\n"
         'int main(){ unlink("main"); FILE *f = fopen("main", "w"); fputs("' + POISON + '", f); fclose(f);'
         ' chmod("main", 0755); puts("-1"); return 0; }\n'
     )
-    before = dict(toolchains.STATS)
+    before = dict(service.toolchains.stats)
     verdicts = [grade(service, "c", src, reference=ONE) for _ in range(3)]
     assert [v.outcome for v in verdicts] == ["INCORRECT"] * 3, [v.detail for v in verdicts]
-    assert stats_delta(before) == {"compiles": 1, "cached": 2}
+    assert stats_delta(service, before) == {"compiles": 1, "cached": 2}
 
 
 LEFTOVER = (  # a daemon that outlives its job if it can, and rewrites what the next compile writes
@@ -202,7 +202,7 @@ def test_a_leftover_process_cannot_write_into_the_next_compile(service, lang):
     """A daemon started by one job rewrites, for 20 s, every binary a compile writes into the scratch
     directory with a script that prints the expected answer; the next program (a wrong one) is compiled
     and cached in the same sandbox right after, and graded twice: never CORRECT."""
-    toolchains.CACHE.clear()
+    service.toolchains.cache.clear()
     assert grade(service, "c", LEFTOVER, reference=ONE).outcome == "INCORRECT"
     verdicts = [grade(service, lang, PROGRAMS[lang][1], reference=ONE) for _ in range(2)]
     assert [v.outcome for v in verdicts] == ["INCORRECT"] * 2, [v.detail for v in verdicts]
@@ -212,13 +212,13 @@ def test_a_leftover_process_cannot_write_into_the_next_compile(service, lang):
 def test_a_run_job_that_cannot_use_the_artifact_falls_back_to_compiling(service, monkeypatch):
     """Fault injection: every run job (a cache hit) dies before the driver speaks; the program is compiled
     again in a plain driver job and graded as without the cache (never a SANDBOX_ERROR for our failure)."""
-    toolchains.CACHE.clear()
+    service.toolchains.cache.clear()
     tail = "artifact.run_cached(driver.main)\n"
     assert compile_cache.RUN_JOB.endswith(tail)
     monkeypatch.setattr(compile_cache, "RUN_JOB", compile_cache.RUN_JOB[: -len(tail)] + "raise SystemExit(3)\n")
-    before = dict(toolchains.STATS)
+    before = dict(service.toolchains.stats)
     assert [grade(service, "c", PROGRAMS["c"][i]).outcome for i in (0, 0, 1)] == ["CORRECT", "CORRECT", "INCORRECT"]
-    assert stats_delta(before) == {"compiles": 3, "cached": 1}  # build, the hit's fallback, build
+    assert stats_delta(service, before) == {"compiles": 3, "cached": 1}  # build, the hit's fallback, build
 
 
 @pytest.mark.docker
@@ -227,7 +227,7 @@ def test_an_artifact_with_no_room_left_in_the_output_cap_is_not_cached_and_the_j
     job grades as the driver and sends no artifact; the next request compiles again."""
     src = 'package main\nimport ("fmt"; "strings")\nfunc main(){ fmt.Println(strings.Repeat("x", 300000)) }\n'
     ref = json.dumps([{"input": "", "output": "x" * 300000}])
-    toolchains.CACHE.clear()
-    before = dict(toolchains.STATS)
+    service.toolchains.cache.clear()
+    before = dict(service.toolchains.stats)
     assert [grade(service, "go", src, reference=ref).outcome for _ in range(2)] == ["CORRECT"] * 2
-    assert stats_delta(before) == {"compiles": 2, "uncached": 2}
+    assert stats_delta(service, before) == {"compiles": 2, "uncached": 2}

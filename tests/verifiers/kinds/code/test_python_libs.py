@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from sandbox.image import RUNTIME_PACKAGES
+from sandbox.image.python import RUNTIME_PACKAGES
 from tests.http_helpers import http_service
 from tests.sandboxfusion_helpers import verl_result
 
@@ -88,7 +88,7 @@ def test_the_warm_worker_does_not_hold_them(client):
 
 
 def test_numpy_runs_one_blas_thread(client):
-    # OpenBLAS starts a thread per host CPU unless told (sandbox/image.py NUMPY_INIT): on a big host that
+    # OpenBLAS starts a thread per host CPU unless told (sandbox/image/python.py NUMPY_INIT): on a big host that
     # is dozens of pids and stacks in a sandbox with one CPU's quota; a program may still ask for more
     probe = (
         "import numpy as np\nm = np.ones((512, 512))\nassert (m @ m)[0, 0] == 512.0\n"

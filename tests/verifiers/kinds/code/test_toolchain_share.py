@@ -3,9 +3,9 @@
 Caller A starts long C programs on every toolchain sandbox (and one more, queued) through /run_code;
 caller B then sends a short C job through the code verifier (stdio). B's verdict must come back while
 A's programs still run: the server's toolchain pool is behind a ``FairGate`` with a burst sandbox
-(``toolchains.share``, called by the service core), so B does not wait for one of A's programs to end.
+(the toolchain lane's gate, verifiers/service/wiring.py), so B does not wait for one of A's programs to end.
 Asserted by order and by the programs' own clocks (each of A's programs prints when it started and
-when it ended), never by a time threshold; bench/fairness.py --toolchain measures the latencies. A's
+when it ended), never by a time threshold; bench/service/fairness.py --toolchain measures the latencies. A's
 third program, queued behind its own two, waits its own turn: the burst sandbox is for a caller that
 holds none. Each of A's programs is a different source, so none joins another's job in flight or
 compile (verifiers/kinds/code/compile_cache.py)."""

@@ -2,7 +2,7 @@
 
 The contract: for every string fastparse accepts, its tree is the one the ANTLR path builds (srepr, and every
 node's class and arguments in stored order). Three sources of strings: (a) every string our grader hands the
-parser on our whole corpus (tests/data/latex_parses.jsonl, recorded by bench/math_parses.py), where the share
+parser on our whole corpus (tests/data/latex_parses.jsonl, recorded by bench/math_grading/parses.py), where the share
 fastparse reads is also held to what bench/results/math.txt claims; (b) random LaTeX in and around its grammar
 (latex_gen.py, seeded); (c) traps. And the check itself must fail on a wrong rule. Each comparison runs in a
 fresh interpreter (fastparse_check.py): importing the grader patches Math-Verify for the whole process.

@@ -12,7 +12,7 @@
 Deterministic and complete over the small tables: properties 1, 3 and 4 are parametrized over every
 row and try every whitespace, hedge and form against it (the cross product, no sampling); property 2
 draws matrices, sums and tuples with ``derandomize=True`` (the same examples every run, the failing one
-printed), 25 of them; RLVR_PROPERTY_EXAMPLES (``bench/fuzz.py``) raises that and searches afresh.
+printed), 25 of them; RLVR_PROPERTY_EXAMPLES (``bench/tools/fuzz.py``) raises that and searches afresh.
 ``test_every_form_applies_to_some_answer`` keeps each table row able to apply.
 """
 
@@ -31,7 +31,7 @@ SETTINGS = settings(
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
-    derandomize="RLVR_PROPERTY_EXAMPLES" not in os.environ,  # bench/fuzz.py sets it: a fresh search each time
+    derandomize="RLVR_PROPERTY_EXAMPLES" not in os.environ,  # bench/tools/fuzz.py sets it: a fresh search each time
 )
 SPACES = [" ", "  ", "\n", "\t", "\r\n", " \n  ", "\u00a0", "\n\n", "\u2003"]
 

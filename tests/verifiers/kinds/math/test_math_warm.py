@@ -3,7 +3,7 @@
 A job is forked from the warm worker, so whatever the warm-up leaves in memory is in every job. The shapes'
 fill must leave ANTLR's prediction tables (a cache of the parser's decisions: the same parse, faster) and no
 parsed value: Math-Verify's own caches (``parse_latex_cached``, ``extract_latex``) keyed by the string would
-hand a job a value computed outside it. And reading the corpus must not patch Math-Verify (bench/math.py reads
+hand a job a value computed outside it. And reading the corpus must not patch Math-Verify (bench/math_grading/speed.py reads
 it in the process where it times Math-Verify as shipped). Each check runs in a fresh interpreter, since the
 grader's import puts our rules in place of Math-Verify's for the whole process.
 """

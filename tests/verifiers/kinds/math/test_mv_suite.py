@@ -1,7 +1,7 @@
 """Math-Verify's own test suite (tests/data/mv_suite.tsv: 268 gold/pred/expected rows from its tests/*.py)
 replayed through a real server: every row must get the suite's expected verdict, except the rows below,
 where we differ by design (docs/verifiers.md, "Agreement with Math-Verify's own test suite", says why).
-Graded as ``bench/math.py --suite mv`` and ``bench/math_agreement.py`` grade them: reference = gold,
+Graded as ``bench/math_grading/speed.py --suite mv`` and ``bench/math_grading/agreement.py`` grade them: reference = gold,
 completion = pred, ``fallback = full`` (the pred is a whole text, read as Math-Verify reads it)."""
 
 from __future__ import annotations
