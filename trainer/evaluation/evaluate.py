@@ -15,8 +15,12 @@ table next to it (``.md``, also printed), and ``<out>.samples.jsonl``: every gra
 it is graded (id, sample index, completion, reference, reward, outcome, ...). That file is the resume
 log: run the same command again after an interruption and samples already graded are reused, never
 re-generated or re-graded; samples whose outcome was SANDBOX_ERROR are graded again. A log line is
-reused only if its fingerprint (verifier, reference, prompt, options, and the completion or the
-model + sampling settings) matches, so changing the command does not mix runs. ``--fresh`` starts over.
+reused only if its fingerprint matches: the verifier as the serving registry defines it (name, version,
+``digest`` and the service's ``grader_version`` from ListVerifiers: ``grade.Stamps``), reference, prompt,
+options, grading budget, and the completion or the model + sampling settings; so a replaced verifier,
+another server's registry or a changed command grades again. Deciding that needs the service, which is
+asked even when nothing is left to grade. ``--fresh`` starts over. A run that grades nothing leaves no
+samples file; ``--wait-s`` bounds the wait for a ``--target`` that cannot be reached.
 It is also a completions file: ``--completions <out>.samples.jsonl`` re-grades it.
 """
 
