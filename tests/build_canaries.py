@@ -140,6 +140,9 @@ def render(rows: list[dict]) -> str:
 
 def main(argv: list[str]) -> int:
     check = argv == ["--check"]
+    if argv in (["-h"], ["--help"]):
+        print(f"usage: .venv/bin/python -m tests.build_canaries [--check]\n\n{__doc__}")
+        return 0
     if argv and not check:
         print("usage: python -m tests.build_canaries [--check]", file=sys.stderr)
         return 2

@@ -10,8 +10,10 @@
     python -m verifiers.cli unregister countdown
 
 ``--target`` (default ``$VERIFIER_TARGET`` or 127.0.0.1:50051) is the service; ``--token`` (default
-``$VERIFIER_ADMIN_TOKEN``) is sent as ``authorization: Bearer`` on register/unregister. Output is JSON
-on stdout; a refused call prints its status and message on stderr and exits 1.
+``$VERIFIER_ADMIN_TOKEN``) is sent as ``authorization: Bearer`` on register/unregister; ``--timeout-s`` is
+the call's deadline and ``--wait-s`` (default 10) how long a service that cannot be reached is tried
+before the command says "cannot reach the verifier service". Output is JSON on stdout; a refused call
+prints its status and message on stderr and exits 1.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from verifiers.client import VerifierClient, VerifierError
 from verifiers.shapes.errors import UsageError
 
 DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_WAIT_S = 10.0
+WAIT_HELP = f"how long to keep trying a service that cannot be reached, in seconds (default {DEFAULT_WAIT_S:g})"
 
 
 def _read(path: str) -> str:
@@ -81,7 +85,7 @@ def _info(info: pb.VerifierInfo, full: bool = False) -> dict:
 
 def run(a: argparse.Namespace) -> object:
     token = a.token if a.cmd in ("register", "unregister") else None
-    with VerifierClient(a.target, timeout_s=a.timeout_s, retries=2, token=token or None, wait_s=a.timeout_s) as c:
+    with VerifierClient(a.target, timeout_s=a.timeout_s, token=token or None, wait_s=a.wait_s) as c:
         if a.cmd == "register":
             return _info(c.register(register_request(a)))
         if a.cmd == "unregister":
@@ -101,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--target", default=argparse.SUPPRESS, help="host:port of the service")
     common.add_argument("--token", default=argparse.SUPPRESS, help="admin token (env VERIFIER_ADMIN_TOKEN)")
     common.add_argument("--timeout-s", type=float, default=argparse.SUPPRESS, help="deadline of the call")
+    common.add_argument("--wait-s", type=float, default=argparse.SUPPRESS, help=WAIT_HELP)
     p = argparse.ArgumentParser(prog="python -m verifiers.cli", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument(
@@ -110,6 +115,7 @@ def parser() -> argparse.ArgumentParser:
         "--token", default=os.environ.get("VERIFIER_ADMIN_TOKEN", ""), help="admin token for register/unregister"
     )
     p.add_argument("--timeout-s", type=float, default=60.0, help="deadline of the call in seconds")
+    p.add_argument("--wait-s", type=float, default=DEFAULT_WAIT_S, help=WAIT_HELP)
     sub = p.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("register", parents=[common], help="register (or with --replace, update) a verifier")
@@ -152,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 1
     except VerifierError as e:
-        hint = (
-            f" (is the service running at {a.target}? `make serve` starts one)" if e.code.name == "UNAVAILABLE" else ""
-        )
-        print(f"error: {e.code.name}: {e.message}{hint}", file=sys.stderr)
+        message = e.message  # UNAVAILABLE: the client's own message says where and what to check
+        if e.code.name == "ALREADY_EXISTS":  # the server says it in the request's terms (field `replace`)
+            said = "set replace to overwrite it"
+            message = message.replace(said, "pass --replace to overwrite it") if said in message else (
+                f"{message} (pass --replace to overwrite it)")  # fmt: skip
+        print(f"error: {e.code.name}: {message}", file=sys.stderr)
         return 1
     print(json.dumps(out, indent=2))
     return 0

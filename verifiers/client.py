@@ -20,8 +20,10 @@ Deadlines and retries: every call carries one deadline (``timeout_s``). A call a
 ``UNAVAILABLE`` (a replica killed mid-call, a server starting or restarting) is tried again, and
 round_robin sends it to another replica when one is up, within the deadline. While no replica
 answers at all, a call keeps trying for up to ``wait_s`` (default 300 s, sized for training: a
-restarted service is back within a minute), logging a line that names the target; the grading
-deadline then starts again from the attempt that reaches a server. A ``deadline_s`` given to one
+restarted service is back within a minute; the commands take ``--wait-s``), logging a line that
+names the target, then fails with "cannot reach the verifier service ..." (UNAVAILABLE): the grading
+deadline is never a connect window. Once a server answers, the grading deadline starts again from
+that attempt. A ``deadline_s`` given to one
 call is a hard limit instead: it is retried within it, never past it. ``retries`` caps the number of
 tries (``retries=0``: fail at once). Every other status is raised at once as
 ``VerifierError``. A sub-batch's results are taken from the one response that completed, so no
@@ -213,8 +215,10 @@ class VerifierClient:
         budget = timeout_s or self.timeout_s
         t0 = time.monotonic()
         # a deadline given for this call is the caller's hard limit; the client's own default deadline
-        # is grading time, and waiting for an unavailable service (up to wait_s) does not count against it
-        deadline, wait_until = t0 + budget, t0 + (0.0 if timeout_s else self.wait_s)
+        # is grading time, and waiting for an unavailable service (up to wait_s from its first UNAVAILABLE
+        # answer) does not count against it. The grading deadline is never a connect window: a service
+        # that cannot be reached fails the call once wait_s has passed, however long grading may take.
+        deadline, hard = t0 + budget, bool(timeout_s)
         delay, tries, down_since, next_note, details = 0.1, 0, None, 0.0, ""
         while True:
             left = deadline - time.monotonic()
@@ -229,20 +233,21 @@ class VerifierClient:
                 if code != grpc.StatusCode.UNAVAILABLE:
                     raise VerifierError(code, details) from None
                 now = time.monotonic()
-                end = max(deadline, wait_until)
+                down_since = now if down_since is None else down_since
+                wait_until = down_since + self.wait_s
+                end = deadline if hard else wait_until
                 if (self.retries is not None and tries >= self.retries) or now >= end:
                     raise self._unavailable(details, now - t0, tries + 1) from None
-                if down_since is None or now >= next_note:
+                if tries == 0 or now >= next_note:
                     window = self._retry_window(delay, tries, end - now)
-                    if down_since is None:
-                        down_since = now
+                    if now == down_since:
                         log.warning("verifier service at %s unavailable (%s): retrying for up to %s",
                                     self.target, details, window)  # fmt: skip
                     else:
                         log.warning("verifier service at %s still unavailable after %.0f s: retrying for up to "
                                     "%s more", self.target, now - down_since, window)  # fmt: skip
                     next_note = now + NOTE_EVERY_S
-                if now < wait_until:  # time spent waiting for the service is not grading time
+                if not hard:  # time spent waiting for the service is not grading time
                     deadline = max(deadline, now + budget)
                 time.sleep(min(delay, max(0.0, end - now)))
                 delay, tries = min(delay * 2, MAX_BACKOFF_S), tries + 1
@@ -265,8 +270,8 @@ class VerifierClient:
     def _unavailable(self, details: str, waited_s: float, tries: int) -> VerifierError:
         return VerifierError(
             grpc.StatusCode.UNAVAILABLE,
-            f"verifier service at {self.target} unavailable ({tries} tries in {waited_s:.1f} s: {details}): is it "
-            "running? (`make serve`, or set the target to where it runs)",
+            f"cannot reach the verifier service: {self.target} unavailable ({tries} tries in {waited_s:.1f} s: "
+            f"{details}): is it running? (`make serve`, or set the target to where it runs)",
         )
 
     # -- grading ----------------------------------------------------------------------------------

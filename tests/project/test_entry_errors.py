@@ -7,6 +7,7 @@ status 1 plus the same message on stderr from ``main()`` / ``python -m verifiers
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -72,10 +73,12 @@ def test_cli_with_no_service_says_how_long_it_really_retried():
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
     out = subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", f"127.0.0.1:{port}", "--timeout-s", "3",
-                          "list"], cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+                          "--wait-s", "1", "list"], cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 1 and "UNAVAILABLE" in out.stderr, out.stderr
     assert "300 s" not in out.stderr and "for 0 s" not in out.stderr, out.stderr
-    assert "retrying for up to 0.3 s (2 more tries)" in out.stderr and "(3 tries in 0." in out.stderr, out.stderr
+    # issue 51: the window is --wait-s (not --timeout-s, the call's deadline), and the message says so
+    assert "retrying for up to 1.0 s" in out.stderr and re.search(r"\(\d+ tries in 1\.\d s", out.stderr), out.stderr
+    assert "cannot reach the verifier service" in out.stderr
 
 
 def test_make_serve_echoes_its_command_as_one_line():

@@ -56,6 +56,9 @@ def render(results: dict[str, str]) -> str:
 
 
 def main() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return 0
     if not RESULTS.exists():
         print(f"no battery results at {RESULTS}: run the battery first", file=sys.stderr)
         return 1

@@ -69,11 +69,16 @@ def test_an_interrupted_run_resumes_without_regrading(tmp_path, verifier_server)
     log.write_text("\n".join(lines[:3]) + "\n" + lines[3][:25])  # killed while writing the 4th line
     again = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
     assert (again["reused"], again["graded_now"]) == (3, 4)
-    done = evaluate.main(["--completions", str(f), "--verifier", "math", "--out", str(out), "--target", "127.0.0.1:1",
-                          "--no-progress"])  # fmt: skip  # nothing left: the (dead) service is never called
+    done = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
     assert (done["reused"], done["graded_now"]) == (7, 0)
     for key in ("accuracy", "pass@k", "outcomes", "n", "format_rate"):
         assert full[key] == again[key] == done[key]
+    # nothing left to grade, but whether the logged grades still hold is the serving registry's to say
+    # (issue 51): a service that cannot be reached is an error, never a report of grades it may not give
+    with pytest.raises(SystemExit):
+        evaluate.main(["--completions", str(f), "--verifier", "math", "--out", str(out), "--target", "127.0.0.1:1",
+                       "--wait-s", "0", "--no-progress"])  # fmt: skip
+    assert len(log.read_text().splitlines()) == 7  # the log is untouched
     # a changed completion is a different sample: it is graded, the rest are reused
     rows = [dict(r) for r in MATH_ROWS]
     rows[4]["completion"] = "\\boxed{0.5}"

@@ -229,8 +229,18 @@ def test_sample_log_latest_line_wins_cut_lines_are_ignored_and_fingerprints_must
     assert log.reusable("p#0", "A")["outcome"] == "INCORRECT"
     assert log.reusable("p#1", "B") is None and log.reusable("p#2", "A") is None
     log.close()
+    fresh = SampleLog(path, fresh=True)  # ignores the old lines; replaces them at its first append only,
+    assert fresh.reusable("p#0", "A") is None and "p#1" in path.read_text()  # so a failed --fresh run keeps them
+    fresh.append([{"key": "q#0", "fp": "B", "outcome": "CORRECT"}])
+    fresh.close()
+    assert [json.loads(x)["key"] for x in path.read_text().splitlines()] == ["q#0"]
+
+
+def test_a_log_that_grades_nothing_leaves_no_file(tmp_path):
+    path = tmp_path / "sub" / "r.samples.jsonl"
+    SampleLog(path).close()
     SampleLog(path, fresh=True).close()
-    assert path.read_text() == ""
+    assert not path.exists()
 
 
 def test_command_line_of_make_eval_parses():
@@ -260,7 +270,26 @@ def test_default_output_paths(tmp_path, monkeypatch):
     a = parse_args(["--k", "4"])
     assert default_out(a, "runs/r7/final", "heldout") == (tmp_path / "runs/r7/eval/heldout-k4.json").resolve()
     b = parse_args(["--completions", "x/he.jsonl"])
-    assert default_out(b, None, "x/he.jsonl") == Path("runs/eval/he.json")
+    assert default_out(b, None, "x/he.jsonl").parent == Path("runs/eval")
+    assert default_out(b, None, "x/he.jsonl").name.startswith("he-")
+
+
+def test_two_files_that_share_a_name_never_share_a_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "r7" / "final").mkdir(parents=True)
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "test.jsonl").write_text("")
+    outs = {default_out(parse_args(["--completions", f"{d}/test.jsonl"]), None, f"{d}/test.jsonl") for d in "ab"}
+    assert len(outs) == 2
+    a = parse_args([])  # model mode: the same model on two data files named alike, in a run and outside one
+    for model in ("runs/r7/final", "elsewhere/final"):
+        assert len({default_out(a, model, f"{d}/test.jsonl") for d in "ab"}) == 2
+    # two models whose folders share a name (outside runs/), on one file
+    assert default_out(a, "x/final", "a/test.jsonl") != default_out(a, "y/final", "a/test.jsonl")
+    # the same file named two ways is the same report (so the resume log is found again)
+    b = parse_args(["--completions", "a/test.jsonl"])
+    assert default_out(b, None, "a/test.jsonl") == default_out(b, None, "./a/../a/test.jsonl")
 
 
 # -- make eval with no arguments: the run folder `make train` (trainer.pipelines.make_train) writes ----------------
@@ -352,3 +381,30 @@ def test_a_signal_landing_after_a_batch_is_logged_does_not_log_it_twice(tmp_path
     grader.close()
     log.close()
     assert (tmp_path / "x.samples.jsonl").read_text().count("\n") == 4 and calls == [4]
+
+
+def test_the_fingerprint_covers_the_serving_registry_and_the_grading_budget(tmp_path):
+    """Issue 51: a logged grade is reused only while the verifier's version, definition digest and the service's
+    grader version (grade.Stamps, from ListVerifiers) and the grading budget are what they were."""
+    from trainer.evaluation.plan import load_samples, plan_completions
+
+    f = tmp_path / "c.jsonl"
+    f.write_text("".join(json.dumps({"id": i, "completion": "\\boxed{1}", "reference": "1"}) + "\n" for i in "ab"))
+    a = parse_args(["--completions", str(f), "--verifier", "math"])
+    samples = load_samples(a)
+    path = tmp_path / "r.samples.jsonl"
+
+    def stamp(version=1, digest="d1", grader="g1"):
+        return lambda name: [[name, version, digest, grader], None]
+
+    log = SampleLog(path)
+    first = plan_completions(a, log, samples, stamp())
+    log.append([{"key": k, "fp": first.fps[k], "outcome": "CORRECT"} for k in first.keys])
+    log.close()
+    log = SampleLog(path)
+    assert len(plan_completions(a, log, samples, stamp()).reused) == 2
+    for changed in (stamp(version=2), stamp(digest="d2"), stamp(grader="g2")):
+        assert plan_completions(a, log, samples, changed).reused == {}
+    a.timeout_s = 5.0
+    assert plan_completions(a, log, samples, stamp()).reused == {}
+    log.close()

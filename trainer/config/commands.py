@@ -111,6 +111,9 @@ class EvalArgs(BaseModel):
     workers: int = Field(2, ge=1, description="VerifyBatch calls in flight at once")
     timeout_s: float = Field(0.0, ge=0, description="grading budget per sample (0: the verifier's default)")
     deadline_s: float = Field(900.0, gt=0, description="RPC deadline of one VerifyBatch call")
+    wait_s: float = Field(
+        30.0, ge=0, description="how long to keep trying a --target that cannot be reached before failing (seconds)"
+    )
     pool_size: int = Field(
         2, ge=1, description="sandbox containers of the service started here (ignored with --target)"
     )

@@ -15,8 +15,12 @@ table next to it (``.md``, also printed), and ``<out>.samples.jsonl``: every gra
 it is graded (id, sample index, completion, reference, reward, outcome, ...). That file is the resume
 log: run the same command again after an interruption and samples already graded are reused, never
 re-generated or re-graded; samples whose outcome was SANDBOX_ERROR are graded again. A log line is
-reused only if its fingerprint (verifier, reference, prompt, options, and the completion or the
-model + sampling settings) matches, so changing the command does not mix runs. ``--fresh`` starts over.
+reused only if its fingerprint matches: the verifier as the serving registry defines it (name, version,
+``digest`` and the service's ``grader_version`` from ListVerifiers: ``grade.Stamps``), reference, prompt,
+options, grading budget, and the completion or the model + sampling settings; so a replaced verifier,
+another server's registry or a changed command grades again. Deciding that needs the service, which is
+asked even when nothing is left to grade. ``--fresh`` starts over. A run that grades nothing leaves no
+samples file; ``--wait-s`` bounds the wait for a ``--target`` that cannot be reached.
 It is also a completions file: ``--completions <out>.samples.jsonl`` re-grades it.
 """
 
@@ -35,6 +39,7 @@ from trainer import cli
 from trainer.config import EvalArgs
 from trainer.errors import ModelError, Stopped, exit_on_error
 from trainer.evaluation import passk, suites
+from trainer.evaluation import plan as plan_mod
 from trainer.evaluation.generate import generate_into, load_model
 from trainer.evaluation.grade import Grader, LocalService, check_verifiers
 from trainer.evaluation.log import SampleLog
@@ -50,34 +55,54 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalArgs:
     return cli.load(EvalArgs, list(argv or []))
 
 
-def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, model: str | None, source: str, server_log: Path) -> dict:
+def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, model: str | None, source: str) -> dict:
     """Grade (and generate) what the plan leaves to do; returns the new records by key."""
     from tqdm import tqdm
 
     left = len(plan.keys) - len(plan.reused)
-    with LocalService(a, server_log) as target, VerifierClient(target, timeout_s=a.deadline_s) as client:
-        check_verifiers(client, plan.verifiers, a)
-        bar = tqdm(total=left, desc="grading", unit="sample", disable=not a.progress, file=sys.stderr)
-        grader = Grader(client, log, bar, a)
-        stopped: str | None = None
-        try:
-            grader.submit([(s, plan.fps[s.key]) for s in plan.to_grade])
-            if plan.to_generate:
-                m, tok = load_model(model, a.device)
-                generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source)
-            grader.finish()
-        except KeyboardInterrupt:
-            stopped = "interrupted"
-        except VerifierError as e:
-            stopped = f"verifier service error: {e}"
-        finally:
-            grader.close()  # calls under way finish and are logged
-            bar.close()
+    bar = tqdm(total=left, desc="grading", unit="sample", disable=not a.progress, file=sys.stderr)
+    grader = Grader(client, log, bar, a)
+    stopped: str | None = None
+    try:
+        grader.submit([(s, plan.fps[s.key]) for s in plan.to_grade])
+        if plan.to_generate:
+            m, tok = load_model(model, a.device)
+            generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source)
+        grader.finish()
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    except VerifierError as e:
+        stopped = f"verifier service error: {e}"
+    finally:
+        grader.close()  # calls under way finish and are logged
+        bar.close()
     if stopped:
         n = len(plan.reused) + len(grader.records)
         raise Stopped(f"{stopped}\n{n} of {len(plan.keys)} samples are graded and saved in {log.path}; "
                       "run the same command again to continue")  # fmt: skip
     return grader.records
+
+
+def _plan_and_grade(a: EvalArgs, log: SampleLog, model: str | None, source: str, server_log: Path) -> tuple:
+    """Ask the serving registry what decides each verifier's grades, plan against the log with it, grade what
+    is left. Returns (plan, new records by key)."""
+    work = plan_mod.load_samples(a) if a.completions else plan_mod.load_generation(a, source)
+    with (
+        LocalService(a, server_log) as target,
+        VerifierClient(target, timeout_s=a.deadline_s, wait_s=a.wait_s) as client,
+    ):
+        stamps = check_verifiers(client, {w.verifier for w in work}, a)
+        if a.completions:
+            plan = plan_completions(a, log, work, stamps)
+        else:
+            plan = plan_generation(a, log, model, source, work, stamps)
+        if plan.reused:
+            print(f"resuming: {len(plan.reused)} of {len(plan.keys)} samples already graded in {log.path}",
+                  file=sys.stderr)  # fmt: skip
+        if plan.to_generate:
+            check_model(a, plan, model, source)  # before the model is loaded
+        left = len(plan.keys) - len(plan.reused)
+        return plan, (_grade_all(a, plan, log, client, model, source) if left else {})
 
 
 def run(a: EvalArgs) -> dict[str, Any]:
@@ -89,14 +114,7 @@ def run(a: EvalArgs) -> dict[str, Any]:
     out = Path(a.out) if a.out else default_out(a, model, source)
     log = SampleLog(out.with_suffix(".samples.jsonl"), fresh=a.fresh)
     try:
-        plan = plan_completions(a, log) if a.completions else plan_generation(a, log, model, source)
-        left = len(plan.keys) - len(plan.reused)
-        if plan.reused:
-            print(f"resuming: {len(plan.reused)} of {len(plan.keys)} samples already graded in {log.path}",
-                  file=sys.stderr)  # fmt: skip
-        if plan.to_generate:
-            check_model(a, plan, model, source)  # before the service starts or the model is loaded
-        done = _grade_all(a, plan, log, model, source, out.with_suffix(".server.log")) if left else {}
+        plan, done = _plan_and_grade(a, log, model, source, out.with_suffix(".server.log"))
     finally:
         log.close()
     records = [plan.reused.get(k) or done[k] for k in plan.keys]

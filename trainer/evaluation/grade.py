@@ -13,9 +13,9 @@ from typing import Any
 from trainer.config import EvalArgs
 from trainer.errors import VerifierSetupError
 from trainer.evaluation.log import SampleLog
-from trainer.evaluation.suites import Sample
+from trainer.evaluation.suites import Sample, verifier_flag
 from trainer.grading import grade_items
-from verifiers.client import UNGRADED, VerifierClient, VerifyItem
+from verifiers.client import UNGRADED, VerifierClient, VerifierError, VerifyItem
 
 DETAIL_CHARS = 400
 
@@ -31,10 +31,7 @@ class Grader:
         self.records: dict[str, dict[str, Any]] = {}
 
     def format_verifier(self, s: Sample) -> str | None:
-        fv = self.args.format_verifier
-        if fv == "none" or (fv == "auto" and s.verifier == "code"):
-            return None
-        return "think_format" if fv == "auto" else fv
+        return format_verifier_for(self.args.format_verifier, s.verifier)
 
     def _grade(self, batch: list[tuple[Sample, str]]) -> list[dict[str, Any]]:
         a = self.args
@@ -89,17 +86,51 @@ class Grader:
                 self._take(fut)
 
 
-def check_verifiers(client: VerifierClient, wanted: set[str], a: EvalArgs) -> None:
-    """Fail before any work if a verifier is missing; drop the format verifier if it is the one missing."""
-    have = {v.name for v in client.list_verifiers()}
+def format_verifier_for(fv: str, verifier: str) -> str | None:
+    """The verifier that grades a sample's format rate (``--format-verifier``; auto: none for code)."""
+    if fv == "none" or (fv == "auto" and verifier == "code"):
+        return None
+    return "think_format" if fv == "auto" else fv
+
+
+class Stamps:
+    """What the serving registry says decides a verifier's grades: its name, version, definition digest and
+    the service's grader version (VerifierInfo; verifiers/service/digest.py), with the same for the sample's
+    format verifier. Part of every sample's resume fingerprint (trainer/evaluation/plan.py)."""
+
+    def __init__(self, infos: dict[str, Any], format_verifier: str):  # name -> VerifierInfo
+        self.infos, self.fv = infos, format_verifier
+
+    def _one(self, name: str | None) -> list | None:
+        info = self.infos.get(name or "")
+        return None if info is None else [info.name, int(info.version), info.digest, info.grader_version]
+
+    def __call__(self, verifier: str) -> list:
+        fmt = format_verifier_for(self.fv, verifier)
+        return [self._one(verifier), self._one(fmt) if fmt != verifier else None]
+
+
+def check_verifiers(client: VerifierClient, wanted: set[str], a: EvalArgs) -> Stamps:
+    """Fail before any work if a verifier is missing; drop the format verifier if it is the one missing.
+    Returns the Stamps of the registry that will grade."""
+    try:
+        infos = {v.name: v for v in client.list_verifiers()}
+    except VerifierError as e:
+        raise VerifierSetupError(e.message if e.code.name == "UNAVAILABLE" else str(e)) from None
+    have = set(infos)
     missing = sorted(wanted - have)
     if missing:
         raise VerifierSetupError(f"verifier(s) {', '.join(missing)} not registered on {client.target}; available: "
-                         f"{', '.join(sorted(have))}. Register it over gRPC or pass --verifier NAME.")  # fmt: skip
+                                 f"{', '.join(sorted(have))}. Register it (python -m verifiers.cli register, "
+                                 f"docs/registry.md) or choose another: {verifier_flag()}.")  # fmt: skip
     if a.format_verifier not in ("auto", "none") and a.format_verifier not in have:
         raise VerifierSetupError(f"--format-verifier {a.format_verifier} is not registered on {client.target}")
     if a.format_verifier == "auto" and "think_format" not in have:
         a.format_verifier = "none"
+    if any(not infos[n].digest for n in wanted):
+        print(f"warning: the service at {client.target} does not report verifier digests (a server older than "
+              "this client): resuming relies on each verifier's name and version only", file=sys.stderr)  # fmt: skip
+    return Stamps(infos, a.format_verifier)
 
 
 class LocalService:

@@ -5,14 +5,19 @@ reuses."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainer.config import EvalArgs
+from trainer.errors import DataError
 from trainer.evaluation import passk, suites
 from trainer.evaluation.log import SampleLog, fingerprint
 from trainer.evaluation.suites import Problem, Sample
+
+Stamp = Callable[[str], Any]  # verifier name -> what decides its grades on the serving registry
 
 
 def generation_settings(a: EvalArgs, source: str) -> tuple[bool, int]:
@@ -42,14 +47,21 @@ def _model_stamp(path: str) -> list:
     return [str(p.resolve())] + [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
 
 
-def plan_completions(a: EvalArgs, log: SampleLog) -> Plan:
+def load_samples(a: EvalArgs) -> list[Sample]:
+    """File mode: the completions to grade (``--limit``: of the first N problems)."""
     src = a.data or a.suite
     problems = suites.load_problems(src, a.verifier, runs=Path(a.runs)) if src else None
     samples = suites.load_completions(a.completions, a.verifier, problems)
     if a.limit:
-        keep = list(dict.fromkeys(s.id for s in samples))[: a.limit]
-        samples = [s for s in samples if s.id in set(keep)]
-    fps = {s.key: fingerprint("file", s.verifier, s.reference, s.prompt, s.options, s.completion) for s in samples}
+        keep = set(list(dict.fromkeys(s.id for s in samples))[: a.limit])
+        samples = [s for s in samples if s.id in keep]
+    return samples
+
+
+def plan_completions(a: EvalArgs, log: SampleLog, samples: list[Sample], stamp: Stamp = str) -> Plan:
+    """``stamp(verifier)``: what the serving registry says decides that verifier's grades (grade.Stamps)."""
+    fps = {s.key: fingerprint("file", stamp(s.verifier), s.verifier, s.reference, s.prompt, s.options, s.completion,
+                              a.timeout_s) for s in samples}  # fmt: skip  # timeout_s: the budget decides TIMEOUTs
     reused = {}
     for s in samples:
         rec = log.reusable(s.key, fps[s.key])
@@ -59,18 +71,25 @@ def plan_completions(a: EvalArgs, log: SampleLog) -> Plan:
     return Plan([s.key for s in samples], fps, reused, todo, [], {s.verifier for s in samples})
 
 
-def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str) -> Plan:
-    problems = suites.load_problems(source, a.verifier, a.limit, Path(a.runs))
+def load_generation(a: EvalArgs, source: str) -> list[Problem]:
+    """Model mode: the problems to generate for."""
+    return suites.load_problems(source, a.verifier, a.limit, Path(a.runs))
+
+
+def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str, problems: list[Problem] | None = None,
+                    stamp: Stamp = str) -> Plan:  # fmt: skip
+    problems = load_generation(a, source) if problems is None else problems
     chat, max_new = generation_settings(a, source)
     gen = {"sample": a.k > 1, "max_new_tokens": max_new, "chat": chat, "seed": a.seed}
     if a.k > 1:
         gen |= {"temperature": a.temperature, "top_p": a.top_p}
     if a.tools is not None:  # samples made with tools are not those made without (nor with other limits)
         gen |= {"tools": a.tools.model_dump()}
-    stamp = _model_stamp(model)
+    model_stamp = _model_stamp(model)
     keys, fps, reused, regrade, todo = [], {}, {}, [], []
     for p in problems:
-        fp = fingerprint("gen", stamp, gen, p.verifier, p.reference, p.prompt, p.options)
+        fp = fingerprint("gen", model_stamp, gen, stamp(p.verifier), p.verifier, p.reference, p.prompt, p.options,
+                         a.timeout_s)  # fmt: skip
         missing = []
         for idx in range(a.k):
             key = Sample(p.id, idx, "", "", "").key
@@ -88,17 +107,42 @@ def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str) -> Pla
     return Plan(keys, fps, reused, regrade, todo, {p.verifier for p in problems})
 
 
+def _short(path: str) -> str:
+    """8 hex digits naming a file (or a hub id) by where it is, so two files with one name get two reports."""
+    p = Path(path)
+    return hashlib.sha256(str(p.resolve() if p.exists() else path).encode()).hexdigest()[:8]
+
+
 def default_out(a: EvalArgs, model: str | None, source: str) -> Path:
+    """``runs/eval/<file>-<hash of its path>.json`` for a completions file; for a model, in its run's folder
+    (``runs/<run>/eval/<suite or file>[-k<K>].json``) or ``runs/eval/<...>-<model>-<hash of its path>.json``.
+    A data or completions file is named with a hash of its full path (the run's own held-out file aside):
+    two files that merely share a name never share a report or a resume log."""
     root = Path(a.runs)
     if a.completions:
-        return root / "eval" / f"{Path(a.completions).stem}.json"
-    tag = (Path(source).stem if source not in suites.SUITES else source) + (f"-k{a.k}" if a.k > 1 else "")
+        return root / "eval" / f"{Path(a.completions).stem}-{_short(a.completions)}.json"
     mp = Path(model or "")
     parts = mp.resolve().parts if mp.exists() else ()
     runs = root.resolve()
-    if mp.exists() and runs.parts == parts[: len(runs.parts)] and len(parts) > len(runs.parts):
-        return runs / parts[len(runs.parts)] / "eval" / f"{tag}.json"
-    return root / "eval" / f"{tag}-{mp.name or 'model'}.json"
+    in_run = mp.exists() and runs.parts == parts[: len(runs.parts)] and len(parts) > len(runs.parts)
+    run_dir = runs / parts[len(runs.parts)] if in_run else None
+    if source in suites.SUITES:
+        tag = source
+    elif run_dir is not None and Path(source).resolve() == _own_heldout(run_dir):
+        tag = Path(source).stem
+    else:
+        tag = f"{Path(source).stem}-{_short(source)}"
+    tag += f"-k{a.k}" if a.k > 1 else ""
+    if run_dir is not None:
+        return run_dir / "eval" / f"{tag}.json"
+    return root / "eval" / f"{tag}-{mp.name or 'model'}-{_short(model or '')}.json"
+
+
+def _own_heldout(run_dir: Path) -> Path | None:
+    try:
+        return suites.heldout_path(run_dir).resolve()
+    except (DataError, OSError):  # no held-out file: nothing is the run's own
+        return None
 
 
 def apply_run_defaults(a: EvalArgs, model: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,12 @@ from trainer.errors import DataError  # raised for user files
 
 SUITES = ("humaneval", "heldout")
 HUMANEVAL_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
+
+
+def verifier_flag() -> str:
+    """How the user names the verifier in a message: ``VERIFIER=NAME`` under ``make eval`` (its recipe sets
+    ``RLVR_FROM_MAKE=eval``), else the command's flag ``--verifier NAME``."""
+    return "VERIFIER=NAME" if os.environ.get("RLVR_FROM_MAKE") == "eval" else "--verifier NAME"
 
 
 @dataclass
@@ -201,7 +208,7 @@ def load_completions(
             ref, prompt, completion = p.reference, prompt or p.prompt, p.compose(completion)
             name = row.get("verifier") or verifier or p.verifier
         if not name:
-            raise DataError(f"{path}:{n}: no verifier: add a 'verifier' field or pass --verifier NAME")
+            raise DataError(f"{path}:{n}: no verifier: add a 'verifier' field or pass {verifier_flag()}")
         idx = int(row["sample"]) if "sample" in row else seen.get(pid, 0)
         seen[pid] = max(seen.get(pid, 0), idx + 1)
         out.append(Sample(pid, idx, completion, str(ref), str(name), prompt, _options(path, n, row)))

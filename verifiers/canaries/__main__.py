@@ -65,7 +65,8 @@ def graders(a: argparse.Namespace, kinds: list[str], client: VerifierClient | No
         return {k: (grade_with_client(client, names[k], options, timeout_s=a.timeout_s), names[k]) for k in kinds}
     if urlparse(a.target).scheme in ("http", "https"):
         shape = "/get_reward" if a.openrlhf else "/v1/verify_batch"
-        return {k: (http_grade(a.target, names[k], options, openrlhf=a.openrlhf), f"{names[k]} via {shape}")
+        return {k: (http_grade(a.target, names[k], options, openrlhf=a.openrlhf, wait_s=a.wait_s),
+                    f"{names[k]} via {shape}")
                 for k in kinds}  # fmt: skip
     fn = load_function(a.target)
     signature = a.signature or signature_of(fn)
@@ -125,7 +126,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--data-source", action="append", default=[], metavar="KIND=NAME",
                    help="verl function target: the data_source passed for a kind (default: the kind's name)")  # fmt: skip
     p.add_argument("--timeout-s", type=float, default=30.0, help="grading budget per item (service targets)")
-    p.add_argument("--wait-s", type=float, default=10.0, help="gRPC: how long to wait for a service that is down")
+    p.add_argument("--wait-s", type=float, default=10.0,
+                   help="service targets (gRPC, HTTP): how long to keep trying one that cannot be reached")  # fmt: skip
     p.add_argument("--json", metavar="PATH", help="write every canary's result as JSON lines")
     p.add_argument("--show", type=int, default=20, help="how many paid canaries to list (default 20)")
     return p

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,20 +26,33 @@ from verifiers.shapes.outcome import Outcome
 TRL_REFERENCE_COLUMNS = ("answer", "solution", "ground_truth", "reference")  # the names TRL recipes use
 
 
+class Unreachable(CanaryError):
+    """Nothing answered the connection (refused, no route): nothing was sent, so trying again is safe."""
+
+
 def http_grade(base_url: str, verifier: str, options: Mapping[str, str], *, openrlhf: bool = False,
-               timeout_s: float = 300.0) -> Grade:  # fmt: skip
-    """POST batches to ``{base_url}/v1/verify_batch`` (or ``/get_reward?verifier=...`` with ``openrlhf``)."""
+               timeout_s: float = 300.0, wait_s: float = 0.0) -> Grade:  # fmt: skip
+    """POST batches to ``{base_url}/v1/verify_batch`` (or ``/get_reward?verifier=...`` with ``openrlhf``); a
+    server that cannot be reached is tried for ``wait_s`` seconds, then "cannot reach" (a CanaryError)."""
     base = base_url.rstrip("/")
+
+    def post(chunk: list[Item]) -> list:
+        if openrlhf:
+            return _openrlhf(base, verifier, chunk, timeout_s)
+        return _v1(base, verifier, options, chunk, timeout_s)
 
     def grade(items: list[Item]) -> list[tuple[float, str]]:
         out: list[tuple[float, str]] = []
         for start in range(0, len(items), BATCH):
-            chunk = items[start : start + BATCH]
-            out += (
-                _openrlhf(base, verifier, chunk, timeout_s)
-                if openrlhf
-                else _v1(base, verifier, options, chunk, timeout_s)
-            )
+            until = time.monotonic() + wait_s
+            while True:
+                try:
+                    out += post(items[start : start + BATCH])
+                    break
+                except Unreachable:
+                    if time.monotonic() >= until:
+                        raise
+                    time.sleep(min(0.5, max(0.0, until - time.monotonic())))
         return out
 
     return grade
@@ -51,7 +65,11 @@ def _post(url: str, body: dict, timeout_s: float) -> Any:
             return json.loads(resp.read())
     except urllib.error.HTTPError as e:
         raise CanaryError(f"POST {url}: HTTP {e.code}: {e.read()[:300]!r}") from e
-    except (urllib.error.URLError, OSError, ValueError) as e:
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, OSError) and not isinstance(e.reason, TimeoutError):  # refused, no route, no name
+            raise Unreachable(f"cannot reach the grader at {url}: {e.reason}") from e
+        raise CanaryError(f"POST {url}: {e}") from e
+    except (OSError, ValueError) as e:
         raise CanaryError(f"POST {url}: {e}") from e
 
 

@@ -43,7 +43,7 @@ from verifiers.kinds import table as kinds
 from verifiers.kinds.remote import INSTANCE_HEADER
 from verifiers.service import admin_token as token_source
 from verifiers.service import bounds as service_bounds
-from verifiers.service import wiring
+from verifiers.service import digest, wiring
 from verifiers.service.callers import grpc_caller
 from verifiers.service.core import VerifierService
 from verifiers.service.fair import RpcShare
@@ -75,10 +75,12 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
     )
 
 
-def info_to_proto(v, builtin: bool, with_spec: bool = True) -> pb.VerifierInfo:
-    """The verifier's name, kind, description, version and (``with_spec``: for the admin) its definition."""
+def info_to_proto(v, builtin: bool, with_spec: bool = True, lookup=None) -> pb.VerifierInfo:
+    """The verifier's name, kind, description, version, digests (verifiers/service/digest.py; ``lookup``: the
+    registry's, for a composite's parts) and (``with_spec``: for the admin) its definition."""
     info = pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
-                           version=getattr(v, "version", 1))  # fmt: skip
+                           version=getattr(v, "version", 1), grader_version=digest.grader_version(),
+                           digest=digest.definition_digest(v, lookup) if lookup else "")  # fmt: skip
     if not builtin and with_spec:  # the spec oneof field has the kind's name (verifiers/kinds/table.py)
         getattr(info, v.kind).CopyFrom(kinds.kind(v.kind).to_proto(v.spec()))
     return info
@@ -177,7 +179,9 @@ class Servicer(pb_grpc.VerifierServiceServicer):
 
     def ListVerifiers(self, request, context):
         reg, spec = self.service.registry, self.admin.allows(context)  # definitions: the admin's only
-        return pb.ListVerifiersResponse(verifiers=[info_to_proto(v, reg.is_builtin(v.name), spec) for v in reg.all()])
+        return pb.ListVerifiersResponse(
+            verifiers=[info_to_proto(v, reg.is_builtin(v.name), spec, reg.get) for v in reg.all()]
+        )
 
     def GetVerifier(self, request, context):
         # tells a server registering this one as a remote that it would be talking to itself
@@ -186,7 +190,8 @@ class Servicer(pb_grpc.VerifierServiceServicer):
             v = self.service.get_verifier(request.name)
         except ServiceError as e:
             _abort(context, e)
-        return info_to_proto(v, self.service.registry.is_builtin(v.name), self.admin.allows(context))
+        reg = self.service.registry
+        return info_to_proto(v, reg.is_builtin(v.name), self.admin.allows(context), reg.get)
 
     def RegisterVerifier(self, request, context):
         try:
@@ -197,7 +202,7 @@ class Servicer(pb_grpc.VerifierServiceServicer):
                                           deadline=call_deadline(context))  # fmt: skip
         except ServiceError as e:
             _abort(context, e)
-        return info_to_proto(v, False)
+        return info_to_proto(v, False, lookup=self.service.registry.get)
 
     def UnregisterVerifier(self, request, context):
         try:

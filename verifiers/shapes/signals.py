@@ -9,6 +9,7 @@ list, or ``all``), in which case a paid verdict carrying it becomes INCORRECT. T
 
 from __future__ import annotations
 
+import difflib
 import re
 
 SIGNALS: dict[str, str] = {
@@ -97,5 +98,10 @@ def parse_enforced(value: str) -> set[str]:
     names = {n.strip() for n in value.split(",") if n.strip()}
     if names == {"all"}:
         return set(SIGNALS)
-    check(names)
+    unknown = sorted(names - set(SIGNALS))
+    if unknown:  # the caller's typo, not a missing entry in the server's table: say what it may have meant
+        near = [m for n in unknown for m in difflib.get_close_matches(n, SIGNALS, 1)]
+        hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
+        raise ValueError(f"unknown exploit signal(s) {', '.join(map(repr, unknown))}{hint}: name signals from the "
+                         "table in docs/verifiers.md, \"Exploit signals\"")  # fmt: skip
     return names

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n proto/verifier/v1/verifier.proto\x12\x0bverifier.v1\"\xe1\x01\n\rVerifyRequest\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x12\n\ncompletion\x18\x02 \x01(\t\x12\x11\n\treference\x18\x03 \x01(\t\x12\x0e\n\x06prompt\x18\x04 \x01(\t\x12\x38\n\x07options\x18\x05 \x03(\x0b\x32\'.verifier.v1.VerifyRequest.OptionsEntry\x12\x11\n\ttimeout_s\x18\x06 \x01(\x01\x12\n\n\x02id\x18\x07 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\nStepReward\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\r\n\x05start\x18\x02 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x05\"\x8e\x02\n\x0b\x43\x61seVerdict\x12/\n\x06status\x18\x01 \x01(\x0e\x32\x1f.verifier.v1.CaseVerdict.Status\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12\x11\n\telapsed_s\x18\x03 \x01(\x01\"\xaa\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\x11\n\rSTATUS_PASSED\x10\x01\x12\x17\n\x13STATUS_WRONG_ANSWER\x10\x02\x12\x15\n\x11STATUS_TIME_LIMIT\x10\x03\x12\x18\n\x14STATUS_RUNTIME_ERROR\x10\x04\x12\x17\n\x13STATUS_OUTPUT_LIMIT\x10\x05\x12\x12\n\x0eSTATUS_SKIPPED\x10\x06\"\xdc\x02\n\x0eVerifyResponse\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12%\n\x07outcome\x18\x02 \x01(\x0e\x32\x14.verifier.v1.Outcome\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x11\n\telapsed_s\x18\x04 \x01(\x01\x12\n\n\x02id\x18\x05 \x01(\t\x12?\n\ncomponents\x18\x06 \x03(\x0b\x32+.verifier.v1.VerifyResponse.ComponentsEntry\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x08\x12&\n\x05steps\x18\x08 \x03(\x0b\x32\x17.verifier.v1.StepReward\x12\'\n\x05\x63\x61ses\x18\t \x03(\x0b\x32\x18.verifier.v1.CaseVerdict\x12\x0f\n\x07signals\x18\n \x03(\t\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"?\n\x12VerifyBatchRequest\x12)\n\x05items\x18\x01 \x03(\x0b\x32\x1a.verifier.v1.VerifyRequest\"C\n\x13VerifyBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.verifier.v1.VerifyResponse\"\x16\n\x14ListVerifiersRequest\"\xa6\x02\n\x0cVerifierInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07\x62uiltin\x18\x04 \x01(\x08\x12\x0f\n\x07version\x18\x05 \x01(\x03\x12+\n\x06python\x18\x06 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifier\x12+\n\x06remote\x18\x07 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifier\x12\x31\n\tcomposite\x18\x08 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifier\x12\x36\n\x0creward_model\x18\t \x01(\x0b\x32 .verifier.v1.RewardModelVerifier\"E\n\x15ListVerifiersResponse\x12,\n\tverifiers\x18\x01 \x03(\x0b\x32\x19.verifier.v1.VerifierInfo\"\"\n\x12GetVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xa2\x02\n\x17RegisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12-\n\x06python\x18\x03 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifierH\x00\x12-\n\x06remote\x18\x04 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifierH\x00\x12\x33\n\tcomposite\x18\x05 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifierH\x00\x12\x38\n\x0creward_model\x18\x07 \x01(\x0b\x32 .verifier.v1.RewardModelVerifierH\x00\x12\x0f\n\x07replace\x18\x06 \x01(\x08\x42\x06\n\x04spec\"k\n\x0ePythonVerifier\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x12\n\nentrypoint\x18\x02 \x01(\t\x12\x1a\n\x12\x65xample_completion\x18\x03 \x01(\t\x12\x19\n\x11\x65xample_reference\x18\x04 \x01(\t\"2\n\x0eRemoteVerifier\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x10\n\x08verifier\x18\x02 \x01(\t\"?\n\x11\x43ompositeVerifier\x12*\n\ncomponents\x18\x01 \x03(\x0b\x32\x16.verifier.v1.Component\"\x93\x01\n\tComponent\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12\x34\n\x07options\x18\x03 \x03(\x0b\x32#.verifier.v1.Component.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"c\n\x13RewardModelVerifier\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07mapping\x18\x02 \x01(\t\x12\x0b\n\x03low\x18\x03 \x01(\x01\x12\x0c\n\x04high\x18\x04 \x01(\x01\x12\x12\n\nmax_length\x18\x05 \x01(\x05\")\n\x19UnregisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x1c\n\x1aUnregisterVerifierResponse*\xe6\x01\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_CORRECT\x10\x01\x12\x15\n\x11OUTCOME_INCORRECT\x10\x02\x12\x15\n\x11OUTCOME_NO_ANSWER\x10\x03\x12\x13\n\x0fOUTCOME_TIMEOUT\x10\x04\x12\x19\n\x15OUTCOME_RUNTIME_ERROR\x10\x05\x12\x19\n\x15OUTCOME_SANDBOX_ERROR\x10\x06\x12\x19\n\x15OUTCOME_COMPILE_ERROR\x10\x07\x12\x19\n\x15OUTCOME_BAD_REFERENCE\x10\x08\x32\x85\x04\n\x0fVerifierService\x12\x41\n\x06Verify\x12\x1a.verifier.v1.VerifyRequest\x1a\x1b.verifier.v1.VerifyResponse\x12P\n\x0bVerifyBatch\x12\x1f.verifier.v1.VerifyBatchRequest\x1a .verifier.v1.VerifyBatchResponse\x12V\n\rListVerifiers\x12!.verifier.v1.ListVerifiersRequest\x1a\".verifier.v1.ListVerifiersResponse\x12I\n\x0bGetVerifier\x12\x1f.verifier.v1.GetVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12S\n\x10RegisterVerifier\x12$.verifier.v1.RegisterVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12\x65\n\x12UnregisterVerifier\x12&.verifier.v1.UnregisterVerifierRequest\x1a\'.verifier.v1.UnregisterVerifierResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n proto/verifier/v1/verifier.proto\x12\x0bverifier.v1\"\xe1\x01\n\rVerifyRequest\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x12\n\ncompletion\x18\x02 \x01(\t\x12\x11\n\treference\x18\x03 \x01(\t\x12\x0e\n\x06prompt\x18\x04 \x01(\t\x12\x38\n\x07options\x18\x05 \x03(\x0b\x32\'.verifier.v1.VerifyRequest.OptionsEntry\x12\x11\n\ttimeout_s\x18\x06 \x01(\x01\x12\n\n\x02id\x18\x07 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\nStepReward\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\r\n\x05start\x18\x02 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x05\"\x8e\x02\n\x0b\x43\x61seVerdict\x12/\n\x06status\x18\x01 \x01(\x0e\x32\x1f.verifier.v1.CaseVerdict.Status\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12\x11\n\telapsed_s\x18\x03 \x01(\x01\"\xaa\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\x11\n\rSTATUS_PASSED\x10\x01\x12\x17\n\x13STATUS_WRONG_ANSWER\x10\x02\x12\x15\n\x11STATUS_TIME_LIMIT\x10\x03\x12\x18\n\x14STATUS_RUNTIME_ERROR\x10\x04\x12\x17\n\x13STATUS_OUTPUT_LIMIT\x10\x05\x12\x12\n\x0eSTATUS_SKIPPED\x10\x06\"\xdc\x02\n\x0eVerifyResponse\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12%\n\x07outcome\x18\x02 \x01(\x0e\x32\x14.verifier.v1.Outcome\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x11\n\telapsed_s\x18\x04 \x01(\x01\x12\n\n\x02id\x18\x05 \x01(\t\x12?\n\ncomponents\x18\x06 \x03(\x0b\x32+.verifier.v1.VerifyResponse.ComponentsEntry\x12\x0e\n\x06\x63\x61\x63hed\x18\x07 \x01(\x08\x12&\n\x05steps\x18\x08 \x03(\x0b\x32\x17.verifier.v1.StepReward\x12\'\n\x05\x63\x61ses\x18\t \x03(\x0b\x32\x18.verifier.v1.CaseVerdict\x12\x0f\n\x07signals\x18\n \x03(\t\x1a\x31\n\x0f\x43omponentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"?\n\x12VerifyBatchRequest\x12)\n\x05items\x18\x01 \x03(\x0b\x32\x1a.verifier.v1.VerifyRequest\"C\n\x13VerifyBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.verifier.v1.VerifyResponse\"\x16\n\x14ListVerifiersRequest\"\xce\x02\n\x0cVerifierInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07\x62uiltin\x18\x04 \x01(\x08\x12\x0f\n\x07version\x18\x05 \x01(\x03\x12+\n\x06python\x18\x06 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifier\x12+\n\x06remote\x18\x07 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifier\x12\x31\n\tcomposite\x18\x08 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifier\x12\x36\n\x0creward_model\x18\t \x01(\x0b\x32 .verifier.v1.RewardModelVerifier\x12\x0e\n\x06\x64igest\x18\n \x01(\t\x12\x16\n\x0egrader_version\x18\x0b \x01(\t\"E\n\x15ListVerifiersResponse\x12,\n\tverifiers\x18\x01 \x03(\x0b\x32\x19.verifier.v1.VerifierInfo\"\"\n\x12GetVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xa2\x02\n\x17RegisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12-\n\x06python\x18\x03 \x01(\x0b\x32\x1b.verifier.v1.PythonVerifierH\x00\x12-\n\x06remote\x18\x04 \x01(\x0b\x32\x1b.verifier.v1.RemoteVerifierH\x00\x12\x33\n\tcomposite\x18\x05 \x01(\x0b\x32\x1e.verifier.v1.CompositeVerifierH\x00\x12\x38\n\x0creward_model\x18\x07 \x01(\x0b\x32 .verifier.v1.RewardModelVerifierH\x00\x12\x0f\n\x07replace\x18\x06 \x01(\x08\x42\x06\n\x04spec\"k\n\x0ePythonVerifier\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x12\n\nentrypoint\x18\x02 \x01(\t\x12\x1a\n\x12\x65xample_completion\x18\x03 \x01(\t\x12\x19\n\x11\x65xample_reference\x18\x04 \x01(\t\"2\n\x0eRemoteVerifier\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x10\n\x08verifier\x18\x02 \x01(\t\"?\n\x11\x43ompositeVerifier\x12*\n\ncomponents\x18\x01 \x03(\x0b\x32\x16.verifier.v1.Component\"\x93\x01\n\tComponent\x12\x10\n\x08verifier\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12\x34\n\x07options\x18\x03 \x03(\x0b\x32#.verifier.v1.Component.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"c\n\x13RewardModelVerifier\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07mapping\x18\x02 \x01(\t\x12\x0b\n\x03low\x18\x03 \x01(\x01\x12\x0c\n\x04high\x18\x04 \x01(\x01\x12\x12\n\nmax_length\x18\x05 \x01(\x05\")\n\x19UnregisterVerifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x1c\n\x1aUnregisterVerifierResponse*\xe6\x01\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fOUTCOME_CORRECT\x10\x01\x12\x15\n\x11OUTCOME_INCORRECT\x10\x02\x12\x15\n\x11OUTCOME_NO_ANSWER\x10\x03\x12\x13\n\x0fOUTCOME_TIMEOUT\x10\x04\x12\x19\n\x15OUTCOME_RUNTIME_ERROR\x10\x05\x12\x19\n\x15OUTCOME_SANDBOX_ERROR\x10\x06\x12\x19\n\x15OUTCOME_COMPILE_ERROR\x10\x07\x12\x19\n\x15OUTCOME_BAD_REFERENCE\x10\x08\x32\x85\x04\n\x0fVerifierService\x12\x41\n\x06Verify\x12\x1a.verifier.v1.VerifyRequest\x1a\x1b.verifier.v1.VerifyResponse\x12P\n\x0bVerifyBatch\x12\x1f.verifier.v1.VerifyBatchRequest\x1a .verifier.v1.VerifyBatchResponse\x12V\n\rListVerifiers\x12!.verifier.v1.ListVerifiersRequest\x1a\".verifier.v1.ListVerifiersResponse\x12I\n\x0bGetVerifier\x12\x1f.verifier.v1.GetVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12S\n\x10RegisterVerifier\x12$.verifier.v1.RegisterVerifierRequest\x1a\x19.verifier.v1.VerifierInfo\x12\x65\n\x12UnregisterVerifier\x12&.verifier.v1.UnregisterVerifierRequest\x1a\'.verifier.v1.UnregisterVerifierResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,8 +37,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VERIFYRESPONSE_COMPONENTSENTRY']._serialized_options = b'8\001'
   _globals['_COMPONENT_OPTIONSENTRY']._loaded_options = None
   _globals['_COMPONENT_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_OUTCOME']._serialized_start=2365
-  _globals['_OUTCOME']._serialized_end=2595
+  _globals['_OUTCOME']._serialized_start=2405
+  _globals['_OUTCOME']._serialized_end=2635
   _globals['_VERIFYREQUEST']._serialized_start=50
   _globals['_VERIFYREQUEST']._serialized_end=275
   _globals['_VERIFYREQUEST_OPTIONSENTRY']._serialized_start=229
@@ -60,29 +60,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTVERIFIERSREQUEST']._serialized_start=1093
   _globals['_LISTVERIFIERSREQUEST']._serialized_end=1115
   _globals['_VERIFIERINFO']._serialized_start=1118
-  _globals['_VERIFIERINFO']._serialized_end=1412
-  _globals['_LISTVERIFIERSRESPONSE']._serialized_start=1414
-  _globals['_LISTVERIFIERSRESPONSE']._serialized_end=1483
-  _globals['_GETVERIFIERREQUEST']._serialized_start=1485
-  _globals['_GETVERIFIERREQUEST']._serialized_end=1519
-  _globals['_REGISTERVERIFIERREQUEST']._serialized_start=1522
-  _globals['_REGISTERVERIFIERREQUEST']._serialized_end=1812
-  _globals['_PYTHONVERIFIER']._serialized_start=1814
-  _globals['_PYTHONVERIFIER']._serialized_end=1921
-  _globals['_REMOTEVERIFIER']._serialized_start=1923
-  _globals['_REMOTEVERIFIER']._serialized_end=1973
-  _globals['_COMPOSITEVERIFIER']._serialized_start=1975
-  _globals['_COMPOSITEVERIFIER']._serialized_end=2038
-  _globals['_COMPONENT']._serialized_start=2041
-  _globals['_COMPONENT']._serialized_end=2188
+  _globals['_VERIFIERINFO']._serialized_end=1452
+  _globals['_LISTVERIFIERSRESPONSE']._serialized_start=1454
+  _globals['_LISTVERIFIERSRESPONSE']._serialized_end=1523
+  _globals['_GETVERIFIERREQUEST']._serialized_start=1525
+  _globals['_GETVERIFIERREQUEST']._serialized_end=1559
+  _globals['_REGISTERVERIFIERREQUEST']._serialized_start=1562
+  _globals['_REGISTERVERIFIERREQUEST']._serialized_end=1852
+  _globals['_PYTHONVERIFIER']._serialized_start=1854
+  _globals['_PYTHONVERIFIER']._serialized_end=1961
+  _globals['_REMOTEVERIFIER']._serialized_start=1963
+  _globals['_REMOTEVERIFIER']._serialized_end=2013
+  _globals['_COMPOSITEVERIFIER']._serialized_start=2015
+  _globals['_COMPOSITEVERIFIER']._serialized_end=2078
+  _globals['_COMPONENT']._serialized_start=2081
+  _globals['_COMPONENT']._serialized_end=2228
   _globals['_COMPONENT_OPTIONSENTRY']._serialized_start=229
   _globals['_COMPONENT_OPTIONSENTRY']._serialized_end=275
-  _globals['_REWARDMODELVERIFIER']._serialized_start=2190
-  _globals['_REWARDMODELVERIFIER']._serialized_end=2289
-  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_start=2291
-  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_end=2332
-  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_start=2334
-  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_end=2362
-  _globals['_VERIFIERSERVICE']._serialized_start=2598
-  _globals['_VERIFIERSERVICE']._serialized_end=3115
+  _globals['_REWARDMODELVERIFIER']._serialized_start=2230
+  _globals['_REWARDMODELVERIFIER']._serialized_end=2329
+  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_start=2331
+  _globals['_UNREGISTERVERIFIERREQUEST']._serialized_end=2372
+  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_start=2374
+  _globals['_UNREGISTERVERIFIERRESPONSE']._serialized_end=2402
+  _globals['_VERIFIERSERVICE']._serialized_start=2638
+  _globals['_VERIFIERSERVICE']._serialized_end=3155
 # @@protoc_insertion_point(module_scope)

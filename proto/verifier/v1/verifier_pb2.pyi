@@ -137,7 +137,7 @@ class ListVerifiersRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class VerifierInfo(_message.Message):
-    __slots__ = ("name", "kind", "description", "builtin", "version", "python", "remote", "composite", "reward_model")
+    __slots__ = ("name", "kind", "description", "builtin", "version", "python", "remote", "composite", "reward_model", "digest", "grader_version")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +147,8 @@ class VerifierInfo(_message.Message):
     REMOTE_FIELD_NUMBER: _ClassVar[int]
     COMPOSITE_FIELD_NUMBER: _ClassVar[int]
     REWARD_MODEL_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    GRADER_VERSION_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: str
     description: str
@@ -156,7 +158,9 @@ class VerifierInfo(_message.Message):
     remote: RemoteVerifier
     composite: CompositeVerifier
     reward_model: RewardModelVerifier
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ..., builtin: _Optional[bool] = ..., version: _Optional[int] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., reward_model: _Optional[_Union[RewardModelVerifier, _Mapping]] = ...) -> None: ...
+    digest: str
+    grader_version: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ..., builtin: _Optional[bool] = ..., version: _Optional[int] = ..., python: _Optional[_Union[PythonVerifier, _Mapping]] = ..., remote: _Optional[_Union[RemoteVerifier, _Mapping]] = ..., composite: _Optional[_Union[CompositeVerifier, _Mapping]] = ..., reward_model: _Optional[_Union[RewardModelVerifier, _Mapping]] = ..., digest: _Optional[str] = ..., grader_version: _Optional[str] = ...) -> None: ...
 
 class ListVerifiersResponse(_message.Message):
     __slots__ = ("verifiers",)

@@ -107,10 +107,18 @@ async def _call_servicer(request: Request, method: str, message: Any) -> Respons
 
 async def _parse(request: Request, cls: type) -> Any:
     body = await request.body()
+    name = cls.DESCRIPTOR.full_name
+    try:
+        obj = json.loads(body or b"{}")
+    except ValueError:
+        obj = {}  # not JSON: json_format's message says where
+    if type(obj) is not dict:  # json_format's message for an array names a field it never saw
+        fields = ", ".join(f'"{f.json_name}"' for f in cls.DESCRIPTOR.fields[:3])
+        raise HttpError("INVALID_ARGUMENT", f"the body must be a JSON object (a {name}: {{{fields}, ...}}), "
+                        f"got a JSON {v1.json_type(obj)}")  # fmt: skip
     try:
         return protojson.parse(body or b"{}", cls)
     except (json_format.ParseError, UnicodeDecodeError) as e:
-        name = cls.DESCRIPTOR.full_name
         raise HttpError("INVALID_ARGUMENT", f"body is not a {name} in protobuf's JSON mapping: {e}") from None
 
 
@@ -122,9 +130,16 @@ async def _fast_or_servicer(request: Request, method: str, cls: type) -> Respons
     body = await request.body()
     parse, run = _FAST[method]
     try:
-        reqs = parse(body)
-    except v1.Slow:
-        return await _call_servicer(request, method, await _parse(request, cls))
+        try:
+            reqs = parse(body)
+        except v1.Slow:
+            if method == "VerifyBatch":
+                v1.check_items(body)
+            message = await _parse(request, cls)
+            v1.check_completions(body, method)
+            return await _call_servicer(request, method, message)
+    except HttpError as e:
+        return error_response(e.status, e.message, e.http_status)
     app = request.app
     caller = http_caller(request.client, request.headers)
     show_cached = app.state.servicer.admin.allows(HttpContext(request.headers))  # as the servicer decides
@@ -213,7 +228,7 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_body(request: Request, e: RequestValidationError) -> JSONResponse:
-        return error_response("INVALID_ARGUMENT", validation_message(e.errors()))
+        return error_response("INVALID_ARGUMENT", validation_message(e.errors(), _body_shape(request)))
 
     _v1_routes(app)
     _ops_routes(app)
@@ -223,9 +238,29 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     return app
 
 
-def validation_message(errors: Any) -> str:
+NOT_AN_OBJECT = {"json_invalid", "model_attributes_type", "model_type", "dict_type"}
+
+
+def _body_shape(request: Request) -> str:
+    """What the route's typed body is, in words: "a JSON object with `code` and `language` (RunCodeRequest)"."""
+    field = getattr(request.scope.get("route"), "body_field", None)
+    model = getattr(getattr(field, "field_info", None), "annotation", None)
+    required = [n for n, f in getattr(model, "model_fields", {}).items() if f.is_required()]
+    if not required:
+        return "a JSON object"
+    return f"a JSON object with {' and '.join(f'`{n}`' for n in required)} ({model.__name__})"
+
+
+def validation_message(errors: Any, shape: str = "a JSON object") -> str:
     """FastAPI's validation errors (a typed body: /run_code, /get_reward) as one sentence for the documented
-    ``{"error": {...}}`` body, e.g. ``body.code: Field required; body.run_timeout: Input should be a valid number``."""
+    ``{"error": {...}}`` body, e.g. ``body.code: Field required; body.run_timeout: Input should be a valid number``.
+    A body that is not JSON, or not an object, says what it must be (``shape``, from the route's model)."""
+    errors = list(errors)
+    whole = [e for e in errors if e.get("type") in NOT_AN_OBJECT and tuple(e.get("loc", ()))[:1] == ("body",)]
+    if whole:
+        why = whole[0].get("msg", "invalid")
+        cause = (whole[0].get("ctx") or {}).get("error")
+        return f"the body must be {shape}: {why}" + (f" ({cause})" if cause and str(cause) not in why else "")
     parts = []
     for err in list(errors)[:5]:
         where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"

@@ -62,7 +62,55 @@ def _text(v: Any) -> str:
     return v
 
 
-def _request(obj: Any) -> Request:
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+              type(None): "null"}  # fmt: skip
+
+
+def json_type(v: Any) -> str:
+    return JSON_TYPES.get(type(v), type(v).__name__)
+
+
+def require_completion(obj: Any, where: str = "") -> None:
+    """HttpError (400 INVALID_ARGUMENT) for a request object without ``completion`` (or with ``null``): a
+    missing field is the caller's bug, not an empty answer. ``""`` stays a completion (graded NO_ANSWER).
+    gRPC cannot tell the two apart (proto3 sends no empty string), so this is the JSON fronts' check."""
+    if type(obj) is dict and obj.get("completion") is None:
+        raise HttpError("INVALID_ARGUMENT", f"{where}field 'completion' is missing: every request needs the model's "
+                        'text ("completion": "" for an empty one, graded NO_ANSWER)')  # fmt: skip
+
+
+def _loads(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"{}")
+    except ValueError:
+        return None  # not JSON: json_format's message says where
+
+
+def check_items(body: bytes) -> None:
+    """Before json_format parses a batch: an item of ``items`` that is not a JSON object, named by its index
+    (json_format's message for one names a field it never saw)."""
+    obj = _loads(body)
+    items = obj.get("items") if type(obj) is dict else None
+    for i, item in enumerate(items if type(items) is list else []):
+        if type(item) is not dict:
+            raise HttpError("INVALID_ARGUMENT", f"items[{i}] must be a JSON object (a verifier.v1.VerifyRequest: "
+                            f'{{"verifier", "completion", "reference", ...}}), got a JSON {json_type(item)}')  # fmt: skip
+
+
+def check_completions(body: bytes, method: str) -> None:
+    """After json_format accepted the body (its errors come first): a request without ``completion``."""
+    obj = _loads(body)
+    if type(obj) is not dict:
+        return
+    if method == "Verify":
+        require_completion(obj)
+        return
+    items = obj.get("items")
+    for i, item in enumerate(items if type(items) is list else []):
+        require_completion(item, f"items[{i}]: ")
+
+
+def _request(obj: Any, where: str = "") -> Request:
     """One VerifyRequest object → Request, as ``Request.from_proto(json_format.Parse(obj))`` gives it."""
     if type(obj) is not dict or not _FIELDS.keys() >= obj.keys():  # not an object, or an unknown field
         raise Slow
@@ -89,6 +137,7 @@ def _request(obj: Any) -> Request:
     if not math.isfinite(timeout):
         raise Slow
     opts = {_text(k): _text(x) for k, x in options.items()} if options else {}
+    require_completion(obj, where)  # after every Slow: json_format's own errors come first, as on the slow path
     return Request(verifier, completion, reference, prompt, opts, timeout, rid)
 
 
@@ -112,7 +161,7 @@ def parse_batch(body: bytes) -> list[Request]:
     items = obj.get("items", [])
     if type(items) is not list:
         raise Slow
-    return [_request(x) for x in items]
+    return [_request(x, f"items[{i}]: ") for i, x in enumerate(items)]
 
 
 # -- Verdict → canonical JSON ---------------------------------------------------------------------------
