@@ -328,7 +328,7 @@ def resume_command(r: Run, args: str = "") -> str:
     """``make train NAME=...`` that resumes the run in place (and the python -m form); ``args``: extra flags."""
     runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={shlex.quote(str(r.cfg.runs))}"
     extra = f" ARGS={shlex.quote(args)}" if args else ""
-    python = shlex.join(["python", "-m", "trainer.pipelines.make_train", "--name", r.dir.name, "--runs", str(r.cfg.runs),
+    python = shlex.join([".venv/bin/python", "-m", "trainer.pipelines.make_train", "--name", r.dir.name, "--runs", str(r.cfg.runs),
                          *shlex.split(args)])  # fmt: skip
     return f"make train NAME={shlex.quote(r.dir.name)}{runs}{extra}  (or: {python})"
 
