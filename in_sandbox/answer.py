@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from in_sandbox import reader
+
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 MAX_ANSWERS = 8  # more different answers than this is answer spraying, whatever they are
@@ -45,8 +47,10 @@ def unclosed_think(text: str) -> bool:
 
 
 def strip_think(text: str) -> str:
-    """The visible text: what follows the last ``</think>`` (the whole text without think tags); empty when
-    a ``<think>`` is left open, wherever it stands (nothing after an unfinished reasoning is an answer).
+    """The visible text: what follows the last ``</think>`` that closes a think block (the whole text without
+    think tags); empty when a ``<think>`` is left open, wherever it stands (nothing after an unfinished
+    reasoning is an answer). A stray ``</think>`` (no ``<think>`` since the last close) closes nothing: the text
+    before it is visible too, and the tag itself is blanked.
 
     >>> strip_think("<think>maybe \\\\boxed{1}</think> so \\\\boxed{2}")
     ' so \\\\boxed{2}'
@@ -55,8 +59,16 @@ def strip_think(text: str) -> str:
     """
     if unclosed_think(text):
         return ""
-    i = text.rfind(THINK_CLOSE)
-    return text if i < 0 else text[i + len(THINK_CLOSE) :]
+    real, i, opened = -1, text.find(THINK_CLOSE), text.find(THINK_OPEN)
+    while i >= 0:
+        if real < 0 or 0 <= opened < i:  # the first close (a template opened the block), or one with an open since
+            real = i
+            opened = text.find(THINK_OPEN, i)
+        i = text.find(THINK_CLOSE, i + len(THINK_CLOSE))
+    if real < 0:
+        return text
+    visible = text[real + len(THINK_CLOSE) :]
+    return visible.replace(THINK_CLOSE, " " * len(THINK_CLOSE)) if THINK_CLOSE in visible else visible
 
 
 def reasoning_spans(text: str) -> list[tuple[int, int]]:
@@ -100,30 +112,52 @@ def _match_brace(text: str, k: int) -> int:
     return -1
 
 
-def boxed_spans(text: str) -> list[tuple[int, int, int]]:
-    """(start of ``\\boxed``, its ``{``, its ``}``) of every box, in order; for a brace-less box
-    (``\\boxed 5``) the space before the token and the end of the token stand for the braces."""
-    out: list[tuple[int, int, int]] = []
-    nxt = {tag: text.find(tag) for tag in ("\\boxed", "\\fbox")}
-    i = 0
+# Box commands a reader sees as a framed answer: name -> how many colour arguments come before the content
+# (``\\colorbox{yellow}{…}``, ``\\fcolorbox{red}{white}{…}``); ``[…]`` options are skipped (``\\framebox[2cm][c]{…}``,
+# ``\\bbox[red]{…}``).
+BOX_COMMANDS = {"boxed": 0, "fbox": 0, "framebox": 0, "colorbox": 1, "fcolorbox": 2, "bbox": 0, "Boxed": 0,
+                "Aboxed": 0, "doublebox": 0, "ovalbox": 0, "Ovalbox": 0, "shadowbox": 0, "cfbox": 1, "tcbox": 0,
+                "boxxed": 0}  # fmt: skip
+_BOX = re.compile(r"\\(" + "|".join(sorted(BOX_COMMANDS, key=len, reverse=True)) + r")(?![A-Za-z])")
+
+
+def _skip_args(text: str, k: int, colours: int) -> int:
+    """Past the ``[…]`` options and ``colours`` brace arguments after a box command's name, to its content."""
     while True:
-        for tag, pos in nxt.items():  # each tag's next position is searched again only once passed
-            if 0 <= pos < i:
-                nxt[tag] = text.find(tag, i)
-        live = [(pos, tag) for tag, pos in nxt.items() if pos >= 0]
-        if not live:
-            return out
-        j, tag = min(live)
-        k = j + len(tag)
         while k < len(text) and text[k] == " ":
             k += 1
-        if k < len(text) and k > j + len(tag) and text[k] not in "{$" and not text[k].isspace():
+        if k < len(text) and text[k] == "[":
+            close = text.find("]", k)
+            if close < 0:
+                return k
+            k = close + 1
+        elif colours and k < len(text) and text[k] == "{":
+            m = _match_brace(text, k)
+            if m < 0:
+                return k
+            k, colours = m + 1, colours - 1
+        else:
+            return k
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, int]]:
+    """(start of the box command, its content's ``{``, its ``}``) of every box (``BOX_COMMANDS``), in order; for
+    a brace-less box (``\\boxed 5``) the space before the token and the end of the token stand for the braces."""
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while True:
+        found = _BOX.search(text, i)
+        if found is None:
+            return out
+        j = found.start()
+        k = _skip_args(text, found.end(), BOX_COMMANDS[found.group(1)])
+        if k < len(text) and k > found.end() and text[k] not in "{$[" and not text[k].isspace():
             m = _token_end(text, k)  # ``\boxed 5`` (MATH's brace-less box): one token, up to a space or ``$``
             out.append((j, k - 1, m))
             i = m
             continue
         if k >= len(text) or text[k] != "{":
-            i = k if k > j else j + 1
+            i = max(k, found.end())
             continue
         m = _match_brace(text, k)
         if m < 0:
@@ -149,28 +183,34 @@ def _token_end(text: str, k: int) -> int:
     return m
 
 
+_TAG_OPEN = re.compile(r"<\s*answer\b[^<>]{0,200}>", re.I)  # any case, attributes (``<answer type="final">``)
+_TAG_CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.I)
+
+
+def tag_spans(text: str) -> list[tuple[int, int, int, int]]:
+    """(start of the opening tag, end of the closing tag, start and end of the content) of every answer tag, in
+    order (the innermost opening before each close): ``<answer>``, in any case, with attributes or spaces."""
+    out: list[tuple[int, int, int, int]] = []
+    opens = [(m.start(), m.end()) for m in _TAG_OPEN.finditer(text)] if "<" in text else []
+    o = 0
+    for close in _TAG_CLOSE.finditer(text):
+        last = None
+        while o < len(opens) and opens[o][1] <= close.start():
+            last, o = opens[o], o + 1
+        if last is not None and (not out or last[0] >= out[-1][1]):
+            out.append((last[0], close.end(), last[1], close.start()))
+    return out
+
+
 def answer_tag_spans(text: str) -> list[tuple[int, int]]:
-    """(start of ``<answer>``, end of ``</answer>``) of every answer tag, in order (the innermost opening
-    before each close)."""
-    out: list[tuple[int, int]] = []
-    i = 0
-    while True:
-        end = text.find(ANSWER_CLOSE, i)
-        if end < 0:
-            return out
-        start = text.rfind(ANSWER_OPEN, i, end)
-        if start >= 0:
-            out.append((start, end + len(ANSWER_CLOSE)))
-        i = end + len(ANSWER_CLOSE)
+    """(start of ``<answer>``, end of ``</answer>``) of every answer tag, in order (``tag_spans``)."""
+    return [(a, b) for a, b, _, _ in tag_spans(text)]
 
 
 def answer_tag(text: str) -> str | None:
     """Content of the last ``<answer>…</answer>``."""
-    spans = answer_tag_spans(text)
-    if not spans:
-        return None
-    a, b = spans[-1]
-    return text[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)]
+    spans = tag_spans(text)
+    return text[spans[-1][2] : spans[-1][3]] if spans else None
 
 
 # Last number of a text: sign, digits with optional thousands commas, decimals, an optional /denominator.
@@ -220,44 +260,42 @@ def _answers(visible: str) -> tuple[list[tuple[int, int, str, str]], int]:
     boxes = [(j, m + 1, visible[k + 1 : m].strip(), "boxed") for j, k, m in boxed_spans(visible)]
     found = [b for b in boxes if b[2]]
     tags = 0
-    for a, b in answer_tag_spans(visible):
+    for a, b, c, d in tag_spans(visible):
         if any(a <= j < b for j, _, _, _ in boxes):
             continue  # a box inside the tag is the tag's answer
-        inner = visible[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)].strip()
+        inner = visible[c:d].strip()
         if inner:
             found.append((a, b, inner, "answer"))
             tags += 1
     return sorted(found), tags
 
 
-def extract(completion: str, fallback: str = "none") -> Extraction | None:
+def visible_text(completion: str) -> str:
+    """What a reader sees after the reasoning: ``strip_think``'s text, ``rendered`` (in_sandbox/reader.py)."""
+    return reader.rendered(strip_think(completion))
+
+
+def _key(text: str) -> object:
+    """One key per answer value: the exact number where it is a plain one (``0.5`` and ``\\frac{1}{2}``), else
+    the spelling-insensitive text (``canon``)."""
+    v = reader.value(text)
+    return v if v is not None else canon(text)
+
+
+def extract(completion: str, fallback: str = "none", reference: str = "") -> Extraction | None:
     """The final answer(s) of a completion after the reasoning (the rule in this module's docstring), or
-    None when there is none. ``fallback``: ``none``, ``last_number`` or ``full``."""
+    None when there is none. ``fallback``: ``none``, ``last_number`` or ``full``; ``reference``: where given, a
+    one-letter reference makes several letters several answers."""
     if fallback not in FALLBACKS:
         raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
     signals = ["answer.unclosed_think"] if unclosed_think(completion) else []
-    visible = strip_think(completion)
+    written = strip_think(completion)
+    visible = reader.rendered(written)
+    if len(_answers(written)[0]) > len(_answers(visible)[0]):
+        signals.append("answer.invisible")  # an answer a reader never sees (a comment, a phantom, white)
     found, tags = _answers(visible)
     if found:
-        distinct: dict[str, str] = {}
-        for _, _, text, _ in reversed(found):
-            distinct.setdefault(canon(text), text)
-        channels = {ch for _, _, _, ch in found}
-        source = "channels" if len(channels) > 1 or tags > 1 else found[-1][3]
-        if len(distinct) > 1:
-            signals.append("answer.several")
-        if len(distinct) > MAX_ANSWERS:
-            return Extraction([found[-1][2]], source, sprayed=len(distinct), signals=signals)
-        # the sentence around the last answer of each channel: ``\boxed{3} (or possibly 4)``, ``maybe <answer>3``
-        word = None
-        for ch in sorted(channels):
-            a, b, _, _ = [f for f in found if f[3] == ch][-1]
-            word = word or hedge_around(visible, a, b)
-        if word:
-            signals.append("answer.hedge")
-        ext = Extraction(list(distinct.values()), source, hedge=word, together=source != "channels")
-        ext.signals = signals
-        return ext
+        return _marked(visible, found, tags, signals, reference)
     if fallback == "last_number":
         n = _last_number(visible)
         if n is None:
@@ -270,6 +308,67 @@ def extract(completion: str, fallback: str = "none") -> Extraction | None:
             return Extraction([visible.strip()], "whole", signals=signals)
         return Extraction([visible[-FULL_TAIL:]], "full", signals=signals)
     return None
+
+
+def _marked(visible: str, found: list, tags: int, signals: list[str], reference: str) -> Extraction:
+    """The extraction of boxed or tagged answers: several, sprayed, or one, with what its statement says."""
+    distinct: dict[object, str] = {}
+    for _, _, text, _ in reversed(found):
+        distinct.setdefault(_key(text), text)
+    channels = {ch for _, _, _, ch in found}
+    source = "channels" if len(channels) > 1 or tags > 1 else found[-1][3]
+    if len(distinct) > 1 and not _components(visible, found):
+        signals.append("answer.several")
+    if len(distinct) > MAX_ANSWERS:
+        return Extraction([found[-1][2]], source, sprayed=len(distinct), signals=signals)
+    word, signal = _statement(visible, found, list(distinct.values()), reference)
+    if signal:
+        signals.append(signal)
+    return Extraction(list(distinct.values()), source, hedge=word, together=source != "channels", signals=signals)
+
+
+def _components(visible: str, found: list) -> bool:
+    """Every box is a named component of one answer (``x = \\boxed{2}, y = \\boxed{3}``): distinct names."""
+    names = []
+    for a, _, _, ch in found:
+        m = re.search(r"([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*\$?\s*$", visible[max(0, a - 30) : a])
+        if ch != "boxed" or m is None:
+            return False
+        names.append(m.group(1))
+    return len(set(names)) == len(names)
+
+
+def _statement(visible: str, found: list, answers: list[str], reference: str) -> tuple[str | None, str | None]:
+    """(why the answer is not one answer as a reader reads its statement, the signal), else (None, None): a
+    hedge word around the last answer of each channel, an operator or negated relation against a box, a
+    negation near an answer, a second value in or around it, several choice letters."""
+    for ch in sorted({f[3] for f in found}):
+        a, b, _, _ = [f for f in found if f[3] == ch][-1]
+        word = hedge_around(visible, a, b)
+        if word:
+            return word, "answer.hedge"
+    for a, b, text, ch in found:
+        op = reader.adjoined(visible, a, b)
+        if op:
+            return f"{op!r} stands against the answer: a reader reads another value", "answer.hedge"
+        neg = reader.negation_near(visible, a, b)
+        if neg:
+            return f"a negation ({neg!r}) in the answer's statement", "answer.hedge"
+        inside = reader.value_inside(text)
+        if inside:
+            return f"a second value inside the answer ({inside[:40]!r})", "answer.hedge"
+    letter = reader.choice_letter(reference) if reference else None
+    if letter:
+        letters = set().union(*(reader.choice_letters(t) for t in answers))
+        letters |= set(re.findall(r"\(\s*([A-E])\s*\)", visible[found[-1][1] :]))
+        if len(letters) > 1:
+            return f"several choices ({', '.join(sorted(letters))})", "answer.several"
+        return None, None
+    a, b, _, _ = found[-1]
+    other = reader.other_value(visible, a, b, answers)
+    if other:
+        return f"a second value ({other!r}) offered in the final statement", "answer.several"
+    return None, None
 
 
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\s*\{[A-Za-z*]*\}|\\[A-Za-z]+")
@@ -308,7 +407,7 @@ def signals_of(completion: str, ext: Extraction | None, prompt: str = "", refere
         out.add("answer.unclosed_think")
     visible = strip_think(completion)
     marks = [visible[k + 1 : m] for _, k, m in boxed_spans(visible)]
-    marks += [visible[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)] for a, b in answer_tag_spans(visible)]
+    marks += [visible[c:d] for _, _, c, d in tag_spans(visible)]
     if any(not re.search(r"[^\W_]", t.replace("\\", " ")) for t in marks):
         out.add("answer.empty")
     answers = ext.answers if ext and ext.source not in ("full", "whole") else []

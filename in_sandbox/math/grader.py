@@ -42,6 +42,7 @@ from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
 from in_sandbox import answer as answer_rule
+from in_sandbox import reader
 from in_sandbox.math import equal, fastequal, fastparse, forms
 from in_sandbox.math import text as text_rules
 
@@ -280,13 +281,27 @@ def _grade_full(gold, item):
     if not pred:
         return {"no_answer": "no math found in the completion"}
     found = pred[-1] if isinstance(pred[-1], str) else ""
-    at = text.rfind(found) if found else -1
-    word = forms.hedge_inside(found, allowed=item["gold"])
-    if at >= 0 and not word:
-        word = answer_rule.hedge_around(text, at, at + len(found))
+    word = forms.hedge_inside(found, allowed=item["gold"]) or (found and statement_of(text, found))
     if word:
         return {"ok": False, "why": f"the answer {clip(found)} is hedged in its sentence ({word!r})"}
     return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}"}
+
+
+def statement_of(text, found):
+    """Why the answer ``found`` is not one answer as a reader reads its final statement (the rule of
+    in_sandbox/answer.py and reader.py, the same as for a box), else None. The statement starts where the answer
+    is first written in the last paragraph (not its last occurrence: "3 (or maybe 4). Note that 3 is odd.")."""
+    body = text.rstrip()
+    para = body.rfind("\n\n") + 1
+    at = text.find(found, para)
+    if at < 0:
+        at = text.rfind(found)
+    if at < 0:
+        return None
+    end = at + len(found)
+    return (answer_rule.hedge_around(text, at, end) or reader.adjoined(text, at, end) or reader.negation_near(text, at, end)
+            or reader.value_inside(found) or reader.other_value(text, at, end, [found])
+            or reader.labelled_twice(text, [found]))  # fmt: skip
 
 
 def _in_gold_units(gold_text, pred_text, pred):

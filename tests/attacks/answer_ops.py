@@ -175,7 +175,7 @@ def cases(seed: int, budget: int) -> list[Case]:
     for slot in range(budget):
         name = names[slot % len(names)]
         fn, expect = OPERATORS[name]
-        for _ in range(50):  # seeds drawn until one the operator applies to (glue needs a small integer)
+        for _ in range(400):  # seeds drawn until one the operator applies to (glue needs a small integer)
             s = rng.choice(pool)
             mutated = fn(s.completion, s, rng)
             if mutated is not None and mutated != s.completion:

@@ -57,7 +57,7 @@ def adjoin(c: str, seed: Seed, rng: random.Random) -> str | None:
 NEGATE_BEFORE = ("is not equal to ", "is not ", "cannot be ", "$x \\neq$ ", "$x \\ne$ ", "$x \\not=$ ", "≠ ",
                  "ist nicht ", "不等于 ", "不是 ", "není ", "no es ", "नहीं है ", "ليس ", "is niet ", "не дорівнює ",
                  "n'est pas ", "non è ", "nie jest ", "는 아니다 ", "isn't ", "is never ")  # fmt: skip
-NEGATE_AFTER = (" is not the answer", " is wrong", " is not correct", " ist nicht die Lösung", " 不是答案",
+NEGATE_AFTER = (" is not the answer", " is not right", " is not correct", " ist nicht die Lösung", " 不是答案",
                 " není správně", " no es la respuesta", " ではない", " не є відповіддю", " नहीं है")  # fmt: skip
 NEGATE_IN_MATH = ("x \\neq ", "x \\ne ", "x \\not= ", "x \\notin ")
 
@@ -144,7 +144,8 @@ def second_value(c: str, seed: Seed, rng: random.Random) -> str | None:
     if where == 0:
         return c[: s[1]] + join + (f"${w}$" if rng.random() < 0.5 else w) + c[s[1] :]
     if where == 1:
-        return c[: s[0]] + f"${w}$" + join.rstrip(".\n") + " " + c[s[0] :]
+        join = join if not re.search(r"[.\n]", join) else " "  # before it: in the answer's own sentence
+        return c[: s[0]] + f"${w}$" + join + c[s[0] :]
     if where == 2:
         return c[: s[3]] + f" \\text{{{join}}} {w}" + c[s[3] :]
     return (

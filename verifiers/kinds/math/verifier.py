@@ -252,7 +252,7 @@ class MathVerifier(Builtin):
     def verify(self, req: Request, ctx: Context) -> Verdict:
         """The verdict, with the ``answer.*`` exploit signals of the completion (they never change it)."""
         fallback, rel_tol = self.check(req)
-        ext = extract(req.completion, fallback)
+        ext = extract(req.completion, fallback, req.reference)
         verdict = self._grade(req, ctx, ext, rel_tol, fallback)
         return verdict.signal(*signals_of(req.completion, ext, req.prompt, req.reference))
 
