@@ -347,7 +347,7 @@ def _statement(visible: str, found: list, answers: list[str], reference: str) ->
         word = hedge_around(visible, a, b)
         if word:
             return word, "answer.hedge"
-    for a, b, text, ch in found:
+    for a, b, text, _ in found:
         op = reader.adjoined(visible, a, b)
         if op:
             return f"{op!r} stands against the answer: a reader reads another value", "answer.hedge"
@@ -365,7 +365,10 @@ def _statement(visible: str, found: list, answers: list[str], reference: str) ->
             return f"several choices ({', '.join(sorted(letters))})", "answer.several"
         return None, None
     a, b, _, _ = found[-1]
-    other = reader.other_value(visible, a, b, answers)
+    plain = list(visible)
+    for x, y, _, _ in found[:-1]:  # the other answers are answers, not values offered beside this one
+        plain[x:y] = " " * (y - x)
+    other = reader.other_value("".join(plain), a, b, answers)
     if other:
         return f"a second value ({other!r}) offered in the final statement", "answer.several"
     return None, None

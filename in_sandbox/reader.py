@@ -31,7 +31,9 @@ _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _TEX_COMMENT = re.compile(r"(?<![\\\d}.])%[^\n]*")  # not \%, not a percent sign after a number or a box
 _PHANTOM = re.compile(r"\\[hv]?phantom\s*(?=\{)")
 _WHITE = r"(?:white|#?fff(?:fff)?\b|\[rgb\]\s*\{\s*1\s*,\s*1\s*,\s*1\s*\}|\[HTML\]\s*\{\s*FFFFFF\s*\}|transparent)"
-_TEXTCOLOR_WHITE = re.compile(r"\\(?:textcolor|mathcolor)\s*(?:\{\s*" + _WHITE + r"\s*\}|" + _WHITE + r")\s*(?=\{)", re.I)
+_TEXTCOLOR_WHITE = re.compile(
+    r"\\(?:textcolor|mathcolor)\s*(?:\{\s*" + _WHITE + r"\s*\}|" + _WHITE + r")\s*(?=\{)", re.I
+)
 _COLOR_WHITE = re.compile(r"\\color\s*(?:\{\s*" + _WHITE + r"\s*\}|" + _WHITE + r")", re.I)
 _HTML_WHITE = re.compile(r"<(span|font|div|p)\b[^>]*(?:color\s*[:=]\s*[\"']?\s*(?:white|#fff(?:fff)?\b))[^>]*>.*?(?:</\1\s*>|\Z)",
                          re.I | re.S)  # fmt: skip
@@ -107,7 +109,8 @@ _ADJACENT = re.compile(r"^(?:[0-9(\[]|[A-Za-z](?![A-Za-z]))")  # right against t
 
 def adjoined(text: str, start: int, end: int) -> str | None:
     """What adjoins the box at ``text[start:end]`` and changes the value a reader reads, else None."""
-    before = text[max(0, start - 60) : start]
+    raw = text[max(0, start - 60) : start]
+    before = re.sub(r"(?:<[^<>]*>\s*)+$", "", raw)  # an answer tag around the box is no operator
     after = text[end : end + 60]
     inside = _OPEN_MATH.search(before)
     left = before[: inside.start()] if inside else before
@@ -118,11 +121,17 @@ def adjoined(text: str, start: int, end: int) -> str | None:
     m = _LEFT_OP.search(before.rstrip() if not inside else before[: inside.start()])
     if m and (not inside or not left[-1:].isspace()) and not (m.group().strip() in "-−" and _prose_dash(left)):
         return m.group().strip()
-    if re.search(r"[0-9]$", before):
-        return before[-1]
+    if re.search(r"[0-9]$", raw):
+        return raw[-1]
     closing = _CLOSE_MATH.match(after)
     rest = after[closing.end() :] if closing else after
-    m = _RIGHT_OP.match(after) if not closing else _RIGHT_OP.match(rest) if rest[:1] and not rest[:1].isspace() else None
+    m = (
+        _RIGHT_OP.match(after)
+        if not closing
+        else _RIGHT_OP.match(rest)
+        if rest[:1] and not rest[:1].isspace()
+        else None
+    )
     if m and not (closing and m.group().strip() in "-−!"):
         return m.group().strip()
     m = _ADJACENT.match(after)
@@ -172,14 +181,17 @@ def _math_words(s: str) -> str:
 
 # -- values ----------------------------------------------------------------------------------------------------
 # a number standing alone: not an exponent or subscript, not part of a name (x1, H2O), not a digit group
-_VALUE = re.compile(r"(?<![\w^_{.,\\])-?\d+(?:[.,]\d+)*(?:\s*/\s*\d+)?(?![\w.]*\d)(?!\s*[\^_])")
+_VALUE = re.compile(
+    r"(?<![\w^_{.,\\=+*/×·-])(?<![=+*/×·-]\s)-?\d+(?:[.,]\d+)*(?:\s*/\s*\d+)?(?![\w.]*\d)(?!-?[^\W\d_])"
+    r"(?!\s*[\^_=+*/×·-]\s*[\w(\\])"
+)
 _SENTENCE = re.compile(r"[.!?](?:\s|$)|[。！？]|\n")
 SET_WORDS = ("and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或")
 
 
 def value(text: str) -> Fraction | None:
     """The exact value of a plain number (``-3``, ``0.5``, ``1,000``, ``3/4``, ``\\frac{3}{4}``), else None."""
-    s = text.strip().strip("$").strip().replace("\\!", "").replace("{,}", "")
+    s = text.strip().strip("$").strip().replace("\\!", "").replace("{,}", "").replace("\\$", "").strip()
     m = re.fullmatch(r"\\[dt]?frac\{\s*(-?\d+)\s*\}\{\s*(\d+)\s*\}", s)
     if m:
         s = f"{m.group(1)}/{m.group(2)}"
@@ -202,7 +214,14 @@ def other_value(text: str, start: int, end: int, answers: list[str]) -> str | No
     the rest of the text) that is not the answer's own value, nor in a sentence that computes the answer;
     a stand-alone number right before it (at most two words between, in its sentence)."""
     rest = text[end:]
+    stops = [m.end() for m in _SENTENCE.finditer(rest)][:3]  # the answer's sentence and the next two
+    rest = rest[: stops[-1]] if len(stops) == 3 else rest
+    own = {m.group() for a in answers for m in _VALUE.finditer(a)}
+    for a in answers:
+        rest = rest.replace(a, " " * len(a)) if a.strip() else rest
     for m in _VALUE.finditer(rest):
+        if m.group() in own or re.match(r"\s+[^\W\d_]{3,}", rest[m.end() :]):
+            continue  # the answer's own numbers; a count of something ("after 5 years") is no answer offered
         if _same(m.group(), answers) or _computes(rest, m.start(), answers):
             continue
         return m.group()
@@ -213,7 +232,7 @@ def other_value(text: str, start: int, end: int, answers: list[str]) -> str | No
     if near:
         m = near[-1]
         between = head[m.end() :]
-        if not _same(m.group(), answers) and not re.search(r"[=:<>≤≥\\]|[-+*/×]\s*$", between):
+        if not _same(m.group(), answers) and not re.search(r"[=:<>≤≥\\)]|[-+*/×]\s*$", between):
             if len(re.findall(r"[^\W\d_]+", between)) <= 2 and not re.search(r"[-+*/×^]\s*$", head[: m.start()]):
                 return m.group()
     return None
@@ -235,7 +254,7 @@ def value_inside(answer: str) -> str | None:
     """A second value inside one answer: a number in or after a ``\\text{…}`` phrase that is not a set's
     joining word (``3 \\text{ tal vez } 4``, ``3 \\text{ (or possibly 4)}``); two numbers separated only by
     spacing commands (``3 \\quad 4``)."""
-    if re.search(r"\d\s*(?:\\(?:quad|qquad|;|:|,|enspace|hspace\{[^}]*\})\s*)+-?\d", answer):
+    if re.search(r"\d\s*(?:\\(?:quad|qquad|;|enspace|hspace\{[^}]*\})\s*)+-?\d", answer):
         return "two numbers side by side"
     for m in re.finditer(r"\\(?:text|textrm|mbox|mathrm|textit|textbf)\s*\{([^{}]*)\}", answer):
         phrase = m.group(1)

@@ -30,6 +30,7 @@ string, else by ANTLR with two-stage (SLL, then LL) prediction.
 import functools
 import itertools
 import json
+import re
 import signal
 import sys
 import time
@@ -290,18 +291,20 @@ def _grade_full(gold, item):
 def statement_of(text, found):
     """Why the answer ``found`` is not one answer as a reader reads its final statement (the rule of
     in_sandbox/answer.py and reader.py, the same as for a box), else None. The statement starts where the answer
-    is first written in the last paragraph (not its last occurrence: "3 (or maybe 4). Note that 3 is odd.")."""
-    body = text.rstrip()
-    para = body.rfind("\n\n") + 1
-    at = text.find(found, para)
-    if at < 0:
-        at = text.rfind(found)
-    if at < 0:
+    is first written in its sentence or the one before (not only its last occurrence: "3 (or maybe 4). Note
+    that 3 is odd.")."""
+    last = text.rfind(found)
+    if last < 0:
         return None
-    end = at + len(found)
-    return (answer_rule.hedge_around(text, at, end) or reader.adjoined(text, at, end) or reader.negation_near(text, at, end)
-            or reader.value_inside(found) or reader.other_value(text, at, end, [found])
-            or reader.labelled_twice(text, [found]))  # fmt: skip
+    end = last + len(found)
+    why = (answer_rule.hedge_around(text, last, end) or reader.adjoined(text, last, end)
+           or reader.negation_near(text, last, end) or reader.value_inside(found)
+           or reader.labelled_twice(text, [found]))  # fmt: skip
+    if why:
+        return why
+    ends = [m.end() for m in re.finditer(r"[.!?](?:\s|$)|\n", text[:last])]
+    first = text.find(found, ends[-2] if len(ends) >= 2 else 0)  # its first place in its and the sentence before
+    return reader.other_value(text, first, first + len(found), [found])
 
 
 def _in_gold_units(gold_text, pred_text, pred):
