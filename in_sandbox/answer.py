@@ -46,6 +46,9 @@ def unclosed_think(text: str) -> bool:
     return last_open >= 0 and text.find(THINK_CLOSE, last_open) < 0
 
 
+_THINK_TAG = re.compile(re.escape(THINK_OPEN) + "|" + re.escape(THINK_CLOSE))
+
+
 def strip_think(text: str) -> str:
     """The visible text: what follows the last ``</think>`` that closes a think block (the whole text without
     think tags); empty when a ``<think>`` is left open, wherever it stands (nothing after an unfinished
@@ -59,12 +62,12 @@ def strip_think(text: str) -> str:
     """
     if unclosed_think(text):
         return ""
-    real, i, opened = -1, text.find(THINK_CLOSE), text.find(THINK_OPEN)
-    while i >= 0:
-        if real < 0 or 0 <= opened < i:  # the first close (a template opened the block), or one with an open since
-            real = i
-            opened = text.find(THINK_OPEN, i)
-        i = text.find(THINK_CLOSE, i + len(THINK_CLOSE))
+    real, depth = -1, 0
+    for m in _THINK_TAG.finditer(text):
+        if m.group() == THINK_OPEN:
+            depth += 1
+        elif depth > 0 or real < 0:  # closes an open block, or the first close (a template opened the block)
+            depth, real = max(0, depth - 1), m.start()
     if real < 0:
         return text
     visible = text[real + len(THINK_CLOSE) :]
@@ -363,7 +366,6 @@ def _statement(visible: str, found: list, answers: list[str], reference: str) ->
         letters |= set(re.findall(r"\(\s*([A-E])\s*\)", visible[found[-1][1] :]))
         if len(letters) > 1:
             return f"several choices ({', '.join(sorted(letters))})", "answer.several"
-        return None, None
     a, b, _, _ = found[-1]
     plain = list(visible)
     for x, y, _, _ in found[:-1]:  # the other answers are answers, not values offered beside this one

@@ -43,7 +43,7 @@ def _mark(c: str, seed: Seed) -> tuple[int, int, int, int] | None:
 
 
 ADJOIN = ("-{b}", "\\pm {b}", "\\mp{b}", "\\frac{{1}}{{{b}}}", "{b}^{{2}}", "{b}^2", "\\sqrt{{{b}}}", "{b} \\times 10^{{3}}",
-          "10^{{{b}}}", "{b} \\cdot 7", "2{b}", "{b}/7", "- {b}", "1/{b}", "{b}!", "{b}\\%")  # fmt: skip
+          "10^{{{b}}}", "{b} \\cdot 7", "2{b}", "{b}/7", "- {b}", "1/{b}", "{b}!")  # fmt: skip
 
 
 def adjoin(c: str, seed: Seed, rng: random.Random) -> str | None:
