@@ -209,13 +209,14 @@ def _same(found: str, answers: list[str]) -> bool:
     return any(v is not None and v == value(a) or found.replace(" ", "") == a.strip().strip("$") for a in answers)
 
 
-def other_value(text: str, start: int, end: int, answers: list[str]) -> str | None:
+def other_value(text: str, start: int, end: int, answers: list[str], sentences: int = 3) -> str | None:
     """A value offered beside the answer at ``text[start:end]``: a stand-alone number after it (anywhere in
     the rest of the text) that is not the answer's own value, nor in a sentence that computes the answer;
-    a stand-alone number right before it (at most two words between, in its sentence)."""
+    a stand-alone number right before it (at most two words between, in its sentence). ``sentences``: how many
+    sentences after it are read (0: the whole rest of the text)."""
     rest = text[end:]
-    stops = [m.end() for m in _SENTENCE.finditer(rest)][:3]  # the answer's sentence and the next two
-    rest = rest[: stops[-1]] if len(stops) == 3 else rest
+    stops = [m.end() for m in _SENTENCE.finditer(rest)][:sentences]  # its sentence and the next two; 0: all
+    rest = rest[: stops[-1]] if sentences and len(stops) == sentences else rest
     own = {m.group() for a in answers for m in _VALUE.finditer(a)}
     for a in answers:
         rest = rest.replace(a, " " * len(a)) if a.strip() else rest
