@@ -266,7 +266,9 @@ def _set_against_interval(gold, gold_text, pred, pred_text):
     (``(2, 3)``, ``[3, 4]``): two numbers are never every number between them, in whichever order."""
 
     def finite(parsed, text):
-        return bool(parsed) and isinstance(parsed[0], sympy.FiniteSet) and _SET_WRITTEN.search(text) is not None
+        if not (parsed and isinstance(parsed[0], sympy.FiniteSet) and _SET_WRITTEN.search(text)):
+            return False  # conditions joined by "or" (x < 1 or x > 3) are the union they define, not a finite set
+        return not any(isinstance(e, sympy.core.relational.Relational) for e in parsed[0].args)
 
     def interval(parsed):
         return bool(parsed) and (
