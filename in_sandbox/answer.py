@@ -444,8 +444,7 @@ def signals_of(completion: str, ext: Extraction | None, prompt: str = "", refere
     found, _ = _answers(visible)
     if found and ext and ext.source in ("boxed", "answer", "channels"):
         a, b, _, _ = found[-1]
-        rest = visible[b:]
-        if reader.other_value(visible, a, b, ext.answers, sentences=0) or len(rest.strip()) > 2000:
+        if reader.other_value(visible, a, b, ext.answers, sentences=0):
             out.add("answer.not_final")
     if prompt and any(_in_prompt(a, prompt, reference) for a in answers):
         out.add("answer.restates_prompt")

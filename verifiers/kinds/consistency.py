@@ -124,7 +124,9 @@ class AnswerConsistency(Builtin):
     def verify(self, req: Request, ctx: Context) -> Verdict:
         """The verdict, with the ``answer.*`` exploit signals of the final answer (they never change it)."""
         ext = extract(req.completion)
-        return self._grade(req, ctx, ext).signal(*signals_of(req.completion, ext, req.prompt))
+        # the answer's reference is the reasoning's result: an answer equal to it restates nothing
+        result = last_result(reasoning(req.completion)) if reasoning_spans(req.completion) else None
+        return self._grade(req, ctx, ext).signal(*signals_of(req.completion, ext, req.prompt, result or ""))
 
     def _grade(self, req: Request, ctx: Context, ext: Extraction | None) -> Verdict:
         if not reasoning_spans(req.completion):

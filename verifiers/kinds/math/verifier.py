@@ -254,7 +254,11 @@ class MathVerifier(Builtin):
         fallback, rel_tol = self.check(req)
         ext = extract(req.completion, fallback, req.reference)
         verdict = self._grade(req, ctx, ext, rel_tol, fallback)
-        return verdict.signal(*signals_of(req.completion, ext, req.prompt, req.reference))
+        signals = signals_of(req.completion, ext, req.prompt, req.reference)
+        if verdict.outcome is Outcome.CORRECT and ext is not None and ext.source == "boxed":
+            # several boxes that together are the reference ((2, 3) as x = \boxed{2}, y = \boxed{3}) are one answer
+            signals = [s for s in signals if s != "answer.several"]
+        return verdict.signal(*signals)
 
     def _grade(
         self, req: Request, ctx: Context, ext: Extraction | None, rel_tol: float | None, fallback: str
