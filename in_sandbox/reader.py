@@ -182,10 +182,11 @@ def _math_words(s: str) -> str:
 # -- values ----------------------------------------------------------------------------------------------------
 # a number standing alone: not an exponent or subscript, not part of a name (x1, H2O), not a digit group
 _VALUE = re.compile(
-    r"(?<![\w^_{.,\\=+*/×·-])(?<![=+*/×·-]\s)-?\d+(?:[.,]\d+)*(?:\s*/\s*\d+)?(?![\w.]*\d)(?!-?[^\W\d_])"
+    r"(?<![\w^_{.,\\=+*/×·<>≤≥-])(?<![=+*/×·<>≤≥-]\s)-?\d+(?:[.,]\d+)*(?:\s*/\s*\d+)?(?![\w.]*\d)(?!-?[^\W\d_])"
     r"(?!\s*[\^_=+*/×·-]\s*[\w(\\])"
 )
 _SENTENCE = re.compile(r"[.!?](?:\s|$)|[。！？]|\n")
+SHORT = 80  # characters: a sentence after the answer's that is no longer is read as part of its statement
 SET_WORDS = ("and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或")
 
 
@@ -213,10 +214,17 @@ def other_value(text: str, start: int, end: int, answers: list[str], sentences: 
     """A value offered beside the answer at ``text[start:end]``: a stand-alone number after it (anywhere in
     the rest of the text) that is not the answer's own value, nor in a sentence that computes the answer;
     a stand-alone number right before it (at most two words between, in its sentence). ``sentences``: how many
-    sentences after it are read (0: the whole rest of the text)."""
+    sentences after it are read, each next one only while it is at most ``SHORT`` characters (0: the whole rest
+    of the text)."""
     rest = text[end:]
-    stops = [m.end() for m in _SENTENCE.finditer(rest)][:sentences]  # its sentence and the next two; 0: all
-    rest = rest[: stops[-1]] if sentences and len(stops) == sentences else rest
+    if sentences:  # its sentence, then each next one while it is short (a remark, not an explanation)
+        stops = [m.end() for m in _SENTENCE.finditer(rest)][:sentences]
+        keep = stops[0] if stops else len(rest)
+        for a, b in zip(stops, stops[1:] + [len(rest)] * (len(stops) < sentences), strict=False):
+            if b - a > SHORT:
+                break
+            keep = b
+        rest = rest[:keep]
     own = {m.group() for a in answers for m in _VALUE.finditer(a)}
     for a in answers:
         rest = rest.replace(a, " " * len(a)) if a.strip() else rest
