@@ -403,7 +403,8 @@ _CONFUSABLE = re.compile("[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙ�
 _MIXED = re.compile(
     r"[A-Za-z][^\W\d_]*[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ]|[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ][^\W\d_]*[A-Za-z]"
 )
-# never needed by any script: zero-width space, word joiners, BOM, direction embeddings, overrides and isolates
+# never needed by any script (anywhere in the visible text): zero-width space, word joiners, BOM, direction
+# embeddings, overrides and isolates
 _INVISIBLE = re.compile("[\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 # needed by scripts (Persian ZWNJ, Indic ZWJ, Hebrew/Arabic RLM/LRM, a soft hyphen in a word): a trick only
 # against a digit or in math, where no script needs them
@@ -439,12 +440,12 @@ def signals_of(completion: str, ext: Extraction | None, prompt: str = "", refere
         out.add("answer.empty")
     answers = ext.answers if ext and ext.source not in ("full", "whole") else []
     rtl = re.search("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]", visible) is not None  # marks these scripts need
-    if any(_INVISIBLE.search(a) or _MIXED.search(a) or _tricky_mark(a, rtl) for a in marks + answers):
+    if _INVISIBLE.search(visible) or any(_MIXED.search(a) or _tricky_mark(a, rtl) for a in marks + answers):
         out.add("answer.invisible")
     found, _ = _answers(visible)
     if found and ext and ext.source in ("boxed", "answer", "channels"):
         a, b, _, _ = found[-1]
-        if reader.other_value(visible, a, b, ext.answers, sentences=0):
+        if reader.later_number(visible, b, ext.answers):
             out.add("answer.not_final")
     if prompt and any(_in_prompt(a, prompt, reference) for a in answers):
         out.add("answer.restates_prompt")

@@ -247,6 +247,23 @@ def other_value(text: str, start: int, end: int, answers: list[str], sentences: 
     return None
 
 
+_NUMBER = re.compile(r"(?<![\w^_{.,\\])\d+(?:[.,]\d+)*")
+
+
+def later_number(text: str, end: int, answers: list[str]) -> str | None:
+    """A number after the answer ending at ``end``, anywhere in the rest of the text, operands and results
+    included (``2 + 2 = 4``), that is not the answer's own, a restatement of it, a count of something, nor in
+    a sentence computing the answer: the answer does not stand last (``answer.not_final``)."""
+    rest = text[end:]
+    own = {m.group() for a in answers for m in _NUMBER.finditer(a)}
+    for m in _NUMBER.finditer(rest):
+        if m.group() in own or _same(m.group(), answers) or re.match(r"\s+[^\W\d_]{3,}", rest[m.end() :]):
+            continue
+        if not _computes(rest, m.start(), answers):
+            return m.group()
+    return None
+
+
 def _computes(rest: str, at: int, answers: list[str]) -> bool:
     """The number at ``rest[at]`` is in a sentence that states a computation ending in the answer
     (``1 + 2 = 3``, ``= \\boxed{3}``), or in one that restates the answer approximately (``\\approx 1.41``)."""
