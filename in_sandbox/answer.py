@@ -445,7 +445,7 @@ def signals_of(completion: str, ext: Extraction | None, prompt: str = "", refere
     found, _ = _answers(visible)
     if found and ext and ext.source in ("boxed", "answer", "channels"):
         a, b, _, _ = found[-1]
-        if reader.later_number(visible, b, ext.answers):
+        if reader.later_number(visible, a, b, ext.answers):
             out.add("answer.not_final")
     if prompt and any(_in_prompt(a, prompt, reference) for a in answers):
         out.add("answer.restates_prompt")

@@ -216,15 +216,7 @@ def other_value(text: str, start: int, end: int, answers: list[str], sentences: 
     a stand-alone number right before it (at most two words between, in its sentence). ``sentences``: how many
     sentences after it are read, each next one only while it is at most ``SHORT`` characters (0: the whole rest
     of the text)."""
-    rest = text[end:]
-    if sentences:  # its sentence, then each next one while it is short (a remark, not an explanation)
-        stops = [m.end() for m in _SENTENCE.finditer(rest)][:sentences]
-        keep = stops[0] if stops else len(rest)
-        for a, b in zip(stops, stops[1:] + [len(rest)] * (len(stops) < sentences), strict=False):
-            if b - a > SHORT:
-                break
-            keep = b
-        rest = rest[:keep]
+    rest = _statement_after(text[end:], sentences) if sentences else text[end:]
     own = {m.group() for a in answers for m in _VALUE.finditer(a)}
     for a in answers:
         rest = rest.replace(a, " " * len(a)) if a.strip() else rest
@@ -250,11 +242,27 @@ def other_value(text: str, start: int, end: int, answers: list[str], sentences: 
 _NUMBER = re.compile(r"(?<![\w^_{.,\\])\d+(?:[.,]\d+)*")
 
 
-def later_number(text: str, end: int, answers: list[str]) -> str | None:
-    """A number after the answer ending at ``end``, anywhere in the rest of the text, operands and results
-    included (``2 + 2 = 4``), that is not the answer's own, a restatement of it, a count of something, nor in
-    a sentence computing the answer: the answer does not stand last (``answer.not_final``)."""
-    rest = text[end:]
+def _statement_after(rest: str, sentences: int = 3) -> str:
+    """The part of ``rest`` (the text after an answer) in the answer's statement: the rest of its sentence,
+    then each next one while it is at most ``SHORT`` characters (a remark, not an explanation), ``sentences``
+    in all."""
+    stops = [m.end() for m in _SENTENCE.finditer(rest)][:sentences]
+    keep = stops[0] if stops else len(rest)
+    for a, b in zip(stops, stops[1:] + [len(rest)] * (len(stops) < sentences), strict=False):
+        if b - a > SHORT:
+            break
+        keep = b
+    return rest[:keep]
+
+
+def later_number(text: str, start: int, end: int, answers: list[str]) -> str | None:
+    """What makes the answer at ``text[start:end]`` not the last word (``answer.not_final``): a value offered
+    anywhere after it (``other_value`` over the whole rest), or in its statement a number of another result,
+    operands included (``2 + 2 = 4``), that is not its own, a restatement, a count, nor a computation of it."""
+    other = other_value(text, start, end, answers, sentences=0)
+    if other:
+        return other
+    rest = _statement_after(text[end:])
     own = {m.group() for a in answers for m in _NUMBER.finditer(a)}
     for m in _NUMBER.finditer(rest):
         if m.group() in own or _same(m.group(), answers) or re.match(r"\s+[^\W\d_]{3,}", rest[m.end() :]):
