@@ -186,6 +186,7 @@ _VALUE = re.compile(
     r"(?!\s*[\^_=+*/×·-]\s*[\w(\\])"
 )
 _SENTENCE = re.compile(r"[.!?](?:\s|$)|[。！？]|\n")
+LONG_REST = 300  # characters after the answer: more is an explanation, read only in the answer's statement
 SHORT = 80  # characters: a sentence after the answer's that is no longer is read as part of its statement
 SET_WORDS = ("and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或")
 
@@ -257,11 +258,12 @@ def _statement_after(rest: str, sentences: int = 3) -> str:
 
 def later_number(text: str, start: int, end: int, answers: list[str]) -> str | None:
     """What makes the answer at ``text[start:end]`` not the last word (``answer.not_final``): a value offered
-    anywhere after it (``other_value`` over the whole rest), or in its statement a number of another result,
+    anywhere after it (``other_value`` over the whole rest, when it is at most ``LONG_REST`` characters), or in its statement a number of another result,
     operands included (``2 + 2 = 4``), that is not its own, a restatement, a count, nor a computation of it."""
-    other = other_value(text, start, end, answers, sentences=0)
-    if other:
-        return other
+    if len(text) - end <= LONG_REST:  # a long explanation after the answer uses numbers without offering them
+        other = other_value(text, start, end, answers, sentences=0)
+        if other:
+            return other
     rest = _statement_after(text[end:])
     own = {m.group() for a in answers for m in _NUMBER.finditer(a)}
     for m in _NUMBER.finditer(rest):
