@@ -186,7 +186,6 @@ _VALUE = re.compile(
     r"(?!\s*[\^_=+*/×·-]\s*[\w(\\])"
 )
 _SENTENCE = re.compile(r"[.!?](?:\s|$)|[。！？]|\n")
-LONG_REST = 300  # characters after the answer: more is an explanation, read only in the answer's statement
 SHORT = 80  # characters: a sentence after the answer's that is no longer is read as part of its statement
 SET_WORDS = ("and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或")
 
@@ -222,7 +221,7 @@ def other_value(text: str, start: int, end: int, answers: list[str], sentences: 
     for a in answers:
         rest = rest.replace(a, " " * len(a)) if a.strip() else rest
     for m in _VALUE.finditer(rest):
-        if m.group() in own or re.match(r"\s+[^\W\d_]{3,}", rest[m.end() :]):
+        if m.group() in own or re.match(r"(?:\s+|-)[^\W\d_]{3,}", rest[m.end() :]):
             continue  # the answer's own numbers; a count of something ("after 5 years") is no answer offered
         if _same(m.group(), answers) or _computes(rest, m.start(), answers):
             continue
@@ -258,16 +257,21 @@ def _statement_after(rest: str, sentences: int = 3) -> str:
 
 def later_number(text: str, start: int, end: int, answers: list[str]) -> str | None:
     """What makes the answer at ``text[start:end]`` not the last word (``answer.not_final``): a value offered
-    anywhere after it (``other_value`` over the whole rest, when it is at most ``LONG_REST`` characters), or in its statement a number of another result,
+    in a short sentence anywhere after it (a long one is an explanation that uses numbers), or in its statement a number of another result,
     operands included (``2 + 2 = 4``), that is not its own, a restatement, a count, nor a computation of it."""
-    if len(text) - end <= LONG_REST:  # a long explanation after the answer uses numbers without offering them
-        other = other_value(text, start, end, answers, sentences=0)
-        if other:
-            return other
+    rest, at = text[end:], 0
+    for m in [*_SENTENCE.finditer(rest), None]:  # a short remark anywhere after it that offers a value
+        stop = m.end() if m else len(rest)
+        if stop - at <= SHORT:
+            chunk = " " * (end + at) + rest[at:stop]
+            other = other_value(chunk, start, end + at, answers, sentences=0) if at else None
+            if other:
+                return other
+        at = stop
     rest = _statement_after(text[end:])
     own = {m.group() for a in answers for m in _NUMBER.finditer(a)}
     for m in _NUMBER.finditer(rest):
-        if m.group() in own or _same(m.group(), answers) or re.match(r"\s+[^\W\d_]{3,}", rest[m.end() :]):
+        if m.group() in own or _same(m.group(), answers) or re.match(r"(?:\s+|-)[^\W\d_]{3,}", rest[m.end() :]):
             continue
         if not _computes(rest, m.start(), answers):
             return m.group()
