@@ -16,8 +16,11 @@ is stated once in docs/verifiers.md ("The final-answer rule").
   must: ``x = \\boxed{2}, y = \\boxed{3}`` for ``(2, 3)``). Answers through different channels (a box and an
   answer tag, or two answer tags) are never read together: each must equal the reference on its own.
   More than ``MAX_ANSWERS`` different ones is answer spraying.
-* **Hedges** (``hedge_around``): a word offering another answer, a condition or a doubt, in the sentence
-  around the answer, in any of the languages of ``OR_WORDS`` / ``AROUND`` / ``BEFORE``.
+* **Hedges** (in_sandbox/hedges.py ``hedge_around``): a word offering another answer, a condition or a doubt, in
+  the sentence around the answer, in any of the languages of ``OR_WORDS`` / ``AROUND`` / ``BEFORE``.
+* **The statement as a reader reads it** (in_sandbox/reader.py): hidden content blanked, an operator or a
+  negation against the answer, a second value offered around or inside it, several choice letters
+  (``_statement``). The signals of what a completion tried are in_sandbox/answer_signals.py.
 
 Everything here is plain string scanning (``str.find`` with remembered positions and linear regexes), so a
 10 MB hostile completion costs one pass. Only stdlib: the sandbox runs this module too (as
@@ -30,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from in_sandbox import reader
+from in_sandbox.hedges import hedge_around
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
@@ -396,175 +400,7 @@ def bare_math(text: str) -> bool:
     return not _PROSE.search(_ENVIRONMENT.sub(" ", s))
 
 
-# -- exploit signals (verifiers/shapes/signals.py) of what a completion tried with its final answer -------------------
-# Latin look-alikes from other scripts (Cyrillic а е о р с х у А В Е К М Н О Р С Т Х, Greek ο Ο Α Β Ε Ζ Η Ι Κ Μ Ν Ρ Τ Υ Χ):
-# a trick only inside a word that is otherwise Latin (``соs`` for cos); a Cyrillic or Greek word is just a word
-_CONFUSABLE = re.compile("[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ]")
-_MIXED = re.compile(
-    r"[A-Za-z][^\W\d_]*[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ]|[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ][^\W\d_]*[A-Za-z]"
-)
-# never needed by any script (anywhere in the visible text): zero-width space, word joiners, BOM, direction
-# embeddings, overrides and isolates
-_INVISIBLE = re.compile("[\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-# needed by scripts (Persian ZWNJ, Indic ZWJ, Hebrew/Arabic RLM/LRM, a soft hyphen in a word): a trick only
-# against a digit or in math, where no script needs them
-_SCRIPT_MARKS = re.compile("(?<=[0-9$\\{}^_=+*/.,-])[\u00ad\u200c-\u200f]|[\u00ad\u200c-\u200f](?=[0-9$\\{}^_=+*/.,-])")
-_SPACING = re.compile(r"\\(?:[,;:! ]|quad|qquad|enspace|thinspace|hspace\s*\{[^{}]*\})|(?<!\\)[{}$\s]")
-
-
-def _tricky_mark(answer: str, rtl: bool) -> bool:
-    """A script's mark used where no script needs it: against a digit or in math (direction marks beside
-    right-to-left text are that text's own)."""
-    return any(not (rtl and m.group().strip("0123456789$\\{}^_=+*/.,-") in "\u200e\u200f")
-               for m in re.finditer(_SCRIPT_MARKS.pattern, answer))  # fmt: skip
-
-
-def empty(answer: str) -> bool:
-    """An answer a reader sees nothing in: only spacing, empty groups and punctuation (``∅``, ``\\{\\}``, ``∞``
-    and ``\\emptyset`` are answers)."""
-    return re.fullmatch(r"[.,;:!?…\-–—~_]*", _SPACING.sub("", answer)) is not None
-
-
-def signals_of(completion: str, ext: Extraction | None, prompt: str = "", reference: str = "") -> list[str]:
-    """The ``answer.*`` signals of a completion whose final answer is ``ext`` (``extract``'s, or None): the
-    extraction's own (several, hedge, unclosed think, an answer hidden from a reader), an empty or
-    punctuation-only answer, invisible or confusable characters in an answer, another value after the answer
-    (not final), an answer other than the reference that is written in the prompt (restates it)."""
-    out = set(ext.signals if ext else [])
-    if unclosed_think(completion):
-        out.add("answer.unclosed_think")
-    visible = visible_text(completion)
-    marks = [visible[k + 1 : m] for _, k, m in boxed_spans(visible)]
-    marks += [visible[c:d] for _, _, c, d in tag_spans(visible)]
-    if any(empty(t) for t in marks):
-        out.add("answer.empty")
-    answers = ext.answers if ext and ext.source not in ("full", "whole") else []
-    rtl = re.search("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]", visible) is not None  # marks these scripts need
-    if _INVISIBLE.search(visible) or any(_MIXED.search(a) or _tricky_mark(a, rtl) for a in marks + answers):
-        out.add("answer.invisible")
-    found, _ = _answers(visible)
-    if found and ext and ext.source in ("boxed", "answer", "channels"):
-        a, b, _, _ = found[-1]
-        if reader.later_number(visible, a, b, ext.answers):
-            out.add("answer.not_final")
-    if prompt and any(_in_prompt(a, prompt, reference) for a in answers):
-        out.add("answer.restates_prompt")
-    return sorted(out)
-
-
-def _in_prompt(answer: str, prompt: str, reference: str) -> bool:
-    """The answer is written in the prompt and is not the reference (however the reference is written)."""
-    a = canon(answer).strip("$")
-    if not a or _key(a) == _key(canon(reference).strip("$")):
-        return False
-    return re.search(rf"(?<![\d.]){re.escape(a)}(?![\d.])", canon(prompt)) is not None
-
-
 def extract_answer(completion: str) -> str | None:
     """The last final answer after the reasoning (a box, else an answer tag), else None."""
     e = extract(completion)
     return None if e is None else e.answers[0]
-
-
-# -- hedges, in several languages ------------------------------------------------------------------------------
-# "or" in other languages. Inside an answer these are hedges (English ``3 \text{ or } 4`` alone is read as the set
-# {3, 4}); around an answer, every one of them is. One-letter words (Spanish "o", "u") count only before a number.
-OR_WORDS = ("or", "oder", "ou", "o", "u", "oppure", "или", "либо", "lub", "albo", "veya", "hoặc", "atau", "eller",
-            "或", "或者", "还是", "還是", "または", "もしくは", "あるいは", "또는", "혹은")  # fmt: skip
-# a doubt, a condition or another answer offered, by language
-_DOUBTS = {
-    "en": ("possibly", "maybe", "perhaps", "probably", "either", "otherwise", "unless", "if", "guess", "alternatively"),
-    "de": ("vielleicht", "möglicherweise", "wahrscheinlich", "entweder", "sonst", "wenn", "eventuell"),
-    "fr": ("peut-être", "possiblement", "probablement", "sinon"),  # not "si": "in SI units" after an answer
-    "es": ("quizás", "quizá", "posiblemente", "probablemente", "sino", "acaso"),
-    "pt": ("talvez", "possivelmente", "provavelmente", "senão"),
-    "it": ("forse", "probabilmente", "altrimenti"),
-    "ru": ("возможно", "может", "наверное", "вероятно", "иначе", "если", "либо"),
-    "zh": ("可能", "也许", "也許", "或许", "或許", "大概", "否则", "否則", "如果"),
-    "ja": ("かもしれ", "たぶん", "多分", "もし"),
-    "other": ("misschien", "może", "belki", "아마", "아니면"),
-}
-_EN_INSIDE = ("possibly", "maybe", "perhaps", "probably", "likely", "either", "otherwise", "unless", "if", "iff",
-              "when", "whenever", "assuming", "provided", "not", "except", "but", "guess", "alternatively",
-              "might", "unsure", "unclear")  # fmt: skip
-_FOREIGN = tuple(w for lang, ws in _DOUBTS.items() if lang != "en" for w in ws)
-# Inside an answer, a word that offers an alternative, a condition or a negation makes it not one answer.
-INSIDE = _EN_INSIDE + _FOREIGN + tuple(w for w in OR_WORDS if len(w) > 1 and w != "or")
-# Around it (the rest of the answer's sentence): fewer words, since prose follows answers; here "or" is one.
-AROUND = OR_WORDS + _DOUBTS["en"] + _FOREIGN
-BEFORE = ("possibly", "maybe", "perhaps", "probably", "either", "guess", "vielleicht", "wahrscheinlich",
-          "möglicherweise", "peut-être", "probablement", "quizás", "quizá", "talvez", "forse", "возможно",
-          "наверное", "вероятно", "может", "可能", "也许", "也許", "或许", "大概", "たぶん", "多分", "아마")  # fmt: skip
-NEGATIONS = ("not", "never", "nor", "except", "isn't", "nicht", "kein", "pas", "не", "不是")
-
-# a word: letters (any script) and inner hyphens, not a LaTeX command's name
-_WORDS = re.compile(r"(?<![\\\w])[^\W\d_]+(?:-[^\W\d_]+)*")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-NOT_HEDGES = re.compile(r"\bor,? (?:equivalently|simply|in other words|written as|as a)\b|\beither (?:way|case)\b",
-                         re.I)  # fmt: skip
-
-
-def _word_hits(text: str, words: tuple[str, ...]) -> str | None:
-    """The first word of ``text`` in ``words``: whole words, or inside a run of CJK characters (which
-    are not separated by spaces); a one-letter word only right before a number or math."""
-    single = {w for w in words if len(w) == 1}
-    cjk = [w for w in words if _CJK.search(w)]
-    for m in _WORDS.finditer(text):
-        w = m.group().lower()
-        if w in single:
-            if re.match(r"\s*[\d$\\(-]", text[m.end() : m.end() + 8]):
-                return m.group()
-            continue
-        if w in words:
-            return m.group()
-        if _CJK.search(w):
-            for c in cjk:
-                if c in w:
-                    return c
-    return None
-
-
-def hedge(text: str, words: tuple[str, ...] = INSIDE, allowed: str = "") -> str | None:
-    """The first hedge word of ``text`` (outside LaTeX command names) that ``allowed`` (the reference's
-    own text) does not also use, else None."""
-    text = NOT_HEDGES.sub(" ", text)
-    ok = {w.lower() for w in _WORDS.findall(allowed)}
-    return _word_hits(text, tuple(w for w in words if w not in ok))
-
-
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|[。！？]|\n")
-
-
-def sentence_around(text: str, start: int, end: int) -> tuple[str, str]:
-    """(before, after): the text of the sentence holding ``text[start:end]``, on each side of it (at most
-    200 characters each)."""
-    a = max(text.rfind(c, max(0, start - 200), start) for c in ("\n", ". ", "! ", "? ", "。", "！", "？"))
-    before = text[max(a + 1, start - 200) : start]
-    m = _SENTENCE_END.search(text, end, end + 200)
-    return before, text[end : m.start() if m else min(len(text), end + 200)]
-
-
-def _before_alternation() -> re.Pattern:
-    """Right before the answer: "3 or $4$", "3 oder $4$", "不是 $5$" (a number the sentence rules out or
-    offers beside another is not its answer)."""
-    words = sorted({*OR_WORDS, *NEGATIONS} - {"o", "u"}, key=len, reverse=True)
-    latin = "|".join(re.escape(w) for w in words if not _CJK.search(w))
-    cjk = "|".join(re.escape(w) for w in words if _CJK.search(w))
-    return re.compile(rf"(?:(?<![^\W\d_])(?:{latin}|[ou])|{cjk})[\s$,(\\]*$", re.I)
-
-
-_OR_BEFORE = _before_alternation()
-# what opens the next sentence or line and still hedges the answer before it ("\n(or possibly 4)")
-_NEXT_HEDGE = re.compile(r"[\s.!?。]*\(?\s*(or|oder|ou|или|либо|或者|或|possibly|maybe|perhaps|probably|alternatively"
-                         r"|otherwise|wait|vielleicht|возможно|也许|可能)(?![^\W\d_])", re.I)  # fmt: skip
-
-
-def hedge_around(text: str, start: int, end: int) -> str | None:
-    """A hedge in the sentence around the answer at ``text[start:end]``: an "or" (any language) or a negation
-    right before it, a doubt earlier in the sentence, or an alternative or condition after it."""
-    before, after = sentence_around(text, start, end)
-    m = _OR_BEFORE.search(before)
-    if m:
-        return m.group().strip(" $,(\\")
-    nxt = _NEXT_HEDGE.match(text, end + len(after), end + len(after) + 80)
-    return hedge(before, BEFORE) or hedge(after, AROUND) or (nxt.group(1) if nxt else None)

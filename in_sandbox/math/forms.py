@@ -19,7 +19,7 @@ import re
 import unicodedata
 from fractions import Fraction
 
-from in_sandbox import answer as answer_rule
+from in_sandbox import hedges as answer_rule
 
 # -- Unicode and typesetting ---------------------------------------------------------------------------
 _FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),

@@ -42,8 +42,7 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-from in_sandbox import answer as answer_rule
-from in_sandbox import reader
+from in_sandbox import hedges, reader
 from in_sandbox.math import equal, fastequal, fastparse, forms
 from in_sandbox.math import text as text_rules
 
@@ -321,7 +320,7 @@ def statement_of(text, found):
     if last < 0:
         return None
     end = last + len(found)
-    why = (answer_rule.hedge_around(text, last, end) or reader.adjoined(text, last, end)
+    why = (hedges.hedge_around(text, last, end) or reader.adjoined(text, last, end)
            or reader.negation_near(text, last, end) or reader.value_inside(found)
            or reader.labelled_twice(text, [found]))  # fmt: skip
     if why:

@@ -21,7 +21,7 @@ import random
 import re
 from collections.abc import Callable
 
-from in_sandbox.answer import AROUND, BEFORE, OR_WORDS
+from in_sandbox.hedges import AROUND, BEFORE, OR_WORDS
 from tests.attacks.answer_seeds import NOT_HIGHER, ZERO, Case, Seed, _answer_span, _content, seeds, wrong_value
 from tests.attacks.answer_statement_ops import STATEMENT_OPERATORS
 

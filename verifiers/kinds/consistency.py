@@ -30,7 +30,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from in_sandbox.answer import Extraction, extract, reasoning, reasoning_spans, signals_of
+from in_sandbox.answer import Extraction, extract, reasoning, reasoning_spans
+from in_sandbox.answer_signals import signals_of
 from verifiers.shapes.base import BadRequest, Builtin, Context, Verdict
 from verifiers.shapes.outcome import Outcome
 from verifiers.shapes.request import Request

@@ -26,7 +26,8 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from in_sandbox.answer import FALLBACKS, Extraction, extract, signals_of
+from in_sandbox.answer import FALLBACKS, Extraction, extract
+from in_sandbox.answer_signals import signals_of
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
 from verifiers.shapes.base import BadRequest, Builtin, Context, Verdict
