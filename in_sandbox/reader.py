@@ -294,12 +294,12 @@ def value_inside(answer: str) -> str | None:
     """A second value inside one answer: a number in or after a ``\\text{…}`` phrase that is not a set's
     joining word (``3 \\text{ tal vez } 4``, ``3 \\text{ (or possibly 4)}``); two numbers separated only by
     spacing commands (``3 \\quad 4``)."""
-    if re.search(r"\d\s*(?:\\(?:quad|qquad|;|enspace|hspace\{[^}]*\})\s*)+-?\d", answer):
+    if re.search(r"[^\s{]\s*(?:\\(?:quad|qquad|;|enspace|hspace\{[^}]*\})\s*)+-?\d", answer):
         return "two numbers side by side"
     for m in re.finditer(r"\\(?:text|textrm|mbox|mathrm|textit|textbf)\s*\{([^{}]*)\}", answer):
         phrase = m.group(1)
         words = [w.lower() for w in re.findall(r"[^\W\d_]+", phrase)]
-        if not words or not re.search(r"\d", answer[: m.start()]):
+        if not words or not answer[: m.start()].strip():  # a phrase that opens the answer names it
             continue
         if re.search(r"\d", phrase) or (re.search(r"^\s*\$?-?\d", answer[m.end() :]) and set(words) - set(SET_WORDS)):
             return phrase.strip()
