@@ -294,7 +294,7 @@ def value_inside(answer: str) -> str | None:
     """A second value inside one answer: a number in or after a ``\\text{…}`` phrase that is not a set's
     joining word (``3 \\text{ tal vez } 4``, ``3 \\text{ (or possibly 4)}``); two numbers separated only by
     spacing commands (``3 \\quad 4``)."""
-    if re.search(r"[^\s{]\s*(?:\\(?:quad|qquad|;|enspace|hspace\{[^}]*\})\s*)+-?\d", answer):
+    if re.search(r"[^\s{,;]\s*(?:\\(?:quad|qquad|;|enspace|hspace\{[^}]*\})\s*)+-?\d", answer):
         return "two numbers side by side"
     for m in re.finditer(r"\\(?:text|textrm|mbox|mathrm|textit|textbf)\s*\{([^{}]*)\}", answer):
         phrase = m.group(1)
