@@ -146,6 +146,8 @@ def second_value(c: str, seed: Seed, rng: random.Random) -> str | None:
     if where == 1:
         join = join if not re.search(r"[.\n]", join) else " "  # before it: in the answer's own sentence
         return c[: s[0]] + f"${w}$" + join + c[s[0] :]
+    if re.fullmatch(r"[A-E]", seed.reference) and where >= 2 and not join.strip(" ,;(—\n"):
+        return None  # a letter then a number in its box is the choice written with its value: (C) 7
     if where == 2:
         return c[: s[3]] + f" \\text{{{join}}} {w}" + c[s[3] :]
     return (
