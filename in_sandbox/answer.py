@@ -261,7 +261,7 @@ class Extraction:
     signals: list[str] = field(default_factory=list)  # verifiers/shapes/signals.py names of what was seen
 
 
-def _answers(visible: str) -> tuple[list[tuple[int, int, str, str]], int]:
+def answers_in(visible: str) -> tuple[list[tuple[int, int, str, str]], int]:
     """(start, end, text, channel) of every non-empty answer in the visible text, in order, and how many
     answer tags without a box inside there were."""
     boxes = [(j, m + 1, visible[k + 1 : m].strip(), "boxed") for j, k, m in boxed_spans(visible)]
@@ -282,7 +282,7 @@ def visible_text(completion: str) -> str:
     return reader.rendered(strip_think(completion))
 
 
-def _key(text: str) -> object:
+def value_key(text: str) -> object:
     """One key per answer value: the exact number where it is a plain one (``0.5`` and ``\\frac{1}{2}``), else
     the spelling-insensitive text (``canon``)."""
     v = reader.value(text)
@@ -298,9 +298,9 @@ def extract(completion: str, fallback: str = "none", reference: str = "") -> Ext
     signals = ["answer.unclosed_think"] if unclosed_think(completion) else []
     written = strip_think(completion)
     visible = reader.rendered(written)
-    if len(_answers(written)[0]) > len(_answers(visible)[0]):
+    if len(answers_in(written)[0]) > len(answers_in(visible)[0]):
         signals.append("answer.invisible")  # an answer a reader never sees (a comment, a phantom, white)
-    found, tags = _answers(visible)
+    found, tags = answers_in(visible)
     if found:
         return _marked(visible, found, tags, signals, reference)
     if fallback == "last_number":
@@ -321,7 +321,7 @@ def _marked(visible: str, found: list, tags: int, signals: list[str], reference:
     """The extraction of boxed or tagged answers: several, sprayed, or one, with what its statement says."""
     distinct: dict[object, str] = {}
     for _, _, text, _ in reversed(found):
-        distinct.setdefault(_key(text), text)
+        distinct.setdefault(value_key(text), text)
     channels = {ch for _, _, _, ch in found}
     source = "channels" if len(channels) > 1 or tags > 1 else found[-1][3]
     if len(distinct) > 1 and not _components(visible, found):

@@ -13,7 +13,16 @@ from __future__ import annotations
 import re
 
 from in_sandbox import reader
-from in_sandbox.answer import Extraction, _answers, _key, boxed_spans, canon, tag_spans, unclosed_think, visible_text
+from in_sandbox.answer import (
+    Extraction,
+    answers_in,
+    boxed_spans,
+    canon,
+    tag_spans,
+    unclosed_think,
+    value_key,
+    visible_text,
+)
 
 # -- exploit signals (verifiers/shapes/signals.py) of what a completion tried with its final answer -------------------
 # Latin look-alikes from other scripts (Cyrillic а е о р с х у А В Е К М Н О Р С Т Х, Greek ο Ο Α Β Ε Ζ Η Ι Κ Μ Ν Ρ Τ Υ Χ):
@@ -61,7 +70,7 @@ def signals_of(completion: str, ext: Extraction | None, prompt: str = "", refere
     rtl = re.search("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]", visible) is not None  # marks these scripts need
     if _INVISIBLE.search(visible) or any(_MIXED.search(a) or _tricky_mark(a, rtl) for a in marks + answers):
         out.add("answer.invisible")
-    found, _ = _answers(visible)
+    found, _ = answers_in(visible)
     if found and ext and ext.source in ("boxed", "answer", "channels"):
         a, b, _, _ = found[-1]
         if reader.later_number(visible, a, b, ext.answers):
@@ -74,6 +83,6 @@ def signals_of(completion: str, ext: Extraction | None, prompt: str = "", refere
 def _in_prompt(answer: str, prompt: str, reference: str) -> bool:
     """The answer is written in the prompt and is not the reference (however the reference is written)."""
     a = canon(answer).strip("$")
-    if not a or _key(a) == _key(canon(reference).strip("$")):
+    if not a or value_key(a) == value_key(canon(reference).strip("$")):
         return False
     return re.search(rf"(?<![\d.]){re.escape(a)}(?![\d.])", canon(prompt)) is not None
