@@ -16,8 +16,11 @@ is stated once in docs/verifiers.md ("The final-answer rule").
   must: ``x = \\boxed{2}, y = \\boxed{3}`` for ``(2, 3)``). Answers through different channels (a box and an
   answer tag, or two answer tags) are never read together: each must equal the reference on its own.
   More than ``MAX_ANSWERS`` different ones is answer spraying.
-* **Hedges** (``hedge_around``): a word offering another answer, a condition or a doubt, in the sentence
-  around the answer, in any of the languages of ``OR_WORDS`` / ``AROUND`` / ``BEFORE``.
+* **Hedges** (in_sandbox/hedges.py ``hedge_around``): a word offering another answer, a condition or a doubt, in
+  the sentence around the answer, in any of the languages of ``OR_WORDS`` / ``AROUND`` / ``BEFORE``.
+* **The statement as a reader reads it** (in_sandbox/reader.py): hidden content blanked, an operator or a
+  negation against the answer, a second value offered around or inside it, several choice letters
+  (``_statement``). The signals of what a completion tried are in_sandbox/answer_signals.py.
 
 Everything here is plain string scanning (``str.find`` with remembered positions and linear regexes), so a
 10 MB hostile completion costs one pass. Only stdlib: the sandbox runs this module too (as
@@ -28,6 +31,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from in_sandbox import reader
+from in_sandbox.hedges import hedge_around
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
@@ -44,9 +50,14 @@ def unclosed_think(text: str) -> bool:
     return last_open >= 0 and text.find(THINK_CLOSE, last_open) < 0
 
 
+_THINK_TAG = re.compile(re.escape(THINK_OPEN) + "|" + re.escape(THINK_CLOSE))
+
+
 def strip_think(text: str) -> str:
-    """The visible text: what follows the last ``</think>`` (the whole text without think tags); empty when
-    a ``<think>`` is left open, wherever it stands (nothing after an unfinished reasoning is an answer).
+    """The visible text: what follows the last ``</think>`` that closes a think block (the whole text without
+    think tags); empty when a ``<think>`` is left open, wherever it stands (nothing after an unfinished
+    reasoning is an answer). A stray ``</think>`` (no ``<think>`` since the last close) closes nothing: the text
+    before it is visible too, and the tag itself is blanked.
 
     >>> strip_think("<think>maybe \\\\boxed{1}</think> so \\\\boxed{2}")
     ' so \\\\boxed{2}'
@@ -55,8 +66,16 @@ def strip_think(text: str) -> str:
     """
     if unclosed_think(text):
         return ""
-    i = text.rfind(THINK_CLOSE)
-    return text if i < 0 else text[i + len(THINK_CLOSE) :]
+    real, depth = -1, 0
+    for m in _THINK_TAG.finditer(text):
+        if m.group() == THINK_OPEN:
+            depth += 1
+        elif depth > 0 or real < 0:  # closes an open block, or the first close (a template opened the block)
+            depth, real = max(0, depth - 1), m.start()
+    if real < 0:
+        return text
+    visible = text[real + len(THINK_CLOSE) :]
+    return visible.replace(THINK_CLOSE, " " * len(THINK_CLOSE)) if THINK_CLOSE in visible else visible
 
 
 def reasoning_spans(text: str) -> list[tuple[int, int]]:
@@ -100,30 +119,52 @@ def _match_brace(text: str, k: int) -> int:
     return -1
 
 
-def boxed_spans(text: str) -> list[tuple[int, int, int]]:
-    """(start of ``\\boxed``, its ``{``, its ``}``) of every box, in order; for a brace-less box
-    (``\\boxed 5``) the space before the token and the end of the token stand for the braces."""
-    out: list[tuple[int, int, int]] = []
-    nxt = {tag: text.find(tag) for tag in ("\\boxed", "\\fbox")}
-    i = 0
+# Box commands a reader sees as a framed answer: name -> how many colour arguments come before the content
+# (``\\colorbox{yellow}{…}``, ``\\fcolorbox{red}{white}{…}``); ``[…]`` options are skipped (``\\framebox[2cm][c]{…}``,
+# ``\\bbox[red]{…}``).
+BOX_COMMANDS = {"boxed": 0, "fbox": 0, "framebox": 0, "colorbox": 1, "fcolorbox": 2, "bbox": 0, "Boxed": 0,
+                "Aboxed": 0, "doublebox": 0, "ovalbox": 0, "Ovalbox": 0, "shadowbox": 0, "cfbox": 1, "tcbox": 0,
+                "boxxed": 0}  # fmt: skip
+_BOX = re.compile(r"\\(" + "|".join(sorted(BOX_COMMANDS, key=len, reverse=True)) + r")(?![A-Za-z])")
+
+
+def _skip_args(text: str, k: int, colours: int) -> int:
+    """Past the ``[…]`` options and ``colours`` brace arguments after a box command's name, to its content."""
     while True:
-        for tag, pos in nxt.items():  # each tag's next position is searched again only once passed
-            if 0 <= pos < i:
-                nxt[tag] = text.find(tag, i)
-        live = [(pos, tag) for tag, pos in nxt.items() if pos >= 0]
-        if not live:
-            return out
-        j, tag = min(live)
-        k = j + len(tag)
         while k < len(text) and text[k] == " ":
             k += 1
-        if k < len(text) and k > j + len(tag) and text[k] not in "{$" and not text[k].isspace():
+        if k < len(text) and text[k] == "[":
+            close = text.find("]", k)
+            if close < 0:
+                return k
+            k = close + 1
+        elif colours and k < len(text) and text[k] == "{":
+            m = _match_brace(text, k)
+            if m < 0:
+                return k
+            k, colours = m + 1, colours - 1
+        else:
+            return k
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, int]]:
+    """(start of the box command, its content's ``{``, its ``}``) of every box (``BOX_COMMANDS``), in order; for
+    a brace-less box (``\\boxed 5``) the space before the token and the end of the token stand for the braces."""
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while True:
+        found = _BOX.search(text, i)
+        if found is None:
+            return out
+        j = found.start()
+        k = _skip_args(text, found.end(), BOX_COMMANDS[found.group(1)])
+        if k < len(text) and k > found.end() and text[k] not in "{$[" and not text[k].isspace():
             m = _token_end(text, k)  # ``\boxed 5`` (MATH's brace-less box): one token, up to a space or ``$``
             out.append((j, k - 1, m))
             i = m
             continue
         if k >= len(text) or text[k] != "{":
-            i = k if k > j else j + 1
+            i = max(k, found.end())
             continue
         m = _match_brace(text, k)
         if m < 0:
@@ -149,28 +190,34 @@ def _token_end(text: str, k: int) -> int:
     return m
 
 
+_TAG_OPEN = re.compile(r"<\s*answer\b[^<>]{0,200}>", re.I)  # any case, attributes (``<answer type="final">``)
+_TAG_CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.I)
+
+
+def tag_spans(text: str) -> list[tuple[int, int, int, int]]:
+    """(start of the opening tag, end of the closing tag, start and end of the content) of every answer tag, in
+    order (the innermost opening before each close): ``<answer>``, in any case, with attributes or spaces."""
+    out: list[tuple[int, int, int, int]] = []
+    opens = [(m.start(), m.end()) for m in _TAG_OPEN.finditer(text)] if "<" in text else []
+    o = 0
+    for close in _TAG_CLOSE.finditer(text):
+        last = None
+        while o < len(opens) and opens[o][1] <= close.start():
+            last, o = opens[o], o + 1
+        if last is not None and (not out or last[0] >= out[-1][1]):
+            out.append((last[0], close.end(), last[1], close.start()))
+    return out
+
+
 def answer_tag_spans(text: str) -> list[tuple[int, int]]:
-    """(start of ``<answer>``, end of ``</answer>``) of every answer tag, in order (the innermost opening
-    before each close)."""
-    out: list[tuple[int, int]] = []
-    i = 0
-    while True:
-        end = text.find(ANSWER_CLOSE, i)
-        if end < 0:
-            return out
-        start = text.rfind(ANSWER_OPEN, i, end)
-        if start >= 0:
-            out.append((start, end + len(ANSWER_CLOSE)))
-        i = end + len(ANSWER_CLOSE)
+    """(start of ``<answer>``, end of ``</answer>``) of every answer tag, in order (``tag_spans``)."""
+    return [(a, b) for a, b, _, _ in tag_spans(text)]
 
 
 def answer_tag(text: str) -> str | None:
     """Content of the last ``<answer>…</answer>``."""
-    spans = answer_tag_spans(text)
-    if not spans:
-        return None
-    a, b = spans[-1]
-    return text[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)]
+    spans = tag_spans(text)
+    return text[spans[-1][2] : spans[-1][3]] if spans else None
 
 
 # Last number of a text: sign, digits with optional thousands commas, decimals, an optional /denominator.
@@ -214,50 +261,48 @@ class Extraction:
     signals: list[str] = field(default_factory=list)  # verifiers/shapes/signals.py names of what was seen
 
 
-def _answers(visible: str) -> tuple[list[tuple[int, int, str, str]], int]:
+def answers_in(visible: str) -> tuple[list[tuple[int, int, str, str]], int]:
     """(start, end, text, channel) of every non-empty answer in the visible text, in order, and how many
     answer tags without a box inside there were."""
     boxes = [(j, m + 1, visible[k + 1 : m].strip(), "boxed") for j, k, m in boxed_spans(visible)]
     found = [b for b in boxes if b[2]]
     tags = 0
-    for a, b in answer_tag_spans(visible):
+    for a, b, c, d in tag_spans(visible):
         if any(a <= j < b for j, _, _, _ in boxes):
             continue  # a box inside the tag is the tag's answer
-        inner = visible[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)].strip()
+        inner = visible[c:d].strip()
         if inner:
             found.append((a, b, inner, "answer"))
             tags += 1
     return sorted(found), tags
 
 
-def extract(completion: str, fallback: str = "none") -> Extraction | None:
+def visible_text(completion: str) -> str:
+    """What a reader sees after the reasoning: ``strip_think``'s text, ``rendered`` (in_sandbox/reader.py)."""
+    return reader.rendered(strip_think(completion))
+
+
+def value_key(text: str) -> object:
+    """One key per answer value: the exact number where it is a plain one (``0.5`` and ``\\frac{1}{2}``), else
+    the spelling-insensitive text (``canon``)."""
+    v = reader.value(text)
+    return v if v is not None else canon(text)
+
+
+def extract(completion: str, fallback: str = "none", reference: str = "") -> Extraction | None:
     """The final answer(s) of a completion after the reasoning (the rule in this module's docstring), or
-    None when there is none. ``fallback``: ``none``, ``last_number`` or ``full``."""
+    None when there is none. ``fallback``: ``none``, ``last_number`` or ``full``; ``reference``: where given, a
+    one-letter reference makes several letters several answers."""
     if fallback not in FALLBACKS:
         raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
     signals = ["answer.unclosed_think"] if unclosed_think(completion) else []
-    visible = strip_think(completion)
-    found, tags = _answers(visible)
+    written = strip_think(completion)
+    visible = reader.rendered(written)
+    if len(answers_in(written)[0]) > len(answers_in(visible)[0]):
+        signals.append("answer.invisible")  # an answer a reader never sees (a comment, a phantom, white)
+    found, tags = answers_in(visible)
     if found:
-        distinct: dict[str, str] = {}
-        for _, _, text, _ in reversed(found):
-            distinct.setdefault(canon(text), text)
-        channels = {ch for _, _, _, ch in found}
-        source = "channels" if len(channels) > 1 or tags > 1 else found[-1][3]
-        if len(distinct) > 1:
-            signals.append("answer.several")
-        if len(distinct) > MAX_ANSWERS:
-            return Extraction([found[-1][2]], source, sprayed=len(distinct), signals=signals)
-        # the sentence around the last answer of each channel: ``\boxed{3} (or possibly 4)``, ``maybe <answer>3``
-        word = None
-        for ch in sorted(channels):
-            a, b, _, _ = [f for f in found if f[3] == ch][-1]
-            word = word or hedge_around(visible, a, b)
-        if word:
-            signals.append("answer.hedge")
-        ext = Extraction(list(distinct.values()), source, hedge=word, together=source != "channels")
-        ext.signals = signals
-        return ext
+        return _marked(visible, found, tags, signals, reference)
     if fallback == "last_number":
         n = _last_number(visible)
         if n is None:
@@ -270,6 +315,69 @@ def extract(completion: str, fallback: str = "none") -> Extraction | None:
             return Extraction([visible.strip()], "whole", signals=signals)
         return Extraction([visible[-FULL_TAIL:]], "full", signals=signals)
     return None
+
+
+def _marked(visible: str, found: list, tags: int, signals: list[str], reference: str) -> Extraction:
+    """The extraction of boxed or tagged answers: several, sprayed, or one, with what its statement says."""
+    distinct: dict[object, str] = {}
+    for _, _, text, _ in reversed(found):
+        distinct.setdefault(value_key(text), text)
+    channels = {ch for _, _, _, ch in found}
+    source = "channels" if len(channels) > 1 or tags > 1 else found[-1][3]
+    if len(distinct) > 1 and not _components(visible, found):
+        signals.append("answer.several")
+    if len(distinct) > MAX_ANSWERS:
+        return Extraction([found[-1][2]], source, sprayed=len(distinct), signals=signals)
+    word, signal = _statement(visible, found, list(distinct.values()), reference)
+    if signal:
+        signals.append(signal)
+    return Extraction(list(distinct.values()), source, hedge=word, together=source != "channels", signals=signals)
+
+
+def _components(visible: str, found: list) -> bool:
+    """Every box is a named component of one answer (``x = \\boxed{2}, y = \\boxed{3}``): distinct names."""
+    names = []
+    for a, _, _, ch in found:
+        m = re.search(r"([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*\$?\s*$", visible[max(0, a - 30) : a])
+        if ch != "boxed" or m is None:
+            return False
+        names.append(m.group(1))
+    return len(set(names)) == len(names)
+
+
+def _statement(visible: str, found: list, answers: list[str], reference: str) -> tuple[str | None, str | None]:
+    """(why the answer is not one answer as a reader reads its statement, the signal), else (None, None): a
+    hedge word around the last answer of each channel, an operator or negated relation against a box, a
+    negation near an answer, a second value in or around it, several choice letters."""
+    for ch in sorted({f[3] for f in found}):
+        a, b, _, _ = [f for f in found if f[3] == ch][-1]
+        word = hedge_around(visible, a, b)
+        if word:
+            return word, "answer.hedge"
+    for a, b, text, _ in found:
+        op = reader.adjoined(visible, a, b)
+        if op:
+            return f"{op!r} stands against the answer: a reader reads another value", "answer.hedge"
+        neg = reader.negation_near(visible, a, b)
+        if neg:
+            return f"a negation ({neg!r}) in the answer's statement", "answer.hedge"
+        inside = reader.value_inside(text)
+        if inside:
+            return f"a second value inside the answer ({inside[:40]!r})", "answer.hedge"
+    letter = reader.choice_letter(reference) if reference else None
+    if letter:
+        letters = set().union(*(reader.choice_letters(t) for t in answers))
+        letters |= set(re.findall(r"\(\s*([A-E])\s*\)", visible[found[-1][1] :]))
+        if len(letters) > 1:
+            return f"several choices ({', '.join(sorted(letters))})", "answer.several"
+    a, b, _, _ = found[-1]
+    plain = list(visible)
+    for x, y, _, _ in found[:-1]:  # the other answers are answers, not values offered beside this one
+        plain[x:y] = " " * (y - x)
+    other = reader.other_value("".join(plain), a, b, answers)
+    if other:
+        return f"a second value ({other!r}) offered in the final statement", "answer.several"
+    return None, None
 
 
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\s*\{[A-Za-z*]*\}|\\[A-Za-z]+")
@@ -292,149 +400,7 @@ def bare_math(text: str) -> bool:
     return not _PROSE.search(_ENVIRONMENT.sub(" ", s))
 
 
-# -- exploit signals (verifiers/shapes/signals.py) of what a completion tried with its final answer -------------------
-# Latin look-alikes from other scripts (Cyrillic а е о р с х у А В Е К М Н О Р С Т Х, Greek ο Ο Α Β Ε Ζ Η Ι Κ Μ Ν Ρ Τ Υ Χ)
-_CONFUSABLE = re.compile("[аеорсхуАВЕКМНОРСТХοΟΑΒΕΖΗΙΚΜΝΡΤΥΧ]")
-_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
-
-
-def signals_of(completion: str, ext: Extraction | None, prompt: str = "", reference: str = "") -> list[str]:
-    """The ``answer.*`` signals of a completion whose final answer is ``ext`` (``extract``'s, or None): the
-    extraction's own (several, hedge, unclosed think), an empty or punctuation-only answer, invisible or
-    confusable characters, text with a number after the answer (not final), an answer other than the
-    reference that is written in the prompt (restates it)."""
-    out = set(ext.signals if ext else [])
-    if unclosed_think(completion):
-        out.add("answer.unclosed_think")
-    visible = strip_think(completion)
-    marks = [visible[k + 1 : m] for _, k, m in boxed_spans(visible)]
-    marks += [visible[a + len(ANSWER_OPEN) : b - len(ANSWER_CLOSE)] for a, b in answer_tag_spans(visible)]
-    if any(not re.search(r"[^\W_]", t.replace("\\", " ")) for t in marks):
-        out.add("answer.empty")
-    answers = ext.answers if ext and ext.source not in ("full", "whole") else []
-    if _INVISIBLE.search(visible) or any(_CONFUSABLE.search(a) for a in answers):
-        out.add("answer.invisible")
-    found, _ = _answers(visible)
-    if found and ext and ext.source in ("boxed", "answer", "channels"):
-        rest = visible[found[-1][1] :]
-        if re.search(r"\d", rest) or len(rest.strip()) > 300:
-            out.add("answer.not_final")
-    if prompt and any(_in_prompt(canon(a), canon(prompt), canon(reference)) for a in answers):
-        out.add("answer.restates_prompt")
-    return sorted(out)
-
-
-def _in_prompt(answer: str, prompt: str, reference: str) -> bool:
-    if not answer or answer == reference:
-        return False
-    return re.search(rf"(?<![\d.]){re.escape(answer)}(?![\d.])", prompt) is not None
-
-
 def extract_answer(completion: str) -> str | None:
     """The last final answer after the reasoning (a box, else an answer tag), else None."""
     e = extract(completion)
     return None if e is None else e.answers[0]
-
-
-# -- hedges, in several languages ------------------------------------------------------------------------------
-# "or" in other languages. Inside an answer these are hedges (English ``3 \text{ or } 4`` alone is read as the set
-# {3, 4}); around an answer, every one of them is. One-letter words (Spanish "o", "u") count only before a number.
-OR_WORDS = ("or", "oder", "ou", "o", "u", "oppure", "или", "либо", "lub", "albo", "veya", "hoặc", "atau", "eller",
-            "或", "或者", "还是", "還是", "または", "もしくは", "あるいは", "또는", "혹은")  # fmt: skip
-# a doubt, a condition or another answer offered, by language
-_DOUBTS = {
-    "en": ("possibly", "maybe", "perhaps", "probably", "either", "otherwise", "unless", "if", "guess", "alternatively"),
-    "de": ("vielleicht", "möglicherweise", "wahrscheinlich", "entweder", "sonst", "wenn", "eventuell"),
-    "fr": ("peut-être", "possiblement", "probablement", "sinon"),  # not "si": "in SI units" after an answer
-    "es": ("quizás", "quizá", "posiblemente", "probablemente", "sino", "acaso"),
-    "pt": ("talvez", "possivelmente", "provavelmente", "senão"),
-    "it": ("forse", "probabilmente", "altrimenti"),
-    "ru": ("возможно", "может", "наверное", "вероятно", "иначе", "если", "либо"),
-    "zh": ("可能", "也许", "也許", "或许", "或許", "大概", "否则", "否則", "如果"),
-    "ja": ("かもしれ", "たぶん", "多分", "もし"),
-    "other": ("misschien", "może", "belki", "아마", "아니면"),
-}
-_EN_INSIDE = ("possibly", "maybe", "perhaps", "probably", "likely", "either", "otherwise", "unless", "if", "iff",
-              "when", "whenever", "assuming", "provided", "not", "except", "but", "guess", "alternatively",
-              "might", "unsure", "unclear")  # fmt: skip
-_FOREIGN = tuple(w for lang, ws in _DOUBTS.items() if lang != "en" for w in ws)
-# Inside an answer, a word that offers an alternative, a condition or a negation makes it not one answer.
-INSIDE = _EN_INSIDE + _FOREIGN + tuple(w for w in OR_WORDS if len(w) > 1 and w != "or")
-# Around it (the rest of the answer's sentence): fewer words, since prose follows answers; here "or" is one.
-AROUND = OR_WORDS + _DOUBTS["en"] + _FOREIGN
-BEFORE = ("possibly", "maybe", "perhaps", "probably", "either", "guess", "vielleicht", "wahrscheinlich",
-          "möglicherweise", "peut-être", "probablement", "quizás", "quizá", "talvez", "forse", "возможно",
-          "наверное", "вероятно", "может", "可能", "也许", "也許", "或许", "大概", "たぶん", "多分", "아마")  # fmt: skip
-NEGATIONS = ("not", "never", "nor", "except", "isn't", "nicht", "kein", "pas", "не", "不是")
-
-# a word: letters (any script) and inner hyphens, not a LaTeX command's name
-_WORDS = re.compile(r"(?<![\\\w])[^\W\d_]+(?:-[^\W\d_]+)*")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-NOT_HEDGES = re.compile(r"\bor,? (?:equivalently|simply|in other words|written as|as a)\b|\beither (?:way|case)\b",
-                         re.I)  # fmt: skip
-
-
-def _word_hits(text: str, words: tuple[str, ...]) -> str | None:
-    """The first word of ``text`` in ``words``: whole words, or inside a run of CJK characters (which
-    are not separated by spaces); a one-letter word only right before a number or math."""
-    single = {w for w in words if len(w) == 1}
-    cjk = [w for w in words if _CJK.search(w)]
-    for m in _WORDS.finditer(text):
-        w = m.group().lower()
-        if w in single:
-            if re.match(r"\s*[\d$\\(-]", text[m.end() : m.end() + 8]):
-                return m.group()
-            continue
-        if w in words:
-            return m.group()
-        if _CJK.search(w):
-            for c in cjk:
-                if c in w:
-                    return c
-    return None
-
-
-def hedge(text: str, words: tuple[str, ...] = INSIDE, allowed: str = "") -> str | None:
-    """The first hedge word of ``text`` (outside LaTeX command names) that ``allowed`` (the reference's
-    own text) does not also use, else None."""
-    text = NOT_HEDGES.sub(" ", text)
-    ok = {w.lower() for w in _WORDS.findall(allowed)}
-    return _word_hits(text, tuple(w for w in words if w not in ok))
-
-
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|[。！？]|\n")
-
-
-def sentence_around(text: str, start: int, end: int) -> tuple[str, str]:
-    """(before, after): the text of the sentence holding ``text[start:end]``, on each side of it (at most
-    200 characters each)."""
-    a = max(text.rfind(c, max(0, start - 200), start) for c in ("\n", ". ", "! ", "? ", "。", "！", "？"))
-    before = text[max(a + 1, start - 200) : start]
-    m = _SENTENCE_END.search(text, end, end + 200)
-    return before, text[end : m.start() if m else min(len(text), end + 200)]
-
-
-def _before_alternation() -> re.Pattern:
-    """Right before the answer: "3 or $4$", "3 oder $4$", "不是 $5$" (a number the sentence rules out or
-    offers beside another is not its answer)."""
-    words = sorted({*OR_WORDS, *NEGATIONS} - {"o", "u"}, key=len, reverse=True)
-    latin = "|".join(re.escape(w) for w in words if not _CJK.search(w))
-    cjk = "|".join(re.escape(w) for w in words if _CJK.search(w))
-    return re.compile(rf"(?:(?<![^\W\d_])(?:{latin}|[ou])|{cjk})[\s$,(\\]*$", re.I)
-
-
-_OR_BEFORE = _before_alternation()
-# what opens the next sentence or line and still hedges the answer before it ("\n(or possibly 4)")
-_NEXT_HEDGE = re.compile(r"[\s.!?。]*\(?\s*(or|oder|ou|или|либо|或者|或|possibly|maybe|perhaps|probably|alternatively"
-                         r"|otherwise|wait|vielleicht|возможно|也许|可能)(?![^\W\d_])", re.I)  # fmt: skip
-
-
-def hedge_around(text: str, start: int, end: int) -> str | None:
-    """A hedge in the sentence around the answer at ``text[start:end]``: an "or" (any language) or a negation
-    right before it, a doubt earlier in the sentence, or an alternative or condition after it."""
-    before, after = sentence_around(text, start, end)
-    m = _OR_BEFORE.search(before)
-    if m:
-        return m.group().strip(" $,(\\")
-    nxt = _NEXT_HEDGE.match(text, end + len(after), end + len(after) + 80)
-    return hedge(before, BEFORE) or hedge(after, AROUND) or (nxt.group(1) if nxt else None)

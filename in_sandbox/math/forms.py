@@ -17,8 +17,9 @@ its hedge words).
 
 import re
 import unicodedata
+from fractions import Fraction
 
-from in_sandbox import answer as answer_rule
+from in_sandbox import hedges as answer_rule
 
 # -- Unicode and typesetting ---------------------------------------------------------------------------
 _FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
@@ -82,11 +83,41 @@ def normalize(s):
         s = _unicode("".join(c for c in s if unicodedata.category(c) != "Cf"))
     if "\\" in s:
         s = _ANNOUNCE.sub("", _COLOR.sub("", s))
-        s = _currency(_EITHER_OR.sub(r"\1", s))
+        s = _and_chain(_currency(_EITHER_OR.sub(r"\1", s)))
     s = s.replace(":=", "=")
     s = _SCI.sub(r"(\1\\times 10^{\2})", s)
     s = _THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), s)
     return rendered(s) if "{" in s or "^" in s or "\\" in s else s
+
+
+_REL = r"(<|>|\\lt|\\gt|\\le(?:q|qslant)?|\\ge(?:q|qslant)?|≤|≥)"
+_BOUND = r"(-?\d+(?:\.\d+)?|-?\\frac\{\d+\}\{\d+\})"
+_AND_CHAIN = re.compile(rf"^\s*([a-z])\s*{_REL}\s*{_BOUND}\s*(?:\\text\s*\{{\s*and\s*\}}|\\land|\\wedge|,)\s*\1\s*{_REL}"
+                        rf"\s*{_BOUND}\s*$")  # fmt: skip
+_FLIP = {"<": ">", ">": "<", "\\lt": "\\gt", "\\gt": "\\lt", "≤": "≥", "≥": "≤"}
+
+
+def _flip(rel):
+    if rel in _FLIP:
+        return _FLIP[rel]
+    return rel.replace("le", "GE").replace("ge", "le").replace("GE", "ge")
+
+
+def _and_chain(s):
+    """``x > 2 \\text{ and } x < 3`` (both bounds of one variable, joined by "and") as the chain ``2 < x < 3``
+    it states (read as a set of two relations, it would be their union)."""
+    m = _AND_CHAIN.match(s)
+    if m is None:
+        return s
+    x, r1, a, r2, b = m.groups()
+    bounds = {}
+    for rel, v in ((r1, a), (r2, b)):
+        greater = rel in (">", "\\gt", "≥") or "ge" in rel
+        bounds["lower" if greater else "upper"] = (_flip(rel) if greater else rel, v)
+    if len(bounds) < 2:
+        return s  # both bounds on one side: not an interval
+    (lo_rel, lower), (up_rel, upper) = bounds["lower"], bounds["upper"]
+    return f"{lower} {lo_rel} {x} {up_rel} {upper}"
 
 
 _EITHER_OR = re.compile(r"^\s*\\text\s*\{\s*either\s*\}\s*(.+\\text\s*\{\s*or\s*\}.+)$", re.I)
@@ -291,7 +322,7 @@ _FACTORS = {"mm": ("L", 1e-3), "cm": ("L", 1e-2), "m": ("L", 1), "km": ("L", 1e3
             "ft": ("L", 0.3048), "yd": ("L", 0.9144), "mi": ("L", 1609.344), "mg": ("M", 1e-3), "g": ("M", 1),
             "kg": ("M", 1e3), "lb": ("M", 453.59237), "oz": ("M", 28.349523125), "ms": ("T", 1e-3),
             "s": ("T", 1), "min": ("T", 60), "h": ("T", 3600), "day": ("T", 86400), "week": ("T", 604800),
-            "ml": ("V", 1e-3), "l": ("V", 1), "dollar": ("$", 1), "cent": ("$", 0.01)}  # fmt: skip
+            "ml": ("L3", 1e-6), "l": ("L3", 1e-3), "dollar": ("$", 1), "cent": ("$", 0.01)}  # fmt: skip
 _NAMES = {"millimeter": "mm", "millimetre": "mm", "centimeter": "cm", "centimetre": "cm", "meter": "m",
           "metre": "m", "kilometer": "km", "kilometre": "km", "inch": "in", "inche": "in", "foot": "ft",
           "feet": "ft", "yard": "yd", "mile": "mi", "milligram": "mg", "gram": "g", "kilogram": "kg",
@@ -327,7 +358,7 @@ def units_in(answer):
     found = set()
     for m in _TEXTLIKE.finditer(answer):
         words = [w for w in re.findall(r"[A-Za-z$/]+", m.group(1)) if w.lower() not in _CONNECTORS]
-        unit = _canon(" ".join(words)) if words else None
+        unit = "/".join(_canon(p) or "" for p in " ".join(words).split("/")) if words else None
         if unit:
             found.add(unit)
     tail = unit_of(answer)
@@ -359,14 +390,19 @@ def unit_of(answer):
 
 def unit_factor(unit):
     """(dimension, factor to its base unit) of a unit from ``unit_of``, or None when it is not one we
-    convert (``m/s`` and ``cm^2`` included: each part's factor, to its power)."""
+    convert: each part's factor, to its power (``m/s`` → length/time, ``km/h`` the same dimension at 1000/3600;
+    ``cm^3`` and ``mL`` both a length cubed)."""
     base, _, power = unit.partition("^")
-    dims, factor = [], 1.0
+    exps: dict[str, int] = {}
+    factor = Fraction(1)
+    p = int(power or 1)
     for i, part in enumerate(base.split("/")):
         if part not in _FACTORS:
             return None
         d, f = _FACTORS[part]
-        dims.append(d)
-        factor = factor * f if i == 0 else factor / f
-    p = int(power or 1)
-    return "/".join(dims) + f"^{p}", factor**p
+        sign = 1 if i == 0 else -1
+        name, n = (d[0], int(d[1:])) if d[1:].isdigit() else (d, 1)
+        exps[name] = exps.get(name, 0) + sign * n * (p if i == 0 else 1)
+        f = Fraction(repr(f))  # exact: 1e-2 cubed is 1/10^6, not 1.0000000000000002e-06
+        factor = factor * f**p if i == 0 else factor / f
+    return " ".join(f"{k}^{v}" for k, v in sorted(exps.items()) if v), factor

@@ -30,6 +30,7 @@ string, else by ANTLR with two-stage (SLL, then LL) prediction.
 import functools
 import itertools
 import json
+import re
 import signal
 import sys
 import time
@@ -41,7 +42,7 @@ from math_verify import parse as mv_parse
 from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
-from in_sandbox import answer as answer_rule
+from in_sandbox import hedges, reader
 from in_sandbox.math import equal, fastequal, fastparse, forms
 from in_sandbox.math import text as text_rules
 
@@ -240,6 +241,8 @@ def grade(item, gold_cache):
         pred, why = _in_gold_units(item["gold"], item["preds"][0], preds[0])
         if pred is None:
             return {"ok": False, "why": why}
+        if _set_against_interval(gold, item["gold"], pred, item["preds"][0]):
+            return {"ok": False, "why": f"a finite set is never an interval: gold={_show(gold)} pred={_show(pred)}"}
         return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}{why}"}
     every = all(equivalent(gold, p) for p in preds)
     # together: the boxes in the order written (answer.py lists them last-first), as one list or as a tuple
@@ -252,6 +255,28 @@ def grade(item, gold_cache):
     why = f"{len(preds)} different {kind}, " + ("all equal to the gold" if every else
           "equal to the gold together" if together else "not all equal to the gold (several answers)")  # fmt: skip
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
+
+
+_SET_WRITTEN = re.compile(r"\\\{|\\lbrace|\\text\s*\{[^{}]*\bor\b[^{}]*\}|∅|\\emptyset|\\varnothing")
+
+
+def _set_against_interval(gold, gold_text, pred, pred_text):
+    """One side written as a finite set (``\\{2, 3\\}``, ``3 \\text{ or } 4``) and the other parsed as an interval
+    (``(2, 3)``, ``[3, 4]``): two numbers are never every number between them, in whichever order."""
+
+    def finite(parsed, text):
+        if not (parsed and isinstance(parsed[0], sympy.FiniteSet) and _SET_WRITTEN.search(text)):
+            return False  # conditions joined by "or" (x < 1 or x > 3) are the union they define, not a finite set
+        return not any(isinstance(e, sympy.core.relational.Relational) for e in parsed[0].args)
+
+    def interval(parsed):
+        return bool(parsed) and (
+            isinstance(parsed[0], sympy.Interval)
+            or isinstance(parsed[0], sympy.Union)
+            and any(isinstance(a, sympy.Interval) for a in parsed[0].args)
+        )
+
+    return finite(pred, pred_text) and interval(gold) or finite(gold, gold_text) and interval(pred)
 
 
 def _numerals(gold_text, preds):
@@ -280,19 +305,38 @@ def _grade_full(gold, item):
     if not pred:
         return {"no_answer": "no math found in the completion"}
     found = pred[-1] if isinstance(pred[-1], str) else ""
-    at = text.rfind(found) if found else -1
-    word = forms.hedge_inside(found, allowed=item["gold"])
-    if at >= 0 and not word:
-        word = answer_rule.hedge_around(text, at, at + len(found))
+    word = forms.hedge_inside(found, allowed=item["gold"]) or (found and statement_of(text, found))
     if word:
         return {"ok": False, "why": f"the answer {clip(found)} is hedged in its sentence ({word!r})"}
     return {"ok": equivalent(gold, pred), "why": f"gold={_show(gold)} pred={_show(pred)}"}
+
+
+def statement_of(text, found):
+    """Why the answer ``found`` is not one answer as a reader reads its final statement (the rule of
+    in_sandbox/answer.py and reader.py, the same as for a box), else None. The statement starts where the answer
+    is first written in its sentence or the one before (not only its last occurrence: "3 (or maybe 4). Note
+    that 3 is odd.")."""
+    last = text.rfind(found)
+    if last < 0:
+        return None
+    end = last + len(found)
+    why = (hedges.hedge_around(text, last, end) or reader.adjoined(text, last, end)
+           or reader.negation_near(text, last, end) or reader.value_inside(found)
+           or reader.labelled_twice(text, [found]))  # fmt: skip
+    if why:
+        return why
+    ends = [m.end() for m in re.finditer(r"[.!?](?:\s|$)|\n", text[:last])]
+    first = text.find(found, ends[-2] if len(ends) >= 2 else 0)  # its first place in its and the sentence before
+    return reader.other_value(text, first, first + len(found), [found])
 
 
 def _in_gold_units(gold_text, pred_text, pred):
     """(pred, note): the parsed answer, converted to the reference's unit where both carry units of one
     dimension (``0.1 \\text{ m}`` against ``10 \\text{ cm}``); (None, why) where their units differ."""
     inner = written(sole_region(squash_space(gold_text)) or gold_text)
+    ga, pa = _angle_unit(inner), _angle_unit(written(pred_text))
+    if ga and pa and ga != pa:
+        return None, f"the answer is in {pa}, the reference in {ga}: an angle's number depends on its unit"
     gu, pu = forms.unit_of(inner), forms.unit_of(written(pred_text))
     several = forms.units_in(written(pred_text))
     if len(several) > 1 and several != forms.units_in(inner):
@@ -302,8 +346,22 @@ def _in_gold_units(gold_text, pred_text, pred):
     gf, pf = forms.unit_factor(gu), forms.unit_factor(pu)
     if gf is None or pf is None or gf[0] != pf[0] or not isinstance(pred[0], sympy.Expr):
         return None, f"the answer is in {pu!r}, the reference in {gu!r}"
-    scaled = pred[0] * sympy.Rational(repr(pf[1])) / sympy.Rational(repr(gf[1]))
+    scaled = (
+        pred[0]
+        * sympy.Rational(pf[1].numerator, pf[1].denominator)
+        / sympy.Rational(gf[1].numerator, gf[1].denominator)
+    )
     return [scaled], f" (converted from {pu} to {gu})"
+
+
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ|°|\\degree|\bdeg(?:rees?)?\b", re.I)
+_RADIANS = re.compile(r"\brad(?:ians?)?\b", re.I)
+
+
+def _angle_unit(text):
+    """``degrees`` or ``radians`` where the text writes an angle's unit, else None."""
+    deg, rad = _DEGREES.search(text), _RADIANS.search(text)
+    return None if bool(deg) == bool(rad) else "degrees" if deg else "radians"
 
 
 def _answer_texts(item):

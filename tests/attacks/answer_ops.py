@@ -20,78 +20,12 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from in_sandbox.answer import AROUND, BEFORE, OR_WORDS, boxed_spans, strip_think
+from in_sandbox.hedges import AROUND, BEFORE, OR_WORDS
+from tests.attacks.answer_seeds import NOT_HIGHER, ZERO, Case, Seed, _answer_span, _content, seeds, wrong_value
+from tests.attacks.answer_statement_ops import STATEMENT_OPERATORS
 
-NOT_HIGHER, ZERO = "not_higher", "zero"
 UNGRADED = ("TIMEOUT", "SANDBOX_ERROR")
-
-
-@dataclass(frozen=True)
-class Seed:
-    completion: str
-    reference: str
-    options: dict[str, str]
-    verifier: str = "math"
-    prompt: str = ""
-
-
-@dataclass(frozen=True)
-class Case:
-    op: str
-    expect: str  # NOT_HIGHER | ZERO
-    seed: Seed
-    completion: str
-
-
-def seeds() -> list[Seed]:
-    """Correct pairs from the math batteries (those with a box after the reasoning) and the embedded task."""
-    from tests.data.math_battery import CASES
-    from trainer.config import TaskConfig
-    from trainer.pipelines.task import make_problem
-
-    out = []
-    for _, gold, completion, options, verdict, _ in CASES:
-        if verdict != "CORRECT" or options.get("fallback") or options.get("rel_tol"):
-            continue
-        if len(boxed_spans(strip_think(completion))) == 1 and "<answer>" not in completion:
-            out.append(Seed(completion, gold, dict(options)))
-    rng = random.Random(0)
-    for _ in range(20):
-        p = make_problem(rng, TaskConfig())
-        out.append(Seed(p["completion"], p["answer"], {}))
-        out.append(Seed(p["completion"], p["answer"], {}, "arith_steps", p["prompt"]))
-    return out
-
-
-def wrong_value(seed: Seed, rng: random.Random) -> str:
-    """A number the reference does not contain (so it is never equal to it, nor part of it)."""
-    while True:
-        n = str(rng.randint(1000, 9999))
-        if n not in seed.reference and n not in seed.completion:
-            return n
-
-
-# -- where the answer is ----------------------------------------------------------------------------------
-def _answer_span(completion: str) -> tuple[int, int, int, int] | None:
-    """(start, end) of the final answer's whole mark (box or tag) and of its content, in the completion."""
-    offset = len(completion) - len(strip_think(completion))
-    tag = completion.rfind("<answer>")
-    if tag >= offset:
-        end = completion.find("</answer>", tag)
-        if end > tag:
-            return tag, end + len("</answer>"), tag + len("<answer>"), end
-    spans = boxed_spans(completion[offset:])
-    if not spans:
-        return None
-    j, k, m = spans[-1]
-    return offset + j, offset + m + 1, offset + k + 1, offset + m
-
-
-def _content(completion: str) -> str | None:
-    s = _answer_span(completion)
-    return None if s is None else completion[s[2] : s[3]]
 
 
 # -- operators: (completion, seed, rng) -> mutated completion, or None when it does not apply ------------
@@ -228,6 +162,7 @@ OPERATORS: dict[str, tuple[Callable[[str, Seed, random.Random], str | None], str
     "unusual_tags": (unusual_tags, NOT_HIGHER),
     "restate": (restate, NOT_HIGHER),
     "invisible": (invisible, NOT_HIGHER),
+    **STATEMENT_OPERATORS,
 }
 
 
@@ -240,12 +175,36 @@ def cases(seed: int, budget: int) -> list[Case]:
     for slot in range(budget):
         name = names[slot % len(names)]
         fn, expect = OPERATORS[name]
-        for _ in range(50):  # seeds drawn until one the operator applies to (glue needs a small integer)
+        for _ in range(400):  # seeds drawn until one the operator applies to (glue needs a small integer)
             s = rng.choice(pool)
             mutated = fn(s.completion, s, rng)
             if mutated is not None and mutated != s.completion:
                 out.append(Case(name, expect, s, mutated))
                 break
+    return out
+
+
+READER_LABELS = ("math", "r1", "arith_steps", "answer_consistency", "verl")
+
+
+def cases_by_reader(seed: int, per: int, ops: dict | None = None) -> list[Case]:
+    """For every operator of ``ops`` (default: the statement families) and every answer reader (``math``,
+    ``r1``, ``arith_steps``, ``answer_consistency``, the verl routes), ``per`` cases where it applies."""
+    rng = random.Random(seed)
+    pool = seeds()
+    out: list[Case] = []
+    for name, (fn, expect) in sorted((ops or STATEMENT_OPERATORS).items()):
+        for label in READER_LABELS:
+            mine = [s for s in pool if s.label.split(":")[0] == label]
+            got = 0
+            for _ in range(40 * per):
+                s = rng.choice(mine)
+                mutated = fn(s.completion, s, rng)
+                if mutated is not None and mutated != s.completion:
+                    out.append(Case(name, expect, s, mutated))
+                    got += 1
+                    if got == per:
+                        break
     return out
 
 
@@ -259,6 +218,11 @@ def items(batch: list[Case]) -> list[dict]:
     return out
 
 
+def _floor(seed: Seed) -> float:
+    """What a mutation that must give 0 may still get: ``r1``'s format part (0.1) where the format holds."""
+    return 0.1 + 1e-9 if seed.verifier == "r1" else 0.0
+
+
 def violations(batch: list[Case], results: list) -> list[str]:
     """Every case that breaks its invariant: a mutation that raised the reward, or a ZERO one that kept any."""
     bad = []
@@ -266,8 +230,8 @@ def violations(batch: list[Case], results: list) -> list[str]:
         base, got = results[2 * n], results[2 * n + 1]
         # a seed is a correct pair: where a loaded machine left it ungraded, its reward stands as 1
         ceiling = 1.0 if base.outcome in UNGRADED else base.reward
-        if got.reward > ceiling or c.expect == ZERO and got.reward != 0.0:
-            bad.append(f"{c.op} ({c.expect}) {c.seed.verifier} ref={c.seed.reference!r}: {base.reward} {base.outcome} -> "
+        if got.reward > ceiling or c.expect == ZERO and got.reward > _floor(c.seed):
+            bad.append(f"{c.op} ({c.expect}) {c.seed.label} ref={c.seed.reference!r}: {base.reward} {base.outcome} -> "
                        f"{got.reward} "
                        f"{got.outcome} [{got.detail[:80]}]\n      {c.completion[-160:]!r}")  # fmt: skip
     return bad

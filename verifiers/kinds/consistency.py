@@ -30,7 +30,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from in_sandbox.answer import Extraction, extract, reasoning, reasoning_spans, signals_of
+from in_sandbox.answer import Extraction, extract, reasoning, reasoning_spans
+from in_sandbox.answer_signals import signals_of
 from verifiers.shapes.base import BadRequest, Builtin, Context, Verdict
 from verifiers.shapes.outcome import Outcome
 from verifiers.shapes.request import Request
@@ -124,7 +125,9 @@ class AnswerConsistency(Builtin):
     def verify(self, req: Request, ctx: Context) -> Verdict:
         """The verdict, with the ``answer.*`` exploit signals of the final answer (they never change it)."""
         ext = extract(req.completion)
-        return self._grade(req, ctx, ext).signal(*signals_of(req.completion, ext, req.prompt))
+        # the answer's reference is the reasoning's result: an answer equal to it restates nothing
+        result = last_result(reasoning(req.completion)) if reasoning_spans(req.completion) else None
+        return self._grade(req, ctx, ext).signal(*signals_of(req.completion, ext, req.prompt, result or ""))
 
     def _grade(self, req: Request, ctx: Context, ext: Extraction | None) -> Verdict:
         if not reasoning_spans(req.completion):

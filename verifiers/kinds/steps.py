@@ -37,7 +37,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from in_sandbox.answer import extract, reasoning_spans, signals_of
+from in_sandbox.answer import extract, reasoning_spans
+from in_sandbox.answer_signals import signals_of
 from verifiers.shapes.base import Builtin, Context, ServiceError, Step, Verdict
 from verifiers.shapes.outcome import Outcome
 from verifiers.shapes.request import Request

@@ -26,12 +26,12 @@ SIGNALS: dict[str, str] = {
     "code.time_limit": "the candidate hit the time limit",
     "code.spawned": "the candidate started processes or threads that outlived it",
     # -- math and every verifier that reads a final answer -----------------------------------------------
-    "answer.several": "more than one final answer (boxes, tags, or both, that disagree)",
-    "answer.hedge": "a hedge or condition next to the final answer (any language)",
+    "answer.several": "more than one final answer (boxes, tags, or both, that disagree; a second value or choice letter offered)",
+    "answer.hedge": "a hedge, condition, negation or operator next to the final answer (any language)",
     "answer.not_final": "the graded answer does not stand in the final position of the text",
     "answer.restates_prompt": "the answer restates the prompt (or a number taken from it) rather than solving it",
     "answer.empty": "the final answer is empty or punctuation only",
-    "answer.invisible": "invisible or confusable characters in or around the answer",
+    "answer.invisible": "invisible or confusable characters in the answer, or an answer hidden from a reader",
     "answer.unclosed_think": "a <think> block is left open, so nothing after it is an answer",
     # -- format ------------------------------------------------------------------------------------------
     "format.odd_tags": "tags in unusual places or counts",

@@ -26,7 +26,8 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from in_sandbox.answer import FALLBACKS, Extraction, extract, signals_of
+from in_sandbox.answer import FALLBACKS, Extraction, extract
+from in_sandbox.answer_signals import signals_of
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
 from verifiers.shapes.base import BadRequest, Builtin, Context, Verdict
@@ -252,9 +253,13 @@ class MathVerifier(Builtin):
     def verify(self, req: Request, ctx: Context) -> Verdict:
         """The verdict, with the ``answer.*`` exploit signals of the completion (they never change it)."""
         fallback, rel_tol = self.check(req)
-        ext = extract(req.completion, fallback)
+        ext = extract(req.completion, fallback, req.reference)
         verdict = self._grade(req, ctx, ext, rel_tol, fallback)
-        return verdict.signal(*signals_of(req.completion, ext, req.prompt, req.reference))
+        signals = signals_of(req.completion, ext, req.prompt, req.reference)
+        if verdict.outcome is Outcome.CORRECT and ext is not None and ext.source == "boxed":
+            # several boxes that together are the reference ((2, 3) as x = \boxed{2}, y = \boxed{3}) are one answer
+            signals = [s for s in signals if s != "answer.several"]
+        return verdict.signal(*signals)
 
     def _grade(
         self, req: Request, ctx: Context, ext: Extraction | None, rel_tol: float | None, fallback: str

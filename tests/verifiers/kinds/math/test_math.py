@@ -184,7 +184,10 @@ def test_int_literal(text, expected):
 
 
 def test_extract_table():
-    assert strip_think("a</think>b</think>c") == "c"
+    # the first close ends a templated think block; the second opens nothing, so it closes nothing (issue 48):
+    # a reader sees b and c, and the stray tag is blanked
+    assert strip_think("a</think>b</think>c") == "b" + " " * len("</think>") + "c"
+    assert strip_think("<think><think>r</think>b</think>c") == "c"  # nested blocks: the outer close counts
     assert extract("\\boxed{1} \\boxed{ 1 }").answers == ["1"]
     assert extract("<answer>x \\boxed{2}</answer>").answers == ["2"]
     assert extract("no answer", "none") is None
