@@ -78,7 +78,7 @@ class Family:
         sid = self._take()
         wd = self._dir(sid)
         names, sizes, at = head.get("names", []), head.get("sizes", []), 0
-        for name, size in zip(names, sizes):
+        for name, size in zip(names, sizes, strict=False):
             path = os.path.normpath(os.path.join(wd, name))
             if not path.startswith(wd + "/"):
                 return {"failed": f"file name {name!r} leaves the session's directory"}
@@ -254,7 +254,7 @@ class Family:
             b.close()
         made = []
         try:
-            for (a, _), wd, sid in zip(pairs, dirs, sids):
+            for (a, _), wd, sid in zip(pairs, dirs, sids, strict=True):
                 child = Slot(sid, slot.kind, dict(slot.limits), wd, 0, a, slot.isolation)
                 child.forked = True
                 hello = child.recv(time.monotonic() + ANSWER_S)

@@ -176,7 +176,7 @@ class Holder:
         """n children, each the holder of a new session that starts from this state: reparented to the
         worker (a double fork), in its own copy of the directory (made by the worker), in a Landlock
         domain of its own; this holder enters a new domain too, so none of them can signal another."""
-        for fd, wd in zip(fds, cmd["dirs"]):
+        for fd, wd in zip(fds, cmd["dirs"], strict=False):
             pid = os.fork()
             if pid == 0:
                 if os.fork():
