@@ -94,7 +94,10 @@ def test_a_process_a_cell_leaves_does_not_survive_it(py):
     c = py.exec(0, "import os\nos.path.exists(f'/proc/{pid}') and open(f'/proc/{pid}/stat').read().split()[2] != 'Z'")
     assert c.value == "False"
     # a thread, too: it never reaches the next cell's output or the one after
-    py.exec(0, "import threading, time\nthreading.Thread(target=lambda: [print('leak') or time.sleep(0.01) for _ in range(10**6)], daemon=True).start()")  # noqa: E501
+    py.exec(
+        0,
+        "import threading, time\nthreading.Thread(target=lambda: [print('leak') or time.sleep(0.01) for _ in range(10**6)], daemon=True).start()",
+    )  # noqa: E501
     assert py.exec(0, "import time; time.sleep(0.2)").stdout == ""
     assert py.exec(0, "import threading; threading.active_count()").value == "1"
 
@@ -128,9 +131,13 @@ def test_fork_independence(py):
     py.exec(0, "x = 1\nopen('f.txt', 'w').write('parent')")
     kids = py.fork(0, 3)
     assert len(kids) == 3 and len(set(kids) | {0}) == 4
-    assert py.exec(kids[0], "x = 100\nopen('f.txt', 'w').write('fork0')\nopen('new.txt', 'w').write('n')").status == "ok"
+    assert (
+        py.exec(kids[0], "x = 100\nopen('f.txt', 'w').write('fork0')\nopen('new.txt', 'w').write('n')").status == "ok"
+    )
     for k in kids[1:]:
-        assert py.exec(k, "import os\nx, open('f.txt').read(), os.path.exists('new.txt')").value == "(1, 'parent', False)"
+        assert (
+            py.exec(k, "import os\nx, open('f.txt').read(), os.path.exists('new.txt')").value == "(1, 'parent', False)"
+        )
     assert py.exec(0, "import os\nx, open('f.txt').read(), os.path.exists('new.txt')").value == "(1, 'parent', False)"
     assert py.exec(kids[0], "x, open('f.txt').read()").value == "(100, 'fork0')"
 

@@ -39,6 +39,7 @@ from grpc_reflection.v1alpha import reflection
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
+from verifiers.fronts import sessions
 from verifiers.kinds import table as kinds
 from verifiers.kinds.code import toolchains
 from verifiers.kinds.remote import INSTANCE_HEADER
@@ -223,9 +224,10 @@ def build_server(service: VerifierService, host: str, port: int, workers: int = 
     )
     share = RpcShare(sandbox_rpcs) if sandbox_rpcs else None
     pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service, AdminToken(admin_token), share), server)
+    sessions.register(server, service)  # SessionService (verifiers/fronts/sessions.py)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
+    names = (SERVICE_NAME, sessions.SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
@@ -283,7 +285,8 @@ def serve(args: argparse.Namespace) -> int:
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     # every built-in kind's warm-up; BURST_SANDBOXES more for a caller holding none (verifiers/service/fair.py)
     pool = SandboxPool(
-        limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES, lanes=kinds.sandbox_lanes()
+        limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES,
+        lanes=kinds.sandbox_lanes() | sessions.lanes(limits),
     )  # a lean lane for the code kind's jobs (sandbox/pool.py)
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
     toolchains.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits

@@ -23,6 +23,7 @@ from verifiers.service.callers import CALLER
 from verifiers.service.fair import BURST_SANDBOXES, FairGate, GateSaturated
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
+from verifiers.service.sessions import SessionPolicy, Sessions
 from verifiers.shapes.base import BadRequest, Context, ServiceError, Verdict, Verifier
 from verifiers.shapes.limits import ServiceLimits
 from verifiers.shapes.outcome import Outcome
@@ -59,6 +60,8 @@ class VerifierService:
         self.gate = None if pool is None else FairGate(pool.size, getattr(cfg, "max_waiters", 4096),
                                                        lambda s: self.metrics.observe_queue_wait("sandbox_job", s),
                                                        burst=getattr(pool, "burst", 0))  # fmt: skip
+        # sessions: sandboxes of the same pool held between calls, their cells in turns at the same gate
+        self.sessions = Sessions(pool, self.gate, SessionPolicy.from_limits(self.limits))
         if self.gate is not None:
             self.metrics.watch_queue("sandbox_job", self.gate.depth)
             # the toolchain pool (non-Python code) in turns too, with a burst sandbox of its own: the code kind
@@ -71,6 +74,7 @@ class VerifierService:
 
     def close(self) -> None:
         self._fanout.shutdown(wait=False, cancel_futures=True)
+        self.sessions.close_all()
 
     # -- sandbox access for verifiers ---------------------------------------------------------------
     def run_job(self, job: Job) -> Result:
