@@ -223,6 +223,15 @@ class Family:
                 if holder not in (slot.pid, cell) or (killed and holder == cell):
                     raise Gone("the session's helper named a holder that is not its own")
                 break
+        for fd in streams:  # what the cell wrote before it reported: the cap counts all of it
+            while _pump(fd, streams[fd], caps[fd], totals):
+                pass
+        if holder == cell and totals[out_r] + totals[err_r] > cap:  # ended past the cap: as if killed at it
+            status = "output_limit"
+            self.sweep()  # the cell (not the holder yet) goes; the holder before it answers for the state
+            if slot.recv(time.monotonic() + ANSWER_S).get("holder") != slot.pid:
+                raise Gone("the session's helper named a holder that is not its own")
+            holder = slot.pid
         if holder == cell:
             slot.pid = cell
             cell_cpu = max(cell_cpu, _cpu(cell, children=True))

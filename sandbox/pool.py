@@ -380,6 +380,10 @@ class SandboxPool:
             self._held.discard(c)
         threading.Thread(target=c.destroy, daemon=True, name=f"discard-{c.name}").start()
 
+    def lanes(self) -> list[str]:
+        """The names of the pool's lanes ("" first: its own sandboxes)."""
+        return list(self._queues)
+
     def held(self) -> int:
         with self._lock:
             return len(self._held)

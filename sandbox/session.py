@@ -1,7 +1,7 @@
 """The host side of sessions: one sandbox taken out of the pool and held for a session and its forks.
 
-``SessionSandbox(pool)`` checks a sandbox out of the pool's ``session`` lane (``SandboxPool.checkout``;
-the pool's own sandboxes where it has no such lane), turns its worker into a session worker
+``SessionSandbox(pool)`` checks a sandbox out of the pool (``SandboxPool.checkout``; which lane:
+``session_lane``), turns its worker into a session worker
 (in_sandbox/session.py) and talks to it one call at a time. A sandbox that held a session is never
 handed to grading again: ``close`` gives it back to the pool, which destroys it and starts a fresh one.
 
@@ -59,6 +59,14 @@ class SessionError(SandboxError):
     """The session sandbox refused a call (a bad name, a kind, a fork of a fork) or broke."""
 
 
+def session_lane(pool) -> str:
+    """The lane sessions take their sandboxes from: ``session`` where the pool has it, else the first lane
+    of bare workers (a kind's lean lane: a cell forks from 8 MB, not from a worker holding sympy's 57),
+    else the pool's own sandboxes."""
+    names = pool.lanes()
+    return SESSION_LANE if SESSION_LANE in names else next((n for n in names if n), "")
+
+
 class SessionSandbox:
     """One sandbox held for a session family. Thread-safe (one call at a time)."""
 
@@ -68,7 +76,7 @@ class SessionSandbox:
             raise SessionError(f"unknown session kind {kind!r}: choose one of {', '.join(KINDS)}")
         self.pool, self.limits, self.kind = pool, limits, kind
         self.lock = threading.Lock()
-        self.box: Backend | None = pool.checkout(SESSION_LANE, wait_s)
+        self.box: Backend | None = pool.checkout(session_lane(pool), wait_s)
         self.live: set[int] = set()
         self.ended: dict[int, str] = {}  # slot -> why it ended on its own (memory, a broken helper)
         files = files or {}

@@ -63,8 +63,9 @@ def test_a_cell_killed_for_time_leaves_the_state_before_it(py):
 
 
 def test_cpu_limit_per_cell(py):
-    c = py.exec(0, "while True: pass", timeout_s=3, cpu_s=1)
-    assert c.status in ("cpu", "timeout") and c.cpu_s > 0.5
+    c = py.exec(0, "while True: pass", timeout_s=3, cpu_s=1)  # a loaded host may reach the wall time first
+    assert c.status in ("cpu", "timeout") and c.cpu_s > 0
+    assert c.status == "timeout" or c.cpu_s >= 0.9
     assert py.exec(0, "1").value == "1"
 
 
@@ -72,6 +73,10 @@ def test_output_cap_per_cell(py):
     c = py.exec(0, "print('x' * 100_000)")
     assert c.status == "output_limit" and c.stdout_truncated and len(c.stdout) <= 4096
     assert py.exec(0, "print('fits')").stdout == "fits\n"
+    # past the cap, then ended at once (before the worker looked): still past the cap, and not kept
+    c = py.exec(0, "import sys\nsys.stdout.write('y' * 5000)\nkept = 1")
+    assert c.status == "output_limit" and c.stdout_truncated
+    assert py.exec(0, "'kept' in globals()").value == "False"
 
 
 def test_memory_ends_the_session_and_says_so(py):
@@ -143,8 +148,7 @@ def test_fork_independence(py):
 
 
 def test_a_fork_cannot_reach_its_siblings(py):
-    if py.isolation != "landlock":
-        pytest.xfail("no Landlock on this backend: siblings share a uid and can reach each other (docs/sessions.md)")
+    assert py.isolation == "landlock"  # without Landlock siblings share a uid and reach each other (docs/sessions.md)
     a, b = py.fork(0, 2)
     pid_a = py.exec(a, "import os\nos.getpid()").value
     c = py.exec(b, f"import os, signal\nos.kill({pid_a}, signal.SIGKILL)")

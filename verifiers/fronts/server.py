@@ -224,7 +224,7 @@ def build_server(service: VerifierService, host: str, port: int, workers: int = 
     )
     share = RpcShare(sandbox_rpcs) if sandbox_rpcs else None
     pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service, AdminToken(admin_token), share), server)
-    sessions.register(server, service)  # SessionService (verifiers/fronts/sessions.py)
+    sessions.register(server, service, call_deadline)  # SessionService (verifiers/fronts/sessions.py)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, sessions.SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
@@ -285,8 +285,7 @@ def serve(args: argparse.Namespace) -> int:
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     # every built-in kind's warm-up; BURST_SANDBOXES more for a caller holding none (verifiers/service/fair.py)
     pool = SandboxPool(
-        limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES,
-        lanes=kinds.sandbox_lanes() | sessions.lanes(limits),
+        limits.sandbox_config(warmup=kinds.sandbox_warmup()), burst=BURST_SANDBOXES, lanes=kinds.sandbox_lanes()
     )  # a lean lane for the code kind's jobs (sandbox/pool.py)
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
     toolchains.configure(limits)  # the toolchain pool (non-Python code) runs under the same limits

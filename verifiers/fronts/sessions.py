@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -23,8 +24,8 @@ from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
-from sandbox.pool import Lane
-from sandbox.session import SESSION_LANE, Cell
+from sandbox.deadline import Deadline
+from sandbox.session import Cell
 from verifiers.fronts.http import protojson
 from verifiers.fronts.http.common import HttpError, error_response, run_in_lane
 from verifiers.service.callers import grpc_caller
@@ -56,14 +57,14 @@ def limits_from_proto(m: pb.SessionLimits) -> dict:
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
-    def __init__(self, sessions: Sessions):
-        self.sessions = sessions
+    """``deadline_of``: a call's deadline from its context (gRPC: server.py's ``call_deadline``; HTTP: none)."""
+
+    def __init__(self, sessions: Sessions, deadline_of: Callable[[Any], Deadline | None] = lambda context: None):
+        self.sessions, self.deadline_of = sessions, deadline_of
 
     def _run(self, context, fn, *args, **kw):
-        from verifiers.fronts.server import call_deadline  # (server.py registers this module)
-
         try:
-            return fn(grpc_caller(context), *args, deadline=call_deadline(context), **kw)
+            return fn(grpc_caller(context), *args, deadline=self.deadline_of(context), **kw)
         except ServiceError as e:
             context.abort(_code(e.status), str(e))
 
@@ -101,73 +102,62 @@ def _code(status: str):
     return getattr(grpc.StatusCode, status)
 
 
-def lanes(limits: Any) -> dict:
-    """The pool's lane for session sandboxes (bare workers: a cell forks from 8 MB, not from sympy's 57),
-    where the server allows sessions (``--max-sessions`` above 0)."""
-    return {SESSION_LANE: Lane()} if limits.max_sessions > 0 else {}
-
-
-def register(server: Any, service: Any) -> SessionServicer:
+def register(server: Any, service: Any, deadline_of: Callable[[Any], Deadline | None]) -> SessionServicer:
     """Serve ``service.sessions`` on ``server`` (server.py calls this)."""
-    servicer = SessionServicer(service.sessions)
+    servicer = SessionServicer(service.sessions, deadline_of)
     pb_grpc.add_SessionServiceServicer_to_server(servicer, server)
     return servicer
 
 
 # -- HTTP ------------------------------------------------------------------------------------------------
-sessions_router = APIRouter(tags=["sessions"])
+def add_routes(app: Any, context: Callable[[Any, Any], Any]) -> None:
+    """The /v1/sessions routes on ``app`` (api.py calls this with its ``HttpContext``, which answers what the
+    servicer asks of a gRPC context: the caller's host and x-client-id)."""
+    router = APIRouter(tags=["sessions"])
 
+    async def call(request: Request, method: str, message: Any) -> Response:
+        servicer = SessionServicer(request.app.state.service.sessions)
+        fn = functools.partial(getattr(servicer, method), message, context(request.headers, request.client))
+        try:
+            reply = await run_in_lane(request, "sandbox", fn)  # a cell blocks: the sandbox lane's threads
+        except HttpError as e:
+            return error_response(e.status, e.message, e.http_status)
+        return Response(json.dumps(protojson.to_dict(reply), ensure_ascii=False), media_type="application/json")
 
-async def _call(request: Request, method: str, message: Any) -> Response:
-    """servicer.<method>(message, HttpContext) on the HTTP sandbox lane's threads (a cell blocks)."""
-    from verifiers.fronts.http.api import HttpContext  # (api.py includes this router)
+    async def body(request: Request, cls: type) -> Any:
+        try:
+            return protojson.parse(await request.body() or b"{}", cls)
+        except (json_format.ParseError, UnicodeDecodeError) as e:
+            why = f"body is not a {cls.DESCRIPTOR.full_name} in protobuf's JSON mapping: {e}"
+            raise HttpError("INVALID_ARGUMENT", why) from None
 
-    servicer = SessionServicer(request.app.state.service.sessions)
-    fn = functools.partial(getattr(servicer, method), message, HttpContext(request.headers, request.client))
-    try:
-        reply = await run_in_lane(request, "sandbox", fn)
-    except HttpError as e:
-        return error_response(e.status, e.message, e.http_status)
-    return Response(json.dumps(protojson.to_dict(reply), ensure_ascii=False), media_type="application/json")
+    @router.post("/v1/sessions")
+    async def open_session(request: Request) -> Response:
+        """Open a session (gRPC OpenSession)."""
+        return await call(request, "OpenSession", await body(request, pb.OpenSessionRequest))
 
+    @router.get("/v1/sessions")
+    async def list_sessions(request: Request) -> Response:
+        """The caller's open sessions (gRPC ListSessions)."""
+        return await call(request, "ListSessions", pb.ListSessionsRequest())
 
-async def _body(request: Request, cls: type) -> Any:
-    try:
-        return protojson.parse(await request.body() or b"{}", cls)
-    except (json_format.ParseError, UnicodeDecodeError) as e:
-        why = f"body is not a {cls.DESCRIPTOR.full_name} in protobuf's JSON mapping: {e}"
-        raise HttpError("INVALID_ARGUMENT", why) from None
+    @router.post("/v1/sessions/{session_id}/exec")
+    async def exec_cell(session_id: str, request: Request) -> Response:
+        """Run one cell (gRPC Exec); the body is an ExecRequest without session_id."""
+        msg = await body(request, pb.ExecRequest)
+        msg.session_id = session_id
+        return await call(request, "Exec", msg)
 
+    @router.post("/v1/sessions/{session_id}/fork")
+    async def fork_session(session_id: str, request: Request) -> Response:
+        """n new sessions from a copy of this one (gRPC ForkSession); the body is {"n": N}."""
+        msg = await body(request, pb.ForkSessionRequest)
+        msg.session_id = session_id
+        return await call(request, "ForkSession", msg)
 
-@sessions_router.post("/v1/sessions")
-async def open_session(request: Request) -> Response:
-    """Open a session (gRPC OpenSession)."""
-    return await _call(request, "OpenSession", await _body(request, pb.OpenSessionRequest))
+    @router.delete("/v1/sessions/{session_id}")
+    async def close_session(session_id: str, request: Request) -> Response:
+        """Close a session (gRPC CloseSession)."""
+        return await call(request, "CloseSession", pb.CloseSessionRequest(session_id=session_id))
 
-
-@sessions_router.get("/v1/sessions")
-async def list_sessions(request: Request) -> Response:
-    """The caller's open sessions (gRPC ListSessions)."""
-    return await _call(request, "ListSessions", pb.ListSessionsRequest())
-
-
-@sessions_router.post("/v1/sessions/{session_id}/exec")
-async def exec_cell(session_id: str, request: Request) -> Response:
-    """Run one cell (gRPC Exec); the body is an ExecRequest without session_id."""
-    msg = await _body(request, pb.ExecRequest)
-    msg.session_id = session_id
-    return await _call(request, "Exec", msg)
-
-
-@sessions_router.post("/v1/sessions/{session_id}/fork")
-async def fork_session(session_id: str, request: Request) -> Response:
-    """n new sessions from a copy of this one (gRPC ForkSession); the body is {"n": N}."""
-    msg = await _body(request, pb.ForkSessionRequest)
-    msg.session_id = session_id
-    return await _call(request, "ForkSession", msg)
-
-
-@sessions_router.delete("/v1/sessions/{session_id}")
-async def close_session(session_id: str, request: Request) -> Response:
-    """Close a session (gRPC CloseSession)."""
-    return await _call(request, "CloseSession", pb.CloseSessionRequest(session_id=session_id))
+    app.include_router(router)

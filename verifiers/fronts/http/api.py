@@ -42,12 +42,12 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.fronts import sessions
 from verifiers.fronts.http import protojson, v1
 from verifiers.fronts.http.common import HttpError, body_doc, error_response, lane_for, run_in_lane
 from verifiers.fronts.http.limits import InputLimits, uvicorn_http_options
 from verifiers.fronts.http.openrlhf import openrlhf_router
 from verifiers.fronts.http.sandboxfusion import sandboxfusion_router
-from verifiers.fronts.sessions import sessions_router
 from verifiers.service.bounds import ServiceBounds
 from verifiers.service.callers import CLIENT_ID_KEY, http_caller
 from verifiers.service.fair import Lane
@@ -220,7 +220,7 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     _ops_routes(app)
     app.include_router(openrlhf_router)
     app.include_router(sandboxfusion_router)
-    app.include_router(sessions_router)  # /v1/sessions (verifiers/fronts/sessions.py)
+    sessions.add_routes(app, HttpContext)  # /v1/sessions (verifiers/fronts/sessions.py)
     app.add_middleware(InputLimits, max_bytes=max_body_bytes, max_depth=(bounds or ServiceBounds()).max_json_depth)
     return app
 
