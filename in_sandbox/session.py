@@ -137,17 +137,25 @@ class Family:
     def sweep(self, spare=()):
         """Kill every process of the sandbox but the worker and the sessions' holders (and ``spare``)."""
         keep = self.holders() | set(spare) | {1, os.getpid()}
-        for _ in range(200):
+        for _ in range(1000):
             victims = [p for p in _pids() if p not in keep and _state(p) not in ("Z", "")]
+            if not victims:
+                _reap()
+                return
             for p in victims:
                 try:
                     os.kill(p, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            waited = False
+            for p in victims:  # our children (old holders, orphans): wait for each to be gone
+                try:
+                    waited = os.waitpid(p, 0)[0] == p or waited
+                except ChildProcessError:
+                    pass
             _reap()
-            if not victims:
-                return
-            time.sleep(0.002)
+            if not waited:
+                time.sleep(0.001)  # not ours to wait for: their parent reaps them in a moment
 
     # -- exec --------------------------------------------------------------------------------------------
     def exec(self, slot, head, code):
@@ -166,10 +174,12 @@ class Family:
             os.close(fd)
         streams = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         try:
-            cell = slot.recv(start + ANSWER_S).get("pid")
-            if not isinstance(cell, int) or _ppid(cell) != slot.pid:
+            first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
+            early = None if "pid" in first else first
+            cell = (first if early is None else slot.recv(start + ANSWER_S)).get("pid")
+            if not isinstance(cell, int) or _ppid(cell) not in (slot.pid, -1):  # -1: it ended (and was reaped)
                 raise Gone("the session's helper named a cell process that is not its own")
-            r = self._watch(slot, cell, streams, cap, cpu, start + timeout)
+            r = self._watch(slot, cell, streams, cap, cpu, start + timeout, early)
         except Gone as e:
             for fd in streams:
                 os.close(fd)
@@ -193,7 +203,7 @@ class Family:
         blobs = (out, err, (value or "").encode("utf-8", "replace"), (error or "").encode("utf-8", "replace"))
         return r, blobs
 
-    def _watch(self, slot, cell, streams, cap, cpu, deadline):
+    def _watch(self, slot, cell, streams, cap, cpu, deadline, early=None):
         """Pump the cell's output until its holder reports back; kill it on time, CPU or output."""
         out_r, err_r, res_r = streams
         totals = {out_r: 0, err_r: 0, res_r: 0}
@@ -217,8 +227,8 @@ class Family:
             for fd in ready:
                 if fd in streams:
                     _pump(fd, streams[fd], caps[fd], totals)
-            if slot.sock in ready:
-                msg = slot.recv(time.monotonic() + ANSWER_S)
+            if early is not None or slot.sock in ready:
+                msg, early = early or slot.recv(time.monotonic() + ANSWER_S), None
                 holder, sig = msg.get("holder"), msg.get("signal")
                 if holder not in (slot.pid, cell) or (killed and holder == cell):
                     raise Gone("the session's helper named a holder that is not its own")
@@ -343,7 +353,7 @@ def _holder_process(limits):
         os.close(fd)
     except OSError:
         pass
-    os.nice(10)
+    os.nice(0)
     mb = 1024 * 1024
     for res, val in ((resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
                      (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),

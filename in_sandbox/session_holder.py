@@ -75,19 +75,13 @@ class Holder:
         self.cells += 1
         if self.kind == "bash":
             return self.bash_cell(cmd, fds)
-        go_r, go_w = os.pipe()  # the cell starts once the worker knows its pid (it reports back after)
         pid = os.fork()
         if pid == 0:
-            os.close(go_w)
-            os.read(go_r, 1)
-            os.close(go_r)
             self.python_cell(cmd, code_fd, out_w, err_w, res_w)
             return  # this process is the session's holder now: back to the loop
-        os.close(go_r)
+        self.send({"pid": pid})  # the worker takes this and the cell's own report in either order
         for fd in fds:
             os.close(fd)
-        self.send({"pid": pid})
-        os.close(go_w)
         status = _wait(pid)  # returns only when the cell was killed or exited: the state is ours again
         sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
         self.send({"holder": os.getpid(), "signal": sig})
