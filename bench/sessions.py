@@ -1,6 +1,6 @@
 """Sessions (docs/sessions.md) against what a user would do instead, on the same machine, in one run.
 
-    flock /tmp/bench.lock .venv/bin/python bench/sessions.py [--rounds 3] [--opens 10] [--cells 40]
+    flock /tmp/bench.lock .venv/bin/python bench/sessions.py [--rounds 3] [--opens 10] [--cells 40] [--backend docker]
 
 Per round, alternately (A B C):
   ours     through the real service (gRPC client, Docker, one server for the run): open from the warm
@@ -117,6 +117,7 @@ def main() -> None:
     p.add_argument("--cells", type=int, default=40)
     p.add_argument("--pool", type=int, default=2)
     p.add_argument("--refill-s", type=float, default=1.5)
+    p.add_argument("--backend", default="docker", help="the service's sandbox backend (docker, podman, bwrap)")
     a = p.parse_args()
     runs: list[dict[str, dict[str, list[float]]]] = []
     with (

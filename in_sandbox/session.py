@@ -135,27 +135,22 @@ class Family:
         return {s.pid for s in self.slots.values()}
 
     def sweep(self, spare=()):
-        """Kill every process of the sandbox but the worker and the sessions' holders (and ``spare``)."""
+        """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``),
+        again until a scan finds none it has not signalled (a killed process runs no more code, so a child
+        it forked before is found by the next scan); zombies are reaped as they come."""
         keep = self.holders() | set(spare) | {1, os.getpid()}
+        killed = set()
         for _ in range(1000):
-            victims = [p for p in _pids() if p not in keep and _state(p) not in ("Z", "")]
-            if not victims:
-                _reap()
-                return
-            for p in victims:
+            new = [p for p in _pids() if p not in keep and p not in killed and _state(p) not in ("Z", "")]
+            if not new:
+                break
+            for p in new:
                 try:
                     os.kill(p, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            waited = False
-            for p in victims:  # our children (old holders, orphans): wait for each to be gone
-                try:
-                    waited = os.waitpid(p, 0)[0] == p or waited
-                except ChildProcessError:
-                    pass
-            _reap()
-            if not waited:
-                time.sleep(0.001)  # not ours to wait for: their parent reaps them in a moment
+            killed.update(new)
+        _reap()
 
     # -- exec --------------------------------------------------------------------------------------------
     def exec(self, slot, head, code):

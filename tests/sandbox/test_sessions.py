@@ -189,3 +189,56 @@ def test_unknown_kind_and_bad_file_names_are_refused(pool):
         SessionSandbox(pool, "cobol", SessionLimits())
     with pytest.raises(SessionError, match="leaves the session's directory"):
         SessionSandbox(pool, "python", SessionLimits(), {"../../etc/x": b""})
+
+
+HOLDER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from sandbox.backend import SandboxConfig
+from sandbox.pool import SandboxPool, Lane
+from sandbox.session import SESSION_LANE, SessionLimits, SessionSandbox
+cfg = SandboxConfig(backend={backend!r}, size=1, preload=())
+pool = SandboxPool(cfg, lanes={{SESSION_LANE: Lane()}}).start()
+s = SessionSandbox(pool, "python", SessionLimits())
+s.fork(0, 2)
+s.exec(0, "import os; x = 1")
+print(s.box.uid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kill_9_of_the_host_leaves_no_session_process(backend, tmp_path):
+    """A host process holding a session (and its forks) is killed with SIGKILL: no process of the sandbox
+    stays, and the next start finds nothing of it left to remove."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from sandbox.pool import backend_entry
+
+    def processes_of_uids(uids: set[int]) -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                found += [pid] if os.stat(f"/proc/{pid}").st_uid in uids else []
+            except OSError:
+                pass
+        return found
+
+    make_pool(backend, size=1)  # the backend is there (a required part), the image built
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=root, backend=backend)],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    uid = int(proc.stdout.readline())
+    assert processes_of_uids({uid})  # the worker, the holders of the session and its two forks
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    backend_entry(backend).load().remove_stale()  # what the next start does first
+    end = time.monotonic() + 30
+    while processes_of_uids({uid}) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert processes_of_uids({uid}) == []
