@@ -137,7 +137,7 @@ class Family:
     def sweep(self, spare=()):
         """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``),
         again until a scan finds none it has not signalled (a killed process runs no more code, so a child
-        it forked before is found by the next scan); zombies are reaped as they come."""
+        it forked before is found by the next scan), then wait for each to have exited (pidfds: no polling)."""
         keep = self.holders() | set(spare) | {1, os.getpid()}
         killed = set()
         for _ in range(1000):
@@ -150,6 +150,7 @@ class Family:
                 except ProcessLookupError:
                     pass
             killed.update(new)
+        _await_exit(killed)
         _reap()
 
     # -- exec --------------------------------------------------------------------------------------------
@@ -157,6 +158,7 @@ class Family:
         timeout = float(head.get("timeout") or 10.0)
         cpu = int(head.get("cpu_s") or slot.limits.get("cpu_s") or timeout + 1)
         cap = int(slot.limits.get("output_bytes") or (1 << 20))
+        self.sweep()  # reaps what the last sweep killed (and kills anything that appeared since)
         code_fd = os.memfd_create("cell", 0)
         _write(code_fd, code)
         os.lseek(code_fd, 0, os.SEEK_SET)
@@ -225,7 +227,9 @@ class Family:
             if early is not None or slot.sock in ready:
                 msg, early = early or slot.recv(time.monotonic() + ANSWER_S), None
                 holder, sig = msg.get("holder"), msg.get("signal")
-                if holder not in (slot.pid, cell) or (killed and holder == cell):
+                if killed and holder == cell:
+                    continue  # it reported as it was being killed: the holder before it answers next
+                if holder not in (slot.pid, cell):
                     raise Gone("the session's helper named a holder that is not its own")
                 break
         for fd in streams:  # what the cell wrote before it reported: the cap counts all of it
@@ -434,6 +438,26 @@ def _cpu(pid, children=False):
         return 0.0
     ticks = int(s[11]) + int(s[12]) + ((int(s[13]) + int(s[14])) if children else 0)
     return ticks / TICK
+
+
+def _await_exit(pids, within_s=2.0):
+    """Wait until every process of ``pids`` has exited (a zombie counts), at most ``within_s``."""
+    fds = []
+    for p in pids:
+        try:
+            fds.append(os.pidfd_open(p))
+        except OSError:
+            pass  # gone already
+    try:
+        end = time.monotonic() + within_s
+        while fds and time.monotonic() < end:
+            ready, _, _ = select.select(fds, [], [], max(end - time.monotonic(), 0))
+            for fd in ready:
+                fds.remove(fd)
+                os.close(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _reap():
