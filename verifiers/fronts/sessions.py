@@ -102,8 +102,10 @@ def _code(status: str):
     return getattr(grpc.StatusCode, status)
 
 
-def register(server: Any, service: Any, deadline_of: Callable[[Any], Deadline | None]) -> SessionServicer:
-    """Serve ``service.sessions`` on ``server`` (server.py calls this)."""
+def register(server: Any, service: Any, deadline_of: Callable[[Any], Deadline | None]) -> SessionServicer | None:
+    """Serve ``service.sessions`` on ``server`` (server.py calls this); nothing for a service without sessions."""
+    if getattr(service, "sessions", None) is None:
+        return None
     servicer = SessionServicer(service.sessions, deadline_of)
     pb_grpc.add_SessionServiceServicer_to_server(servicer, server)
     return servicer
