@@ -27,6 +27,7 @@ import signal
 import socket
 import time
 
+from in_sandbox import session_proc as proc
 from in_sandbox.session_holder import Holder
 from in_sandbox.worker_io import read_frame, write_frame
 
@@ -34,7 +35,6 @@ ROOT = "/tmp/s"
 KINDS = ("python", "bash")
 ANSWER_S = 5.0  # how long a holder may take to answer a command before the session is declared broken
 RESULT_CAP = 1 << 20
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 class Gone(Exception):
@@ -141,7 +141,7 @@ class Family:
         keep = self.holders() | set(spare) | {1, os.getpid()}
         killed = set()
         for _ in range(1000):
-            new = [p for p in _pids() if p not in keep and p not in killed and _state(p) not in ("Z", "")]
+            new = [p for p in proc.pids() if p not in keep and p not in killed and proc.state(p) not in ("Z", "")]
             if not new:
                 break
             for p in new:
@@ -150,8 +150,8 @@ class Family:
                 except ProcessLookupError:
                     pass
             killed.update(new)
-        _await_exit(killed)
-        _reap()
+        proc.await_exit(killed)
+        proc.reap()
 
     # -- exec --------------------------------------------------------------------------------------------
     def exec(self, slot, head, code):
@@ -160,12 +160,12 @@ class Family:
         cap = int(slot.limits.get("output_bytes") or (1 << 20))
         self.sweep()  # reaps what the last sweep killed (and kills anything that appeared since)
         code_fd = os.memfd_create("cell", 0)
-        _write(code_fd, code)
+        proc.write(code_fd, code)
         os.lseek(code_fd, 0, os.SEEK_SET)
         (out_r, out_w), (err_r, err_w), (res_r, res_w) = os.pipe(), os.pipe(), os.pipe()
         start = time.monotonic()
         old = slot.pid
-        before = _cpu(old, children=True)
+        before = proc.cpu(old, children=True)
         socket.send_fds(slot.sock, [json.dumps({"op": "cell", "cpu_s": cpu}).encode()], [code_fd, out_w, err_w, res_w])
         for fd in (code_fd, out_w, err_w, res_w):
             os.close(fd)
@@ -174,7 +174,7 @@ class Family:
             first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
             early = None if "pid" in first else first
             cell = (first if early is None else slot.recv(start + ANSWER_S)).get("pid")
-            if not isinstance(cell, int) or _ppid(cell) not in (slot.pid, -1):  # -1: it ended (and was reaped)
+            if not isinstance(cell, int) or proc.ppid(cell) not in (slot.pid, -1):  # -1: it ended (and was reaped)
                 raise Gone("the session's helper named a cell process that is not its own")
             r = self._watch(slot, cell, streams, cap, cpu, start + timeout, early)
         except Gone as e:
@@ -183,7 +183,7 @@ class Family:
             self.end(slot, str(e))
             return {"status": "gone", "ended": slot.ended, "wall_s": time.monotonic() - start}, ()
         r["wall_s"] = time.monotonic() - start
-        delta = _cpu(old, children=True) - before if slot.pid == old else 0.0  # bash: the holder reaped the cell
+        delta = proc.cpu(old, children=True) - before if slot.pid == old else 0.0  # bash: the holder reaped the cell
         r["cpu_s"] = max(r.pop("cell_cpu", 0.0), delta)
         out, err, res = (bytes(streams[fd]) for fd in (out_r, err_r, res_r))
         for fd in streams:
@@ -211,7 +211,7 @@ class Family:
         while True:
             now = time.monotonic()
             if not killed:
-                cell_cpu = max(cell_cpu, _cpu(cell, children=True))
+                cell_cpu = max(cell_cpu, proc.cpu(cell, children=True))
                 why = ("timeout" if now >= deadline else "cpu" if cell_cpu > cpu
                        else "output_limit" if totals[out_r] + totals[err_r] > cap else "")  # fmt: skip
                 if why:
@@ -223,7 +223,7 @@ class Family:
             ready, _, _ = select.select([slot.sock, *streams], [], [], min(0.02, max(deadline - now, 0)))
             for fd in ready:
                 if fd in streams:
-                    _pump(fd, streams[fd], caps[fd], totals)
+                    proc.pump(fd, streams[fd], caps[fd], totals)
             if early is not None or slot.sock in ready:
                 msg, early = early or slot.recv(time.monotonic() + ANSWER_S), None
                 holder, sig = msg.get("holder"), msg.get("signal")
@@ -233,7 +233,7 @@ class Family:
                     raise Gone("the session's helper named a holder that is not its own")
                 break
         for fd in streams:  # what the cell wrote before it reported: the cap counts all of it
-            while _pump(fd, streams[fd], caps[fd], totals):
+            while proc.pump(fd, streams[fd], caps[fd], totals):
                 pass
         if holder == cell and totals[out_r] + totals[err_r] > cap:  # ended past the cap: as if killed at it
             status = "output_limit"
@@ -243,12 +243,12 @@ class Family:
             holder = slot.pid
         if holder == cell:
             slot.pid = cell
-            cell_cpu = max(cell_cpu, _cpu(cell, children=True))
+            cell_cpu = max(cell_cpu, proc.cpu(cell, children=True))
         elif status == "ok" and slot.kind == "python":  # the cell's process ended before the cell did
             status = "cpu" if sig == signal.SIGXCPU or cell_cpu + 0.1 >= cpu else "exited"
         self.sweep()
         for fd in streams:
-            while _pump(fd, streams[fd], caps[fd], totals):
+            while proc.pump(fd, streams[fd], caps[fd], totals):
                 pass
         return {"status": status, "cell_cpu": cell_cpu, "out_total": totals[out_r], "err_total": totals[err_r]}
 
@@ -277,7 +277,7 @@ class Family:
                 child.forked = True
                 hello = child.recv(time.monotonic() + ANSWER_S)
                 pid = hello.get("holder")
-                if not isinstance(pid, int) or pid in self.holders() or not _alive(pid):
+                if not isinstance(pid, int) or pid in self.holders() or not proc.alive(pid):
                     raise Gone("a fork's helper named a process that is not its own")
                 child.pid, child.isolation = pid, hello.get("isolation", "none")
                 self.slots[child.sid] = child
@@ -381,90 +381,3 @@ def _verdict(res, kind, r):
     v, e = d.get("value"), d.get("error")
     return {"value": v if isinstance(v, str) else None, "error": e if isinstance(e, str) else None,
             "memory": d.get("memory") is True}  # fmt: skip
-
-
-def _pump(fd, buf, cap, totals):
-    try:
-        b = os.read(fd, 65536)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return False
-    if not b:
-        return False
-    totals[fd] += len(b)
-    room = cap - len(buf)
-    if room > 0:
-        buf += b[:room]
-    return True
-
-
-def _write(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _pids():
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def _stat(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()
-    except (OSError, IndexError):
-        return []
-
-
-def _state(pid):
-    s = _stat(pid)
-    return s[0] if s else ""
-
-
-def _ppid(pid):
-    s = _stat(pid)
-    return int(s[1]) if s else -1
-
-
-def _alive(pid):
-    return _state(pid) not in ("", "Z", "X")
-
-
-def _cpu(pid, children=False):
-    """CPU seconds of ``pid`` (and its reaped children), read from /proc: no process of the session can fake it."""
-    s = _stat(pid)
-    if not s:
-        return 0.0
-    ticks = int(s[11]) + int(s[12]) + ((int(s[13]) + int(s[14])) if children else 0)
-    return ticks / TICK
-
-
-def _await_exit(pids, within_s=2.0):
-    """Wait until every process of ``pids`` has exited (a zombie counts), at most ``within_s``."""
-    fds = []
-    for p in pids:
-        try:
-            fds.append(os.pidfd_open(p))
-        except OSError:
-            pass  # gone already
-    try:
-        end = time.monotonic() + within_s
-        while fds and time.monotonic() < end:
-            ready, _, _ = select.select(fds, [], [], max(end - time.monotonic(), 0))
-            for fd in ready:
-                fds.remove(fd)
-                os.close(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def _reap():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
