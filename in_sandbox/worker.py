@@ -385,6 +385,11 @@ def main():
         if frame is None:
             return
         job, payload = frame
+        if job.get("mode") == "session":  # this sandbox holds a session until it ends (session.py)
+            from in_sandbox import session
+
+            session.serve(job, payload)
+            return
         try:
             retire = run_job(job, payload)
         except Exception as e:  # report, then exit: the host replaces this sandbox

@@ -159,6 +159,7 @@ class SandboxPool:
             self._queues[name] = queue.Queue()
         self._lane: dict[Backend, str] = {}  # every live sandbox's lane
         self._all: set[Backend] = set()
+        self._held: set[Backend] = set()  # checked out (sessions: sandbox/session.py), destroyed at close
         self._lock = threading.Lock()
         self._helpers: set[threading.Thread] = set()
         self._waiters = 0
@@ -208,10 +209,6 @@ class SandboxPool:
     def slots(self, lane: str) -> int:
         """How many sandboxes ``lane`` keeps: its size and the pool's burst."""
         return self._cfgs[lane].size + self.burst
-
-    def lane_names(self) -> list[str]:
-        """The pool's lanes, by name (its own, "", not included)."""
-        return list(self._lanes)
 
     def own_slots(self, lane: str) -> bool:
         """Whether ``lane``'s sandboxes are counted apart from the pool's own (a lane with its own config)."""
@@ -276,8 +273,9 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             self._closing.set()
-            sandboxes = list(self._all)
+            sandboxes = list(self._all | self._held)
             self._all.clear()
+            self._held.clear()
             self._lane.clear()
             helpers = list(self._helpers)
         _live_pools.discard(self)
@@ -413,6 +411,40 @@ class SandboxPool:
             with self._lock:
                 self._waiters -= 1
 
+    # -- sandboxes held by a caller (sessions) -------------------------------------------------------
+    def checkout(self, lane: str = "", wait_s: float | None = None) -> Backend:
+        """Take an idle sandbox of ``lane`` (the pool's own where it has no such lane) out of the pool for
+        a caller to hold between calls (a session, sandbox/session.py); a fresh one takes its place at
+        once. Give it back with ``discard``: it is destroyed, never handed out again. ``close`` destroys
+        held sandboxes too."""
+        lane = lane if lane in self._queues else ""
+        c = self._acquire(self.cfg.max_wait_s if wait_s is None else wait_s, lane)
+        with self._lock:
+            self._all.discard(c)
+            self._lane.pop(c, None)
+            if self._closed:
+                threading.Thread(target=c.destroy, daemon=True).start()
+                raise SandboxError("the sandbox pool is shut down")
+            self._held.add(c)
+            t = threading.Thread(target=self._replacement, args=(None, lane), daemon=True, name=f"refill-{c.name}")
+            self._helpers.add(t)
+        t.start()
+        return c
+
+    def discard(self, c: Backend) -> None:
+        """Destroy a sandbox ``checkout`` gave out (in the background; idempotent)."""
+        with self._lock:
+            self._held.discard(c)
+        threading.Thread(target=c.destroy, daemon=True, name=f"discard-{c.name}").start()
+
+    def lanes(self) -> list[str]:
+        """The names of the pool's lanes ("" first: its own sandboxes)."""
+        return list(self._queues)
+
+    def held(self) -> int:
+        with self._lock:
+            return len(self._held)
+
     def _replace(self, c: Backend, why: str) -> None:
         """Destroy ``c`` and start a new sandbox in the background, retrying until it comes up."""
         log.warning("replacing sandbox %s: %s", c.name, why)
@@ -427,9 +459,10 @@ class SandboxPool:
             self._helpers.add(t)
         t.start()
 
-    def _replacement(self, old: Backend, lane: str) -> None:
+    def _replacement(self, old: Backend | None, lane: str) -> None:
         try:
-            old.destroy()
+            if old is not None:
+                old.destroy()
             delay = 0.5
             while not self._closed and not self._add(lane):
                 self._closing.wait(delay)

@@ -55,6 +55,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_WAIT_S = 300.0  # how long a call waits for a service that answers UNAVAILABLE (every replica down)
 MAX_BACKOFF_S = 2.0  # between tries while unavailable; also the channel's longest reconnect back-off
 NOTE_EVERY_S = 10.0  # how often "still unavailable" is logged
+SESSION_METHODS = frozenset(pb.DESCRIPTOR.services_by_name["SessionService"].methods_by_name)
 
 
 @dataclass
@@ -188,12 +189,16 @@ class VerifierClient:
     """
 
     def __init__(self, target: str, *, timeout_s: float = 120.0, retries: int | None = None,
-                 token: str | None = None, wait_s: float | None = None, split: int | None = None):  # fmt: skip
+                 token: str | None = None, wait_s: float | None = None, split: int | None = None,
+                 client_id: str = ""):  # fmt: skip
         self.target = target
         self.timeout_s = timeout_s
         self.retries = retries
         self.wait_s = DEFAULT_WAIT_S if wait_s is None else max(0.0, wait_s)
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        meta = ((("authorization", f"Bearer {token}"),) if token else ()) + (
+            (("x-client-id", client_id),) if client_id else ()
+        )
+        self._metadata = meta or None  # x-client-id: who this caller is beside its host (sessions are bound to it)
         self.grpc_target, self.replicas = resolve_target(target)
         self.split = max(1, split or self.replicas)
         opts = [
@@ -207,6 +212,7 @@ class VerifierClient:
         ]
         self._channel = grpc.insecure_channel(self.grpc_target, options=opts)
         self._stub = pb_grpc.VerifierServiceStub(self._channel)
+        self._session_stub = pb_grpc.SessionServiceStub(self._channel)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -227,7 +233,8 @@ class VerifierClient:
             if left <= 0:
                 raise VerifierError(grpc.StatusCode.DEADLINE_EXCEEDED, f"{method}: no answer from {self.target}")
             try:
-                response = getattr(self._stub, method)(request, timeout=left, metadata=self._metadata)
+                stub = self._session_stub if method in SESSION_METHODS else self._stub
+                response = getattr(stub, method)(request, timeout=left, metadata=self._metadata)
             except grpc.RpcError as e:
                 code, details = e.code(), e.details() or ""
                 if code != grpc.StatusCode.UNAVAILABLE:
@@ -332,6 +339,35 @@ class VerifierClient:
 
     def unregister(self, name: str) -> None:
         self._call("UnregisterVerifier", pb.UnregisterVerifierRequest(name=name), None)
+
+    # -- sessions (docs/sessions.md) ----------------------------------------------------------------
+    def open_session(self, kind: str = "python", *, files: Mapping[str, bytes | str] | None = None,
+                     ttl_s: float = 0.0, **limits: float) -> pb.SessionInfo:  # fmt: skip
+        """A session (a sandbox that keeps its state) of ``kind`` ("python", "bash"); ``limits``: fields of
+        ``SessionLimits`` (cpu_s, timeout_s, memory_mb, output_bytes, nproc, nofile, fsize_mb)."""
+        self._one_replica()
+        raw = {k: v.encode() if isinstance(v, str) else v for k, v in (files or {}).items()}
+        req = pb.OpenSessionRequest(kind=kind, limits=pb.SessionLimits(**limits), files=raw, ttl_s=ttl_s)
+        return self._call("OpenSession", req, None)
+
+    def exec(self, session_id: str, code: str, *, timeout_s: float = 0.0, cpu_s: int = 0) -> pb.ExecResponse:
+        """Run one cell; the call's deadline is the cell's time plus the client's own (``timeout_s``)."""
+        req = pb.ExecRequest(session_id=session_id, code=code, timeout_s=timeout_s, cpu_s=cpu_s)
+        return self._call("Exec", req, (timeout_s or 0.0) + self.timeout_s)
+
+    def fork_session(self, session_id: str, n: int) -> list[pb.SessionInfo]:
+        return list(self._call("ForkSession", pb.ForkSessionRequest(session_id=session_id, n=n), None).sessions)
+
+    def close_session(self, session_id: str) -> None:
+        self._call("CloseSession", pb.CloseSessionRequest(session_id=session_id), None)
+
+    def list_sessions(self) -> list[pb.SessionInfo]:
+        return list(self._call("ListSessions", pb.ListSessionsRequest(), None).sessions)
+
+    def _one_replica(self) -> None:
+        if self.replicas > 1:  # a session lives in one replica; round_robin would send its calls to others
+            raise VerifierError(grpc.StatusCode.FAILED_PRECONDITION, "sessions need a client of one replica "
+                                f"(this one round-robins over {self.replicas}): make one per address")  # fmt: skip
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Block until the channel connects (not until the pool is ready: use health for that)."""

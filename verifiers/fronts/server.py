@@ -39,6 +39,7 @@ from grpc_reflection.v1alpha import reflection
 from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
+from verifiers.fronts import sessions
 from verifiers.kinds import table as kinds
 from verifiers.kinds.remote import INSTANCE_HEADER
 from verifiers.service import admin_token as token_source
@@ -228,9 +229,10 @@ def build_server(service: VerifierService, host: str, port: int, workers: int = 
     )
     share = RpcShare(sandbox_rpcs) if sandbox_rpcs else None
     pb_grpc.add_VerifierServiceServicer_to_server(Servicer(service, AdminToken(admin_token), share), server)
+    sessions.register(server, service, call_deadline)  # SessionService (verifiers/fronts/sessions.py)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
+    names = (SERVICE_NAME, sessions.SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")

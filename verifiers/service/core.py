@@ -25,6 +25,7 @@ from verifiers.service.callers import CALLER
 from verifiers.service.fair import GateSaturated
 from verifiers.service.metrics import ServiceMetrics
 from verifiers.service.registry import Registry, build
+from verifiers.service.sessions import SessionPolicy, Sessions
 from verifiers.shapes.base import BadRequest, Context, ServiceError, Verdict, Verifier
 from verifiers.shapes.limits import ServiceLimits
 from verifiers.shapes.outcome import Outcome
@@ -65,10 +66,13 @@ class VerifierService:
         # the toolchain lane's compile-once layer, in front of the door (verifiers/kinds/code/toolchains.py)
         self.toolchains = Toolchains(wiring.toolchain_config(self.limits).image, self.limits.compile_cache_mb << 20,
                                      self.limits.output_cap_bytes)  # fmt: skip
+        # sessions: sandboxes of the same pool held between calls, their cells in turns at the pool's own gate
+        self.sessions = Sessions(pool, self.gates.get(""), SessionPolicy.from_limits(self.limits))
         self._sandboxed: set[str] = set()  # verifiers seen running sandbox jobs (e.g. through a sub-request)
 
     def close(self) -> None:
         self._fanout.shutdown(wait=False, cancel_futures=True)
+        self.sessions.close_all()
 
     # -- sandbox access for verifiers ---------------------------------------------------------------
     def run_job(self, job: Job) -> Result:

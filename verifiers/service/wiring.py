@@ -65,7 +65,7 @@ def build_pool(limits: ServiceLimits, burst: int = BURST_SANDBOXES, **config) ->
 def build_gates(pool: SandboxPool, max_waiters: int, observe: Callable[[str, float], None]) -> dict[str, FairGate]:
     """One gate per group of slots of ``pool``: "" for its own sandboxes and the lanes sharing their count, and
     one for each lane with slots of its own. ``observe(queue class, seconds waited)``."""
-    groups = [""] + [n for n in pool.lane_names() if pool.own_slots(n)]
+    groups = [n for n in pool.lanes() if not n or pool.own_slots(n)]
     return {
         g: FairGate(
             pool.lane_config(g).size, max_waiters, lambda s, c=QUEUE_CLASS.get(g, g): observe(c, s), burst=pool.burst

@@ -101,6 +101,19 @@ class ServiceLimits(BaseModel):
         256, ge=1, le=100_000, description="RPCs in progress at once; more get RESOURCE_EXHAUSTED at once"
     )
 
+    # -- sessions (docs/sessions.md) -------------------------------------------------------------------
+    max_sessions: int = Field(64, ge=0, le=100_000, description="sessions open at once, in all (forks count); 0: none")
+    max_sessions_per_caller: int = Field(16, ge=1, le=100_000, description="sessions one caller may hold open")
+    session_idle_ttl_s: float = Field(
+        600.0, gt=0, le=7 * 86400, description="longest a session may sit idle (a caller may ask for less)"
+    )
+    session_max_life_s: float = Field(3600.0, gt=0, le=30 * 86400, description="longest a session may live")
+    session_timeout_s: float = Field(600.0, gt=0, le=86400, description="most wall time one cell may ask for")
+    session_cpu_s: int = Field(600, ge=1, le=86400, description="most CPU seconds one cell may ask for")
+    session_memory_mb: int = Field(
+        1024, ge=64, le=1 << 20, description="most memory (address space per process) a session may ask for, MiB"
+    )
+
     @field_validator("backend")
     @classmethod
     def _a_backend_of_the_table(cls, v: str) -> str:

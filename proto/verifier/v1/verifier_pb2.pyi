@@ -258,3 +258,132 @@ class UnregisterVerifierRequest(_message.Message):
 class UnregisterVerifierResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class SessionLimits(_message.Message):
+    __slots__ = ("cpu_s", "timeout_s", "memory_mb", "output_bytes", "nproc", "nofile", "fsize_mb")
+    CPU_S_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NPROC_FIELD_NUMBER: _ClassVar[int]
+    NOFILE_FIELD_NUMBER: _ClassVar[int]
+    FSIZE_MB_FIELD_NUMBER: _ClassVar[int]
+    cpu_s: int
+    timeout_s: float
+    memory_mb: int
+    output_bytes: int
+    nproc: int
+    nofile: int
+    fsize_mb: int
+    def __init__(self, cpu_s: _Optional[int] = ..., timeout_s: _Optional[float] = ..., memory_mb: _Optional[int] = ..., output_bytes: _Optional[int] = ..., nproc: _Optional[int] = ..., nofile: _Optional[int] = ..., fsize_mb: _Optional[int] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("kind", "limits", "files", "ttl_s")
+    class FilesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    TTL_S_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    limits: SessionLimits
+    files: _containers.ScalarMap[str, bytes]
+    ttl_s: float
+    def __init__(self, kind: _Optional[str] = ..., limits: _Optional[_Union[SessionLimits, _Mapping]] = ..., files: _Optional[_Mapping[str, bytes]] = ..., ttl_s: _Optional[float] = ...) -> None: ...
+
+class SessionInfo(_message.Message):
+    __slots__ = ("id", "kind", "created", "last_used", "ttl_s", "parent", "isolation", "limits")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_FIELD_NUMBER: _ClassVar[int]
+    TTL_S_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    ISOLATION_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: str
+    created: float
+    last_used: float
+    ttl_s: float
+    parent: str
+    isolation: str
+    limits: SessionLimits
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., created: _Optional[float] = ..., last_used: _Optional[float] = ..., ttl_s: _Optional[float] = ..., parent: _Optional[str] = ..., isolation: _Optional[str] = ..., limits: _Optional[_Union[SessionLimits, _Mapping]] = ...) -> None: ...
+
+class ExecRequest(_message.Message):
+    __slots__ = ("session_id", "code", "timeout_s", "cpu_s")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    CPU_S_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    code: str
+    timeout_s: float
+    cpu_s: int
+    def __init__(self, session_id: _Optional[str] = ..., code: _Optional[str] = ..., timeout_s: _Optional[float] = ..., cpu_s: _Optional[int] = ...) -> None: ...
+
+class ExecResponse(_message.Message):
+    __slots__ = ("status", "stdout", "stderr", "value", "error", "exit_code", "stdout_truncated", "stderr_truncated", "cpu_s", "wall_s", "ended")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    STDERR_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    CPU_S_FIELD_NUMBER: _ClassVar[int]
+    WALL_S_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    status: str
+    stdout: str
+    stderr: str
+    value: str
+    error: str
+    exit_code: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+    cpu_s: float
+    wall_s: float
+    ended: str
+    def __init__(self, status: _Optional[str] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., value: _Optional[str] = ..., error: _Optional[str] = ..., exit_code: _Optional[int] = ..., stdout_truncated: _Optional[bool] = ..., stderr_truncated: _Optional[bool] = ..., cpu_s: _Optional[float] = ..., wall_s: _Optional[float] = ..., ended: _Optional[str] = ...) -> None: ...
+
+class ForkSessionRequest(_message.Message):
+    __slots__ = ("session_id", "n")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    n: int
+    def __init__(self, session_id: _Optional[str] = ..., n: _Optional[int] = ...) -> None: ...
+
+class ForkSessionResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ...) -> None: ...

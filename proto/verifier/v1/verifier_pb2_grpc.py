@@ -312,3 +312,262 @@ class VerifierService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class SessionServiceStub:
+    """-- Sessions: a sandbox that keeps its state between calls (docs/sessions.md) -------------------------
+    A session's id is bound to the caller that opened it (peer host + x-client-id): another caller's id
+    is PERMISSION_DENIED; an id that was closed, expired or ended on its own is FAILED_PRECONDITION
+    with the reason; too many open sessions is RESOURCE_EXHAUSTED.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.OpenSession = channel.unary_unary(
+                '/verifier.v1.SessionService/OpenSession',
+                request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.SessionInfo.FromString,
+                _registered_method=True)
+        self.Exec = channel.unary_unary(
+                '/verifier.v1.SessionService/Exec',
+                request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ExecRequest.SerializeToString,
+                response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ExecResponse.FromString,
+                _registered_method=True)
+        self.ForkSession = channel.unary_unary(
+                '/verifier.v1.SessionService/ForkSession',
+                request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ForkSessionRequest.SerializeToString,
+                response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ForkSessionResponse.FromString,
+                _registered_method=True)
+        self.CloseSession = channel.unary_unary(
+                '/verifier.v1.SessionService/CloseSession',
+                request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.CloseSessionResponse.FromString,
+                _registered_method=True)
+        self.ListSessions = channel.unary_unary(
+                '/verifier.v1.SessionService/ListSessions',
+                request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsRequest.SerializeToString,
+                response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsResponse.FromString,
+                _registered_method=True)
+
+
+class SessionServiceServicer:
+    """-- Sessions: a sandbox that keeps its state between calls (docs/sessions.md) -------------------------
+    A session's id is bound to the caller that opened it (peer host + x-client-id): another caller's id
+    is PERMISSION_DENIED; an id that was closed, expired or ended on its own is FAILED_PRECONDITION
+    with the reason; too many open sessions is RESOURCE_EXHAUSTED.
+    """
+
+    def OpenSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Exec(self, request, context):
+        """Run one cell (python: notebook semantics; bash: a command line in the session's shell state).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForkSession(self, request, context):
+        """n new sessions that start from a copy of this one's state (variables, files, working directory).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSessions(self, request, context):
+        """The caller's own open sessions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_SessionServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'OpenSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.OpenSessionRequest.FromString,
+                    response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.SessionInfo.SerializeToString,
+            ),
+            'Exec': grpc.unary_unary_rpc_method_handler(
+                    servicer.Exec,
+                    request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ExecRequest.FromString,
+                    response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ExecResponse.SerializeToString,
+            ),
+            'ForkSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkSession,
+                    request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ForkSessionRequest.FromString,
+                    response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ForkSessionResponse.SerializeToString,
+            ),
+            'CloseSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseSession,
+                    request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.CloseSessionRequest.FromString,
+                    response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'ListSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSessions,
+                    request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsRequest.FromString,
+                    response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'verifier.v1.SessionService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('verifier.v1.SessionService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class SessionService:
+    """-- Sessions: a sandbox that keeps its state between calls (docs/sessions.md) -------------------------
+    A session's id is bound to the caller that opened it (peer host + x-client-id): another caller's id
+    is PERMISSION_DENIED; an id that was closed, expired or ended on its own is FAILED_PRECONDITION
+    with the reason; too many open sessions is RESOURCE_EXHAUSTED.
+    """
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/verifier.v1.SessionService/OpenSession',
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.OpenSessionRequest.SerializeToString,
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.SessionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Exec(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/verifier.v1.SessionService/Exec',
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.ExecRequest.SerializeToString,
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.ExecResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/verifier.v1.SessionService/ForkSession',
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.ForkSessionRequest.SerializeToString,
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.ForkSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/verifier.v1.SessionService/CloseSession',
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.CloseSessionRequest.SerializeToString,
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/verifier.v1.SessionService/ListSessions',
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsRequest.SerializeToString,
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

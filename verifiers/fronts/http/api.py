@@ -42,6 +42,7 @@ from fastapi.responses import JSONResponse, Response
 from google.protobuf import json_format
 
 from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers.fronts import sessions
 from verifiers.fronts.http import protojson, v1
 from verifiers.fronts.http.common import HttpError, body_doc, error_response, lane_for, run_in_lane
 from verifiers.fronts.http.limits import InputLimits, uvicorn_http_options
@@ -234,6 +235,7 @@ def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_bo
     _ops_routes(app)
     app.include_router(openrlhf_router)
     app.include_router(sandboxfusion_router)
+    sessions.add_routes(app, HttpContext)  # /v1/sessions (verifiers/fronts/sessions.py)
     app.add_middleware(InputLimits, max_bytes=max_body_bytes, max_depth=(bounds or ServiceBounds()).max_json_depth)
     return app
 

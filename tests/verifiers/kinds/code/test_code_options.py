@@ -140,7 +140,7 @@ def test_the_toolchain_lanes_defaults_follow_the_service_pool(monkeypatch):
 
 def test_the_service_pool_has_the_toolchain_lane_started_on_first_use():
     pool = wiring.build_pool(ServiceLimits(pool_size=1, langs_pool_size=3))
-    assert toolchains.LANE in pool.lane_names() and pool.own_slots(toolchains.LANE)
+    assert toolchains.LANE in pool.lanes() and pool.own_slots(toolchains.LANE)
     assert pool.lane_config(toolchains.LANE).size == 3 and pool.lane_config(toolchains.LANE).tmpfs_exec
 
 
