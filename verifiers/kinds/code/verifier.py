@@ -216,6 +216,7 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, reward: str) 
         else:
             cases.append(CaseVerdict(CaseStatus.SKIPPED))
     v = stdio.verdict(cases, reward)
+    v.components = dict(whole.components)
     if v.outcome is Outcome.CORRECT and whole.outcome is not Outcome.CORRECT:  # every test passed, then it exited
         return Verdict(0.0, whole.outcome, whole.detail, cases=cases)
     return v
@@ -240,8 +241,11 @@ def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
             f"the program ended ({how}) before the tests finished; stderr: {_tail(res.stderr)}",
         )
     status = verdict["status"]
+    ran = _ran(verdict)
     if status == "pass" and res.exit_code == 0 and res.finished:
-        return Verdict.correct("all tests passed")
+        if not any(ran.values()):
+            return _ran_nothing(ran)
+        return _with_counts(Verdict.correct(f"all tests passed ({_say_ran(ran)})"), ran)
     if status == "pass":
         how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
         return Verdict.of(Outcome.INCORRECT, f"the tests finished but the program then ended ({how})")
@@ -250,8 +254,49 @@ def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if status == "exited":
         return Verdict.of(Outcome.INCORRECT, f"{verdict.get('detail', '')}; stderr: {_tail(res.stderr)}")
     if status == "bad_reference":
-        return Verdict.of(Outcome.BAD_REFERENCE, f"the prelude failed: {_tail(verdict.get('detail', ''))}")
+        detail = verdict.get("detail", "")
+        said = detail if not detail.startswith("Traceback") else f"the prelude failed: {detail}"
+        return Verdict.of(Outcome.BAD_REFERENCE, _tail(said))
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
+
+
+RAN_KEYS = ("tests", "asserts", "calls")  # what the tests' process counts (in_sandbox/code/harness.py RAN)
+
+
+def _ran(line: dict) -> dict[str, int]:
+    """The counts a verdict line carries: test functions, assert statements and calls into the candidate run."""
+    got = line.get("ran") if isinstance(line.get("ran"), dict) else {}
+    return {k: v if type(v) is int and v >= 0 else 0 for k in RAN_KEYS for v in [got.get(k)]}
+
+
+def _say_ran(ran: dict[str, int]) -> str:
+    def n(k: str, one: str) -> str:
+        return f"{ran[k]} {one}{'' if ran[k] == 1 else 's'}"
+
+    return f"ran {n('tests', 'test')}, {n('asserts', 'assert')}, {n('calls', 'call')} into the candidate"
+
+
+def _with_counts(v: Verdict, ran: dict[str, int]) -> Verdict:
+    """``v`` carrying the counts as components (``tests_ran``, ``asserts_ran``, ``calls``): proof the tests ran."""
+    v.components = {
+        "tests_ran": float(ran["tests"]),
+        "asserts_ran": float(ran["asserts"]),
+        "calls": float(ran["calls"]),
+    }
+    return v
+
+
+def _ran_nothing(ran: dict[str, int]) -> Verdict:
+    """The tests reached their end without running anything: never CORRECT (the tests' fault, not the candidate's)."""
+    return _with_counts(
+        Verdict.of(
+            Outcome.BAD_REFERENCE,
+            "the tests ran no test function, assert or call into the candidate (functions or classes only defined, "
+            "calls under an `if __name__ == '__main__':` guard?): send asserts or check(candidate), def test_...() "
+            "functions without arguments, or unittest.TestCase classes",
+        ),
+        ran,
+    )
 
 
 # Lines a test harness prints for a pass (unittest, pytest, a JSON verdict, ours): printed by the candidate
