@@ -278,6 +278,12 @@ LANGUAGES: dict[str, Callable[[Parts], tuple[str, dict[str, str]]]] = {
 }
 
 
+# Languages whose assert mode still puts the tests in the candidate's program (no separate process or unit, a
+# verdict the candidate can reach): refused unless the request sets allow_shared_program (options.py), and the
+# verdict then carries code.shared_program. A language leaves this set when its tests run apart.
+SHARED_PROGRAM: frozenset[str] = frozenset(LANGUAGES)
+
+
 def assemble(lang: str, program: str, tests: str) -> Program:
     """The test program of ``lang`` for ``program`` (prelude + candidate) and ``tests``; ``BadTests``
     where the tests lack the entry point the language needs."""

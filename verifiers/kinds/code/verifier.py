@@ -133,7 +133,8 @@ class CodeVerifier(Builtin):
             prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
             error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx.deadline.within(budget), req.id,
                                                 prog.lang, prog.blobs)  # fmt: skip
-            return asserts.verdict(prog, error, runs)
+            verdict = asserts.verdict(prog, error, runs)
+            return verdict.signal("code.shared_program") if opts.language in asserts.SHARED_PROGRAM else verdict
         return self._assert(req, opts, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------
@@ -172,9 +173,13 @@ class CodeVerifier(Builtin):
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
         verdict = stdio.grade(runs, spec, opts, ctx)
         statuses = {c.status for c in verdict.cases}
+        ran = sum(c.status is not CaseStatus.SKIPPED for c in verdict.cases)
+        verdict.components = {"tests_ran": float(ran)}  # the cases that ran (proof tests ran: issue 49)
+        odd = any(judges.nonfinite(exp, run.stdout) for (_, exp), run in zip(spec.cases, runs, strict=False))
         return verdict.signal(
             *(["code.output_cap"] if CaseStatus.OUTPUT_LIMIT in statuses else []),
             *(["code.time_limit"] if CaseStatus.TIME_LIMIT in statuses else []),
+            *(["code.nonfinite_output"] if odd else []),
         )
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.langs_helpers import make_service
 from verifiers.kinds.code import toolchains
-from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL
+from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL, SHARED_PROGRAM
 from verifiers.kinds.code.options import CodeOptions
 from verifiers.shapes.base import BadRequest
 from verifiers.shapes.outcome import CaseStatus
@@ -86,7 +86,9 @@ CASES = {
                "#lang racket\n(define (add a b) (+ a b))\n", "(define (add a b) (* a b))\n",
                "#lang racket\n(define (add a b) (exit 0))\n"),
 }  # fmt: skip
-OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90"}
+# every language here still shares the candidate's program (asserts.SHARED_PROGRAM): opted in (issue 49)
+OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90", "allow_shared_program": "true"}
+SHARED = "code.shared_program"
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +156,7 @@ def test_every_assert_language_has_cases():
 def test_a_correct_program_passes(verdicts, lang):
     v = verdicts[lang][0]
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
-    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and not v.signals
+    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == [SHARED]
 
 
 @pytest.mark.docker
@@ -191,7 +193,8 @@ def test_compile_errors_time_outs_and_crashes(verdicts, i):
     (v,) = verdicts[("end", i)]
     _, _, _, outcome, status, signal = ENDS[i]
     assert (v.outcome, v.reward) == (outcome, 0.0), v.detail
-    assert [c.status for c in v.cases] == ([status] if status else []) and v.signals == ([signal] if signal else [])
+    assert [c.status for c in v.cases] == ([status] if status else [])
+    assert v.signals == sorted({SHARED, *([signal] if signal else [])})
 
 
 @pytest.mark.docker
@@ -255,6 +258,29 @@ def test_rewriting_the_tests_is_not_paid(service, lang):
     assert v.reward == 0.0, v.detail
 
 
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted(SHARED_PROGRAM))
+def test_a_shared_program_is_refused_unless_the_request_opts_in(service, lang):
+    """Issue 49: a language whose tests run inside the candidate's program is refused for training (every attack
+    below, and the 80 of 82 of the hidden battery, is then never paid); opted in, the verdict says so."""
+    tests, _, wrong, _ = CASES[lang]
+    req = _request(lang, wrong, tests, allow_shared_program="false")
+    with pytest.raises(BadRequest, match="allow_shared_program=true"):
+        service.verify(req)
+    with pytest.raises(BadRequest, match="must be true or false"):
+        CodeOptions.parse({"language": lang, "allow_shared_program": "maybe"})
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted(set(READS_ITS_OWN_NONCE) | set(REWRITES_THE_TESTS)))
+def test_the_known_gaps_are_refused_by_default(service, lang):
+    """The attacks of the strict xfails below, sent as a trainer sends them (no opt-in): refused, never paid."""
+    for attack in (READS_ITS_OWN_NONCE.get(lang), REWRITES_THE_TESTS.get(lang)):
+        if attack is not None:
+            with pytest.raises(BadRequest, match="shares|own program"):
+                service.verify(_request(lang, attack, CASES[lang][0], allow_shared_program=""))
+
+
 @pytest.mark.parametrize(
     "lang, options, tests, message",
     [
@@ -267,7 +293,10 @@ def test_rewriting_the_tests_is_not_paid(service, lang):
 def test_tests_the_language_cannot_run_are_refused(lang, options, tests, message):
     from verifiers.kinds.code.verifier import CodeVerifier
 
-    req = Request("code", "x", tests, options={"mode": "assert", "language": lang, **options})
+    req = Request(
+        "code", "x", tests, options={"mode": "assert", "language": lang, "allow_shared_program": "1", **options}
+    )
     with pytest.raises(BadRequest, match=re.escape(message)):
         CodeVerifier().check(req)
-    assert CodeOptions.parse({"mode": "assert", "language": "go"}).compile_timeout_s == 30.0
+    go = CodeOptions.parse({"mode": "assert", "language": "go", "allow_shared_program": "true"})
+    assert go.compile_timeout_s == 30.0
