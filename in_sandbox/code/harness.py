@@ -353,7 +353,7 @@ def main():
     else:
         try:
             _run(codes[0], tests_ns)
-            if form.defines_check and not form.calls_check:  # HumanEval: the tests define check, we call it
+            if form.defines_check and not form.calls_check and subject:  # HumanEval: the tests define check, we call it
                 RAN["tests"] += 1
                 tests_ns["check"](tests_ns["candidate"])
             collect.run(form, tests_ns, RAN)  # pytest's test functions and classes, unittest's TestCases
@@ -405,7 +405,7 @@ def _refused(form, subject):
             "the tests call only builtins and more than one of them could be the function under test: "
             "name it with options entry_point"
         )
-    if form.defines_check and not form.calls_check and not subject:
+    if form.defines_check and not form.calls_check and not subject and not (form.test_functions or form.test_classes):
         return (
             "the tests define check(candidate) but never call it: name the function under test with options entry_point"
         )
