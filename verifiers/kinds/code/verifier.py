@@ -6,8 +6,10 @@ block fenced with the language's tag after the reasoning, else the last bare blo
 text. Assert mode in Python runs the tests in a process of their own, never the candidate's
 (in_sandbox/code/harness.py): the names the tests use that the candidate defines are proxies exchanging plain
 data with the candidate's process; passing means the tests' process reached its end and printed a marker
-carrying a per-job nonce on a private copy of stdout. Assert mode in the other languages assembles the
-tests (code in the candidate's language) and the candidate into one program (verifiers/kinds/code/asserts.py).
+carrying a per-job nonce on a private copy of stdout, and it says what ran (test functions, asserts, calls:
+zero is BAD_REFERENCE, never CORRECT). Assert mode in the other languages assembles the tests (code in the
+candidate's language) and the candidate into one program (verifiers/kinds/code/asserts.py): refused unless
+the request sets allow_shared_program, and such a verdict carries code.shared_program.
 Stdio mode judges each case's output on the host (verifiers/kinds/code/judges.py) or by a checker in a
 separate job (verifiers/kinds/code/stdio.py); other languages are compiled once per program and run in the
 toolchain pool (verifiers/kinds/code/toolchains.py).
