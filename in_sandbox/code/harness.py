@@ -314,8 +314,8 @@ def main():
             d["ran"] = dict(RAN)
         os.write(mark, ("\n" + json.dumps(d) + "\n").encode())
 
-    def fail(status):
-        detail = traceback.format_exc()
+    def fail(status, why=""):
+        detail = why + traceback.format_exc()
         cand.report()
         sys.stderr.write(detail)
         sys.stderr.flush()
@@ -359,6 +359,10 @@ def main():
             collect.run(form, tests_ns, RAN)  # pytest's test functions and classes, unittest's TestCases
         except AssertionError:
             fail("assert")
+        except ImportError as e:
+            if RAN["calls"] == 0 and e.name not in CANDIDATE_MODULES:  # the tests' own import, before any call
+                fail("bad_reference", "the tests' own import failed before any call into the candidate: ")
+            fail("error")
         except BaseException:
             fail("error")
     cand.report()

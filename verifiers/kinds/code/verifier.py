@@ -263,7 +263,8 @@ def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if status == "bad_reference":
         detail = verdict.get("detail", "")
         said = detail if not detail.startswith("Traceback") else f"the prelude failed: {detail}"
-        return Verdict.of(Outcome.BAD_REFERENCE, _tail(said))
+        head, _, rest = said.partition(":")  # what failed, then the traceback's tail
+        return Verdict.of(Outcome.BAD_REFERENCE, f"{head}:{_tail(rest)}" if rest else _tail(said))
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
 
 

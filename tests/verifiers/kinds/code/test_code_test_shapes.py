@@ -143,3 +143,13 @@ def test_a_subclass_lying_about_equality_still_fails(client):
     endless = "import itertools\ndef f(s):\n    return itertools.count()\n"
     r = client.verify("code", f"```python\n{endless}```", "assert list(f('a'))[:2] == [0, 1]\n")
     assert r.reward == 0.0, r.detail
+
+
+@pytest.mark.docker
+def test_the_tests_own_import_error_is_a_bad_reference(client):
+    """The tests' own error before any call into the candidate is not charged to the candidate (issue 49); a
+    name the candidate should have supplied (``from solution import add`` without an ``add``) still is."""
+    r = client.verify("code", f"```python\n{OK}```", "import no_such_module_rlvr\nassert add(2, 3) == 5\n")
+    assert (r.outcome, r.reward) == ("BAD_REFERENCE", 0.0) and "before any call" in r.detail, r.detail
+    r = client.verify("code", "```python\ndef plus(a, b):\n    return a + b\n```", SHAPES[2][1])
+    assert (r.outcome, r.reward) == ("RUNTIME_ERROR", 0.0), r.detail
