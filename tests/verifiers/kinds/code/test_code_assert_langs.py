@@ -210,6 +210,17 @@ def test_the_prelude_comes_before_the_candidate(service):
 
 
 @pytest.mark.docker
+def test_javascript_tests_may_use_assert_without_requiring_it(service):
+    """SandboxFusion's JS tests call ``assert.deepEqual`` without a require: before issue 49 every candidate got
+    RUNTIME_ERROR (``assert is not defined``); a tests' own ``const assert`` still wins."""
+    bare = "assert.strictEqual(add(2, 3), 5);\nassert.deepEqual([add(-1, 1)], [0]);\n"
+    own = "const assert = require('assert');\n" + bare
+    good, wrong = CASES["javascript"][1], CASES["javascript"][2]
+    vs = service.verify_batch([_request("javascript", p, t) for t in (bare, own) for p in (good, wrong)])
+    assert [(v.outcome, v.reward) for v in vs] == [("CORRECT", 1.0), ("INCORRECT", 0.0)] * 2, [v.detail for v in vs]
+
+
+@pytest.mark.docker
 def test_identical_programs_compile_once(service):
     """The nonce is a keyed hash of the program, so a batch's identical programs are one compile (issue 40)."""
     tests, *_ = CASES["rust"]
