@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from verifiers.kinds.code import languages
+from verifiers.kinds.code.asserts_apart import JS_RUN, SEPARATE, apart_lines, counted
 from verifiers.kinds.code.asserts_more import BadTests, kotlin, racket
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
@@ -60,6 +61,7 @@ class Program:
     source: str
     sentinel: str
     blobs: dict[str, str] = field(default_factory=dict)  # relative path -> base64
+    apart: bool = False  # the tests run in a process of their own (SEPARATE): the sentinel line says what ran
 
 
 @dataclass(frozen=True)
@@ -285,7 +287,7 @@ LANGUAGES: dict[str, Callable[[Parts], tuple[str, dict[str, str]]]] = {
 # Languages whose assert mode still puts the tests in the candidate's program (no separate process or unit, a
 # verdict the candidate can reach): refused unless the request sets allow_shared_program (options.py), and the
 # verdict then carries code.shared_program. A language leaves this set when its tests run apart.
-SHARED_PROGRAM: frozenset[str] = frozenset(LANGUAGES)
+SHARED_PROGRAM: frozenset[str] = frozenset(LANGUAGES) - frozenset(SEPARATE)
 
 
 def assemble(lang: str, program: str, tests: str) -> Program:
@@ -294,8 +296,13 @@ def assemble(lang: str, program: str, tests: str) -> Program:
     digest = hmac.new(_KEY, "\0".join((lang, program, tests)).encode(), hashlib.sha256).hexdigest()
     sentinel, tag = f"{SENTINEL}-{digest[:32]}", digest[32:40]
     half = len(sentinel) // 2
-    source, files = LANGUAGES[lang](Parts(program, tests, sentinel[:half], sentinel[half:], tag))
+    parts = Parts(program, tests, sentinel[:half], sentinel[half:], tag)
     base = languages.language(lang)
+    if lang in SEPARATE:
+        source, files = SEPARATE[lang](parts)
+        blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}
+        return Program(replace(base, source="solution.js", run=JS_RUN), source, sentinel, blobs, apart=True)
+    source, files = LANGUAGES[lang](parts)
     if lang == "java":
         base = languages.for_source(base, source)
         pkg = java_entry(source).package
@@ -341,6 +348,11 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     run = runs[0]
     if run.status == "sandbox":
         return Verdict.of(Outcome.SANDBOX_ERROR, run.message)
+    if prog.apart:
+        said = apart_lines(prog.sentinel, run.stdout)
+        if "bad_reference" in said:
+            return Verdict.of(Outcome.BAD_REFERENCE, f"the tests failed before any call into the candidate: "
+                              f"{said['bad_reference'][-600:]}")  # fmt: skip
     if run.status == "ok":
         end = "pass" if prog.sentinel in (line.strip() for line in run.stdout.splitlines()) else "early"
     else:
@@ -349,4 +361,6 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     outcome, status, signals, say = _ENDS[end]
     v = Verdict.of(outcome, say.format(run.message))
     v.cases = [CaseVerdict(status, "" if status is CaseStatus.PASSED else v.detail, run.elapsed_s)]
+    if prog.apart and end == "pass":
+        return counted(v, apart_lines(prog.sentinel, run.stdout).get("ran", ""))
     return v.signal(*signals)

@@ -91,6 +91,11 @@ OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90", 
 SHARED = "code.shared_program"
 
 
+def _shared(lang: str) -> list[str]:
+    """The signal a verdict of ``lang`` carries for running the tests in the candidate's program (or none)."""
+    return [SHARED] if lang in SHARED_PROGRAM else []
+
+
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     svc, close = make_service(tmp_path_factory)
@@ -156,7 +161,9 @@ def test_every_assert_language_has_cases():
 def test_a_correct_program_passes(verdicts, lang):
     v = verdicts[lang][0]
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
-    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == [SHARED]
+    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == _shared(lang)
+    if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49)
+        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= 2, (v.components, v.detail)
 
 
 @pytest.mark.docker
@@ -194,7 +201,7 @@ def test_compile_errors_time_outs_and_crashes(verdicts, i):
     _, _, _, outcome, status, signal = ENDS[i]
     assert (v.outcome, v.reward) == (outcome, 0.0), v.detail
     assert [c.status for c in v.cases] == ([status] if status else [])
-    assert v.signals == sorted({SHARED, *([signal] if signal else [])})
+    assert v.signals == sorted({*_shared(ENDS[i][0]), *([signal] if signal else [])})
 
 
 @pytest.mark.docker
@@ -221,6 +228,28 @@ def test_javascript_tests_may_use_assert_without_requiring_it(service):
 
 
 @pytest.mark.docker
+def test_javascript_apart_keeps_the_peers_shapes(service):
+    """JavaScript's tests run apart (issue 49): HumanEval-X's shape (a const arrow function, console.assert in a
+    test function it calls) and MultiPL-E's (node:assert, ``let candidate = f``) still pass a correct candidate,
+    fail a wrong one; values cross as plain data (arrays, objects, NaN); the tests' own error is theirs."""
+    hx = (
+        "const testSumList = () => {\n  console.assert(JSON.stringify(sumList([1, 2])) === JSON.stringify([3, {n: 2}]))\n"
+        "  console.assert(Number.isNaN(sumList([])[0]))\n}\ntestSumList()\n"
+    )
+    me = (
+        "const assert = require('node:assert');\nfunction test() {\n  let candidate = sumList;\n"
+        "  assert.deepEqual(candidate([1, 2]), [3, {n: 2}]);\n  assert.ok(Number.isNaN(candidate([])[0]));\n}\ntest();\n"
+    )
+    good = "const sumList = (xs) => [xs.length ? xs.reduce((a, b) => a + b) : NaN, {n: xs.length}];\n"
+    wrong = "function sumList(xs) { return [xs.length ? xs[0] : NaN, {n: xs.length}]; }\n"
+    own = "const m = require('no-such-module-rlvr');\nassert.ok(sumList([1])[0] === 1);\n"
+    reqs = [_request("javascript", p, t) for t in (hx, me) for p in (good, wrong)] + [_request("javascript", good, own)]
+    got = [(v.outcome, v.reward) for v in service.verify_batch(reqs)]
+    want = [("CORRECT", 1.0), ("INCORRECT", 0.0)] * 2 + [("BAD_REFERENCE", 0.0)]
+    assert got == want
+
+
+@pytest.mark.docker
 def test_identical_programs_compile_once(service):
     """The nonce is a keyed hash of the program, so a batch's identical programs are one compile (issue 40)."""
     tests, *_ = CASES["rust"]
@@ -244,9 +273,15 @@ READS_ITS_OWN_NONCE = {
 }  # fmt: skip
 
 
+def _gap(lang: str, reason: str):
+    """A strict xfail where ``lang`` still shares the candidate's program (opted in); a pass where it runs apart."""
+    return pytest.param(lang, marks=pytest.mark.xfail(strict=True, reason=reason)) if lang in SHARED_PROGRAM else lang
+
+
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="residual gap: the program shares the tests' process and can read the nonce")
-@pytest.mark.parametrize("lang", sorted(READS_ITS_OWN_NONCE))
+@pytest.mark.parametrize(
+    "lang", [_gap(n, "residual gap of a shared program: it can read the nonce") for n in sorted(READS_ITS_OWN_NONCE)]
+)
 def test_reading_its_own_nonce_is_not_paid(service, lang):
     v = service.verify(_request(lang, READS_ITS_OWN_NONCE[lang], CASES[lang][0]))
     assert v.reward == 0.0, v.detail
@@ -262,8 +297,9 @@ REWRITES_THE_TESTS = {
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="residual gap: the tests run in the candidate's program, which can rewrite them")
-@pytest.mark.parametrize("lang", sorted(REWRITES_THE_TESTS))
+@pytest.mark.parametrize(
+    "lang", [_gap(n, "residual gap of a shared program: it can rewrite the tests") for n in sorted(REWRITES_THE_TESTS)]
+)
 def test_rewriting_the_tests_is_not_paid(service, lang):
     v = service.verify(_request(lang, REWRITES_THE_TESTS[lang], CASES[lang][0]))
     assert v.reward == 0.0, v.detail
@@ -283,7 +319,7 @@ def test_a_shared_program_is_refused_unless_the_request_opts_in(service, lang):
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("lang", sorted(set(READS_ITS_OWN_NONCE) | set(REWRITES_THE_TESTS)))
+@pytest.mark.parametrize("lang", sorted((set(READS_ITS_OWN_NONCE) | set(REWRITES_THE_TESTS)) & SHARED_PROGRAM))
 def test_the_known_gaps_are_refused_by_default(service, lang):
     """The attacks of the strict xfails below, sent as a trainer sends them (no opt-in): refused, never paid."""
     for attack in (READS_ITS_OWN_NONCE.get(lang), REWRITES_THE_TESTS.get(lang)):
