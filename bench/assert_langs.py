@@ -69,20 +69,20 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
 
 def apart_vs_shared(svc, lang: str, g: int, rounds: int) -> None:
     """Issue 49's cost of running ``lang``'s tests apart: the same G programs through the separated path and the
-    shared program it replaced (asserts.SEPARATE without ``lang``), alternated per round."""
-    from verifiers.kinds.code import asserts
+    shared program it replaced (asserts_apart.SEPARATE without ``lang``), alternated per round."""
+    from verifiers.kinds.code import asserts_apart
 
     rows: dict[str, list] = {"apart": [], "shared": []}
     ratios, loads = [], []
     for r in range(rounds):
         got = {}
         for name in ["apart", "shared"] if r % 2 == 0 else ["shared", "apart"]:
-            saved = asserts.SEPARATE.pop(lang) if name == "shared" else None
+            saved = asserts_apart.SEPARATE.pop(lang) if name == "shared" else None
             try:
                 got[name] = batch(svc, lang, g, f"{name} {r} {os.urandom(4).hex()}", True)
             finally:
                 if saved is not None:
-                    asserts.SEPARATE[lang] = saved
+                    asserts_apart.SEPARATE[lang] = saved
             rows[name].append(got[name])
         ratios.append(got["apart"][1] / got["shared"][1])
         loads.append(os.getloadavg()[0])
