@@ -13,7 +13,7 @@ appended, each from one family of what a policy finds in a program it shares wit
 
 The invariant (tests/attacks/test_code_lang_mutations.py): no mutant is ever paid. As sent by a trainer (no
 ``allow_shared_program``), a language that shares the candidate's program refuses every one of them up front;
-a language that is separated later must fail them all for real. ``python_shape_mutants`` turns a Python
+a separated language (JavaScript) must fail them all for real. ``python_shape_mutants`` turns a Python
 seed's tests into the shapes datasets send (pytest functions, unittest classes under a guard, after
 ``main(exit=False)``, a bare ``main()``, a pytest class, calls under a ``__main__`` guard) with a broken
 candidate: reward 0 in every shape (the ``tests_never_run`` family). Deterministic for a given seed.
