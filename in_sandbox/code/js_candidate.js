@@ -62,6 +62,7 @@ function next() {
 const hello = next();
 globalThis.require = require; // the candidate's script may require node's modules (and the image's lodash)
 globalThis.module = { exports: {} };
+globalThis.exports = globalThis.module.exports; // a transpiled TypeScript module's exports
 try {
   vm.runInThisContext(fs.readFileSync("solution.js", "utf8"), { filename: "solution.js" });
 } catch (e) {

@@ -20,6 +20,7 @@ const sentinel = fs.readFileSync("rlvr_nonce", "utf8").trim();
 const tests = fs.readFileSync("rlvr_tests.js", "utf8");
 fs.unlinkSync("rlvr_nonce");
 fs.unlinkSync("rlvr_tests.js");
+if (fs.existsSync("rlvr_tests.ts")) fs.unlinkSync("rlvr_tests.ts"); // TypeScript's tests, before transpiling
 const ran = { tests: 1, asserts: 0, calls: 0 };
 const MAX_DEPTH = 200;
 

@@ -33,7 +33,34 @@ def _javascript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     return p.program, {**files, "rlvr_tests.js": p.tests, "rlvr_nonce": p.a + p.b}
 
 
-SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart}  # language -> (Parts -> (source, files))
+# TypeScript: both files transpiled (types stripped, as languages.py's TypeScript is) by the image's TypeScript
+# module, the candidate's to solution.js, the tests' to rlvr_tests.js; a syntax error is the compiler's
+_TS_BOTH = """
+const ts = require("typescript"), fs = require("fs");
+let bad = 0;
+for (const [src, out] of [["solution.ts", "solution.js"], ["rlvr_tests.ts", "rlvr_tests.js"]]) {
+  const r = ts.transpileModule(fs.readFileSync(src, "utf8"), {fileName: src, reportDiagnostics: true,
+    compilerOptions: {module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true}});
+  for (const d of (r.diagnostics || []).filter((d) => d.category === ts.DiagnosticCategory.Error)) {
+    const at = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : null;
+    console.error(`${src}${at ? `(${at.line + 1},${at.character + 1})` : ""}: error TS${d.code}: ` +
+      ts.flattenDiagnosticMessageText(d.messageText, "\\n"));
+    bad = 1;
+  }
+  fs.writeFileSync(out, r.outputText);
+}
+process.exit(bad);
+"""
+TS_COMPILE = ["node", "-e", _TS_BOTH]
+
+
+def _typescript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
+    files = {name: (_JS_DIR / src).read_text(encoding="utf-8") for name, src in _JS_FILES.items()}
+    return p.program, {**files, "rlvr_tests.ts": p.tests, "rlvr_nonce": p.a + p.b}
+
+
+# language -> (Parts -> (source, files))
+SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart, "typescript": _typescript_apart}
 
 
 def apart_lines(sentinel: str, stdout: str) -> dict[str, str]:
