@@ -7,6 +7,8 @@ own calling the candidate's across a boundary with plain data, the verdict on a 
   tests' node is a copy its user cannot read, which the kernel makes non-dumpable (its /proc files, memory and
   descriptors closed to the candidate's process). The sentinel line, then ``{sentinel}:ran:{json}`` (what
   ran) or ``{sentinel}:bad_reference:{why}`` (the tests failed before any call) on the tests' stdout.
+* **TypeScript**: the candidate's ``solution.ts`` and the tests' ``rlvr_tests.ts`` transpiled apart (types
+  stripped, as languages.py's TypeScript is: ``TS_COMPILE``), then JavaScript's two processes.
 """
 
 from __future__ import annotations
