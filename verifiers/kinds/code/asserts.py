@@ -22,8 +22,9 @@ an HMAC of the program (language, candidate, tests) under a key drawn once per p
 candidate, and the same for identical programs, so a batch's identical programs share one compile
 (toolchains.run_job) as stdio's do.
 
-Not defended, by construction, hence refused unless the request sets ``allow_shared_program`` (``SHARED_PROGRAM``,
-options.py; docs/verifiers.md, "Assert mode in other languages"): the tests share the
+JavaScript and TypeScript no longer go this way: their tests run apart (verifiers/kinds/code/asserts_apart.py,
+``SEPARATE``). For the others, not defended, by construction, hence refused unless the request sets
+``allow_shared_program`` (``SHARED_PROGRAM``, options.py; docs/verifiers.md, "Assert mode in other languages"): the tests share the
 candidate's process and source, so a candidate can read its own source or binary to find the nonce,
 redefine what the tests call (a C macro, a patched ``assert`` module, ``console.assert``), or answer
 asynchronous tests after the sentinel. That is why Python keeps its two-process harness (in_sandbox/code/harness.py).

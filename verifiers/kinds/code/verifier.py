@@ -9,7 +9,8 @@ data with the candidate's process; passing means the tests' process reached its 
 carrying a per-job nonce on a private copy of stdout, and it says what ran (test functions, asserts, calls:
 zero is BAD_REFERENCE, never CORRECT). Assert mode in the other languages assembles the tests (code in the
 candidate's language) and the candidate into one program (verifiers/kinds/code/asserts.py): refused unless
-the request sets allow_shared_program, and such a verdict carries code.shared_program.
+the request sets allow_shared_program, and such a verdict carries code.shared_program; JavaScript and
+TypeScript run their tests apart instead (verifiers/kinds/code/asserts_apart.py).
 Stdio mode judges each case's output on the host (verifiers/kinds/code/judges.py) or by a checker in a
 separate job (verifiers/kinds/code/stdio.py); other languages are compiled once per program and run in the
 toolchain pool (verifiers/kinds/code/toolchains.py).
