@@ -100,3 +100,21 @@ def _unittest(unittest, cases, ran):
         raise AssertionError(f"{result.failures[0][0]}: {result.failures[0][1]}")
     if result.unexpectedSuccesses:
         raise AssertionError(f"{result.unexpectedSuccesses[0]}: an expected failure passed")
+
+
+def refused(form, subject):
+    """Why the tests cannot be run as they stand ('' when they can): a shape the harness does not run, or which
+    function is under test is unclear."""
+    if form.cannot_run or "pytest" in form.imports:
+        why = form.cannot_run or "the tests import pytest, which the sandbox does not have"
+        return f"{why}: {HOW_TO_SEND}"
+    if subject == "?":
+        return (
+            "the tests call only builtins and more than one of them could be the function under test: "
+            "name it with options entry_point"
+        )
+    if form.defines_check and not form.calls_check and not subject and not (form.test_functions or form.test_classes):
+        return (
+            "the tests define check(candidate) but never call it: name the function under test with options entry_point"
+        )
+    return ""

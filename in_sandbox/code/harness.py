@@ -142,7 +142,7 @@ class Candidate:
                     value = wire.decode(reply["value"])
                 except wire.NotPlain as e:
                     raise TypeError(f"{name} returned something that is not plain data: {e}") from None
-                if _nonfinite(value):  # NaN compares false: an assert written "not greater than" passes it
+                if wire.nonfinite(value):  # NaN compares false: an assert written "not greater than" passes it
                     self.signal("code.nonfinite_output")
                 return value
             if of is None and type(reply.get("object")) is int:
@@ -151,20 +151,6 @@ class Candidate:
 
         call.__name__ = call.__qualname__ = name
         return call
-
-
-def _nonfinite(v, depth=0):
-    """True when a plain value holds a nan or an infinity (the first 1000 items of each container, 3 deep)."""
-    t = type(v)
-    if t is float:
-        return v != v or v in (float("inf"), float("-inf"))
-    if t is complex:
-        return _nonfinite(v.real) or _nonfinite(v.imag)
-    if depth < 3 and t in (list, tuple, set, frozenset):
-        return any(_nonfinite(x, depth + 1) for x in list(v)[:1000])
-    if depth < 3 and t is dict:
-        return any(_nonfinite(x, depth + 1) for x in list(v.values())[:1000])
-    return False
 
 
 class Remote:
@@ -331,7 +317,7 @@ def main():
 
     codes, tests_ns, form = _load(q, fail, fail_with)
     subject = q.get("entry_point") or form.subject
-    refused = _refused(form, subject)
+    refused = collect.refused(form, subject)
     if refused:
         say("bad_reference", refused)
         os._exit(1)
@@ -396,24 +382,6 @@ def _load(q, fail, fail_with):
 
 def _asserted():
     RAN["asserts"] += 1
-
-
-def _refused(form, subject):
-    """Why the tests cannot be run as they stand ('' when they can): a shape the harness does not run, or which
-    function is under test is unclear."""
-    if form.cannot_run or "pytest" in form.imports:
-        why = form.cannot_run or "the tests import pytest, which the sandbox does not have"
-        return f"{why}: {collect.HOW_TO_SEND}"
-    if subject == "?":
-        return (
-            "the tests call only builtins and more than one of them could be the function under test: "
-            "name it with options entry_point"
-        )
-    if form.defines_check and not form.calls_check and not subject and not (form.test_functions or form.test_classes):
-        return (
-            "the tests define check(candidate) but never call it: name the function under test with options entry_point"
-        )
-    return ""
 
 
 def _run(code, ns):

@@ -136,3 +136,17 @@ def send(f, msg: dict) -> None:
     """One message between the two processes: a JSON object on one line (``json`` escapes every newline)."""
     f.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
     f.flush()
+
+
+def nonfinite(v, depth=0):
+    """True when a plain value holds a nan or an infinity (the first 1000 items of each container, 3 deep)."""
+    t = type(v)
+    if t is float:
+        return v != v or v in (float("inf"), float("-inf"))
+    if t is complex:
+        return nonfinite(v.real) or nonfinite(v.imag)
+    if depth < 3 and t in (list, tuple, set, frozenset):
+        return any(nonfinite(x, depth + 1) for x in list(v)[:1000])
+    if depth < 3 and t is dict:
+        return any(nonfinite(x, depth + 1) for x in list(v.values())[:1000])
+    return False
