@@ -13,6 +13,7 @@ def _langs(client, n: int, seed: int) -> list[str]:
     from tests.attacks.code_lang_ops import lang_mutants
     from tests.verifiers.kinds.code.test_code_assert_langs import CASES
     from verifiers.client import VerifierError
+    from verifiers.kinds.code.asserts import SHARED_PROGRAM
 
     muts = lang_mutants(CASES, n, seed)
     base = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90"}
@@ -41,7 +42,7 @@ def _langs(client, n: int, seed: int) -> list[str]:
         if r.reward > 0:
             for op in m.ops:
                 paid_opted[f"{m.lang} {op.split(':')[0]}"] += 1
-        if str(r.outcome) != "SANDBOX_ERROR" and "code.shared_program" not in r.signals:
+        if m.lang in SHARED_PROGRAM and str(r.outcome) != "SANDBOX_ERROR" and "code.shared_program" not in r.signals:
             unsignalled.append(f"{m.lang} {'+'.join(m.ops)}: {r.outcome}")
     n_paid = sum(r.reward > 0 for r in got)
     return [
@@ -54,7 +55,7 @@ def _langs(client, n: int, seed: int) -> list[str]:
         f"opted in (allow_shared_program=true): paid {n_paid} of {len(muts)} ({t_opted:.0f} s): what the refusal "
         "keeps out; outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
         "paid opted in, by language and family: " + ", ".join(f"{k} {v}" for k, v in sorted(paid_opted.items())),
-        f"opted-in verdicts without code.shared_program: {len(unsignalled)}",
+        f"opted-in verdicts of a shared-program language without code.shared_program: {len(unsignalled)}",
         *unsignalled,
     ]
 

@@ -21,6 +21,7 @@ candidate: reward 0 in every shape (the ``tests_never_run`` family). Determinist
 
 from __future__ import annotations
 
+import json
 import random
 import textwrap
 from dataclasses import dataclass
@@ -164,6 +165,8 @@ RUNS_NOTHING = {"main_guard"}  # a shape whose tests never run here: BAD_REFEREN
 
 def reshape(tests: str, entry: str, shape: str) -> str:
     """``tests`` (asserts, or HumanEval's ``def check(candidate)``) in the dataset shape ``shape``."""
+    if tests.lstrip().startswith("["):  # an MBPP list: its asserts, one a line
+        tests = "\n".join(json.loads(tests)) + "\n"
     uses_check = "def check(" in tests
     # the definitions of check-style tests, without their own top-level call (the shape decides what runs)
     lead = "\n".join(line for line in tests.splitlines() if not line.startswith("check(")) + "\n" if uses_check else ""
