@@ -175,6 +175,22 @@ def _collect(trees):
     return tuple(funcs), tuple(classes), why
 
 
+def _collected_asserts(trees, funcs, classes):
+    """The asserts inside the test functions and classes the harness runs (pytest's shape: ``def test_pow():
+    assert pow(2, 3) == 8`` names its function under test as a top-level assert does)."""
+    out = []
+    for t in trees:
+        for stmt in t.body:
+            if (
+                isinstance(stmt, ast.FunctionDef)
+                and stmt.name in funcs
+                or isinstance(stmt, ast.ClassDef)
+                and stmt.name in classes
+            ):
+                out += [n for n in ast.walk(stmt) if isinstance(n, ast.Assert)]
+    return out
+
+
 @dataclass(frozen=True)
 class Shape:
     """What the parsed tests say about themselves (see the module docstring)."""
@@ -208,5 +224,5 @@ class Shape:
         more = dict(test_functions=funcs, test_classes=classes, imports=frozenset(_imports(trees)), cannot_run=why)
         if calls:  # HumanEval's own form: the tests say what they check
             return cls(defines, calls, passed.pop() if len(passed) == 1 else "", **more)
-        asserts = [a for t in trees for a in _asserts(t)]
+        asserts = [a for t in trees for a in _asserts(t)] + _collected_asserts(trees, funcs, classes)
         return cls(defines, calls, _builtin_subject(asserts, defined) if asserts else "", **more)

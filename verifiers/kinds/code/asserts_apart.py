@@ -87,8 +87,8 @@ def counted(v: Verdict, ran_json: str) -> Verdict:
         if type(got) is dict
         else {}
     )
-    if not ran or not (ran["asserts"] or ran["calls"]):
-        return Verdict.of(Outcome.BAD_REFERENCE, "the tests ran no assertion and no call into the candidate")
+    if not ran or not ran["calls"]:
+        return Verdict.of(Outcome.BAD_REFERENCE, "the tests ran no call into the candidate")
     v.detail = f"the tests ran to the end (ran {ran['asserts']} asserts, {ran['calls']} calls into the candidate)"
     v.components = {
         "tests_ran": float(ran["tests"]),

@@ -78,6 +78,7 @@ RUN_NOTHING = [
     ("guarded-calls", "def run():\n    assert add(2, 3) == 5\n\nif __name__ == '__main__':\n    run()\n"),
     # found by bench/fuzz_code.py --shapes: a test function that asserts nothing and calls nothing proves nothing
     ("empty-test-function", "def test_add():\n    ['assert add(2, 3) == 5']\n"),
+    ("asserts-on-builtins-only", "def test_add():\n    assert abs(-2) == 2\n    assert add\n"),
 ]  # fmt: skip
 
 
@@ -87,6 +88,17 @@ def test_tests_that_run_nothing_are_never_paid(client, tests):
     r = client.verify("code", f"```python\n{WRONG}```", tests)
     assert (r.outcome, r.reward) == ("BAD_REFERENCE", 0.0), r.detail
     assert "ran no" in r.detail, r.detail
+
+
+@pytest.mark.docker
+def test_a_builtin_named_function_in_a_test_function_is_the_candidate_s(client):
+    """Found by bench/fuzz_code.py --shapes: MBPP's builtin-named task (``pow``) in pytest's shape; the asserts
+    inside the test function name the function under test as top-level asserts do, so a broken pow fails."""
+    tests = "def test_pow():\n    assert pow(2, 3) == 8\n    assert pow(3, 2) == 9\n"
+    broken = client.verify("code", "```python\ndef pow(a, b):\n    return 0\n```", tests)
+    assert broken.reward == 0.0, broken.detail
+    ok = client.verify("code", "```python\ndef pow(a, b):\n    return a ** b\n```", tests)
+    assert (ok.outcome, ok.components["calls"]) == ("CORRECT", 2.0), ok.detail
 
 
 # Shapes assert mode cannot run: refused as a bad reference saying how to send them
