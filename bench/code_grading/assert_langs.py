@@ -1,6 +1,7 @@
 """Assert mode in the toolchain languages (verifiers/kinds/code/asserts.py): what the keyed nonce buys.
 
     flock /tmp/bench.lock .venv/bin/python -m bench.code_grading.assert_langs [--rounds 3] [--langs c,java,rust,go] [--g 8]
+    .venv/bin/python -m bench.code_grading.assert_langs --apart javascript [--rounds 3] [--g 8]   # the cost of separation
 
 A batch of G completions holding one program (GRPO's common case), graded through a real VerifierService
 (Docker, the toolchain pool of 2), in two variants alternated per round (A B A B ...), fresh sources each
@@ -40,6 +41,7 @@ COMMENT = {
     "d": "//",
     "kotlin": "//",
     "racket": ";",
+    "javascript": "//",
 }
 
 
@@ -60,14 +62,48 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
     return svc.toolchains.stats["compiles"] - before, time.perf_counter() - t0, [v.reward for v in verdicts]
 
 
+def apart_vs_shared(svc, lang: str, g: int, rounds: int) -> None:
+    """Issue 49's cost of running ``lang``'s tests apart: the same G programs through the separated path and the
+    shared program it replaced (asserts_apart.SEPARATE without ``lang``), alternated per round."""
+    from verifiers.kinds.code import asserts_apart
+
+    rows: dict[str, list] = {"apart": [], "shared": []}
+    ratios, loads = [], []
+    for r in range(rounds):
+        got = {}
+        for name in ["apart", "shared"] if r % 2 == 0 else ["shared", "apart"]:
+            saved = asserts_apart.SEPARATE.pop(lang) if name == "shared" else None
+            try:
+                got[name] = batch(svc, lang, g, f"{name} {r} {os.urandom(4).hex()}", True)
+            finally:
+                if saved is not None:
+                    asserts_apart.SEPARATE[lang] = saved
+            rows[name].append(got[name])
+        ratios.append(got["apart"][1] / got["shared"][1])
+        loads.append(os.getloadavg()[0])
+    for name, rs in rows.items():
+        wall = statistics.median(w for _, w, _ in rs)
+        print(f"{lang:10} {name:7} wall {wall:6.2f} s for {g} (median, {wall / g * 1000:.0f} ms each)  rewards "
+              f"{sum(sum(x) for _, _, x in rs):g}/{g * len(rs)}")  # fmt: skip
+    print(f"{lang:10} apart / shared wall: median {statistics.median(ratios):.2f}x (spread {min(ratios):.2f}-"
+          f"{max(ratios):.2f}); load {', '.join(f'{x:.1f}' for x in loads)}")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--langs", default="c,java,rust,go")
     ap.add_argument("--g", type=int, default=8)
+    ap.add_argument("--apart", default="", help="languages whose separated path to time against the shared one")
     args = ap.parse_args()
     svc, close = make_service(_Tmp())
     try:
+        if args.apart:
+            batch(svc, "javascript", 1, "warm-up", False)
+            print(f"G={args.g} distinct programs, toolchain pool of 2, {args.rounds} rounds, order alternating")
+            for lang in args.apart.split(","):
+                apart_vs_shared(svc, lang, args.g, args.rounds)
+            return
         batch(svc, "c", 1, "warm-up", False)  # the pool's first start is not part of any figure
         print(f"G={args.g}, toolchain pool of 2, {args.rounds} rounds, order alternating per round")
         for lang in args.langs.split(","):

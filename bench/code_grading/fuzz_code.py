@@ -2,6 +2,13 @@
 every HumanEval canonical solution and the battery's seeds, graded through a real service.
 
     .venv/bin/python -m bench.code_grading.fuzz_code [--n 2000] [--seed 1] [--out bench/results/fuzz_code.txt]
+    .venv/bin/python -m bench.code_grading.fuzz_code --langs 300 --shapes [--seed 49] --out bench/results/fuzz_code_langs.txt
+
+``--langs N`` (issue 49) grades N mutants of tests/attacks/code_lang_ops.py (assert mode beyond Python, one
+or two attack families each) twice: as a trainer sends them (every one must be refused or unpaid) and opted
+in with ``allow_shared_program=true`` (what the refusal keeps out: how many the shared program pays; each
+such verdict must carry ``code.shared_program``). ``--shapes`` grades every seed's tests in each dataset
+shape (pytest, unittest, ``__main__`` guard) with the correct program and a broken one (never paid).
 
 The invariant is the CI test's (tests/attacks/test_code_mutations.py): a mutant is never paid more than
 its seed, and one whose function under test is broken is paid 0. Prints the mutants per operator, the
@@ -29,7 +36,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--out", default="bench/results/fuzz_code.txt")
+    ap.add_argument("--langs", type=int, default=0, help="language mutants instead of the Python operators")
+    ap.add_argument("--shapes", action="store_true", help="and Python tests in every dataset shape")
     args = ap.parse_args()
+    if args.langs or args.shapes:
+        from bench.code_grading.fuzz_code_langs import run
+
+        text = run(args.langs, args.shapes, args.seed)
+        print(text)
+        Path(args.out).write_text(text)
+        return
     seeds = battery_seeds() + humaneval_seeds()
     muts = mutants(seeds, args.n, args.seed)
     outcomes: Counter = Counter()

@@ -14,6 +14,8 @@ patched builtins, what it returns and raises) and every answer carries them; the
 
 import _thread
 import builtins
+import collections
+import collections.abc
 import ctypes
 import json
 import os
@@ -241,12 +243,55 @@ def _exit(e):
     os._exit(code)
 
 
+MAX_ITEMS = 1 << 20  # an iterator returned to the tests crosses as its items, up to this many
+_MAPPINGS = frozenset({collections.Counter, collections.defaultdict, collections.OrderedDict})
+_ITERATORS = (collections.abc.Iterator,)
+
+
+def by_value(v, depth=0):
+    """``v`` as the tests would compare it in one process, in plain data: a Counter, defaultdict or
+    OrderedDict as a dict, a namedtuple as a tuple, an iterator (generator, map, ...) as its items (at most
+    ``MAX_ITEMS``: an endless one is refused); containers of them likewise. Anything else is returned as is
+    (``wire.encode`` then decides: a subclass with an equality of its own is never plain)."""
+    t = type(v)
+    if depth > wire.MAX_DEPTH or t in _SCALARS:
+        return v
+    if t in _MAPPINGS:
+        return {by_value(k, depth + 1): by_value(x, depth + 1) for k, x in dict.items(v)}
+    if t is dict:
+        return {k: by_value(x, depth + 1) for k, x in v.items()}
+    if t in (list, tuple):
+        return t(by_value(x, depth + 1) for x in v)
+    if issubclass(t, tuple) and type(getattr(t, "_fields", None)) is tuple and _plain_tuple(t):
+        return tuple(by_value(x, depth + 1) for x in tuple.__iter__(v))
+    if t in (set, frozenset):
+        return t(by_value(x, depth + 1) for x in v)
+    if isinstance(v, _ITERATORS) and t.__module__ in ("builtins", "itertools", "collections"):
+        items = []
+        for x in v:
+            if len(items) >= MAX_ITEMS:
+                raise wire.NotPlain(f"an iterator with more than {MAX_ITEMS} items")
+            items.append(by_value(x, depth + 1))
+        return wire.Iterated(items)
+    return v
+
+
+_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes, range})
+_TUPLE_OPS = ("__eq__", "__ne__", "__hash__", "__len__", "__iter__", "__getitem__", "__lt__", "__le__", "__gt__",
+              "__ge__", "__contains__", "__bool__")  # fmt: skip
+
+
+def _plain_tuple(t):
+    """A namedtuple class that changes none of tuple's comparisons or access (so its value is its items)."""
+    return all(getattr(t, n, None) is getattr(tuple, n, None) for n in _TUPLE_OPS)
+
+
 def _answer(ns, objects, msg):
     of = msg.get("of")
     try:
         args, kwargs = wire.decode(msg["args"])
         target = ns[msg["call"]] if of is None else getattr(objects[of], msg["call"])
-        r = target(*args, **kwargs)
+        r = by_value(target(*args, **kwargs))  # an iterator's items are the call's: what they raise, it raised
     except SystemExit as e:
         _exit(e)
     except BaseException as e:

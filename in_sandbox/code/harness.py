@@ -39,8 +39,8 @@ import time
 import traceback
 
 from in_sandbox.code import candidate as candidate_side
+from in_sandbox.code import collect, wire
 from in_sandbox.code import testshape as shape
-from in_sandbox.code import wire
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
 # Exploit signals (verifiers/shapes/signals.py) the candidate's process may report (candidate.Watch); the rest are
@@ -50,6 +50,8 @@ REPORTED = frozenset(
      "code.eq_override", "code.control_exception"}
 )  # fmt: skip
 SEEN = set()
+RAN = {"tests": 0, "asserts": 0, "calls": 0}  # what the tests ran: carried on every verdict line (proof tests ran)
+CANDIDATE_MODULES = ("solution",)  # ``from solution import f`` (KodCode's tests): the candidate's names, as proxies
 ANSWER_KEYS = frozenset({"names", "value", "raise", "object", "exit", "report"})  # what candidate.py's answers carry
 
 
@@ -126,6 +128,7 @@ class Candidate:
         ask = self.ask
 
         def call(*args, **kwargs):
+            RAN["calls"] += 1
             try:
                 payload = wire.encode([args, kwargs])
             except wire.NotPlain as e:
@@ -136,9 +139,12 @@ class Candidate:
             reply = ask({"call": name, "args": payload, "of": of})
             if type(reply.get("value")) is str:
                 try:
-                    return wire.decode(reply["value"])
+                    value = wire.decode(reply["value"])
                 except wire.NotPlain as e:
                     raise TypeError(f"{name} returned something that is not plain data: {e}") from None
+                if wire.nonfinite(value):  # NaN compares false: an assert written "not greater than" passes it
+                    self.signal("code.nonfinite_output")
+                return value
             if of is None and type(reply.get("object")) is int:
                 return Remote(self, reply["object"], reply.get("type"))
             raise _rebuilt(reply.get("raise"))
@@ -212,7 +218,7 @@ def _compiled(source, filename):
     """(the parsed tree or None, the code object or the error compiling it raised)."""
     try:
         tree = shape.parse(source, filename)
-        return tree, compile(tree, filename, "exec", dont_inherit=True, optimize=0)
+        return tree, compile(shape.counted(tree), filename, "exec", dont_inherit=True, optimize=0)
     except BaseException as e:  # raised when the test runs, as before
         return None, e
 
@@ -290,10 +296,12 @@ def main():
             d["case"] = case
         if SEEN:
             d["signals"] = sorted(SEEN)
+        if status:
+            d["ran"] = dict(RAN)
         os.write(mark, ("\n" + json.dumps(d) + "\n").encode())
 
-    def fail(status):
-        detail = traceback.format_exc()
+    def fail(status, why=""):
+        detail = why + traceback.format_exc()
         cand.report()
         sys.stderr.write(detail)
         sys.stderr.flush()
@@ -302,9 +310,14 @@ def main():
 
     cand = Candidate(pid, rf, wf, say)
     many = isinstance(q["tests"], list)  # MBPP style: independent asserts, each graded on its own
-    codes, tests_ns, form = _load(q, fail)
+
+    def fail_with(status, detail):
+        say(status, detail)
+        os._exit(1)
+
+    codes, tests_ns, form = _load(q, fail, fail_with)
     subject = q.get("entry_point") or form.subject
-    refused = _refused(form, subject)
+    refused = collect.refused(form, subject)
     if refused:
         say("bad_reference", refused)
         os._exit(1)
@@ -313,6 +326,8 @@ def main():
         _names(c, names)
     try:
         ok, why = _bind(cand, q["candidate"], tests_ns, names, subject)
+        if ok and CANDIDATE_MODULES[0] in form.imports:
+            collect.candidate_module(CANDIDATE_MODULES[0], tests_ns, names)
     except BaseException:  # a malformed answer from the candidate's process
         fail("error")
     if not ok:
@@ -324,10 +339,16 @@ def main():
     else:
         try:
             _run(codes[0], tests_ns)
-            if form.defines_check and not form.calls_check:  # HumanEval: the tests define check, we call it
+            if form.defines_check and not form.calls_check and subject:  # HumanEval: the tests define check, we call it
+                RAN["tests"] += 1
                 tests_ns["check"](tests_ns["candidate"])
+            collect.run(form, tests_ns, RAN)  # pytest's test functions and classes, unittest's TestCases
         except AssertionError:
             fail("assert")
+        except ImportError as e:
+            if RAN["calls"] == 0 and e.name not in CANDIDATE_MODULES:  # the tests' own import, before any call
+                fail("bad_reference", "the tests' own import failed before any call into the candidate: ")
+            fail("error")
         except BaseException:
             fail("error")
     cand.report()
@@ -335,7 +356,7 @@ def main():
     os.kill(pid, signal.SIGKILL)  # the worker reaps it with the rest of the sandbox's processes
 
 
-def _load(q, fail):
+def _load(q, fail, fail_with):
     """(the tests' code objects, their namespace with the prelude run in it, their parsed shape)."""
     tests = q["tests"]
     many = isinstance(tests, list)
@@ -348,21 +369,19 @@ def _load(q, fail):
             exec(compile(prelude, "prelude.py", "exec", dont_inherit=True), tests_ns)
         except BaseException:
             fail("bad_reference")
-    return [c for _, c in parsed], tests_ns, shape.Shape.of([t for t, _ in parsed if t is not None], prelude)
+    tests_ns[shape.COUNTER] = _asserted
+    form = shape.Shape.of([t for t, _ in parsed if t is not None], prelude)
+    bad = next((c for t, c in parsed if t is None), None)
+    if bad is not None and not many:  # the tests do not compile: their fault, not the candidate's
+        say_bad = "".join(traceback.format_exception_only(type(bad), bad))
+        fail_with("bad_reference", f"the tests do not compile: {say_bad}")
+    if "unittest" in form.imports:
+        collect.defer_unittest_main()
+    return [c for _, c in parsed], tests_ns, form
 
 
-def _refused(form, subject):
-    """Why the tests cannot be run as they stand ('' when they can): which function is under test is unclear."""
-    if subject == "?":
-        return (
-            "the tests call only builtins and more than one of them could be the function under test: "
-            "name it with options entry_point"
-        )
-    if form.defines_check and not form.calls_check and not subject:
-        return (
-            "the tests define check(candidate) but never call it: name the function under test with options entry_point"
-        )
-    return ""
+def _asserted():
+    RAN["asserts"] += 1
 
 
 def _run(code, ns):

@@ -118,6 +118,79 @@ def _builtin_subject(asserts, defined):
     return inner[0] if len(inner) == 1 else "?"
 
 
+COUNTER = "__rlvr_assert__"  # the tests' process counts each assert statement it reaches through this name
+
+
+class _Count(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        call = ast.Expr(ast.Call(ast.Name(COUNTER, ast.Load()), [], []))
+        return [ast.copy_location(call, node), node]
+
+
+def counted(tree):
+    """``tree`` with a call of ``COUNTER`` before each assert statement (how many ran is proof tests ran)."""
+    return ast.fix_missing_locations(_Count().visit(tree))
+
+
+def _runs(trees):
+    """Names called by a top-level expression statement of the tests (``test_x()``: already run by them)."""
+    out = set()
+    for t in trees:
+        for stmt in t.body:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                out.add(call.func.id)
+    return out
+
+
+def _imports(trees):
+    """The top-level module names the tests import, anywhere in them."""
+    out = set()
+    for t in trees:
+        for n in ast.walk(t):
+            if isinstance(n, ast.Import):
+                out.update(a.name.split(".")[0] for a in n.names)
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                out.add(n.module.split(".")[0])
+    return out
+
+
+def _collect(trees):
+    """(test functions to run, their definition order; test classes; why the tests cannot run, or '')."""
+    funcs, classes, why, called = [], [], "", _runs(trees)
+    helpers = {c for t in trees for c, _ in _calls(t)}  # a test* function the tests call is a helper of theirs
+    for t in trees:
+        for stmt in t.body:
+            if isinstance(stmt, ast.AsyncFunctionDef) and stmt.name.startswith("test") and stmt.name not in helpers:
+                why = why or f"{stmt.name} is an async test function"
+            elif isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("test"):
+                a = stmt.args
+                if len(a.posonlyargs) + len(a.args) > len(a.defaults) or any(d is None for d in a.kw_defaults):
+                    if stmt.name not in helpers:  # one the tests call with its arguments is a helper of theirs
+                        why = why or f"{stmt.name} takes arguments (pytest fixtures or parametrize)"
+                elif stmt.name not in called:
+                    funcs.append(stmt.name)
+            elif isinstance(stmt, ast.ClassDef):
+                classes.append(stmt.name)
+    return tuple(funcs), tuple(classes), why
+
+
+def _collected_asserts(trees, funcs, classes):
+    """The asserts inside the test functions and classes the harness runs (pytest's shape: ``def test_pow():
+    assert pow(2, 3) == 8`` names its function under test as a top-level assert does)."""
+    out = []
+    for t in trees:
+        for stmt in t.body:
+            if (
+                isinstance(stmt, ast.FunctionDef)
+                and stmt.name in funcs
+                or isinstance(stmt, ast.ClassDef)
+                and stmt.name in classes
+            ):
+                out += [n for n in ast.walk(stmt) if isinstance(n, ast.Assert)]
+    return out
+
+
 @dataclass(frozen=True)
 class Shape:
     """What the parsed tests say about themselves (see the module docstring)."""
@@ -125,6 +198,10 @@ class Shape:
     defines_check: bool  # a top-level ``def check``
     calls_check: bool  # a top-level statement ``check(...)``
     subject: str  # the function under test when the tests name it ('' none, '?' several possible)
+    test_functions: tuple = ()  # top-level ``def test*()`` the tests define and do not call themselves (pytest's)
+    test_classes: tuple = ()  # top-level classes: run where they are unittest.TestCase or pytest ``Test*`` classes
+    imports: frozenset = frozenset()  # top-level module names the tests import
+    cannot_run: str = ""  # why the tests' shape cannot be run here ('' when it can)
 
     @classmethod
     def of(cls, trees, prelude=None):
@@ -143,7 +220,9 @@ class Shape:
                     calls = True
                     arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
                     passed.add(arg.id if isinstance(arg, ast.Name) else "")
+        funcs, classes, why = _collect(trees)
+        more = dict(test_functions=funcs, test_classes=classes, imports=frozenset(_imports(trees)), cannot_run=why)
         if calls:  # HumanEval's own form: the tests say what they check
-            return cls(defines, calls, passed.pop() if len(passed) == 1 else "")
-        asserts = [a for t in trees for a in _asserts(t)]
-        return cls(defines, calls, _builtin_subject(asserts, defined) if asserts else "")
+            return cls(defines, calls, passed.pop() if len(passed) == 1 else "", **more)
+        asserts = [a for t in trees for a in _asserts(t)] + _collected_asserts(trees, funcs, classes)
+        return cls(defines, calls, _builtin_subject(asserts, defined) if asserts else "", **more)

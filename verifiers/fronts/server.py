@@ -232,7 +232,12 @@ def build_server(service: VerifierService, host: str, port: int, workers: int = 
     sessions.register(server, service, call_deadline)  # SessionService (verifiers/fronts/sessions.py)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = (SERVICE_NAME, sessions.SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
+    names = (
+        SERVICE_NAME,
+        sessions.SERVICE_NAME,
+        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+        reflection.SERVICE_NAME,
+    )
     reflection.enable_server_reflection(names, server)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")

@@ -1,7 +1,7 @@
 """Every limit of the service in one validated model: the sandbox's (backend, pool size, memory, CPUs,
-pids, output cap), the toolchain pool's (its size, memory, image and compile cache) and the requests' (message size,
-batch size, completion length, timeout ceiling, concurrent requests). Every pool reads its limits from
-this object (the toolchain pool from ``verifiers.kinds.code.toolchains.configure``), never from the environment.
+pids, output cap), the toolchain lane's (its size, memory, image and compile cache) and the requests' (message size,
+batch size, completion length, timeout ceiling, concurrent requests). The pool and every lane read their limits from
+this object (verifiers/service/wiring.py builds them), never from the environment.
 
 The model is the CLI: ``add_arguments`` turns each field into a ``--flag`` of
 ``python -m verifiers.fronts.server`` (help text and default from the field), ``from_args`` validates them

@@ -25,6 +25,10 @@ SIGNALS: dict[str, str] = {
     "code.output_cap": "the candidate's output hit the cap",
     "code.time_limit": "the candidate hit the time limit",
     "code.spawned": "the candidate started processes or threads that outlived it",
+    "code.nonfinite_output": "the candidate's output or a value it returned held nan or inf where the expected "
+    "output held none (a checker or an assert paid it: NaN compares false)",
+    "code.shared_program": "assert mode ran the tests inside the candidate's own program (a language not yet "
+    "separated, accepted by allow_shared_program): the candidate could have rewritten them",
     # -- math and every verifier that reads a final answer -----------------------------------------------
     "answer.several": "more than one final answer (boxes, tags, or both, that disagree; a second value or choice letter offered)",
     "answer.hedge": "a hedge, condition, negation or operator next to the final answer (any language)",
@@ -56,6 +60,10 @@ ACTIONS: dict[str, str] = {
     "code.time_limit": "usually slow or looping code, never paid by the built-ins: if its share rises with reward, "
     "audit the rewarded completions",
     "code.spawned": f"{_READ}; enforce it for tasks that never need processes or threads",
+    "code.nonfinite_output": 'check the checker or the assert that passed it ("reject if err > tol" lets NaN '
+    "through); enforce it where a task's answers are finite",
+    "code.shared_program": "fires on every such verdict: train on these only where a paid rewrite of the tests "
+    "does not matter (evaluation of trusted models), else grade the language with mode=stdio",
     "answer.several": "enforce it: several answers let the policy spray guesses",
     "answer.hedge": "enforce it: a hedge earns reward from a grader that reads one of its alternatives",
     "answer.not_final": "check the prompt's format instructions; enforce it if the answer drifts out of place",

@@ -20,9 +20,11 @@ so a C macro cannot aim at them. So ``exit(0)``, ``System.exit(0)``, ``process.e
 or a signal before the tests finished is not paid (INCORRECT, signal ``code.early_exit``). The nonce is
 an HMAC of the program (language, candidate, tests) under a key drawn once per process: unknown to the
 candidate, and the same for identical programs, so a batch's identical programs share one compile
-(toolchains.run_job) as stdio's do.
+(``toolchains.Toolchains.run``, behind the service's door) as stdio's do.
 
-Not defended, by construction (docs/verifiers.md, "Assert mode in other languages"): the tests share the
+JavaScript and TypeScript no longer go this way: their tests run apart (verifiers/kinds/code/asserts_apart.py,
+``SEPARATE``). For the others, not defended, by construction, hence refused unless the request sets
+``allow_shared_program`` (``SHARED_PROGRAM``, options.py; docs/verifiers.md, "Assert mode in other languages"): the tests share the
 candidate's process and source, so a candidate can read its own source or binary to find the nonce,
 redefine what the tests call (a C macro, a patched ``assert`` module, ``console.assert``), or answer
 asynchronous tests after the sentinel. That is why Python keeps its two-process harness (in_sandbox/code/harness.py).
@@ -39,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from verifiers.kinds.code import languages
+from verifiers.kinds.code.asserts_apart import JS_RUN, SEPARATE, TS_COMPILE, apart_lines, counted
 from verifiers.kinds.code.asserts_more import BadTests, kotlin, racket
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
@@ -59,6 +62,7 @@ class Program:
     source: str
     sentinel: str
     blobs: dict[str, str] = field(default_factory=dict)  # relative path -> base64
+    apart: bool = False  # the tests run in a process of their own (SEPARATE): the sentinel line says what ran
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,9 @@ def _script(say: str, before: str = "\n", between: str = "\n") -> Callable[[Part
 
 _JS_ASSERT = ('\n;\nconsole.assert = function (c, ...m) { if (!c) throw new Error("Assertion failed" + '
               '(m.length ? ": " + m.join(" ") : "")); };  // fail, not only print (Node\'s)\n')  # fmt: skip
+# Tests that use node:assert without requiring it (``assert` is not defined`` was charged to the candidate):
+# the module, on the global object only where nothing named assert exists (the tests' own const wins)
+_JS_GLOBAL_ASSERT = '\nif (!("assert" in globalThis)) globalThis.assert = require("node:assert");\n'
 _JS_SAY = 'process.stdout.write("\\n" + "{a}" + "{b}" + "\\n");'
 _PHP_AGAIN = "\n?>\n<?php\n"  # back in PHP mode whatever the code before left open (a ?> is printed, not run)
 
@@ -261,7 +268,7 @@ LANGUAGES: dict[str, Callable[[Parts], tuple[str, dict[str, str]]]] = {
     "c": _c_like("#include <stdio.h>", "c"),
     "cpp": _c_like("#include <cstdio>", "cpp"),
     "java": _java,
-    "javascript": _script(_JS_SAY, "\n;\n", _JS_ASSERT),
+    "javascript": _script(_JS_SAY, "\n;\n", _JS_ASSERT + _JS_GLOBAL_ASSERT),
     "typescript": _script(_JS_SAY, "\n;\n", _JS_ASSERT),
     "go": _go,
     "rust": _rust,
@@ -278,14 +285,29 @@ LANGUAGES: dict[str, Callable[[Parts], tuple[str, dict[str, str]]]] = {
 }
 
 
+# Languages whose assert mode still puts the tests in the candidate's program (no separate process or unit, a
+# verdict the candidate can reach): refused unless the request sets allow_shared_program (options.py), and the
+# verdict then carries code.shared_program. A language leaves this set when its tests run apart.
+SHARED_PROGRAM: frozenset[str] = frozenset(LANGUAGES) - frozenset(SEPARATE)
+
+
 def assemble(lang: str, program: str, tests: str) -> Program:
     """The test program of ``lang`` for ``program`` (prelude + candidate) and ``tests``; ``BadTests``
     where the tests lack the entry point the language needs."""
     digest = hmac.new(_KEY, "\0".join((lang, program, tests)).encode(), hashlib.sha256).hexdigest()
     sentinel, tag = f"{SENTINEL}-{digest[:32]}", digest[32:40]
     half = len(sentinel) // 2
-    source, files = LANGUAGES[lang](Parts(program, tests, sentinel[:half], sentinel[half:], tag))
+    parts = Parts(program, tests, sentinel[:half], sentinel[half:], tag)
     base = languages.language(lang)
+    if lang in SEPARATE:
+        source, files = SEPARATE[lang](parts)
+        blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}
+        ts = lang == "typescript"  # transpiled first (asserts_apart.TS_COMPILE), then run as JavaScript's
+        base = replace(
+            base, source="solution.ts" if ts else "solution.js", run=JS_RUN, compile=TS_COMPILE if ts else None
+        )
+        return Program(base, source, sentinel, blobs, apart=True)
+    source, files = LANGUAGES[lang](parts)
     if lang == "java":
         base = languages.for_source(base, source)
         pkg = java_entry(source).package
@@ -331,6 +353,11 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     run = runs[0]
     if run.status == "sandbox":
         return Verdict.of(Outcome.SANDBOX_ERROR, run.message)
+    if prog.apart:
+        said = apart_lines(prog.sentinel, run.stdout)
+        if "bad_reference" in said:
+            return Verdict.of(Outcome.BAD_REFERENCE, f"the tests failed before any call into the candidate: "
+                              f"{said['bad_reference'][-600:]}")  # fmt: skip
     if run.status == "ok":
         end = "pass" if prog.sentinel in (line.strip() for line in run.stdout.splitlines()) else "early"
     else:
@@ -339,4 +366,6 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     outcome, status, signals, say = _ENDS[end]
     v = Verdict.of(outcome, say.format(run.message))
     v.cases = [CaseVerdict(status, "" if status is CaseStatus.PASSED else v.detail, run.elapsed_s)]
+    if prog.apart and end == "pass":
+        return counted(v, apart_lines(prog.sentinel, run.stdout).get("ran", ""))
     return v.signal(*signals)

@@ -1,5 +1,5 @@
 """Compiled artifacts cached by what made them, across jobs and requests (the host half; the sandbox
-half is in_sandbox/code/artifact.py; the flow is ``toolchains.run_job``).
+half is in_sandbox/code/artifact.py; the flow is ``toolchains.Toolchains.run``, behind ``VerifierService.run_job``).
 
 A driver job with a compile step runs as a **build** job: the driver's job that also sends back what
 its compiler wrote (packed, read before the program ran, sent after the cases where the output cap

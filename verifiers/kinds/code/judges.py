@@ -8,7 +8,8 @@ Host-side judges (pure functions; the expected output never enters the program's
 * ``tokens`` (the default): the same whitespace-separated tokens, line breaks included as whitespace;
 * ``float``: the same tokens, where tokens that are both decimal numbers match when
   ``|a - b| <= abs_tol`` or ``|a - b| <= rel_tol * |b|`` (``b`` expected; defaults 1e-6 each); any
-  other token must match exactly (``nan``/``inf`` too).
+  other token must match exactly (``nan``/``inf`` too: a non-finite number never matches a finite one,
+  ``nonfinite`` below; issue 49).
 
 The fourth judge, ``checker``, is a program from the reference run *in the sandbox* (a job of its
 own, after the candidate's job ended) — see ``CHECKER_RUNNER`` below.
@@ -137,6 +138,29 @@ def judge_float(expected: str, actual: str, abs_tol: float = DEFAULT_TOL, rel_to
     if len(exp) != len(got):
         return False, f"expected {len(exp)} tokens, got {len(got)}"
     return True, ""
+
+
+_NONFINITE = re.compile(r"(?i)^[+-]?(?:nan|inf|infinity)$")
+
+
+def _is_nonfinite(token: str) -> bool:
+    """A token Python's float() reads as nan or ±inf (``nan``, ``-Infinity``, an overflowing ``1e999``)."""
+    if _NONFINITE.match(token):
+        return True
+    return bool(_NUMBER.fullmatch(token)) and not math.isfinite(float(token))
+
+
+def nonfinite(expected: str, actual: str) -> bool:
+    """True when ``actual`` holds a non-finite number and ``expected`` holds none: the built-in judges fail it
+    (no token of ``expected`` equals it, no tolerance reaches it), a checker decides for itself, and the
+    verdict carries ``code.nonfinite_output``.
+
+    >>> nonfinite("2.0", "nan"), nonfinite("nan", "nan"), nonfinite("2.0", "1e999"), nonfinite("2", "nano")
+    (True, False, True, False)
+    """
+    if len(actual) > 1 << 20:
+        actual = actual[: 1 << 20]
+    return any(map(_is_nonfinite, actual.split())) and not any(map(_is_nonfinite, expected.split()))
 
 
 def host_judge(name: str, abs_tol: float = DEFAULT_TOL, rel_tol: float = DEFAULT_TOL) -> Judge | None:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from verifiers.kinds.code.asserts import LANGUAGES as ASSERT_LANGUAGES
+from verifiers.kinds.code.asserts import SHARED_PROGRAM
 from verifiers.kinds.code.judges import DEFAULT_TOL, JUDGES
 from verifiers.kinds.code.languages import ALIASES, COMPILE_TIMEOUT_S, LANGUAGES, not_served
 from verifiers.shapes.base import BadRequest
@@ -38,6 +39,9 @@ DESCRIPTIONS = {
     "compile_timeout_s": "seconds for the compiler (compiled languages, both modes, default 30)",
     "reward": "all (default: every test passes) or fraction (the share passed)",
     "partial": "true: reward=fraction (an older spelling; reward wins when both are given)",
+    "allow_shared_program": "true: accept assert mode in a language whose tests still share the candidate's program "
+    "(refused without it: the candidate could rewrite them; docs/verifiers.md says each language's guarantee); the "
+    "verdict then carries the signal code.shared_program",
     "judge": "stdio: tokens (default), exact, float (abs_tol, rel_tol) or checker",
     "abs_tol": "judge=float: absolute tolerance",
     "rel_tol": "judge=float: relative tolerance",
@@ -58,6 +62,7 @@ class CodeOptions:
     judge: str = "tokens"  # stdio: exact | tokens | float | checker
     abs_tol: float = DEFAULT_TOL  # judge=float
     rel_tol: float = DEFAULT_TOL  # judge=float
+    allow_shared_program: bool = False  # assert mode: a language whose tests share the candidate's program, opted in
 
     @classmethod
     def parse(cls, options: Mapping[str, str], case_timeout_s: float = CASE_TIMEOUT_S) -> CodeOptions:
@@ -72,6 +77,15 @@ class CodeOptions:
                              f"{', '.join(ASSERT_LANGUAGES)}); grade it with mode=stdio")  # fmt: skip
         if lang != "python" and mode == "assert" and options.get("entry_point"):
             raise BadRequest(f"code: options['entry_point'] is Python's; {lang} tests call the candidate by name")
+        shared = _flag(options, "allow_shared_program")
+        if lang != "python" and mode == "assert" and lang in SHARED_PROGRAM and not shared:
+            raise BadRequest(
+                f"code: assert mode in {lang} runs the tests inside the candidate's own program, where the candidate "
+                "can rewrite them (redefine what they call, undo the harness, read the nonce), so it is refused for "
+                "training: grade with mode=stdio, or set options allow_shared_program=true to accept that weaker "
+                "guarantee (the verdict then carries the signal code.shared_program; docs/verifiers.md, "
+                "'Assert mode in other languages')"
+            )
         reward = _reward(options)
         case_s = _seconds(options, "case_timeout_s", case_timeout_s)
         judge, abs_tol, rel_tol, compile_s = "tokens", DEFAULT_TOL, DEFAULT_TOL, COMPILE_TIMEOUT_S
@@ -84,7 +98,7 @@ class CodeOptions:
         if lang != "python":
             compile_s = _seconds(options, "compile_timeout_s", COMPILE_TIMEOUT_S)
         return cls(mode, lang, options.get("entry_point", ""), options.get("prelude", ""), case_s, compile_s, reward,
-                   judge, abs_tol, rel_tol)  # fmt: skip
+                   judge, abs_tol, rel_tol, shared)  # fmt: skip
 
 
 def _language(options: Mapping[str, str]) -> str:
@@ -96,6 +110,14 @@ def _language(options: Mapping[str, str]) -> str:
         because = f"; {raw!r} is not served: {why}" if why else f", got {raw!r}"
         raise BadRequest(f"code: options['language'] must be one of {', '.join(LANGUAGES)}{because}")
     return name
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    """A true/false option (absent or empty: false); ``BadRequest`` for anything else."""
+    raw = (options.get(key) or "false").strip().lower()
+    if raw not in ("true", "false", "1", "0", "yes", "no"):
+        raise BadRequest(f"code: options[{key!r}] must be true or false, got {raw!r}")
+    return raw in ("true", "1", "yes")
 
 
 def _reward(options: Mapping[str, str]) -> str:

@@ -6,8 +6,11 @@ block fenced with the language's tag after the reasoning, else the last bare blo
 text. Assert mode in Python runs the tests in a process of their own, never the candidate's
 (in_sandbox/code/harness.py): the names the tests use that the candidate defines are proxies exchanging plain
 data with the candidate's process; passing means the tests' process reached its end and printed a marker
-carrying a per-job nonce on a private copy of stdout. Assert mode in the other languages assembles the
-tests (code in the candidate's language) and the candidate into one program (verifiers/kinds/code/asserts.py).
+carrying a per-job nonce on a private copy of stdout, and it says what ran (test functions, asserts, calls:
+zero is BAD_REFERENCE, never CORRECT). Assert mode in the other languages assembles the tests (code in the
+candidate's language) and the candidate into one program (verifiers/kinds/code/asserts.py): refused unless
+the request sets allow_shared_program, and such a verdict carries code.shared_program; JavaScript and
+TypeScript run their tests apart instead (verifiers/kinds/code/asserts_apart.py).
 Stdio mode judges each case's output on the host (verifiers/kinds/code/judges.py) or by a checker in a
 separate job (verifiers/kinds/code/stdio.py); other languages are compiled once per program and run in the
 toolchain pool (verifiers/kinds/code/toolchains.py).
@@ -133,7 +136,8 @@ class CodeVerifier(Builtin):
             prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
             error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx, ctx.deadline.within(budget), req.id,
                                                 prog.lang, prog.blobs)  # fmt: skip
-            return asserts.verdict(prog, error, runs)
+            verdict = asserts.verdict(prog, error, runs)
+            return verdict.signal("code.shared_program") if opts.language in asserts.SHARED_PROGRAM else verdict
         return self._assert(req, opts, code, budget, ctx)
 
     # -- assert style -------------------------------------------------------------------------------
@@ -172,9 +176,13 @@ class CodeVerifier(Builtin):
                 return Verdict.of(Outcome.COMPILE_ERROR, error)
         verdict = stdio.grade(runs, spec, opts, ctx)
         statuses = {c.status for c in verdict.cases}
+        ran = sum(c.status is not CaseStatus.SKIPPED for c in verdict.cases)
+        verdict.components = {"tests_ran": float(ran)}  # the cases that ran (proof tests ran: issue 49)
+        odd = any(judges.nonfinite(exp, run.stdout) for (_, exp), run in zip(spec.cases, runs, strict=False))
         return verdict.signal(
             *(["code.output_cap"] if CaseStatus.OUTPUT_LIMIT in statuses else []),
             *(["code.time_limit"] if CaseStatus.TIME_LIMIT in statuses else []),
+            *(["code.nonfinite_output"] if odd else []),
         )
 
 
@@ -216,6 +224,7 @@ def _list_verdict(res: Result, nonce: str, n: int, whole: Verdict, reward: str) 
         else:
             cases.append(CaseVerdict(CaseStatus.SKIPPED))
     v = stdio.verdict(cases, reward)
+    v.components = dict(whole.components)
     if v.outcome is Outcome.CORRECT and whole.outcome is not Outcome.CORRECT:  # every test passed, then it exited
         return Verdict(0.0, whole.outcome, whole.detail, cases=cases)
     return v
@@ -240,8 +249,11 @@ def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
             f"the program ended ({how}) before the tests finished; stderr: {_tail(res.stderr)}",
         )
     status = verdict["status"]
+    ran = _ran(verdict)
     if status == "pass" and res.exit_code == 0 and res.finished:
-        return Verdict.correct("all tests passed")
+        if not ran["calls"]:  # tests that never called the candidate tested nothing of it (asserts on builtins alone)
+            return _ran_nothing(ran)
+        return _with_counts(Verdict.correct(f"all tests passed ({_say_ran(ran)})"), ran)
     if status == "pass":
         how = f"signal {res.signal}" if res.signal is not None else f"exit code {res.exit_code}"
         return Verdict.of(Outcome.INCORRECT, f"the tests finished but the program then ended ({how})")
@@ -250,8 +262,50 @@ def assert_verdict(res: Result, nonce: str, timeout_s: float) -> Verdict:
     if status == "exited":
         return Verdict.of(Outcome.INCORRECT, f"{verdict.get('detail', '')}; stderr: {_tail(res.stderr)}")
     if status == "bad_reference":
-        return Verdict.of(Outcome.BAD_REFERENCE, f"the prelude failed: {_tail(verdict.get('detail', ''))}")
+        detail = verdict.get("detail", "")
+        said = detail if not detail.startswith("Traceback") else f"the prelude failed: {detail}"
+        head, _, rest = said.partition(":")  # what failed, then the traceback's tail
+        return Verdict.of(Outcome.BAD_REFERENCE, f"{head}:{_tail(rest)}" if rest else _tail(said))
     return Verdict.of(Outcome.RUNTIME_ERROR, _tail(verdict.get("detail", "") or res.stderr))
+
+
+RAN_KEYS = ("tests", "asserts", "calls")  # what the tests' process counts (in_sandbox/code/harness.py RAN)
+
+
+def _ran(line: dict) -> dict[str, int]:
+    """The counts a verdict line carries: test functions, assert statements and calls into the candidate run."""
+    got = line.get("ran") if isinstance(line.get("ran"), dict) else {}
+    return {k: v if type(v) is int and v >= 0 else 0 for k in RAN_KEYS for v in [got.get(k)]}
+
+
+def _say_ran(ran: dict[str, int]) -> str:
+    def n(k: str, one: str) -> str:
+        return f"{ran[k]} {one}{'' if ran[k] == 1 else 's'}"
+
+    return f"ran {n('tests', 'test')}, {n('asserts', 'assert')}, {n('calls', 'call')} into the candidate"
+
+
+def _with_counts(v: Verdict, ran: dict[str, int]) -> Verdict:
+    """``v`` carrying the counts as components (``tests_ran``, ``asserts_ran``, ``calls``): proof the tests ran."""
+    v.components = {
+        "tests_ran": float(ran["tests"]),
+        "asserts_ran": float(ran["asserts"]),
+        "calls": float(ran["calls"]),
+    }
+    return v
+
+
+def _ran_nothing(ran: dict[str, int]) -> Verdict:
+    """The tests reached their end without running anything: never CORRECT (the tests' fault, not the candidate's)."""
+    return _with_counts(
+        Verdict.of(
+            Outcome.BAD_REFERENCE,
+            "the tests ran no call into the candidate (functions or classes only defined, asserts on builtins alone, "
+            "calls under an `if __name__ == '__main__':` guard?): send asserts or check(candidate), def test_...() "
+            "functions without arguments, or unittest.TestCase classes",
+        ),
+        ran,
+    )
 
 
 # Lines a test harness prints for a pass (unittest, pytest, a JSON verdict, ours): printed by the candidate

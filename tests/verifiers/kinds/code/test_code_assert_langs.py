@@ -12,7 +12,7 @@ import re
 import pytest
 
 from tests.langs_helpers import make_service
-from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL
+from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL, SHARED_PROGRAM
 from verifiers.kinds.code.options import CodeOptions
 from verifiers.shapes.base import BadRequest
 from verifiers.shapes.outcome import CaseStatus
@@ -85,7 +85,14 @@ CASES = {
                "#lang racket\n(define (add a b) (+ a b))\n", "(define (add a b) (* a b))\n",
                "#lang racket\n(define (add a b) (exit 0))\n"),
 }  # fmt: skip
-OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90"}
+# every language here still shares the candidate's program (asserts.SHARED_PROGRAM): opted in (issue 49)
+OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90", "allow_shared_program": "true"}
+SHARED = "code.shared_program"
+
+
+def _shared(lang: str) -> list[str]:
+    """The signal a verdict of ``lang`` carries for running the tests in the candidate's program (or none)."""
+    return [SHARED] if lang in SHARED_PROGRAM else []
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +160,9 @@ def test_every_assert_language_has_cases():
 def test_a_correct_program_passes(verdicts, lang):
     v = verdicts[lang][0]
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
-    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and not v.signals
+    assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == _shared(lang)
+    if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49)
+        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= 2, (v.components, v.detail)
 
 
 @pytest.mark.docker
@@ -190,7 +199,8 @@ def test_compile_errors_time_outs_and_crashes(verdicts, i):
     (v,) = verdicts[("end", i)]
     _, _, _, outcome, status, signal = ENDS[i]
     assert (v.outcome, v.reward) == (outcome, 0.0), v.detail
-    assert [c.status for c in v.cases] == ([status] if status else []) and v.signals == ([signal] if signal else [])
+    assert [c.status for c in v.cases] == ([status] if status else [])
+    assert v.signals == sorted({*_shared(ENDS[i][0]), *([signal] if signal else [])})
 
 
 @pytest.mark.docker
@@ -203,6 +213,39 @@ def test_the_prelude_comes_before_the_candidate(service):
     v = service.verify(Request(req.verifier, req.completion, tests, options={**req.options, "prelude": prelude},
                                timeout_s=req.timeout_s))  # fmt: skip
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
+
+
+@pytest.mark.docker
+def test_javascript_tests_may_use_assert_without_requiring_it(service):
+    """SandboxFusion's JS tests call ``assert.deepEqual`` without a require: before issue 49 every candidate got
+    RUNTIME_ERROR (``assert is not defined``); a tests' own ``const assert`` still wins."""
+    bare = "assert.strictEqual(add(2, 3), 5);\nassert.deepEqual([add(-1, 1)], [0]);\n"
+    own = "const assert = require('assert');\n" + bare
+    good, wrong = CASES["javascript"][1], CASES["javascript"][2]
+    vs = service.verify_batch([_request("javascript", p, t) for t in (bare, own) for p in (good, wrong)])
+    assert [(v.outcome, v.reward) for v in vs] == [("CORRECT", 1.0), ("INCORRECT", 0.0)] * 2, [v.detail for v in vs]
+
+
+@pytest.mark.docker
+def test_javascript_apart_keeps_the_peers_shapes(service):
+    """JavaScript's tests run apart (issue 49): HumanEval-X's shape (a const arrow function, console.assert in a
+    test function it calls) and MultiPL-E's (node:assert, ``let candidate = f``) still pass a correct candidate,
+    fail a wrong one; values cross as plain data (arrays, objects, NaN); the tests' own error is theirs."""
+    hx = (
+        "const testSumList = () => {\n  console.assert(JSON.stringify(sumList([1, 2])) === JSON.stringify([3, {n: 2}]))\n"
+        "  console.assert(Number.isNaN(sumList([])[0]))\n}\ntestSumList()\n"
+    )
+    me = (
+        "const assert = require('node:assert');\nfunction test() {\n  let candidate = sumList;\n"
+        "  assert.deepEqual(candidate([1, 2]), [3, {n: 2}]);\n  assert.ok(Number.isNaN(candidate([])[0]));\n}\ntest();\n"
+    )
+    good = "const sumList = (xs) => [xs.length ? xs.reduce((a, b) => a + b) : NaN, {n: xs.length}];\n"
+    wrong = "function sumList(xs) { return [xs.length ? xs[0] : NaN, {n: xs.length}]; }\n"
+    own = "const m = require('no-such-module-rlvr');\nassert.ok(sumList([1])[0] === 1);\n"
+    reqs = [_request("javascript", p, t) for t in (hx, me) for p in (good, wrong)] + [_request("javascript", good, own)]
+    got = [(v.outcome, v.reward) for v in service.verify_batch(reqs)]
+    want = [("CORRECT", 1.0), ("INCORRECT", 0.0)] * 2 + [("BAD_REFERENCE", 0.0)]
+    assert got == want
 
 
 @pytest.mark.docker
@@ -229,9 +272,22 @@ READS_ITS_OWN_NONCE = {
 }  # fmt: skip
 
 
+APART = {"javascript", "typescript"}  # the languages whose tests run apart (issue 49), as this file expects them
+
+
+def test_the_languages_apart_are_these():
+    assert set(LANGUAGES) - SHARED_PROGRAM == APART
+
+
+def _gap(lang: str, reason: str):
+    """A strict xfail where ``lang`` still shares the candidate's program (opted in); a pass where it runs apart."""
+    return lang if lang in APART else pytest.param(lang, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="residual gap: the program shares the tests' process and can read the nonce")
-@pytest.mark.parametrize("lang", sorted(READS_ITS_OWN_NONCE))
+@pytest.mark.parametrize(
+    "lang", [_gap(n, "residual gap of a shared program: it can read the nonce") for n in sorted(READS_ITS_OWN_NONCE)]
+)
 def test_reading_its_own_nonce_is_not_paid(service, lang):
     v = service.verify(_request(lang, READS_ITS_OWN_NONCE[lang], CASES[lang][0]))
     assert v.reward == 0.0, v.detail
@@ -247,11 +303,35 @@ REWRITES_THE_TESTS = {
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="residual gap: the tests run in the candidate's program, which can rewrite them")
-@pytest.mark.parametrize("lang", sorted(REWRITES_THE_TESTS))
+@pytest.mark.parametrize(
+    "lang", [_gap(n, "residual gap of a shared program: it can rewrite the tests") for n in sorted(REWRITES_THE_TESTS)]
+)
 def test_rewriting_the_tests_is_not_paid(service, lang):
     v = service.verify(_request(lang, REWRITES_THE_TESTS[lang], CASES[lang][0]))
     assert v.reward == 0.0, v.detail
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted(SHARED_PROGRAM))
+def test_a_shared_program_is_refused_unless_the_request_opts_in(service, lang):
+    """Issue 49: a language whose tests run inside the candidate's program is refused for training (every attack
+    below, and the 80 of 82 of the hidden battery, is then never paid); opted in, the verdict says so."""
+    tests, _, wrong, _ = CASES[lang]
+    req = _request(lang, wrong, tests, allow_shared_program="false")
+    with pytest.raises(BadRequest, match="allow_shared_program=true"):
+        service.verify(req)
+    with pytest.raises(BadRequest, match="must be true or false"):
+        CodeOptions.parse({"language": lang, "allow_shared_program": "maybe"})
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("lang", sorted((set(READS_ITS_OWN_NONCE) | set(REWRITES_THE_TESTS)) & SHARED_PROGRAM))
+def test_the_known_gaps_are_refused_by_default(service, lang):
+    """The attacks of the strict xfails below, sent as a trainer sends them (no opt-in): refused, never paid."""
+    for attack in (READS_ITS_OWN_NONCE.get(lang), REWRITES_THE_TESTS.get(lang)):
+        if attack is not None:
+            with pytest.raises(BadRequest, match="shares|own program"):
+                service.verify(_request(lang, attack, CASES[lang][0], allow_shared_program=""))
 
 
 @pytest.mark.parametrize(
@@ -266,7 +346,10 @@ def test_rewriting_the_tests_is_not_paid(service, lang):
 def test_tests_the_language_cannot_run_are_refused(lang, options, tests, message):
     from verifiers.kinds.code.verifier import CodeVerifier
 
-    req = Request("code", "x", tests, options={"mode": "assert", "language": lang, **options})
+    req = Request(
+        "code", "x", tests, options={"mode": "assert", "language": lang, "allow_shared_program": "1", **options}
+    )
     with pytest.raises(BadRequest, match=re.escape(message)):
         CodeVerifier().check(req)
-    assert CodeOptions.parse({"mode": "assert", "language": "go"}).compile_timeout_s == 30.0
+    go = CodeOptions.parse({"mode": "assert", "language": "go", "allow_shared_program": "true"})
+    assert go.compile_timeout_s == 30.0

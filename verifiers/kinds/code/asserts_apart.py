@@ -1,0 +1,98 @@
+"""Assert mode's languages whose tests run apart from the candidate (issue 49): the tests in a process of their
+own calling the candidate's across a boundary with plain data, the verdict on a stdout the candidate cannot reach
+(verifiers/kinds/code/asserts.py assembles the rest; its ``SHARED_PROGRAM`` is every language not in ``SEPARATE``).
+
+* **JavaScript** (in_sandbox/code/js_tests.js, js_candidate.js): the candidate's code is ``solution.js``, run by
+  a node of its own that the tests' node starts after reading and deleting the tests and the sentinel; the
+  tests' node is a copy its user cannot read, which the kernel makes non-dumpable (its /proc files, memory and
+  descriptors closed to the candidate's process). The sentinel line, then ``{sentinel}:ran:{json}`` (what
+  ran) or ``{sentinel}:bad_reference:{why}`` (the tests failed before any call) on the tests' stdout.
+* **TypeScript**: the candidate's ``solution.ts`` and the tests' ``rlvr_tests.ts`` transpiled apart (types
+  stripped, as languages.py's TypeScript is: ``TS_COMPILE``), then JavaScript's two processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import in_sandbox.code
+from verifiers.shapes.base import Verdict
+from verifiers.shapes.outcome import Outcome
+
+# Languages whose tests run in a process of their own, calling the candidate's across a boundary with plain data,
+# the verdict on a stdout the candidate cannot reach (SEPARATE: language -> its files and run command).
+_JS_DIR = Path(in_sandbox.code.__file__).parent
+_JS_FILES = {"rlvr_tests_runner.js": "js_tests.js", "rlvr_candidate.js": "js_candidate.js"}
+# the tests' node is a copy its user cannot read: the kernel makes such a process non-dumpable (its /proc files,
+# memory and descriptors closed to the candidate's process, same uid), as the Python harness makes its own
+JS_RUN = ["sh", "-c", "cp /usr/bin/node ./rlvr-node && chmod 100 ./rlvr-node && exec ./rlvr-node rlvr_tests_runner.js"]
+
+
+def _javascript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
+    files = {name: (_JS_DIR / src).read_text(encoding="utf-8") for name, src in _JS_FILES.items()}
+    return p.program, {**files, "rlvr_tests.js": p.tests, "rlvr_nonce": p.a + p.b}
+
+
+# TypeScript: both files transpiled (types stripped, as languages.py's TypeScript is) by the image's TypeScript
+# module, the candidate's to solution.js, the tests' to rlvr_tests.js; a syntax error is the compiler's
+_TS_BOTH = """
+const ts = require("typescript"), fs = require("fs");
+let bad = 0;
+for (const [src, out] of [["solution.ts", "solution.js"], ["rlvr_tests.ts", "rlvr_tests.js"]]) {
+  const r = ts.transpileModule(fs.readFileSync(src, "utf8"), {fileName: src, reportDiagnostics: true,
+    compilerOptions: {module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true}});
+  for (const d of (r.diagnostics || []).filter((d) => d.category === ts.DiagnosticCategory.Error)) {
+    const at = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : null;
+    console.error(`${src}${at ? `(${at.line + 1},${at.character + 1})` : ""}: error TS${d.code}: ` +
+      ts.flattenDiagnosticMessageText(d.messageText, "\\n"));
+    bad = 1;
+  }
+  fs.writeFileSync(out, r.outputText);
+}
+process.exit(bad);
+"""
+TS_COMPILE = ["node", "-e", _TS_BOTH]
+
+
+def _typescript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
+    files = {name: (_JS_DIR / src).read_text(encoding="utf-8") for name, src in _JS_FILES.items()}
+    return p.program, {**files, "rlvr_tests.ts": p.tests, "rlvr_nonce": p.a + p.b}
+
+
+# language -> (Parts -> (source, files))
+SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart, "typescript": _typescript_apart}
+
+
+def apart_lines(sentinel: str, stdout: str) -> dict[str, str]:
+    """What a separated tests' process said after its sentinel (``{sentinel}:ran:{json}``, ``:bad_reference:``)."""
+    out = {}
+    for line in stdout.splitlines():
+        head, _, rest = line.strip().partition(":")
+        if head == sentinel and rest:
+            key, _, value = rest.partition(":")
+            out[key] = value
+    return out
+
+
+def counted(v: Verdict, ran_json: str) -> Verdict:
+    """A pass with what ran (test scripts, assertions, calls into the candidate); none is BAD_REFERENCE."""
+    try:
+        got = json.loads(ran_json)
+    except ValueError:
+        got = {}
+    ran = (
+        {k: got.get(k) if type(got.get(k)) is int else 0 for k in ("tests", "asserts", "calls")}
+        if type(got) is dict
+        else {}
+    )
+    if not ran or not ran["calls"]:
+        return Verdict.of(Outcome.BAD_REFERENCE, "the tests ran no call into the candidate")
+    v.detail = f"the tests ran to the end (ran {ran['asserts']} asserts, {ran['calls']} calls into the candidate)"
+    v.components = {
+        "tests_ran": float(ran["tests"]),
+        "asserts_ran": float(ran["asserts"]),
+        "calls": float(ran["calls"]),
+    }
+    return v.signal("code.nonfinite_output") if got.get("nonfinite") else v
