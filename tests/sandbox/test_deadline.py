@@ -145,7 +145,8 @@ def test_a_program_that_leaves_the_cleanup_slow_is_still_timeout_not_ungraded(re
     assert v.outcome is Outcome.TIMEOUT and v.reward == 0.0, v
     job_left, _, res = svc.seen[-1]
     assert job_left <= 0.8 and res.time_limit_s < job_left  # the program got less than the request's budget
-    assert svc.verify(Request("code", "```python\nx = 1\n```", "assert x == 1", timeout_s=30)).reward == 1.0
+    ok = Request("code", "```python\ndef one():\n    return 1\n```", "assert one() == 1", timeout_s=30)
+    assert svc.verify(ok).reward == 1.0
 
 
 # -- end to end over gRPC ------------------------------------------------------------------------------
@@ -155,7 +156,7 @@ def test_a_short_grpc_deadline_returns_timeout_in_time_and_the_service_keeps_ser
     r = client.verify("code", sleeper(f"grpc {deadline_s}"), TESTS, deadline_s=deadline_s)
     # an answer at all came before the call's gRPC deadline (past it, the call fails DEADLINE_EXCEEDED)
     assert r.outcome == "TIMEOUT" and r.reward == 0.0, r
-    ok = client.verify("code", "```python\nx = 1\n```", "assert x == 1", deadline_s=30)
+    ok = client.verify("code", "```python\ndef one():\n    return 1\n```", "assert one() == 1", deadline_s=30)
     assert ok.outcome == "CORRECT" and ok.reward == 1.0
 
 
