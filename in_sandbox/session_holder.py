@@ -28,6 +28,7 @@ import sys
 import traceback
 
 from in_sandbox import landlock
+from in_sandbox.session_proc import reap
 
 VALUE_CAP = 64 * 1024  # a cell's value (repr) and traceback are cut to this many characters
 RO_PATHS = ("/usr", "/bin", "/lib", "/lib64", "/etc", "/opt", "/proc", "/sys", "/dev")
@@ -53,7 +54,7 @@ class Holder:
         """Serve commands until the worker closes the socket; never returns."""
         self.send({"holder": os.getpid(), "isolation": self.isolation})
         while True:
-            _reap()
+            reap()
             try:
                 data, fds, _, _ = socket.recv_fds(self.sock, 65536, 8)
             except OSError:
@@ -244,16 +245,6 @@ def _wait(pid):
             return None
         except InterruptedError:
             continue
-
-
-def _reap():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def _read_all(fd, cap=256 << 20, nonblocking=False):

@@ -59,13 +59,15 @@ class VerifierService:
         self._fanout = ThreadPoolExecutor(width, thread_name_prefix="verify")
         # sandbox slots handed out round-robin between callers (verifiers/service/fair.py), not first come first
         # served: one gate per group of the pool's slots, built where the pool is (verifiers/service/wiring.py)
-        self.gates = {} if pool is None else wiring.build_gates(pool, getattr(pool.cfg, "max_waiters", 4096),
-                                                                self.metrics.observe_queue_wait)  # fmt: skip
+        self.gates = (
+            {} if pool is None else wiring.build_gates(pool, pool.cfg.max_waiters, self.metrics.observe_queue_wait)
+        )
         for group, gate in self.gates.items():
             self.metrics.watch_queue(wiring.QUEUE_CLASS.get(group, group), gate.depth)
-        # the toolchain lane's compile-once layer, in front of the door (verifiers/kinds/code/toolchains.py)
-        self.toolchains = Toolchains(wiring.toolchain_config(self.limits).image, self.limits.compile_cache_mb << 20,
-                                     self.limits.output_cap_bytes)  # fmt: skip
+        # the toolchain lane's compile-once layer, in front of the door (verifiers/kinds/code/toolchains.py), keyed
+        # by the image that lane runs (a pool without the lane refuses toolchain jobs: no image to key by)
+        image = pool.lane_config(TOOLCHAIN_LANE).image if TOOLCHAIN_LANE in self.gates else ""
+        self.toolchains = Toolchains(image, self.limits.compile_cache_mb << 20, self.limits.output_cap_bytes)
         # sessions: sandboxes of the same pool held between calls, their cells in turns at the pool's own gate
         self.sessions = Sessions(pool, self.gates.get(""), SessionPolicy.from_limits(self.limits))
         self._sandboxed: set[str] = set()  # verifiers seen running sandbox jobs (e.g. through a sub-request)
@@ -105,16 +107,16 @@ class VerifierService:
         lane; infrastructure failures come back as ``Result.sandbox_error``. ``run_job`` is how verifiers enter."""
         if self.pool is None:
             return Result(sandbox_error="no sandbox pool configured", id=job.id)
-        own = job.lane and self.pool.own_slots(job.lane)
+        own = bool(job.lane) and job.lane in self.gates  # a lane with slots of its own (wiring.build_gates)
         if job.lane == TOOLCHAIN_LANE and not own:
             return Result(sandbox_error="this service's sandbox pool has no toolchain lane (verifiers/service/wiring.py "
                           "builds it): non-Python code cannot run here", id=job.id)  # fmt: skip
         gate = self.gates[job.lane if own else ""]
         cfg = self.pool.lane_config(job.lane)
         if job.deadline is None:  # the pool's queue limit (--max-queue-s), as the pool itself would wait
-            wait_s = getattr(cfg, "max_wait_s", self.limits.max_queue_s)
+            wait_s = cfg.max_wait_s
         else:
-            wait_s = job.deadline.reserve(getattr(cfg, "grace_s", 0.0)).remaining()
+            wait_s = job.deadline.reserve(cfg.grace_s).remaining()
         t0 = time.monotonic()
         try:
             grant = gate.acquire(CALLER.get(), wait_s)  # a Grant, released below (fair.py)
