@@ -29,6 +29,7 @@ from sandbox.deadline import Deadline
 from sandbox.session import Cell
 from verifiers.fronts.http import protojson
 from verifiers.fronts.http.common import HttpError, error_response, run_in_lane
+from verifiers.fronts.verdicts import verdict_to_proto
 from verifiers.service import session_grade
 from verifiers.service.callers import grpc_caller
 from verifiers.service.sessions import SessionInfo, Sessions
@@ -96,8 +97,6 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         return pb.ListSessionsResponse(sessions=[info_to_proto(i) for i in infos])
 
     def GradeSession(self, request, context):
-        from verifiers.fronts.server import verdict_to_proto  # server.py imports this module
-
         fields = {"verifier": request.verifier, "reference": request.reference, "prompt": request.prompt,
                   "options": dict(request.options), "timeout_s": request.timeout_s, "id": request.id}  # fmt: skip
         grade = functools.partial(session_grade.grade, self.service, self.sessions)
