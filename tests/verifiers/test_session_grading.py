@@ -205,3 +205,35 @@ def test_the_same_code_with_the_right_function_is_paid(alice, attack):
     assert alice.exec(s.id, ATTACKS[attack].replace(WRONG_MUL, RIGHT_MUL)).status == "ok"
     r = grade(alice, s.id)
     assert (r.outcome, r.reward) == ("CORRECT", 1.0), (attack, r.detail)
+
+
+# A registered verifier gets the session's program as its completion: this one runs it (in its own sandbox,
+# where python verifiers run) and checks sq against the reference.
+RUNS_THE_PROGRAM = """
+def verify(completion, reference, options):
+    if "```python" not in completion:
+        return 0.0
+    ns = {}
+    exec(completion.split("```python\\n", 1)[1].rsplit("```", 1)[0], ns)
+    n = int(reference)
+    return 1.0 if ns["sq"](n) == n * n else 0.0
+"""
+
+
+def test_a_registered_verifier_grades_the_program(alice):
+    from proto.verifier.v1 import verifier_pb2 as pb
+
+    alice.register(pb.RegisterVerifierRequest(name="runs_sq", python=pb.PythonVerifier(source=RUNS_THE_PROGRAM),
+                                              replace=True))  # fmt: skip
+    s = alice.open_session("python")
+    alice.exec(s.id, "def sq(x):\n    return x * x")
+    assert alice.grade_session(s.id, "runs_sq", "12").reward == 1.0
+    alice.exec(s.id, "def sq(x):\n    return x + x")
+    assert alice.grade_session(s.id, "runs_sq", "12").reward == 0.0
+
+
+def test_the_files_placed_at_open_are_replayed(alice):
+    s = alice.open_session("python", files={"data/k.txt": "3"})
+    alice.exec(s.id, "K = int(open('data/k.txt').read())\ndef addk(x):\n    return x + K")
+    r = alice.grade_session(s.id, "code", "assert addk(1) == 4\nassert addk(-3) == 0\n", timeout_s=20)
+    assert r.outcome == "CORRECT", r.detail
