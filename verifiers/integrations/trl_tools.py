@@ -27,9 +27,10 @@ What this adapter does with it (docs/integrations.md, "TRL: tools in sessions"):
   nothing about the model (SANDBOX_ERROR, BAD_REFERENCE, or a session that is gone) is ``None``, which TRL keeps
   out of its statistics, never a fake 0.
 
-Not covered: TRL's standalone ``tools=`` list cannot hold state per rollout (a tool function is not told which
-rollout calls it), so a stateful session needs ``environment_factory``; sessions left open when the process dies
-are closed by the service's idle TTL.
+TRL's standalone ``tools=`` list cannot hold state per rollout (a tool function is not told which rollout calls
+it), so a stateful session needs ``environment_factory``; ``python_tool`` is the stateless one for ``tools=``: each
+call runs in a session of its own, closed after it. Sessions left open when the process dies are closed by the
+service's idle TTL.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 from verifiers.client import VerifierClient, VerifierError
 from verifiers.integrations import UNGRADED, default_target
 
-__all__ = ["PythonSessionEnv", "python_session_env", "format_cell"]
+__all__ = ["PythonSessionEnv", "python_session_env", "python_tool", "format_cell"]
 
 _live: weakref.WeakSet = weakref.WeakSet()
 
@@ -146,6 +147,37 @@ def python_session_env(target: str | None = None, *, tests_column: str | None = 
             return self._grade(verifier, tests_column, opts)
 
     return lambda: GradedPythonSessionEnv(target, **kw)
+
+
+def python_tool(target: str | None = None, *, client_id: str = "trl", cell_timeout_s: float = 10.0,
+                max_output_chars: int = 4000) -> Callable[[str], str]:  # fmt: skip
+    """A stateless tool for TRL's ``tools=``: each call runs ``code`` in a fresh python session, closed after it."""
+    client = VerifierClient(target or default_target(), timeout_s=60, client_id=client_id, wait_s=30.0)
+
+    def python(code: str) -> str:
+        """Run Python code in a fresh sandbox (nothing is kept between calls).
+
+        Args:
+            code: Python source to run; the value of its last expression is shown.
+
+        Returns:
+            What the code printed, the value of its last expression, and the traceback if it raised.
+        """
+        try:
+            sid = client.open_session("python").id
+        except VerifierError as e:
+            return f"[no sandbox: {e.message}]"
+        try:
+            return format_cell(client.exec(sid, code, timeout_s=cell_timeout_s), max_output_chars)
+        except VerifierError as e:
+            return f"[the session is gone: {e.message}]"
+        finally:
+            try:
+                client.close_session(sid)
+            except VerifierError:
+                pass
+
+    return python
 
 
 @atexit.register

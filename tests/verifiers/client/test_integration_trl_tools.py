@@ -15,7 +15,7 @@ import json
 import pytest
 
 from verifiers.client import VerifierClient
-from verifiers.integrations.trl_tools import PythonSessionEnv, format_cell, python_session_env
+from verifiers.integrations.trl_tools import PythonSessionEnv, format_cell, python_session_env, python_tool
 
 pytestmark = pytest.mark.docker
 
@@ -115,3 +115,15 @@ def test_trl_grpo_trainer_calls_python_in_sessions(tmp_path, verifier_server):
     with VerifierClient(verifier_server.target, client_id="trl-e2e") as c:
         open_now = c.list_sessions()
     assert len(open_now) <= 4  # the last batch's, until reset or exit closes them; earlier ones were closed
+
+
+def test_the_stateless_tool_for_tools_lists(verifier_server):
+    from transformers.utils import get_json_schema
+
+    tool = python_tool(verifier_server.target, client_id="trl-stateless")
+    schema = get_json_schema(tool)  # what TRL renders into the prompt
+    assert schema["function"]["name"] == "python" and schema["function"]["parameters"]["required"] == ["code"]
+    assert tool("x = 6\nx * 7") == "42\n"
+    assert "NameError" in tool("x")  # nothing kept between calls
+    with VerifierClient(verifier_server.target, client_id="trl-stateless") as c:
+        assert c.list_sessions() == []  # each call's session was closed
