@@ -32,7 +32,7 @@ from verifiers.service.sessions import Ended, Sessions
 from verifiers.shapes.base import BadRequest, Verdict
 from verifiers.shapes.request import Request
 
-REPLAY = '''\
+REPLAY = """\
 # The session's program: {n} cell(s) that ran to their end, replayed in order with notebook semantics
 # (docs/sessions.md, "Grading a session"). Each cell and file is base64 text.
 def __session_replay(cells, files):
@@ -73,7 +73,7 @@ __session_replay(
     ],
 )
 del __session_replay
-'''
+"""
 
 
 def _b64(data: bytes) -> str:
