@@ -59,6 +59,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+import languages as records
+from languages.record import Language
 from sandbox.backend import Job, Limits, Result
 from verifiers.fronts.http.common import HttpError, run_blocking
 from verifiers.kinds.code import languages, toolchains
@@ -170,15 +172,10 @@ def run_python(req: RunCodeRequest, door: Door) -> tuple[None, CommandRunResult]
     return None, command_result(door.run_job(job))
 
 
-# SandboxFusion's language name (and a few of ours) -> the code verifier's language
-TOOLCHAIN_NAMES = {"c": "c", "cpp": "cpp", "java": "java", "go": "go", "rust": "rust", "nodejs": "javascript",
-                   "javascript": "javascript", "js": "javascript", "typescript": "typescript", "ts": "typescript",
-                   "bash": "bash", "php": "php", "ruby": "ruby", "perl": "perl", "lua": "lua", "R": "r",
-                   "scala": "scala", "csharp": "csharp", "D_ut": "d_ut", "verilog": "verilog", "go_test": "go_test",
-                   "junit": "junit", "pytest": "pytest", "kotlin_script": "kotlin_script", "racket": "racket",
-                   "kotlin": "kotlin", "jest": "jest"}  # fmt: skip
+# SandboxFusion's language name (and a few of ours) -> the code verifier's language (the records' ``sandboxfusion``)
+TOOLCHAIN_NAMES = {name: lang for name, lang in records.SANDBOXFUSION.items() if lang != "python"}
 # SandboxFusion reports a compile step for these (its runners' compile commands)
-SHOWN_COMPILE = {"c", "cpp", "java", "go", "rust", "scala", "d_ut", "verilog", "junit", "kotlin"}
+SHOWN_COMPILE = {r.name for r in records.RECORDS.values() if r.shows_compile}
 SIGKILL = 9
 
 
@@ -210,7 +207,7 @@ def case_command_result(d: dict, cap: int) -> CommandRunResult:
     return CommandRunResult(status="Finished", execution_time=elapsed, return_code=code, stdout=out, stderr=err)
 
 
-def _run_as_mb(req: RunCodeRequest, lang: languages.Language) -> int | None:
+def _run_as_mb(req: RunCodeRequest, lang: Language) -> int | None:
     if req.memory_limit_MB <= 0:
         return None  # the language's default
     vm = lang.run_as_mb > Limits().memory_mb  # the JVM, V8: address space reserved, not used

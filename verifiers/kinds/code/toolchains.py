@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from in_sandbox.jobs import DRIVER
+from languages.record import Language
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result
 from verifiers.kinds.code import compile_cache, languages
 
@@ -190,7 +191,7 @@ def _query(job: Job) -> dict | None:
     return DRIVER.loads(job.stdin) if job.code == DRIVER_JOB else None
 
 
-def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,
+def driver_job(lang: Language, code: str, inputs: list[str], *, case_timeout_s: float,
                compile_timeout_s: float, stop_on_error: bool = True, run_as_mb: int | None = None,
                blobs: dict[str, str] | None = None, job_id: str = "", output_cap: int = OUTPUT_CAP,
                ) -> tuple[Job, str]:  # fmt: skip
