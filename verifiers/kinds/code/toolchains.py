@@ -27,7 +27,7 @@ from sandbox.backend import OUTPUT_CAP, Job, Limits, Result
 from verifiers.kinds.code import compile_cache, languages
 
 LANE = "langs"  # the pool's lane for non-Python code (verifiers/service/wiring.py builds it)
-DRIVER_JOB = "from in_sandbox.code import driver\ndriver.main()\n"  # in_sandbox/code/driver.py, in the image
+DRIVER_JOB = DRIVER.entry  # in_sandbox/code/driver.py, in the image
 DRIVER_MARGIN_S = 3.0  # the driver's own start-up and reporting, beyond compile + cases
 CASE_START_S = 0.5  # per case: spawning the program
 
