@@ -51,9 +51,11 @@ def c_like(header: str, lang: str) -> Assemble:
         tests, m = rename(p.tests, C_MAIN, t, "\nreturn 0;\n")  # a main may fall off its end: 0, as main's
         need(m, lang, "a main function (int main() { assert(...); })")
         args = "argc, argv" if m.group(2).strip() not in ("", "void") else ""
-        ours = (f"\n{header}\nint main(int argc, char **argv) {{\n  int rc = {t}({args});\n  (void)argc; (void)argv;\n"
-                f'  if (rc != 0) return rc;\n  fputs("\\n" "{p.a}" "{p.b}" "\\n", stdout);\n  fflush(stdout);\n'
-                "  return 0;\n}\n")  # fmt: skip
+        ours = (
+            f"\n{header}\nint main(int argc, char **argv) {{\n  int rc = {t}({args});\n  (void)argc; (void)argv;\n"
+            f'  if (rc != 0) return rc;\n  fputs("\\n" "{p.a}" "{p.b}" "\\n", stdout);\n  fflush(stdout);\n'
+            "  return 0;\n}\n"
+        )
         return f"{program}\n{tests}\n{ours}", {}
 
     return assemble

@@ -9,10 +9,16 @@ TUPLES = "/usr/share/java/javatuples.jar"  # libjavatuples-java: org.javatuples 
 KOTLINC = ["-J-Xmx512m", "-J-XX:TieredStopAtLevel=1", *(f"-J{f}" for f in JVM)]
 KOTLIN_LIB = "/usr/share/kotlin/kotlinc/lib"
 # what a compiled Kotlin program or script needs on its classpath
-KOTLIN_RUNTIME = [f"{KOTLIN_LIB}/{j}.jar" for j in ("kotlin-stdlib", "kotlin-stdlib-jdk7", "kotlin-stdlib-jdk8",
-                                                    "kotlin-script-runtime")]  # fmt: skip
+KOTLIN_RUNTIME = [
+    f"{KOTLIN_LIB}/{j}.jar"
+    for j in ("kotlin-stdlib", "kotlin-stdlib-jdk7", "kotlin-stdlib-jdk8", "kotlin-script-runtime")
+]
 KOTLIN_SCRIPT_DIR = "/usr/lib/rlvr/kotlin"  # KotlinScript.class (sandbox/image/KotlinScript.java)
 KOTLIN_CP = ":".join([*KOTLIN_RUNTIME, TUPLES])
 GO_WARM_CACHE = "/usr/lib/rlvr/gocache"  # testify precompiled by the image build, for go_test
-GO_ENV = {"GO111MODULE": "off", "CGO_ENABLED": "0", "GOCACHE": "/tmp/job/.gocache",
-          "GOPATH": "/tmp/job/go:/usr/share/gocode"}  # fmt: skip
+GO_ENV = {
+    "GO111MODULE": "off",
+    "CGO_ENABLED": "0",
+    "GOCACHE": "/tmp/job/.gocache",
+    "GOPATH": "/tmp/job/go:/usr/share/gocode",
+}

@@ -11,8 +11,17 @@ _MAIN = re.compile(r"\bstatic\s+(?:[\w<>\[\],]+\s+)*?(?:void|int|Task|Task<int>)
 _CLASS = re.compile(r"\b(?:class|struct)\s+([A-Za-z_]\w*)")
 # SandboxFusion's dotnet console project has implicit usings (Mono's mcs has none): on the first line, so line
 # numbers hold; a repeat is a warning
-_USINGS = "".join(f"using {n}; " for n in ("System", "System.Collections.Generic", "System.IO", "System.Linq",
-                                            "System.Threading", "System.Threading.Tasks"))  # fmt: skip
+_USINGS = "".join(
+    f"using {n}; "
+    for n in (
+        "System",
+        "System.Collections.Generic",
+        "System.IO",
+        "System.Linq",
+        "System.Threading",
+        "System.Threading.Tasks",
+    )
+)
 
 
 def _assemble(p: Parts) -> tuple[str, dict[str, str]]:

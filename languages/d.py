@@ -13,9 +13,11 @@ def _assemble(p: Parts) -> tuple[str, dict[str, str]]:
     tests, m = rename(p.tests, C_MAIN, t)
     args = "rlvrArgs" if m and m.group(2).strip() else ""
     call = "" if m is None else f"if ({t}({args}) != 0) return 1;" if m.group(1) == "int" else f"{t}({args});"
-    ours = ('\nextern(C) __gshared string[] rt_options = ["testmode=run-main"];\n'  # unittest blocks, then main
-            f"int main(string[] rlvrArgs) {{\n  {call}\n  import std.stdio : stdout;\n"
-            f'  stdout.write("\\n" ~ "{p.a}" ~ "{p.b}" ~ "\\n");\n  stdout.flush();\n  return 0;\n}}\n')  # fmt: skip
+    ours = (
+        '\nextern(C) __gshared string[] rt_options = ["testmode=run-main"];\n'  # unittest blocks, then main
+        f"int main(string[] rlvrArgs) {{\n  {call}\n  import std.stdio : stdout;\n"
+        f'  stdout.write("\\n" ~ "{p.a}" ~ "{p.b}" ~ "\\n");\n  stdout.flush();\n  return 0;\n}}\n'
+    )
     return f"{program}\n{tests}\n{ours}", {}
 
 

@@ -22,8 +22,10 @@ def _assemble(p: Parts) -> tuple[str, dict[str, str]]:
     program, _ = rename(_package(p.program), _MAIN, f"rlvrUnusedMain{p.tag}")
     tests, m = rename(_package(p.tests), _MAIN, t)
     need(m, "go", "func main() { ... panic(...) ... }")
-    ours = (f'package main\n\nimport rlvrOs{p.tag} "os"\n\nfunc main() {{\n  {t}()\n'
-            f'  rlvrOs{p.tag}.Stdout.WriteString("\\n" + "{p.a}" + "{p.b}" + "\\n")\n}}\n')  # fmt: skip
+    ours = (
+        f'package main\n\nimport rlvrOs{p.tag} "os"\n\nfunc main() {{\n  {t}()\n'
+        f'  rlvrOs{p.tag}.Stdout.WriteString("\\n" + "{p.a}" + "{p.b}" + "\\n")\n}}\n'
+    )
     return program, {"tests.go": tests, "rlvr_main.go": ours}
 
 

@@ -37,10 +37,12 @@ def _assemble(p: Parts) -> tuple[str, dict[str, str]]:
     pkg = _PACKAGE.search(blank_literals(p.program))
     at = pkg.end() if pkg else 0
     program = p.program[:at] + "\n" + imports + p.program[at:]
-    ours = (f"\nfinal class RlvrMain{p.tag} {{\n  public static void main(String[] a) throws Throwable {{\n"
-            f"    try {{ {cls}.main(a); }}\n    catch (AssertionError e) {{ System.err.println(e); System.exit(1); }}\n"
-            f'    System.out.print("\\n" + "{p.a}" + "{p.b}" + "\\n");\n    System.out.flush();\n'
-            "  }\n}\n")  # fmt: skip
+    ours = (
+        f"\nfinal class RlvrMain{p.tag} {{\n  public static void main(String[] a) throws Throwable {{\n"
+        f"    try {{ {cls}.main(a); }}\n    catch (AssertionError e) {{ System.err.println(e); System.exit(1); }}\n"
+        f'    System.out.print("\\n" + "{p.a}" + "{p.b}" + "\\n");\n    System.out.flush();\n'
+        "  }\n}\n"
+    )
     return f"{program}\n{tests}\n{ours}", {}
 
 
@@ -65,7 +67,7 @@ RECORD = Record(
         "-cp",
         f".:{TUPLES}",
         "Main.java",
-    ],  # fmt: skip
+    ],
     run=["java", "-ea", "-Xmx512m", "-XX:MaxMetaspaceSize=256m", *JVM, "-cp", f".:{TUPLES}", "Main"],
     run_as_mb=2048,
     sandboxfusion=("java",),

@@ -4,8 +4,10 @@ the template below is the shared program, served only with ``allow_shared_progra
 from languages.assemble import script
 from languages.record import Record
 
-ASSERT = ('\n;\nconsole.assert = function (c, ...m) { if (!c) throw new Error("Assertion failed" + '
-          '(m.length ? ": " + m.join(" ") : "")); };  // fail, not only print (Node\'s)\n')  # fmt: skip
+ASSERT = (
+    '\n;\nconsole.assert = function (c, ...m) { if (!c) throw new Error("Assertion failed" + '
+    '(m.length ? ": " + m.join(" ") : "")); };  // fail, not only print (Node\'s)\n'
+)
 # Tests that use node:assert without requiring it (``assert` is not defined`` was charged to the candidate):
 # the module, on the global object only where nothing named assert exists (the tests' own const wins)
 _GLOBAL_ASSERT = '\nif (!("assert" in globalThis)) globalThis.assert = require("node:assert");\n'

@@ -18,7 +18,7 @@ RECORD = Record(
         "-cp",
         f".:{JUNIT}:{TUPLES}",
         "Main.java",
-    ],  # fmt: skip
+    ],
     run=[
         "java",
         "-ea",
@@ -30,7 +30,7 @@ RECORD = Record(
         "--class-path",
         f".:{TUPLES}",
         "--scan-class-path",
-    ],  # fmt: skip
+    ],
     run_as_mb=2048,
     sandboxfusion=("junit",),
     shows_compile=True,

@@ -38,9 +38,11 @@ def _assemble(p: Parts) -> tuple[str, dict[str, str]]:
     tests = _IMPORT.sub("", tests)
     head = _HEADER.match(program).end()  # after the candidate's package line and imports
     call = f"{t}(args)" if m.group(1).strip() else f"{t}()"
-    ours = (f"\nfun main(args: Array<String>) {{\n"
-            f"  try {{ {call} }} catch (e: AssertionError) {{ System.err.println(e); kotlin.system.exitProcess(1) }}\n"
-            f'  print("\\n" + "{p.a}" + "{p.b}" + "\\n")\n  System.out.flush()\n}}\n')  # fmt: skip
+    ours = (
+        f"\nfun main(args: Array<String>) {{\n"
+        f"  try {{ {call} }} catch (e: AssertionError) {{ System.err.println(e); kotlin.system.exitProcess(1) }}\n"
+        f'  print("\\n" + "{p.a}" + "{p.b}" + "\\n")\n  System.out.flush()\n}}\n'
+    )
     return f"{program[:head]}{imports}{program[head:]}\n{tests}\n{ours}", {}
 
 

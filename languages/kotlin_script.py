@@ -20,7 +20,7 @@ RECORD = Record(
         f".:{KOTLIN_SCRIPT_DIR}:{KOTLIN_CP}",
         "KotlinScript",
         "Main",
-    ],  # fmt: skip
+    ],
     run_as_mb=2048,
     aliases=("kts",),
     sandboxfusion=("kotlin_script",),

@@ -14,8 +14,10 @@ def _assemble(p: Parts) -> tuple[str, dict[str, str]]:
     tests, m = rename(p.tests, _MAIN, t)
     need(m, "rust", "fn main() { assert!(...); }")
     out = "::std::io::Write::{}(&mut ::std::io::stdout()"
-    ours = (f"\nfn main() {{\n  {t}();\n  {out.format('write_all')}, "
-            f'["\\n", "{p.a}", "{p.b}", "\\n"].concat().as_bytes()).unwrap();\n  {out.format("flush")}).unwrap();\n}}\n')  # fmt: skip
+    ours = (
+        f"\nfn main() {{\n  {t}();\n  {out.format('write_all')}, "
+        f'["\\n", "{p.a}", "{p.b}", "\\n"].concat().as_bytes()).unwrap();\n  {out.format("flush")}).unwrap();\n}}\n'
+    )
     return f"{program}\n{tests}\n{ours}", {}
 
 

@@ -17,9 +17,11 @@ def _for_source(lang: Language, code: str) -> Language:
 def _assemble(p: Parts) -> tuple[str, dict[str, str]]:
     obj = scala_main(p.tests)
     need(re.search(r"\bobject\b", blank_literals(p.tests)), "scala", "an object with main (or extends App)")
-    ours = (f"\nobject RlvrMain{p.tag} {{\n  def main(a: Array[String]): Unit = {{\n"
-            f"    try {obj}.main(a) catch {{ case e: AssertionError => System.err.println(e); sys.exit(1) }}\n"
-            f'    System.out.print("\\n" + "{p.a}" + "{p.b}" + "\\n")\n    System.out.flush()\n  }}\n}}\n')  # fmt: skip
+    ours = (
+        f"\nobject RlvrMain{p.tag} {{\n  def main(a: Array[String]): Unit = {{\n"
+        f"    try {obj}.main(a) catch {{ case e: AssertionError => System.err.println(e); sys.exit(1) }}\n"
+        f'    System.out.print("\\n" + "{p.a}" + "{p.b}" + "\\n")\n    System.out.flush()\n  }}\n}}\n'
+    )
     return f"{p.program}\n{p.tests}\n{ours}", {}
 
 
