@@ -6,9 +6,8 @@ strings, and hand everything else to the sandbox. Sandbox side (``in_sandbox/mat
 once per warm worker by the pool's warm-up, ``verifiers.kinds.table.sandbox_warmup``): Math-Verify parsing and sympy comparison under a per-item soft
 timeout and the job's hard kill.
 
-Throughput: forking the warm worker and its first parse cost far more here than a comparison (the
-fork copies page tables of a ~100 MB interpreter, and the first parse in a fresh fork takes ~1,800
-copy-on-write page faults), so concurrent requests are *coalesced*: while every sandbox slot is busy,
+Throughput: forking the warm worker and its first parse cost far more here than a comparison (page
+tables of a large interpreter, copy-on-write faults), so concurrent requests are *coalesced*: while every sandbox slot is busy,
 new items queue, and the next free slot takes up to ``MAX_ITEMS`` of them as one job. Under light load a
 job holds one item (lowest latency); under GRPO batches it holds many. The grader prints one line per
 item as it finishes, so a job killed by a power tower still returns the items before it; the one
