@@ -7,8 +7,10 @@ imports alike: a lazy import is still a dependency). The rules:
 - `proto` imports no package of this repository;
 - `in_sandbox` (the code that runs inside the sandbox, shipped into the image as files) imports only itself:
   nothing from the host side;
-- `sandbox` imports only itself (stdlib and the `docker` SDK are outside the check);
-- `verifiers` may import `proto`, `sandbox` and `in_sandbox`, never `trainer`;
+- `languages` (one record per language, plain data) imports only itself;
+- `sandbox` imports only itself and `languages` (the image build reads the records' packages; stdlib and the
+  `docker` SDK are outside the check);
+- `verifiers` may import `proto`, `languages`, `sandbox` and `in_sandbox`, never `trainer`;
 - `trainer` reaches the service only through the client side of `verifiers`: `verifiers.client`
   (the RPCs), `verifiers.launch` (starts the server as a separate process, never imports it) and
   `verifiers.integrations` (adapters built on the client) and `verifiers.canaries` (known-bad completions
@@ -26,12 +28,13 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("proto", "in_sandbox", "sandbox", "verifiers", "trainer")
+PACKAGES = ("proto", "languages", "in_sandbox", "sandbox", "verifiers", "trainer")
 ALLOWED = {
     "proto": set(),
+    "languages": {"languages"},
     "in_sandbox": {"in_sandbox"},
-    "sandbox": {"sandbox"},
-    "verifiers": {"verifiers", "sandbox", "proto", "in_sandbox"},
+    "sandbox": {"sandbox", "languages"},
+    "verifiers": {"verifiers", "sandbox", "proto", "in_sandbox", "languages"},
     "trainer": {"trainer", "verifiers.client", "verifiers.launch", "verifiers.integrations", "verifiers.canaries"},
 }
 KNOWN_CYCLES = []
