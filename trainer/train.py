@@ -219,6 +219,8 @@ def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float
                 parts.reward_fn,
                 max_new_tokens=parts.cfg.max_new_tokens,
                 use_chat_template=parts.cfg.use_chat_template,
+                tools=parts.cfg.tools,  # tool rollouts are evaluated with their tools, in sessions of the same service
+                runner=parts.tools,
             )
             out = {f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)}
             out["eval/ungraded"] = float(ev["ungraded"])

@@ -127,9 +127,29 @@ def test_a_call_past_max_calls_ends_the_rollout_unrun():
 
 
 def test_tool_signals():
-    assert tool_signals(["14"], "14") == ["tool_printed_reference"]
+    # honest: the call computes, the policy copies the output into its own answer
+    assert tool_signals(["14"], "14", ["print(2*7)"], "<answer>14</answer>") == []
+    # the answer left to the tool: only its output holds it
+    assert tool_signals(["14"], "14", ["print(2*7)"], "I ran it") == ["tool_answer_only_in_output"]
     assert tool_signals(["x", "<answer>3</answer>"], "5") == ["tool_printed_answer_marker"]
-    assert tool_signals(["\\boxed{5}"], "5") == ["tool_printed_answer_marker", "tool_printed_reference"]
+    # printed verbatim from a literal of the code: not computed
+    assert tool_signals(["\\boxed{5}"], "5", ["print('\\\\boxed{5}')"], "") == [
+        "tool_printed_answer_marker",
+        "tool_answer_only_in_output",
+        "tool_printed_reference",
+    ]
+    assert tool_signals(["14"], "14", ["print(14)"], "<answer>14</answer>") == ["tool_printed_reference"]
+    # reading files, the environment, processes (read as text)
+    for code in (
+        "print(open('/srv/answers.txt').read())",
+        "import os\nprint(os.listdir('/'))",
+        "import subprocess",
+        "from pathlib import Path\nPath('/x').read_text()",
+        "!cat /etc/passwd",
+        "__import__('os').environ",
+    ):
+        assert "tool_read_files" in tool_signals(["14"], "14", [code], "<answer>14</answer>"), code
+    assert tool_signals(["1425"], "42", ["print(1425)"], "") == []  # 42 is not in 1425
     assert tool_signals([], "5") == [] and tool_signals(["1"], " ") == []
 
 

@@ -146,12 +146,11 @@ def run(a: EvalArgs) -> dict[str, Any]:
 def check_model(a: EvalArgs, plan: Plan, model: str, source: str) -> None:
     """Preflight (trainer/run/preflight.py) on the model's tokenizer: a tag a verifier needs that decoding drops
     is an error; one the format verifier (or math) reads is a warning."""
-    from transformers import AutoTokenizer
-
     from trainer.evaluation.plan import generation_settings
+    from trainer.policy import load_tokenizer
 
     try:
-        tok = AutoTokenizer.from_pretrained(model)
+        tok = load_tokenizer(model)
     except (OSError, ValueError) as e:
         raise ModelError(f"cannot load the tokenizer of {model!r}: {e}") from None
     chat, max_new = generation_settings(a, source)

@@ -14,14 +14,14 @@ from trainer.evaluation.suites import Problem, Sample
 
 def load_model(path: str, device: str):
     """Model + tokenizer for generation, in eval mode on ``device`` (bf16 on a GPU that has it)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from trainer.policy import pick_device, pick_dtype
+    from trainer.policy import load_tokenizer, pick_device, pick_dtype
 
     dev = pick_device(device)
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=pick_dtype("auto", dev))
-        tok = AutoTokenizer.from_pretrained(path)
+        tok = load_tokenizer(path)
     except OSError as e:
         raise ModelError(
             f"cannot load model {path!r}: {e}\nGive --model a folder written by save_pretrained."

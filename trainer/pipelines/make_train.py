@@ -46,8 +46,9 @@ from trainer.config import GRPOConfig, PipelineConfig, load_config
 from trainer.data import read_jsonl
 from trainer.errors import Stopped, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout, figure_lines
-from trainer.pipelines import run_folder, task, tiny
+from trainer.pipelines import run_folder, task, tiny, tool_task
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
+from trainer.pipelines.tools_baseline import run_without_tools
 from trainer.pipelines.warmstart import warm_start
 from trainer.run import interrupt, own_model, preflight
 from trainer.run.outcome_watch import OutcomeWatch
@@ -74,9 +75,14 @@ def load_args(argv: list[str]) -> PipelineConfig:
     return run_folder.load(PipelineConfig, argv, ALIASES).cfg
 
 
+# a tool run holds a session per rollout (G per problem, plus the problem's own); the service started here allows them
+SESSION_ARGS = ["--max-sessions", "512", "--max-sessions-per-caller", "512"]
+
+
 @contextmanager
-def verifier_service(target: str | None, log_path: Path) -> Iterator[str]:
-    """``target`` (or $VERIFIER_TARGET) if given; else a local service on a free loopback port, stopped after."""
+def verifier_service(target: str | None, log_path: Path, sessions: bool = False) -> Iterator[str]:
+    """``target`` (or $VERIFIER_TARGET) if given; else a local service on a free loopback port, stopped after
+    (``sessions``: with room for a tool run's sessions)."""
     target = target or os.environ.get("VERIFIER_TARGET")
     if target:
         yield target
@@ -84,7 +90,7 @@ def verifier_service(target: str | None, log_path: Path) -> Iterator[str]:
     from verifiers.launch import LocalServer
 
     say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
-    server = LocalServer(pool_size=2, log_path=str(log_path)).start()
+    server = LocalServer(pool_size=2, log_path=str(log_path), extra_args=SESSION_ARGS if sessions else None).start()
     try:
         yield server.target
     finally:
@@ -215,8 +221,13 @@ def warm_start_stage(r: Run) -> None:
     if not rows_path or not ws.steps:
         return
     rows = read_jsonl(rows_path)
-    worked = sum(task.BARE_THINK not in x.get("completion", "") for x in rows)
-    what = f" ({worked} of {len(rows)} completions show their work; the rest only estimate)" if r.own_task else ""
+    if r.cfg.task.kind == "products":
+        worked = sum(tool_task.calls_tool(x.get("completion", "")) for x in rows)
+        what = f" ({worked} of {len(rows)} completions call Python; the rest answer with an estimate)"
+    else:
+        worked = sum(task.BARE_THINK not in x.get("completion", "") for x in rows)
+        what = f" ({worked} of {len(rows)} completions show their work; the rest only estimate)"
+    what = what if r.own_task else ""
     say(f"warm start: {ws.steps} supervised steps on {rows_path}{what}")
     from tqdm import tqdm
 
@@ -242,9 +253,15 @@ def connect(r: Run) -> None:
     say(f"verifier service: {r.target}; GRPO reward: {r.grpo.verifier}; held-out grading: {r.cfg.eval.verifier}")
 
 
-def _heldout(r: Run, model, out: str) -> dict[str, Any]:
+def _heldout(r: Run, model, out: str | Path, tools: Any = "run") -> dict[str, Any]:
+    """Held-out figures of ``model``, with the run's tools (``grpo.tools``) unless ``tools`` says otherwise."""
     return evaluate_heldout(model, r.tok, r.paths["heldout"], r.cfg.eval, r.target, r.dir / out, seed=r.cfg.seed,
-                            use_chat_template=r.grpo.use_chat_template)  # fmt: skip
+                            use_chat_template=r.grpo.use_chat_template,
+                            tools=r.grpo.tools if tools == "run" else tools)  # fmt: skip
+
+
+def _with(r: Run) -> str:
+    return ", with tools" if r.grpo.tools is not None else ""
 
 
 def _start_name(r: Run) -> str:
@@ -256,7 +273,7 @@ def eval_before(r: Run) -> None:
         say(f"held-out accuracy {_start_name(r)}: {r.results['eval_before']['accuracy']:.3f} (from stages.json)")
         return
     before = r.results["eval_before"] = _heldout(r, r.model, "eval_before.jsonl")
-    say(f"held-out accuracy {_start_name(r)}: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
+    say(f"held-out accuracy {_start_name(r)}: {before['accuracy']:.3f} ({before['n']} problems, greedy{_with(r)})")
     with (r.dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
         f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
     r.save_results()
@@ -281,6 +298,12 @@ def eval_after(r: Run) -> None:
     r.results["eval_after"] = _heldout(r, r.results["grpo"]["model"], "eval_after.jsonl")
 
 
+def without_tools(r: Run) -> None:
+    """The control arm of a tool run (``without_tools: true``): trainer/pipelines/tools_baseline.py."""
+    if r.cfg.without_tools and r.grpo.tools is not None:
+        r.results["without_tools"] = run_without_tools(r, lambda m, t, out, tools: _heldout(r, m, out, tools), say)
+
+
 def summarise(r: Run) -> dict[str, Any]:
     """summary.json, and the figures printed."""
     res, cfg = r.results, r.cfg
@@ -301,9 +324,16 @@ def summarise(r: Run) -> dict[str, Any]:
         "run_dir": str(r.dir.resolve()),
         "warnings": [r.watch.message] if r.watch is not None and r.watch.message else [],
     }
+    if "without_tools" in res:
+        summary["tools"] = r.grpo.tools.model_dump()
+        summary["without_tools"] = res["without_tools"]
     (r.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for line in figure_lines(res["eval_before"], res["eval_after"], cfg.eval.verifier, _start_name(r)):
-        print(line)
+        print(line + _with(r))
+    if "without_tools" in res:
+        w = res["without_tools"]
+        for line in figure_lines(w["eval_before"], w["eval_after"], cfg.eval.verifier, _start_name(r)):
+            print(line + ", without tools (the same budget)")
     print(f"wall {summary['wall_s']:.0f} s; run: {r.dir} ({r.dir.parent / 'latest'}); curves: {r.dir / 'curves.png'}; "
           f"checkpoint: {checkpoint}")  # fmt: skip
     return summary
@@ -321,6 +351,7 @@ WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
     ("eval_before_s", eval_before),
     ("grpo_s", grpo),
     ("eval_after_s", eval_after),
+    ("without_tools_s", without_tools),
 )
 
 
@@ -349,7 +380,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             for phase, stage in BEFORE_SERVICE:
                 stage(r)
                 r.mark(phase)
-            with verifier_service(r.cfg.target, r.dir / "verifier.log") as r.target:
+            with verifier_service(r.cfg.target, r.dir / "verifier.log", r.cfg.grpo.tools is not None) as r.target:
                 for phase, stage in WITH_SERVICE:
                     stage(r)
                     r.mark(phase)

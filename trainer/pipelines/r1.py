@@ -65,9 +65,11 @@ def load_args(argv: list[str]) -> R1Config:
 
 
 def _load_model(path: Path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    from trainer.policy import load_tokenizer
+
+    return AutoModelForCausalLM.from_pretrained(path), load_tokenizer(path)
 
 
 def _save(model, tok, path: Path) -> Path:

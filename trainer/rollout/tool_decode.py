@@ -137,10 +137,11 @@ class RowState:
             self.state[r], self.truncated[r] = DONE, True
             self.pending.pop(r, None)
 
-    def add_output(self, r: int, ids: list[int], res: ToolResult) -> bool:
-        """Append a call's output span to row r; True when the row decodes on."""
+    def add_output(self, r: int, ids: list[int], res: ToolResult, code: str = "") -> bool:
+        """Append a call's output span to row r (``code``: what the call ran); True when the row decodes on."""
         self.trace.calls[r] += 1
         self.trace.outputs[r].append(res.output)
+        self.trace.codes[r].append(code)
         if res.status == "infra":  # the session died: an infrastructure outcome, masked out of the loss
             self.trace.infra[r], self.state[r] = True, DONE
             return False
@@ -191,7 +192,7 @@ def _tool_phase(ctx: _Context, rows: RowState, logits: Tensor, runner: ToolRunne
     for r, code, err in todo:
         res = next(results) if code is not None else ToolResult(err, "error")
         ids = rows.tokenizer(rows.fmt.wrap(res.output, cfg.output_chars), add_special_tokens=False)["input_ids"]
-        if rows.add_output(r, ids, res):
+        if rows.add_output(r, ids, res, code or ""):
             spans[r] = ids
     if not spans:
         return logits, dt
