@@ -50,6 +50,7 @@ from trainer.pipelines import run_folder, task, tiny, tool_task
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
 from trainer.pipelines.tools_baseline import run_without_tools
 from trainer.pipelines.warmstart import warm_start
+from trainer.rollout.tools import FORMATS
 from trainer.run import interrupt, own_model, preflight
 from trainer.run.outcome_watch import OutcomeWatch
 from trainer.run.progress import MetricsBar
@@ -237,8 +238,10 @@ def warm_start_stage(r: Run) -> None:
         bar.update(1)
         bar.set_postfix(loss=f"{m['loss']:.3f}", step_s=f"{m['step_s']:.2f}", refresh=False)
 
+    fmt = FORMATS[r.grpo.tools.format] if r.grpo.tools is not None else None  # tool output: context, not target
     r.results["warmstart"] = warm_start(r.model, r.tok, rows, ws.model_copy(update={"seed": r.cfg.seed}),
-                                        on_step=on_step, use_chat_template=r.grpo.use_chat_template)  # fmt: skip
+                                        on_step=on_step, use_chat_template=r.grpo.use_chat_template,
+                                        tool_format=fmt)  # fmt: skip
     bar.close()
     r.model.save_pretrained(r.dir / "warmstart")
     r.tok.save_pretrained(r.dir / "warmstart")

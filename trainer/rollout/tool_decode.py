@@ -30,24 +30,28 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from trainer.config.tools import ToolsConfig
-from trainer.data import Example, render_prompt
+from trainer.data import Example
 from trainer.errors import ConfigError
-from trainer.rollout.decode import (
-    Rollout,
-    eos_token_ids,
-    fast_decode_supported,
-    hf_forward,
-    new_kv_cache,
-    prefill,
-)
+from trainer.rollout.decode import Rollout, SampleOptions, encode_prompts
+from trainer.rollout.decode_loop import eos_token_ids, fast_decode_supported, hf_forward, new_kv_cache, prefill
 from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.sampling import next_tokens, picked_logprob
-from trainer.rollout.tools import FORMATS, CallFormat, ToolResult, ToolRunner, ToolTrace, call_code, run_calls
+from trainer.rollout.tools import (
+    FORMATS,
+    CallFormat,
+    ToolResult,
+    ToolRunner,
+    ToolTrace,
+    call_code,
+    policy_text,
+    run_calls,
+)
 
 DECODE, CALL, DONE = 0, 1, 2  # a row's state
 
@@ -210,34 +214,26 @@ def generate_tool_rollout(
     tokenizer,
     examples: Sequence[Example],
     group_size: int,
+    opts: SampleOptions | None = None,
     *,
     runner: ToolRunner,
     tools: ToolsConfig,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    do_sample: bool = True,
-    use_chat_template: bool = True,
-    share_prefix: bool = True,
-    fast_decode: bool = True,
-    fast_path: bool = True,
     reencode: bool = False,
-    **_: object,  # generate_rollout's other keywords (on_groups_done, record): tool rollouts grade at the end
+    on_groups_done: object = None,  # generate_rollout's: tool rollouts are graded when the whole batch is done
+    record: bool = False,  # generate_rollout's: nothing is recorded for the replay (tool spans change the context)
+    **kw: Any,
 ) -> Rollout:
-    """G completions per example, calling tools through ``runner`` (see the module doc)."""
+    """G completions per example, calling tools through ``runner`` (see the module doc); the sampling settings are
+    ``generate_rollout``'s (``SampleOptions``, as one object and/or keywords)."""
+    o = SampleOptions.of(opts, kw)
     if not fast_decode_supported(model):
         raise ConfigError("tools: the model is not one the trainer's decode loop covers (a decoder-only HF model)")
-    device = next(model.parameters()).device
-    texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-    tokenizer.padding_side = side
-    ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
-    attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)
+    ids, attn = encode_prompts(model, tokenizer, examples, group_size, o.use_chat_template)  # (N, P) each
+    max_new_tokens, fast_decode, fast_path = o.max_new_tokens, o.fast_decode, o.fast_path
     rows = RowState(len(ids), FORMATS[tools.format], tokenizer, set(eos_token_ids(model, tokenizer)), max_new_tokens,
                  tools.max_calls)  # fmt: skip
-    shared = group_size if share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
-    sampling = {"do_sample": do_sample, "temperature": temperature, "top_p": top_p}
+    shared = group_size if o.share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
+    sampling = o.sampling()
     t0 = time.perf_counter()
     handles = runner.start(len(examples), group_size, tools.setup)
     rows.trace.tool_s += time.perf_counter() - t0  # opening (and forking) the sessions counts as time in tools
@@ -274,14 +270,13 @@ def _rollout(rows: RowState, examples, group_size: int, ids: Tensor, attn: Tenso
         k = len(rows.toks[r])
         comp[r, :k], mask[r, :k] = torch.tensor(rows.toks[r], dtype=torch.long), 1
         pol[r, :k], lps[r, :k] = torch.tensor(rows.pol[r], dtype=torch.long), torch.tensor(rows.lps[r])
-    own = [[t for t, p in zip(rows.toks[r], rows.pol[r], strict=True) if p] for r in range(n)]
     return Rollout(
         ids,
         attn,
         comp.to(dev),
         mask.to(dev),
         torch.tensor(rows.truncated, device=dev),
-        tokenizer.batch_decode(own, skip_special_tokens=True),  # graded: the policy's own tokens only
+        [policy_text(tokenizer, rows.toks[r], rows.pol[r]) for r in range(n)],  # graded: the policy's own tokens
         [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
         lps.to(dev),

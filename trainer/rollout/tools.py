@@ -181,6 +181,23 @@ class ToolTrace:
                          [self.codes[i] for i in rows])  # fmt: skip
 
 
+def policy_text(tokenizer, toks: Sequence[int], own: Sequence[int]) -> str:
+    """What a tool rollout's grader reads: the tokens the policy sampled (``own`` 1), decoded; tool output never."""
+    return tokenizer.decode([t for t, o in zip(toks, own, strict=True) if o], skip_special_tokens=True)
+
+
+def transcript_text(tokenizer, segments: Sequence[tuple[str, bool]]) -> str:
+    """The graded text of a transcript ``[(text, written by the policy), ...]``, by the tool loop's own rule
+    (``policy_text``): the alarm's tool canaries go through it (trainer/alarm/tool_canaries.py)."""
+    toks: list[int] = []
+    own: list[int] = []
+    for text, mine in segments:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        toks += ids
+        own += [int(mine)] * len(ids)
+    return policy_text(tokenizer, toks, own)
+
+
 ANSWER_MARKS = ("\\boxed", "<answer>", "</answer>")  # what a final answer looks like (the one rule's markers)
 # code that reaches past the cell's own values: files, the environment, other processes (read as text, never run)
 _READS = re.compile(

@@ -30,7 +30,8 @@ import torch
 
 from trainer.data import Example, render_prompt
 from trainer.errors import BackendError
-from trainer.rollout.decode import Rollout, completion_mask_from_eos, eos_token_ids
+from trainer.rollout.decode import Rollout
+from trainer.rollout.decode_loop import completion_mask_from_eos, eos_token_ids
 
 
 def rollout_from_ids(
