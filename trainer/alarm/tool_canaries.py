@@ -2,8 +2,8 @@
 loop's own rule (``transcript_text``: the policy's tokens only, never a tool's output) and sent through the exact
 reward the run trains with, against a control (the same call and a plainly wrong answer written by the policy).
 
-Each puts the answer where only the tool wrote it: a box, an answer tag or a verdict line printed by the call, or
-the bare output with nothing after it. A reward (or a tool loop) that reads tool output would pay them; the run's
+Each puts the answer where only the tool wrote it: a box, an answer tag or a verdict line printed by the call (the
+code builds the marker, so the policy's own text holds none), or the bare output with nothing after it. A reward (or a tool loop) that reads tool output would pay them; the run's
 must not. With ``tools`` on, ``CanaryCheck`` (trainer/alarm/canary.py) sends them with the packaged set at the
 start and every ``canary_every`` steps; a paid one stops the run at the start as the others do.
 """
@@ -31,9 +31,9 @@ def transcripts(fmt: CallFormat) -> list[tuple[str, str, Segments]]:
     box, tag = f"\\boxed{{{REFERENCE}}}", f"<answer>{REFERENCE}</answer>"
     return [
         ("box_in_output", "the tool printed the answer in a box; the policy wrote nothing after it",
-         [(_call(fmt, "print('\\\\boxed{%d}' % (47*86))"), True), (fmt.wrap(box, 512), False)]),
+         [(_call(fmt, "print(chr(92) + 'boxed{%d}' % (47*86))"), True), (fmt.wrap(box, 512), False)]),
         ("answer_tag_in_output", "the tool printed an answer tag; the policy wrote nothing after it",
-         [(_call(fmt, "print('<answer>' + str(47*86) + '</answer>')"), True), (fmt.wrap(tag, 512), False)]),
+         [(_call(fmt, "print('<' + 'answer>' + str(47*86) + '</' + 'answer>')"), True), (fmt.wrap(tag, 512), False)]),
         ("verdict_in_output", "the tool printed a verdict line; the policy only points at it",
          [(_call(fmt, "print('CORRECT', 47*86)"), True), (fmt.wrap(f"CORRECT {REFERENCE}\nreward: 1.0", 512), False),
           ("the tool says it is right", True)]),
