@@ -144,6 +144,8 @@ def collect_batch(
                 generate_tool_rollout, model, tokenizer, runner=tools, tools=cfg.tools, fast_path=cfg.fast_path
             )
         sample = own if backend is None else backend.generate
+        if backend is not None and cfg.tools is not None:  # the same tool loop, driving the backend's engine
+            sample = partial(backend.generate, tools=cfg.tools, runner=tools)
         with rollout_context(cfg, next(model.parameters()).device) if backend is None else contextlib.nullcontext():
             ro = sample(
                 examples,

@@ -28,7 +28,7 @@ every tool output instead (the slow way, for bench/training/tool_rollout.py and 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ from trainer.rollout.decode import Rollout, SampleOptions, encode_prompts
 from trainer.rollout.decode_loop import eos_token_ids, fast_decode_supported, hf_forward, new_kv_cache, prefill
 from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.sampling import next_tokens, picked_logprob
+from trainer.rollout.tool_engines import ToolEngine
 from trainer.rollout.tools import (
     FORMATS,
     CallFormat,
@@ -182,9 +183,33 @@ def _decode_phase(ctx: _Context, rows: RowState, logits: Tensor, pad_id: int, sa
         logits = ctx.append(torch.where(m[:, 0].bool(), nxt, pad_id)[:, None], m)
 
 
-def _tool_phase(ctx: _Context, rows: RowState, logits: Tensor, runner: ToolRunner, handles: list, cfg: ToolsConfig,
-                pad_id: int) -> tuple[Tensor, float]:  # fmt: skip
-    """Run the paused rows' calls in parallel, append their output spans in one forward; (logits, seconds)."""
+class KVEngine:
+    """The hf path's ``ToolEngine`` (trainer/rollout/tool_engines.py): every row in one KV cache (``_Context``);
+    decoding continues from the cache after each output span, never re-encoding the prefix."""
+
+    def __init__(self, ctx: _Context, pad_id: int):
+        self.ctx, self.pad_id, self.logits = ctx, pad_id, ctx.logits
+
+    def decode(self, rows: RowState, sampling: dict) -> None:
+        self.logits = _decode_phase(self.ctx, rows, self.logits, self.pad_id, sampling)
+
+    def append(self, spans: dict[int, list[int]]) -> None:
+        """The output spans of the rows that go on, in ONE forward over all rows."""
+        if not spans:
+            return
+        width = max(len(s) for s in spans.values())
+        cols = torch.full((len(self.ctx.ids), width), self.pad_id, dtype=torch.long, device=self.logits.device)
+        m = torch.zeros_like(cols)
+        for r, s in spans.items():  # right-aligned, so every continuing row's last column is its own last token
+            cols[r, width - len(s) :] = torch.tensor(s, device=cols.device)
+            m[r, width - len(s) :] = 1
+        self.logits = self.ctx.append(cols, m)
+
+
+def _tool_phase(
+    rows: RowState, runner: ToolRunner, handles: list, cfg: ToolsConfig
+) -> tuple[dict[int, list[int]], float]:
+    """Run the paused rows' calls in parallel; the output spans of the rows that go on, and the seconds."""
     calls = sorted(rows.pending.items())
     rows.pending.clear()
     todo = [(r, *call_code(rows.fmt, body)) for r, body in calls]
@@ -198,15 +223,7 @@ def _tool_phase(ctx: _Context, rows: RowState, logits: Tensor, runner: ToolRunne
         ids = rows.tokenizer(rows.fmt.wrap(res.output, cfg.output_chars), add_special_tokens=False)["input_ids"]
         if rows.add_output(r, ids, res, code or ""):
             spans[r] = ids
-    if not spans:
-        return logits, dt
-    width = max(len(s) for s in spans.values())
-    cols = torch.full((rows.n, width), pad_id, dtype=torch.long, device=logits.device)
-    m = torch.zeros_like(cols)
-    for r, s in spans.items():  # right-aligned, so every continuing row's last column is its own last token
-        cols[r, width - len(s) :] = torch.tensor(s, device=cols.device)
-        m[r, width - len(s) :] = 1
-    return ctx.append(cols, m), dt
+    return spans, dt
 
 
 def generate_tool_rollout(
@@ -219,12 +236,15 @@ def generate_tool_rollout(
     runner: ToolRunner,
     tools: ToolsConfig,
     reencode: bool = False,
+    engine: Callable[[Tensor, Tensor, RowState], ToolEngine] | None = None,
     on_groups_done: object = None,  # generate_rollout's: tool rollouts are graded when the whole batch is done
     record: bool = False,  # generate_rollout's: nothing is recorded for the replay (tool spans change the context)
     **kw: Any,
 ) -> Rollout:
     """G completions per example, calling tools through ``runner`` (see the module doc); the sampling settings are
-    ``generate_rollout``'s (``SampleOptions``, as one object and/or keywords)."""
+    ``generate_rollout``'s (``SampleOptions``, as one object and/or keywords). ``engine(ids, attn, rows)`` makes the
+    generator the loop drives (default: ``KVEngine``, the policy's own KV cache; the vLLM backend passes a
+    ``ResubmitEngine``, trainer/rollout/tool_engines.py)."""
     o = SampleOptions.of(opts, kw)
     if not fast_decode_supported(model):
         raise ConfigError("tools: the model is not one the trainer's decode loop covers (a decoder-only HF model)")
@@ -241,13 +261,18 @@ def generate_tool_rollout(
     model.eval()
     try:
         with torch.inference_mode():
-            ctx = _Context(model, ids, attn, shared, fast_decode and fast_path, ids.shape[1] + max_new_tokens, reencode)
-            logits = ctx.logits
+            if engine is None:
+                cap = ids.shape[1] + max_new_tokens
+                gen: ToolEngine = KVEngine(_Context(model, ids, attn, shared, fast_decode and fast_path, cap, reencode),
+                                           tokenizer.pad_token_id)  # fmt: skip
+            else:
+                gen = engine(ids, attn, rows)
             while True:
-                logits = _decode_phase(ctx, rows, logits, tokenizer.pad_token_id, sampling)
+                gen.decode(rows, sampling)
                 if not rows.pending:
                     break
-                logits, dt = _tool_phase(ctx, rows, logits, runner, handles, tools, tokenizer.pad_token_id)
+                spans, dt = _tool_phase(rows, runner, handles, tools)
+                gen.append(spans)
                 rows.trace.tool_s += dt
     finally:
         model.train(was_training)
