@@ -28,12 +28,10 @@ Ctrl-C/SIGTERM during GRPO writes the step's checkpoint and prints the command t
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ from trainer.errors import Stopped, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout, figure_lines
 from trainer.pipelines import run_folder, task, tiny, tool_task
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
+from trainer.pipelines.service import verifier_service
 from trainer.pipelines.tools_baseline import run_without_tools
 from trainer.pipelines.warmstart import warm_start
 from trainer.rollout.tools import FORMATS
@@ -74,28 +73,6 @@ def load_args(argv: list[str]) -> PipelineConfig:
     """``make train``'s command line: ``--config FILE`` (default configs/default.yaml, or
     configs/real_model.yaml with --model), then overrides; a run resumed in place reads its config.yaml."""
     return run_folder.load(PipelineConfig, argv, ALIASES).cfg
-
-
-# a tool run holds a session per rollout (G per problem, plus the problem's own); the service started here allows them
-SESSION_ARGS = ["--max-sessions", "512", "--max-sessions-per-caller", "512"]
-
-
-@contextmanager
-def verifier_service(target: str | None, log_path: Path, sessions: bool = False) -> Iterator[str]:
-    """``target`` (or $VERIFIER_TARGET) if given; else a local service on a free loopback port, stopped after
-    (``sessions``: with room for a tool run's sessions)."""
-    target = target or os.environ.get("VERIFIER_TARGET")
-    if target:
-        yield target
-        return
-    from verifiers.launch import LocalServer
-
-    say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
-    server = LocalServer(pool_size=2, log_path=str(log_path), extra_args=SESSION_ARGS if sessions else None).start()
-    try:
-        yield server.target
-    finally:
-        server.stop()
 
 
 def say(msg: str) -> None:

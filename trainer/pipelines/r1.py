@@ -38,7 +38,8 @@ from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import TrainerError, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout
 from trainer.pipelines import task, tiny
-from trainer.pipelines.make_train import say, verifier_service
+from trainer.pipelines.make_train import say
+from trainer.pipelines.service import verifier_service
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "r1.yaml"
 STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
