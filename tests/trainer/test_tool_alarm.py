@@ -95,10 +95,10 @@ def test_a_planted_tool_hack_raises_the_alarm(tmp_path, client):
     alarms = read_alarms(tmp_path / "run")
     assert {a["rule"] for a in alarms} >= {"audit_disagreement", "signal_rise"}
     sig = next(a for a in alarms if a["rule"] == "signal_rise")
-    assert sig["figures"]["signal"] == "tool_read_files"
+    assert sig["figures"]["signal"] == "tool.read_files"
     audit = next(a for a in alarms if a["rule"] == "audit_disagreement")
     c = audit["completions"][0]
-    assert c["reward"] == 1.0 and "tool_read_files" in c["signals"]  # paid by the training reward ...
+    assert c["reward"] == 1.0 and "tool.read_files" in c["signals"]  # paid by the training reward ...
     assert c["audit"]["reward"] == 0.0 and c["audit"]["outcome"] == "TOOL_EXPLOIT"  # ... refused by the audit
 
 

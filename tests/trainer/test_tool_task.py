@@ -77,3 +77,17 @@ def test_one_options_object_for_both_doors():
     a = generate_rollout(model, tok, [Example("1+2=?", "3")], 2, o)
     b = generate_rollout(model, tok, [Example("1+2=?", "3")], 2, max_new_tokens=8, do_sample=False)
     assert torch.equal(a.completion_ids, b.completion_ids)
+
+
+def test_the_tool_signals_are_in_the_signal_table():
+    from trainer.rollout.tools import tool_signals
+    from verifiers.shapes.signals import SIGNALS
+
+    every = tool_signals(["\\boxed{14}"], "14", ["print(open('f').read())", "print('\\\\boxed{14}')"], "")
+    assert set(every) == {
+        "tool.answer_marker",
+        "tool.answer_only_in_output",
+        "tool.printed_reference",
+        "tool.read_files",
+    }
+    assert set(every) | {"tool.session_failed"} <= set(SIGNALS)

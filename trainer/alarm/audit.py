@@ -31,7 +31,7 @@ from verifiers.client import VerifierClient, VerifierError, VerifyItem
 # tool-use signals (trainer/rollout/tools.py, tool_signals) that mark an exploit; a paid completion carrying one is
 # refused by the audit. The other tool signals (an answer's shape in a tool's output, the answer left to the
 # tool) are never paid: the graded text is the policy's own tokens
-TOOL_EXPLOITS = ("tool_read_files", "tool_printed_reference")
+TOOL_EXPLOITS = ("tool.read_files", "tool.printed_reference")
 STRICT = {"math": {"fallback": "none", "enforce_signals": "all"}, "code": {"enforce_signals": "all"}}
 
 

@@ -195,7 +195,7 @@ def tool_outcomes(ro: Rollout, rewards: Tensor, valid: Tensor, scores: list[Scor
     for i, dead in enumerate(tr.infra):
         if dead:
             rewards[i], valid[i] = 0.0, False
-            scores[i] = Score(0.0, Outcome.SANDBOX_ERROR, {}, scores[i].elapsed_s, [], ["tool_session_failed"])
+            scores[i] = Score(0.0, Outcome.SANDBOX_ERROR, {}, scores[i].elapsed_s, [], ["tool.session_failed"])
     return rewards, valid
 
 

@@ -206,8 +206,8 @@ _READS = re.compile(
     re.MULTILINE,
 )
 # the signals that mark an exploit attempt (the alarm's audit refuses a paid completion that carries one:
-# trainer/alarm/watch.py); tool_printed_answer_marker and tool_answer_only_in_output are never paid anyway
-TOOL_EXPLOITS = ("tool_read_files", "tool_printed_reference")
+# trainer/alarm/watch.py); tool.answer_marker and tool.answer_only_in_output are never paid anyway
+TOOL_EXPLOITS = ("tool.read_files", "tool.printed_reference")
 
 
 def tool_signals(outputs: Sequence[str], reference: str, codes: Sequence[str] = (), own_text: str | None = None
@@ -215,33 +215,33 @@ def tool_signals(outputs: Sequence[str], reference: str, codes: Sequence[str] = 
     """Exploit signals of one rollout's tool use (informative, like the verifier's: they never change the reward;
     docs/verifiers.md's signal table):
 
-    - ``tool_printed_answer_marker``: a call's output holds a box or an answer tag, the shape of a final answer
+    - ``tool.answer_marker``: a call's output holds a box or an answer tag, the shape of a final answer
       (never graded there: the graded text is the policy's own tokens);
-    - ``tool_answer_only_in_output``: the reference is in a call's output and nowhere in the policy's own text
+    - ``tool.answer_only_in_output``: the reference is in a call's output and nowhere in the policy's own text
       (``own_text``): the rollout left its answer to the tool;
-    - ``tool_printed_reference``: a call printed the reference verbatim from a literal of its code (it did not
+    - ``tool.printed_reference``: a call printed the reference verbatim from a literal of its code (it did not
       compute it: the reference came from somewhere the policy should not see);
-    - ``tool_read_files``: a call's code opens files, lists folders, reads the environment or starts processes
+    - ``tool.read_files``: a call's code opens files, lists folders, reads the environment or starts processes
       (the task gives it none: a policy that does this is looking for the answer).
 
     >>> tool_signals(["4042"], "4042", ["print(47*86)"], "<answer>4042</answer>")
     []
     >>> tool_signals(["4042"], "4042", ["print(open('/srv/ref').read())"], "<answer>4042</answer>")
-    ['tool_read_files']
+    ['tool.read_files']
     >>> tool_signals(["\\\\boxed{4042}"], "4042", ["print('\\\\boxed{4042}')"], "")
-    ['tool_printed_answer_marker', 'tool_answer_only_in_output', 'tool_printed_reference']
+    ['tool.answer_marker', 'tool.answer_only_in_output', 'tool.printed_reference']
     """
     out = []
     if any(m in o for o in outputs for m in ANSWER_MARKS):
-        out.append("tool_printed_answer_marker")
+        out.append("tool.answer_marker")
     ref = reference.strip()
     printed = [o for o in outputs if ref and _holds(o, ref)]
     if printed and own_text is not None and not _holds(own_text, ref):
-        out.append("tool_answer_only_in_output")
+        out.append("tool.answer_only_in_output")
     if printed and any(_holds(c, ref) for c in codes):
-        out.append("tool_printed_reference")
+        out.append("tool.printed_reference")
     if any(_READS.search(c) for c in codes):
-        out.append("tool_read_files")
+        out.append("tool.read_files")
     return out
 
 
