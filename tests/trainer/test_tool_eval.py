@@ -39,7 +39,7 @@ def run(tmp_path, target, model, *extra: str) -> dict:
 
 def test_make_eval_runs_the_tool_loop_through_the_service(tmp_path, verifier_server, client, caller_dir):
     r = run(tmp_path, verifier_server.target, caller_dir)
-    assert r["n"] == 4 and r["outcomes"] == {"CORRECT": 4} and r["accuracy"] == 1.0
+    assert r["n"] == 4 and r["outcomes"]["CORRECT"] == 4 and r["accuracy"] == 1.0
     assert r["pass@k"]["2"] == 1.0
     t = r["tools"]
     assert t["completions"] == 4 and t["calls_per_completion"] == 1.0 and t["error_rate"] == 0.0
@@ -51,5 +51,5 @@ def test_make_eval_runs_the_tool_loop_through_the_service(tmp_path, verifier_ser
 
 def test_a_session_that_cannot_be_set_up_is_an_infrastructure_outcome(tmp_path, verifier_server, caller_dir):
     r = run(tmp_path, verifier_server.target, caller_dir, "--tools.setup", "raise SystemExit(1)")
-    assert r["outcomes"] == {"SANDBOX_ERROR": 4} and r["infra_errors"] == 4
+    assert r["outcomes"]["SANDBOX_ERROR"] == 4 and r["outcomes"]["INCORRECT"] == 0 and r["infra_errors"] == 4
     assert r["tools"]["sessions_failed"] == 4
