@@ -58,7 +58,12 @@ def plot(runs: list[Path], out: Path) -> None:
         ylabel="reward (math: 0/1)",
         ylim=(-0.02, 1.02),
     )
-    b.set(title="held-out accuracy (greedy, 64 problems)", xlabel="GRPO step", ylabel="accuracy", ylim=(-0.02, 1.02))
+    b.set(
+        title="held-out accuracy, greedy (step 0: 128 problems; then the first 64)",
+        xlabel="GRPO step",
+        ylabel="accuracy",
+        ylim=(-0.02, 1.02),
+    )
     for ax in (a, b):
         ax.grid(alpha=0.3)
         ax.legend(loc="center right")
