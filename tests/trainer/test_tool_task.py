@@ -91,3 +91,14 @@ def test_the_tool_signals_are_in_the_signal_table():
         "tool.read_files",
     }
     assert set(every) | {"tool.session_failed"} <= set(SIGNALS)
+
+
+def test_make_train_task_tools_picks_its_config():
+    import subprocess
+
+    from verifiers.launch import ROOT
+
+    dry = subprocess.run(["make", "-n", "train", "TASK=tools", "SEED=1"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0 and "make_train --config configs/tools.yaml" in dry.stdout and "--seed 1" in dry.stdout
+    bad = subprocess.run(["make", "-n", "train", "TASK=tool"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode != 0 and "the embedded tasks are default tools" in bad.stderr
