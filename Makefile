@@ -32,6 +32,10 @@ OMP_WAIT_POLICY ?= PASSIVE
 export OMP_WAIT_POLICY
 
 # make train / make eval knobs (empty = the embedded default); ARGS: raw extra arguments appended
+# TASK=tools: the embedded tool task (configs/tools.yaml: products worked out with a Python call, GRPO with tools in
+# sandbox sessions, then the same budget without tools); CONFIG=... wins over TASK
+TASK ?=
+TASKS := default tools
 CONFIG ?=
 MODEL ?=
 DATA ?=
@@ -56,7 +60,7 @@ RUN_NAME := $(if $(filter command line,$(origin NAME)),$(NAME))
 help:
 	@echo "make setup      venv + packages, Docker engine, sandbox image, bubblewrap and Podman if it can (idempotent; every target runs it)"
 	@echo "make venv       only .venv with the pinned packages (part of setup)"
-	@echo "make train      train the embedded default (or MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… TARGET=… NPROC=…)"
+	@echo "make train      train the embedded default (or TASK=tools, MODEL=… DATA=… EVAL_DATA=… VERIFIER=… CONFIG=… SEED=… NAME=… RUNS=… TARGET=… NPROC=…)"
 	@echo "                ARGS='--grpo.steps 20 …': any config key or flag of trainer.pipelines.make_train (docs/train.md)"
 	@echo "make r1         the R1 pipeline: cold-start SFT -> RL -> rejection sampling -> SFT -> RL (CONFIG=… SEED=… OUT=… TARGET=…; resumable per stage)"
 	@echo "                ARGS='…': any flag of trainer.pipelines.r1"
@@ -185,7 +189,8 @@ train: setup
 	$(if $(filter-out 1,$(NPROC)),$(VENV)/bin/torchrun --standalone --nproc_per_node $(NPROC) -m trainer.train \
 	  $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) $(if $(DATA),--data $(DATA)) \
 	  $(if $(VERIFIER),--verifier $(VERIFIER)) $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) \
-	  $(ARGS),$(PY) -m trainer.pipelines.make_train $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
+	  $(ARGS),$(PY) -m trainer.pipelines.make_train $(if $(CONFIG),--config $(CONFIG),$(if $(TASK),--config \
+	  configs/$(if $(filter $(TASK),$(TASKS)),$(TASK),$(error TASK=$(TASK): the embedded tasks are $(TASKS))).yaml)) $(if $(MODEL),--model $(MODEL)) \
 	  $(if $(DATA),--data $(DATA)) $(if $(EVAL_DATA),--eval-data $(EVAL_DATA)) $(if $(VERIFIER),--verifier $(VERIFIER)) \
 	  $(if $(TARGET),--target $(TARGET)) $(if $(SEED),--seed $(SEED)) $(if $(RUN_NAME),--name $(RUN_NAME)) \
 	  $(if $(RUNS),--runs $(RUNS)) $(ARGS))

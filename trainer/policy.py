@@ -124,9 +124,27 @@ def disable_dropout(model: torch.nn.Module) -> None:
         _zero_dropout_attrs(m, seen)  # its attributes, and its config (HF modules keep it as ``self.config``)
 
 
+def load_tokenizer(path: str):
+    """``AutoTokenizer.from_pretrained(path)``, except for a tokenizer saved from a ``tokenizers`` object (its
+    tokenizer_config says ``TokenizersBackend``, as the embedded tiny model's does): that one is loaded as saved.
+    AutoTokenizer would give it the model type's class instead (Qwen2Tokenizer for a Qwen2 config), whose own
+    pre-tokenizer drops characters the saved one keeps (spaces and newlines of the tiny character tokenizer)."""
+    import json
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    conf = Path(path) / "tokenizer_config.json"
+    if conf.is_file() and json.loads(conf.read_text()).get("tokenizer_class") == "TokenizersBackend":
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+        return TokenizersBackend.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
+
+
 def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
     """The model to train (loaded from cfg.model unless given), on cfg's device, LoRA-wrapped if asked."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     device = pick_device(cfg.device)
     dtype = pick_dtype(cfg.dtype, device)
@@ -138,7 +156,7 @@ def load_policy(cfg: GRPOConfig, model=None, tokenizer=None):
     if tokenizer is None:
         if (cfg.tokenizer or cfg.model) is None:
             raise ModelError("no tokenizer: set `tokenizer:` (or `model:`) in the config, or pass one to train()")
-        tokenizer = AutoTokenizer.from_pretrained(cfg.tokenizer or cfg.model)
+        tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = model.to(device=device, dtype=dtype)

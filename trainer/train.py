@@ -32,6 +32,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ from trainer.policy import (
 )
 from trainer.rollout.backends import make_backend
 from trainer.rollout.session_runner import SessionToolRunner
-from trainer.rollout.tools import ToolRunner
+from trainer.rollout.tools import ToolRunner, transcript_text
 from trainer.run import interrupt, own_model, preflight
 from trainer.run.checkpoint import checkpoint_dir, resume_run, save_run
 from trainer.run.metrics import MetricsLogger
@@ -192,7 +193,8 @@ def _build(
     if cfg.alarm:
         if ctx.active:
             raise ConfigError("alarm: not supported under torchrun yet (each rank would audit its own share)")
-        alarm = AlarmWatch(cfg)
+        # a tool run's canaries are graded by the tool loop's rule: the policy's own tokens only
+        alarm = AlarmWatch(cfg, graded_text=partial(transcript_text, tokenizer) if cfg.tools is not None else None)
     logger = (
         MetricsLogger(cfg.run_dir, report_to=cfg.report_to, config=cfg.model_dump(mode="json"))
         if ctx.is_main
@@ -219,6 +221,8 @@ def _periodic_eval(parts: StepParts, examples: list[Example]) -> dict[str, float
                 parts.reward_fn,
                 max_new_tokens=parts.cfg.max_new_tokens,
                 use_chat_template=parts.cfg.use_chat_template,
+                tools=parts.cfg.tools,  # tool rollouts are evaluated with their tools, in sessions of the same service
+                runner=parts.tools,
             )
             out = {f"eval/{k}": v for k, v in ev.items() if isinstance(v, float)}
             out["eval/ungraded"] = float(ev["ungraded"])

@@ -13,7 +13,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-import trainer.rollout.decode as decode_mod
+import trainer.rollout.decode_loop as decode_mod
 from trainer.data import Example
 from trainer.pipelines.tiny import build_tokenizer
 from trainer.rollout.decode import generate_rollout

@@ -18,7 +18,7 @@ import dataclasses
 import pytest
 import torch
 
-import trainer.rollout.decode as decode_mod
+import trainer.rollout.decode_loop as decode_mod
 import trainer.rollout.logprobs as logprobs_mod
 from tests.trainer.test_lean_forward import MODELS
 from tests.trainer.test_train_step import parts

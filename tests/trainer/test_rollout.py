@@ -14,7 +14,8 @@ from trainer.data import DataStream, Example, load_examples
 from trainer.grpo.rewards import PythonReward, Score, informative_groups
 from trainer.grpo.step import collect_batch, concat_rollouts
 from trainer.pipelines import tiny
-from trainer.rollout.decode import Rollout, completion_mask_from_eos, decode, fast_decode_supported, generate_rollout
+from trainer.rollout.decode import Rollout, generate_rollout
+from trainer.rollout.decode_loop import completion_mask_from_eos, decode, fast_decode_supported
 from trainer.rollout.logprobs import completion_logprobs
 
 torch.set_num_threads(1)

@@ -57,3 +57,15 @@ def test_tool_rollout_runs_its_calls_in_the_sandbox(client):
         f"<output>\n{int(p[1:]) * 7}\n</output>" in full for p, full in zip(ro.prompts, ro.full_texts, strict=True)
     )
     assert not client.list_sessions()
+
+
+def test_a_group_of_one_without_setup_uses_its_session_directly(client):
+    runner = SessionToolRunner(client)
+    handles = runner.start(2, 1)
+    try:
+        assert len(set(handles)) == 2 and None not in handles and runner._parents == []  # no fork, no parent
+        assert runner.run(handles[0], "print(6*7)", 10).output.strip() == "42"
+        assert runner.run(handles[1], "print('x' in globals())", 10).output.strip() == "False"
+    finally:
+        runner.close(handles)
+    assert runner.run(handles[0], "print(1)", 5).status == "infra"  # closed

@@ -82,9 +82,9 @@ def test_a_box_printed_by_a_tool_is_never_paid():
     # and with the full text (tool output included) the same rows would have been paid: the defence is the point
     assert any(_boxed(ro.full_texts[i], ro.references[i]) == 1.0 for i in attack)
     # the attempt is a signal the alarm sees beside the verifier's (it never changes the reward)
-    assert all("tool_printed_answer_marker" in batch.scores[i].signals for i in attack)
+    assert all("tool.answer_marker" in batch.scores[i].signals for i in attack)
     honest = [i for i, p in enumerate(ro.prompts) if p.startswith("a") and ro.tool_trace.calls[i]]
-    assert all("tool_printed_answer_marker" not in batch.scores[i].signals for i in honest)
+    assert all("tool.answer_marker" not in batch.scores[i].signals for i in honest)
 
 
 def test_output_is_cut_and_its_closing_marker_defused():
@@ -127,9 +127,29 @@ def test_a_call_past_max_calls_ends_the_rollout_unrun():
 
 
 def test_tool_signals():
-    assert tool_signals(["14"], "14") == ["tool_printed_reference"]
-    assert tool_signals(["x", "<answer>3</answer>"], "5") == ["tool_printed_answer_marker"]
-    assert tool_signals(["\\boxed{5}"], "5") == ["tool_printed_answer_marker", "tool_printed_reference"]
+    # honest: the call computes, the policy copies the output into its own answer
+    assert tool_signals(["14"], "14", ["print(2*7)"], "<answer>14</answer>") == []
+    # the answer left to the tool: only its output holds it
+    assert tool_signals(["14"], "14", ["print(2*7)"], "I ran it") == ["tool.answer_only_in_output"]
+    assert tool_signals(["x", "<answer>3</answer>"], "5") == ["tool.answer_marker"]
+    # printed verbatim from a literal of the code: not computed
+    assert tool_signals(["\\boxed{5}"], "5", ["print('\\\\boxed{5}')"], "") == [
+        "tool.answer_marker",
+        "tool.answer_only_in_output",
+        "tool.printed_reference",
+    ]
+    assert tool_signals(["14"], "14", ["print(14)"], "<answer>14</answer>") == ["tool.printed_reference"]
+    # reading files, the environment, processes (read as text)
+    for code in (
+        "print(open('/srv/answers.txt').read())",
+        "import os\nprint(os.listdir('/'))",
+        "import subprocess",
+        "from pathlib import Path\nPath('/x').read_text()",
+        "!cat /etc/passwd",
+        "__import__('os').environ",
+    ):
+        assert "tool.read_files" in tool_signals(["14"], "14", [code], "<answer>14</answer>"), code
+    assert tool_signals(["1425"], "42", ["print(1425)"], "") == []  # 42 is not in 1425
     assert tool_signals([], "5") == [] and tool_signals(["1"], " ") == []
 
 
@@ -194,8 +214,7 @@ def test_config_section_off_by_default_and_refuses_unknown_keys():
         GRPOConfig(tools={"max_call": 2})
     with pytest.raises(ValidationError, match="format"):
         GRPOConfig(tools={"format": "bash"})
-    with pytest.raises(ValidationError, match="rollout_backend hf"):
-        GRPOConfig(tools={}, rollout_backend="vllm")
+    assert GRPOConfig(tools={}, rollout_backend="vllm").tools == ToolsConfig()  # the loop drives vLLM too
     with pytest.raises(ValidationError, match="process"):
         GRPOConfig(tools={}, advantage="process")
     model, tok = th.caller()

@@ -7,6 +7,12 @@ exploited: it counts in the sample without a second verdict) through the audit v
 fallback, or ``code``) with ``enforce_signals=all`` where the service offers that option, or the verifier
 named by ``audit_verifier``. Where the data carries an ``audit_reference`` column (a held-out test set
 per problem, say), the audit grades against it instead of the training reference.
+
+Tool rollouts: the audit grades the same text the reward graded (the policy's own tokens, never a tool's
+output), and refuses a paid completion whose calls carry a tool exploit signal (``TOOL_EXPLOITS``: a call read
+files or the environment, or printed the reference from a literal): the trainer-side counterpart of the
+service's ``enforce_signals``. Such a completion is then *exploited* (paid by the training reward, refused by the
+audit), which is what ``audit_disagreement`` watches.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ from trainer.alarm.stats import Completion
 from trainer.grading import grade_items
 from verifiers.client import VerifierClient, VerifierError, VerifyItem
 
+# tool-use signals (trainer/rollout/tools.py, tool_signals) that mark an exploit; a paid completion carrying one is
+# refused by the audit. The other tool signals (an answer's shape in a tool's output, the answer left to the
+# tool) are never paid: the graded text is the policy's own tokens
+TOOL_EXPLOITS = ("tool.read_files", "tool.printed_reference")
 STRICT = {"math": {"fallback": "none", "enforce_signals": "all"}, "code": {"enforce_signals": "all"}}
 
 
@@ -102,7 +112,12 @@ def run_audit(
         for i in idx
     ]
     got = grade_items(client, items)
-    return {i: (r.reward, str(r.outcome), list(r.signals)) for i, r in zip(idx, got, strict=True)}
+    out = {i: (r.reward, str(r.outcome), list(r.signals)) for i, r in zip(idx, got, strict=True)}
+    for i in idx:
+        hit = [x for x in rows[i].signals if x in TOOL_EXPLOITS]
+        if hit:  # a tool exploit: refused whatever the text earns
+            out[i] = (0.0, "TOOL_EXPLOIT", [*out[i][2], *hit])
+    return out
 
 
 def audit_rewards(verdicts: Mapping[int, tuple[float, str, list[str]]]) -> dict[int, float]:

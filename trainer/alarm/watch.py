@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from trainer.alarm.audit import AuditPlan, audit_rewards, data_kind, make_plan, 
 from trainer.alarm.canary import CanaryCheck, paid_lines
 from trainer.alarm.rules import Finding, Thresholds, drop_escalation, evaluate
 from trainer.alarm.stats import PAID, Completion, StepStats, answer_string, step_stats
+from trainer.alarm.tool_canaries import Segments
 from trainer.config import GRPOConfig
 from trainer.errors import Stopped, VerifierSetupError
 from verifiers.client import VerifierClient
@@ -51,13 +53,17 @@ class AlarmStop(Stopped):
 class AlarmWatch:
     """The run's alarm (``--grpo.alarm true``); see the module docstring."""
 
-    def __init__(self, cfg: GRPOConfig, client: VerifierClient | None = None, thresholds: Thresholds = Thresholds()):
+    def __init__(self, cfg: GRPOConfig, client: VerifierClient | None = None, thresholds: Thresholds = Thresholds(),
+                 graded_text: Callable[[Segments], str] | None = None):  # fmt: skip
         self.cfg, self.t = cfg, thresholds
         self.run_dir = Path(cfg.run_dir)
         self.own_client = client is None
         self.client = client or VerifierClient(cfg.target, timeout_s=cfg.verifier_timeout_s)
         self.plan: AuditPlan = make_plan(self.client, cfg.audit_verifier, cfg.data)
-        self.canaries = CanaryCheck(self.client, cfg.verifier, data_kind(cfg.data))
+        # a tool run's canaries include tool transcripts, graded by the tool loop's rule (``graded_text``)
+        fmt = cfg.tools.format if cfg.tools is not None else None
+        self.canaries = CanaryCheck(self.client, cfg.verifier, data_kind(cfg.data), tool_format=fmt,
+                                    graded_text=graded_text)  # fmt: skip
         self.rng = random.Random(f"audit/{cfg.seed}")
         self.history: list[StepStats] = []
         self.last_seen: dict[str, int] = {}  # rule -> last step it held

@@ -41,6 +41,11 @@ class PipelineConfig(BaseModel):
     warmstart_data: str | None = Field(None, description="JSONL {prompt, completion} to warm start a --model on")
     eval: EvalSection = EvalSection()
     grpo: GRPOConfig = Field(default_factory=GRPOConfig, description="the GRPO trainer (trainer/config/grpo.py)")
+    without_tools: bool = Field(
+        False,
+        description="with grpo.tools: also train the same GRPO budget from the same warm start with no tool and "
+        "evaluate it without tools (the control arm, in <run>/without_tools/; trainer/pipelines/tools_baseline.py)",
+    )
 
 
 class R1Config(BaseModel):

@@ -237,10 +237,6 @@ class GRPOConfig(BaseModel):
                     f"{', '.join(set_)} {'needs' if len(set_) == 1 else 'need'} alarm: true (--grpo.alarm true)"
                 )
         if self.tools is not None:
-            if self.rollout_backend != "hf":
-                raise ValueError(
-                    f"tools: needs rollout_backend hf (the {self.rollout_backend} backend has no tool loop yet)"
-                )
             if self.advantage == "process":
                 raise ValueError("tools: advantage process is not supported (step spans would cover tool output)")
         if self.rollout_dtype == "float32" and self.dtype in ("bfloat16", "float16"):

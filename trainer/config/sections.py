@@ -4,6 +4,8 @@ the supervised warm start (``WarmStartConfig``) and r1's rejection sampling (``R
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainer.config.sampling import TEMPERATURE, Temperature
@@ -13,10 +15,17 @@ class TaskConfig(BaseModel):
     """The embedded task (used when no --data is given); see trainer/pipelines/task.py."""
 
     model_config = ConfigDict(extra="forbid")
-    operands: int = Field(4, ge=2, description="numbers per problem")
+    kind: Literal["chains", "products"] = Field(
+        "chains",
+        description="'chains': a+b-c chains worked out in <think> (trainer/pipelines/task.py); 'products': a*b, worked "
+        "out with one Python call (trainer/pipelines/tool_task.py, make train TASK=tools; operands is then 2)",
+    )
+    operands: int = Field(4, ge=2, description="numbers per problem (chains)")
     min_value: int = Field(1, ge=0, description="smallest operand")
     max_value: int = Field(9, ge=1, description="largest operand")
-    worked_fraction: float = Field(0.35, ge=0, le=1, description="share of warm-start rows that show their work")
+    worked_fraction: float = Field(
+        0.35, ge=0, le=1, description="share of warm-start rows that show their work (products: that make the call)"
+    )
     estimate_to: int = Field(10, ge=1, description="the other rows answer with the value rounded to this multiple")
     warmstart_size: int = Field(12000, ge=0, description="warm-start (supervised) rows")
     train_size: int = Field(4000, ge=1, description="GRPO prompts (final answers only)")

@@ -55,8 +55,10 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalArgs:
     return cli.load(EvalArgs, list(argv or []))
 
 
-def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, model: str | None, source: str) -> dict:
-    """Grade (and generate) what the plan leaves to do; returns the new records by key."""
+def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, model: str | None, source: str,
+               tools: dict) -> dict:  # fmt: skip
+    """Grade (and generate) what the plan leaves to do; returns the new records by key (``tools`` gets what the
+    tool calls did, with --tools)."""
     from tqdm import tqdm
 
     left = len(plan.keys) - len(plan.reused)
@@ -67,7 +69,7 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, 
         grader.submit([(s, plan.fps[s.key]) for s in plan.to_grade])
         if plan.to_generate:
             m, tok = load_model(model, a.device)
-            generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source)
+            tools.update(generate_into(grader, m, tok, plan.to_generate, plan.fps, a, source))
         grader.finish()
     except KeyboardInterrupt:
         stopped = "interrupted"
@@ -83,7 +85,8 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, 
     return grader.records
 
 
-def _plan_and_grade(a: EvalArgs, log: SampleLog, model: str | None, source: str, server_log: Path) -> tuple:
+def _plan_and_grade(a: EvalArgs, log: SampleLog, model: str | None, source: str, server_log: Path,
+                    tools: dict) -> tuple:  # fmt: skip
     """Ask the serving registry what decides each verifier's grades, plan against the log with it, grade what
     is left. Returns (plan, new records by key)."""
     work = plan_mod.load_samples(a) if a.completions else plan_mod.load_generation(a, source)
@@ -102,7 +105,7 @@ def _plan_and_grade(a: EvalArgs, log: SampleLog, model: str | None, source: str,
         if plan.to_generate:
             check_model(a, plan, model, source)  # before the model is loaded
         left = len(plan.keys) - len(plan.reused)
-        return plan, (_grade_all(a, plan, log, client, model, source) if left else {})
+        return plan, (_grade_all(a, plan, log, client, model, source, tools) if left else {})
 
 
 def run(a: EvalArgs) -> dict[str, Any]:
@@ -114,7 +117,8 @@ def run(a: EvalArgs) -> dict[str, Any]:
     out = Path(a.out) if a.out else default_out(a, model, source)
     log = SampleLog(out.with_suffix(".samples.jsonl"), fresh=a.fresh)
     try:
-        plan, done = _plan_and_grade(a, log, model, source, out.with_suffix(".server.log"))
+        tools: dict[str, float] = {}  # with --tools: calls per completion, error rate, ... (generate.tool_figures)
+        plan, done = _plan_and_grade(a, log, model, source, out.with_suffix(".server.log"), tools)
     finally:
         log.close()
     records = [plan.reused.get(k) or done[k] for k in plan.keys]
@@ -134,6 +138,8 @@ def run(a: EvalArgs) -> dict[str, Any]:
         wall_s=round(time.time() - t0, 2),
         **run_info,
     )
+    if a.tools is not None:  # generated with tool calls in sandbox sessions of the same service
+        report["tools"] = {**a.tools.model_dump(), **tools}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     md = passk.to_markdown(report)
@@ -146,12 +152,11 @@ def run(a: EvalArgs) -> dict[str, Any]:
 def check_model(a: EvalArgs, plan: Plan, model: str, source: str) -> None:
     """Preflight (trainer/run/preflight.py) on the model's tokenizer: a tag a verifier needs that decoding drops
     is an error; one the format verifier (or math) reads is a warning."""
-    from transformers import AutoTokenizer
-
     from trainer.evaluation.plan import generation_settings
+    from trainer.policy import load_tokenizer
 
     try:
-        tok = AutoTokenizer.from_pretrained(model)
+        tok = load_tokenizer(model)
     except (OSError, ValueError) as e:
         raise ModelError(f"cannot load the tokenizer of {model!r}: {e}") from None
     chat, max_new = generation_settings(a, source)

@@ -94,14 +94,19 @@ def evaluate(
     max_new_tokens: int,
     batch_size: int = 64,
     use_chat_template: bool = True,
+    tools: ToolsConfig | None = None,
+    runner: ToolRunner | None = None,
 ) -> dict[str, Any]:
-    """Greedy completions for ``examples`` graded by ``reward_fn``, a batch at a time: ``greedy_figures``."""
+    """Greedy completions for ``examples`` graded by ``reward_fn``, a batch at a time: ``greedy_figures``. With
+    ``tools`` the completions call tools through ``runner``, as training's rollouts do (what is graded is the policy's
+    own tokens)."""
     scores: list[Score] = []
     texts: list[str] = []
     todo = [(ex, 1) for ex in examples]
     for _, _, ro in generate_batches(
-        model, tokenizer, todo, per_call=batch_size, max_new_tokens=max_new_tokens, use_chat_template=use_chat_template
-    ):
+        model, tokenizer, todo, per_call=batch_size, max_new_tokens=max_new_tokens, use_chat_template=use_chat_template,
+        tools=tools, runner=runner,
+    ):  # fmt: skip
         scores += reward_fn(ro.texts, ro.references, ro.prompts)
         texts += ro.texts
     return greedy_figures(scores, texts)

@@ -53,6 +53,17 @@ class Grader:
                         "options": s.options})  # fmt: skip
         return out
 
+    def record_infra(self, batch: list[tuple[Sample, str]], why: str) -> None:
+        """Samples whose generation the infrastructure broke (a tool session that died mid-rollout): logged as
+        SANDBOX_ERROR, ungraded (not the model's fault), never sent to the verifier as if the model had stopped."""
+        recs = [{"key": s.key, "id": s.id, "sample": s.sample, "fp": fp, "verifier": s.verifier, "reward": 0.0,
+                 "outcome": "SANDBOX_ERROR", "detail": why, "elapsed_s": 0.0, "components": {}, "cached": False,
+                 "format": None, "completion": s.completion, "reference": s.reference, "prompt": s.prompt,
+                 "options": s.options} for s, fp in batch]  # fmt: skip
+        self.log.append(recs)
+        self.records.update((r["key"], r) for r in recs)
+        self.bar.update(len(recs))
+
     def submit(self, batch: list[tuple[Sample, str]]) -> None:
         for i in range(0, len(batch), self.args.batch_size):
             while len(self.pending) >= self.workers:

@@ -14,12 +14,13 @@ from typing import Any
 
 import torch
 
-from trainer.config import EvalSection
+from trainer.config import EvalSection, ToolsConfig
 from trainer.data import Example, read_jsonl, write_jsonl
 from trainer.errors import Stopped
 from trainer.evaluation import passk
 from trainer.evaluation.evaluator import evaluate, generate_batches, score_records
 from trainer.grpo.rewards import RewardFn, Score
+from trainer.rollout.tools import ToolRunner
 
 
 def sampled_figures(
@@ -34,6 +35,8 @@ def sampled_figures(
     batch_size: int = 128,
     use_chat_template: bool = True,
     seed: int = 0,
+    tools: ToolsConfig | None = None,
+    runner: ToolRunner | None = None,
 ) -> dict[str, Any]:
     """k samples per problem: {"sampled_accuracy", f"pass@{k}", "k", "temperature", "n_samples",
     "sampled_ungraded"}, aggregated by trainer.evaluation.passk as ``make eval`` does: samples graded SANDBOX_ERROR or
@@ -43,6 +46,7 @@ def sampled_figures(
     for _, g, ro in generate_batches(
         model, tokenizer, [(ex, k) for ex in examples], per_call=max(1, batch_size // k),
         max_new_tokens=max_new_tokens, use_chat_template=use_chat_template, do_sample=True, temperature=temperature,
+        tools=tools, runner=runner,
     ):  # fmt: skip
         if g != k:
             raise ValueError(f"expected {k} completions per problem, got {g}")
@@ -61,16 +65,23 @@ def sampled_figures(
 
 
 def evaluate_heldout(
-    model, tok, heldout: Path, ev: EvalSection, target: str, out: Path, *, seed: int = 0, use_chat_template: bool = True
-) -> dict[str, Any]:
+    model, tok, heldout: Path, ev: EvalSection, target: str, out: Path, *, seed: int = 0, use_chat_template: bool = True,
+    tools: ToolsConfig | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """Greedy accuracy (and, with ``ev.k``, sampled accuracy and pass@k) on ``heldout``, graded by the
-    service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL)."""
+    service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL). With ``tools`` the completions call
+    Python in sandbox sessions of the same service, as the run's rollouts do."""
     from trainer.data import load_examples
     from trainer.grpo.rewards import VerifierReward
 
     examples = load_examples(heldout)
     reward = VerifierReward(ev.verifier, target)
-    gen = {"max_new_tokens": ev.max_new_tokens, "batch_size": ev.batch_size, "use_chat_template": use_chat_template}
+    gen: dict[str, Any] = {"max_new_tokens": ev.max_new_tokens, "batch_size": ev.batch_size,
+                           "use_chat_template": use_chat_template}  # fmt: skip
+    if tools is not None:
+        from trainer.rollout.session_runner import SessionToolRunner
+
+        gen |= {"tools": tools, "runner": SessionToolRunner(reward.client, workers=tools.workers)}
     try:
         greedy = evaluate(model, tok, examples, reward, **gen)
         sampled = sampled_figures(model, tok, examples, reward, k=ev.k, seed=seed, **gen) if ev.k else {}

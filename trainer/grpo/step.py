@@ -144,6 +144,8 @@ def collect_batch(
                 generate_tool_rollout, model, tokenizer, runner=tools, tools=cfg.tools, fast_path=cfg.fast_path
             )
         sample = own if backend is None else backend.generate
+        if backend is not None and cfg.tools is not None:  # the same tool loop, driving the backend's engine
+            sample = partial(backend.generate, tools=cfg.tools, runner=tools)
         with rollout_context(cfg, next(model.parameters()).device) if backend is None else contextlib.nullcontext():
             ro = sample(
                 examples,
@@ -185,15 +187,15 @@ def tool_outcomes(ro: Rollout, rewards: Tensor, valid: Tensor, scores: list[Scor
     tr = ro.tool_trace
     if tr is None:
         return rewards, valid
-    for s, outs, ref in zip(scores, tr.outputs, ro.references, strict=True):
-        s.signals = [*s.signals, *(x for x in tool_signals(outs, ref) if x not in s.signals)]
+    for s, outs, codes, ref, own in zip(scores, tr.outputs, tr.codes, ro.references, ro.texts, strict=True):
+        s.signals = [*s.signals, *(x for x in tool_signals(outs, ref, codes, own) if x not in s.signals)]
     if not any(tr.infra):
         return rewards, valid
     rewards, valid = rewards.clone(), valid.clone()
     for i, dead in enumerate(tr.infra):
         if dead:
             rewards[i], valid[i] = 0.0, False
-            scores[i] = Score(0.0, Outcome.SANDBOX_ERROR, {}, scores[i].elapsed_s, [], ["tool_session_failed"])
+            scores[i] = Score(0.0, Outcome.SANDBOX_ERROR, {}, scores[i].elapsed_s, [], ["tool.session_failed"])
     return rewards, valid
 
 
@@ -233,7 +235,7 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
 def _concat_traces(traces: list[ToolTrace | None]) -> ToolTrace:
     ts = [t for t in traces if t is not None]
     return ToolTrace(sum((t.calls for t in ts), []), sum((t.errors for t in ts), []), sum((t.infra for t in ts), []),
-                     sum(t.tool_s for t in ts), sum((t.outputs for t in ts), []))  # fmt: skip
+                     sum(t.tool_s for t in ts), sum((t.outputs for t in ts), []), sum((t.codes for t in ts), []))  # fmt: skip
 
 
 def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:

@@ -28,12 +28,10 @@ Ctrl-C/SIGTERM during GRPO writes the step's checkpoint and prints the command t
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,9 +44,12 @@ from trainer.config import GRPOConfig, PipelineConfig, load_config
 from trainer.data import read_jsonl
 from trainer.errors import Stopped, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout, figure_lines
-from trainer.pipelines import run_folder, task, tiny
+from trainer.pipelines import run_folder, task, tiny, tool_task
 from trainer.pipelines.run_folder import make_run_dir, prepare_data, relink_latest
+from trainer.pipelines.service import verifier_service
+from trainer.pipelines.tools_baseline import run_without_tools
 from trainer.pipelines.warmstart import warm_start
+from trainer.rollout.tools import FORMATS
 from trainer.run import interrupt, own_model, preflight
 from trainer.run.outcome_watch import OutcomeWatch
 from trainer.run.progress import MetricsBar
@@ -72,23 +73,6 @@ def load_args(argv: list[str]) -> PipelineConfig:
     """``make train``'s command line: ``--config FILE`` (default configs/default.yaml, or
     configs/real_model.yaml with --model), then overrides; a run resumed in place reads its config.yaml."""
     return run_folder.load(PipelineConfig, argv, ALIASES).cfg
-
-
-@contextmanager
-def verifier_service(target: str | None, log_path: Path) -> Iterator[str]:
-    """``target`` (or $VERIFIER_TARGET) if given; else a local service on a free loopback port, stopped after."""
-    target = target or os.environ.get("VERIFIER_TARGET")
-    if target:
-        yield target
-        return
-    from verifiers.launch import LocalServer
-
-    say("starting the verifier service (Docker sandbox pool) on 127.0.0.1 ...")
-    server = LocalServer(pool_size=2, log_path=str(log_path)).start()
-    try:
-        yield server.target
-    finally:
-        server.stop()
 
 
 def say(msg: str) -> None:
@@ -215,8 +199,13 @@ def warm_start_stage(r: Run) -> None:
     if not rows_path or not ws.steps:
         return
     rows = read_jsonl(rows_path)
-    worked = sum(task.BARE_THINK not in x.get("completion", "") for x in rows)
-    what = f" ({worked} of {len(rows)} completions show their work; the rest only estimate)" if r.own_task else ""
+    if r.cfg.task.kind == "products":
+        worked = sum(tool_task.calls_tool(x.get("completion", "")) for x in rows)
+        what = f" ({worked} of {len(rows)} completions call Python; the rest answer with an estimate)"
+    else:
+        worked = sum(task.BARE_THINK not in x.get("completion", "") for x in rows)
+        what = f" ({worked} of {len(rows)} completions show their work; the rest only estimate)"
+    what = what if r.own_task else ""
     say(f"warm start: {ws.steps} supervised steps on {rows_path}{what}")
     from tqdm import tqdm
 
@@ -226,8 +215,10 @@ def warm_start_stage(r: Run) -> None:
         bar.update(1)
         bar.set_postfix(loss=f"{m['loss']:.3f}", step_s=f"{m['step_s']:.2f}", refresh=False)
 
+    fmt = FORMATS[r.grpo.tools.format] if r.grpo.tools is not None else None  # tool output: context, not target
     r.results["warmstart"] = warm_start(r.model, r.tok, rows, ws.model_copy(update={"seed": r.cfg.seed}),
-                                        on_step=on_step, use_chat_template=r.grpo.use_chat_template)  # fmt: skip
+                                        on_step=on_step, use_chat_template=r.grpo.use_chat_template,
+                                        tool_format=fmt)  # fmt: skip
     bar.close()
     r.model.save_pretrained(r.dir / "warmstart")
     r.tok.save_pretrained(r.dir / "warmstart")
@@ -242,9 +233,15 @@ def connect(r: Run) -> None:
     say(f"verifier service: {r.target}; GRPO reward: {r.grpo.verifier}; held-out grading: {r.cfg.eval.verifier}")
 
 
-def _heldout(r: Run, model, out: str) -> dict[str, Any]:
+def _heldout(r: Run, model, out: str | Path, tools: Any = "run") -> dict[str, Any]:
+    """Held-out figures of ``model``, with the run's tools (``grpo.tools``) unless ``tools`` says otherwise."""
     return evaluate_heldout(model, r.tok, r.paths["heldout"], r.cfg.eval, r.target, r.dir / out, seed=r.cfg.seed,
-                            use_chat_template=r.grpo.use_chat_template)  # fmt: skip
+                            use_chat_template=r.grpo.use_chat_template,
+                            tools=r.grpo.tools if tools == "run" else tools)  # fmt: skip
+
+
+def _with(r: Run) -> str:
+    return ", with tools" if r.grpo.tools is not None else ""
 
 
 def _start_name(r: Run) -> str:
@@ -256,7 +253,7 @@ def eval_before(r: Run) -> None:
         say(f"held-out accuracy {_start_name(r)}: {r.results['eval_before']['accuracy']:.3f} (from stages.json)")
         return
     before = r.results["eval_before"] = _heldout(r, r.model, "eval_before.jsonl")
-    say(f"held-out accuracy {_start_name(r)}: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
+    say(f"held-out accuracy {_start_name(r)}: {before['accuracy']:.3f} ({before['n']} problems, greedy{_with(r)})")
     with (r.dir / "metrics.jsonl").open("a") as f:  # step 0 of the eval curve in curves.png
         f.write(json.dumps({"step": 0, "eval/accuracy": before["accuracy"]}) + "\n")
     r.save_results()
@@ -281,6 +278,12 @@ def eval_after(r: Run) -> None:
     r.results["eval_after"] = _heldout(r, r.results["grpo"]["model"], "eval_after.jsonl")
 
 
+def without_tools(r: Run) -> None:
+    """The control arm of a tool run (``without_tools: true``): trainer/pipelines/tools_baseline.py."""
+    if r.cfg.without_tools and r.grpo.tools is not None:
+        r.results["without_tools"] = run_without_tools(r, lambda m, t, out, tools: _heldout(r, m, out, tools), say)
+
+
 def summarise(r: Run) -> dict[str, Any]:
     """summary.json, and the figures printed."""
     res, cfg = r.results, r.cfg
@@ -301,9 +304,16 @@ def summarise(r: Run) -> dict[str, Any]:
         "run_dir": str(r.dir.resolve()),
         "warnings": [r.watch.message] if r.watch is not None and r.watch.message else [],
     }
+    if "without_tools" in res:
+        summary["tools"] = r.grpo.tools.model_dump()
+        summary["without_tools"] = res["without_tools"]
     (r.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for line in figure_lines(res["eval_before"], res["eval_after"], cfg.eval.verifier, _start_name(r)):
-        print(line)
+        print(line + _with(r))
+    if "without_tools" in res:
+        w = res["without_tools"]
+        for line in figure_lines(w["eval_before"], w["eval_after"], cfg.eval.verifier, _start_name(r)):
+            print(line + ", without tools (the same budget)")
     print(f"wall {summary['wall_s']:.0f} s; run: {r.dir} ({r.dir.parent / 'latest'}); curves: {r.dir / 'curves.png'}; "
           f"checkpoint: {checkpoint}")  # fmt: skip
     return summary
@@ -321,6 +331,7 @@ WITH_SERVICE: tuple[tuple[str, Stage], ...] = (
     ("eval_before_s", eval_before),
     ("grpo_s", grpo),
     ("eval_after_s", eval_after),
+    ("without_tools_s", without_tools),
 )
 
 
@@ -349,7 +360,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             for phase, stage in BEFORE_SERVICE:
                 stage(r)
                 r.mark(phase)
-            with verifier_service(r.cfg.target, r.dir / "verifier.log") as r.target:
+            with verifier_service(r.cfg.target, r.dir / "verifier.log", r.cfg.grpo.tools is not None) as r.target:
                 for phase, stage in WITH_SERVICE:
                     stage(r)
                     r.mark(phase)

@@ -38,7 +38,8 @@ from trainer.data import read_jsonl, write_jsonl
 from trainer.errors import TrainerError, exit_on_error
 from trainer.evaluation.heldout import evaluate_heldout
 from trainer.pipelines import task, tiny
-from trainer.pipelines.make_train import say, verifier_service
+from trainer.pipelines.make_train import say
+from trainer.pipelines.service import verifier_service
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "r1.yaml"
 STAGES = ("cold_start", "rl", "rejection", "sft", "final_rl")
@@ -65,9 +66,11 @@ def load_args(argv: list[str]) -> R1Config:
 
 
 def _load_model(path: Path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    from trainer.policy import load_tokenizer
+
+    return AutoModelForCausalLM.from_pretrained(path), load_tokenizer(path)
 
 
 def _save(model, tok, path: Path) -> Path:

@@ -35,6 +35,7 @@ from pathlib import Path
 from trainer.config import TaskArgs, TaskConfig
 from trainer.data import write_jsonl
 from trainer.errors import exit_on_error
+from trainer.pipelines import tool_task
 
 BARE_THINK = "estimate"
 _TOKEN = re.compile(r"\d+|[+-]")
@@ -68,7 +69,10 @@ def format_completion(think: str, answer: str) -> str:
 
 
 def make_problem(rng: random.Random, cfg: TaskConfig, *, worked: bool = True) -> dict[str, str]:
-    """One problem with its gold answer and a completion (worked chain or bare answer)."""
+    """One problem with its gold answer and a completion (worked chain or bare answer; for ``kind: products``
+    the call or an estimate, trainer/pipelines/tool_task.py)."""
+    if cfg.kind == "products":
+        return tool_task.make_problem(rng, cfg.min_value, cfg.max_value, worked=worked, estimate_to=cfg.estimate_to)
     numbers = [rng.randint(cfg.min_value, cfg.max_value)]
     ops: list[str] = []
     value = numbers[0]

@@ -4,7 +4,7 @@ The policy learns the format (``<think>…</think><answer>…</answer>``, then E
 completions show, so that GRPO starts from a non-zero reward. The loss is the mean cross-entropy of
 the completion tokens only (the prompt, rendered through the chat template exactly as the trainer
 renders it, is context). AdamW with linear warmup and cosine decay; examples are visited in a seeded
-order, one pass or more.
+order, one pass or more. Tool-output spans in a completion (``tool_format``) are context, never targets.
 
     rows = read_jsonl("warmstart.jsonl")   # {"prompt", "completion"} (+ "answer", unused here)
     stats = warm_start(model, tokenizer, rows, WarmStartConfig(steps=300))
@@ -28,22 +28,28 @@ from torch import Tensor
 from trainer.config import WarmStartArgs, WarmStartConfig
 from trainer.data import read_jsonl, render_prompt
 from trainer.errors import DataError, ModelError, exit_on_error
-from trainer.policy import build_optimizer
+from trainer.policy import build_optimizer, load_tokenizer
+from trainer.rollout.tools import CallFormat
 
 
 def encode(
-    tokenizer, rows: Sequence[dict], device: torch.device | str = "cpu", use_chat_template: bool = True
-) -> tuple[Tensor, Tensor, Tensor]:
+    tokenizer, rows: Sequence[dict], device: torch.device | str = "cpu", use_chat_template: bool = True,
+    tool_format: CallFormat | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     """Right-padded (input_ids, attention_mask, loss_mask), each (B, T); loss_mask marks completion tokens.
 
-    The completion is followed by EOS, so the model learns to stop.
+    The completion is followed by EOS, so the model learns to stop. With ``tool_format`` the tool-output spans of
+    a completion (``<output>...</output>``, as the tool loop appends them) are context, not targets: in a tool
+    rollout the tool writes them, and the policy is never trained on what it did not write.
     """
     seqs: list[list[int]] = []
     n_prompt: list[int] = []
+    tool_masks: list[list[int]] = []
     for r in rows:
         p = tokenizer(render_prompt(tokenizer, r["prompt"], use_chat_template), add_special_tokens=False)["input_ids"]
-        c = tokenizer(r["completion"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        seqs.append(p + c)
+        c, own = _completion_ids(tokenizer, r["completion"], tool_format)
+        seqs.append(p + c + [tokenizer.eos_token_id])
+        tool_masks.append([0] * len(p) + own + [1])
         n_prompt.append(len(p))
     width = max(map(len, seqs))
     ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
@@ -52,8 +58,24 @@ def encode(
     for i, (s, p) in enumerate(zip(seqs, n_prompt, strict=True)):
         ids[i, : len(s)] = torch.tensor(s)
         attn[i, : len(s)] = 1
-        loss_mask[i, p : len(s)] = 1.0
+        loss_mask[i, p : len(s)] = torch.tensor(tool_masks[i][p:], dtype=torch.float)
     return ids.to(device), attn.to(device), loss_mask.to(device)
+
+
+def _completion_ids(tokenizer, text: str, fmt: CallFormat | None) -> tuple[list[int], list[int]]:
+    """A completion's ids and, per id, 1 where the policy writes it, 0 inside a tool-output span of ``fmt``."""
+    if fmt is None or fmt.open_output not in text:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids, [1] * len(ids)
+    spans, at = [], 0
+    while (a := text.find(fmt.open_output, at)) >= 0:
+        b = text.find(fmt.close_output, a + len(fmt.open_output))
+        b = len(text) if b < 0 else b + len(fmt.close_output)
+        spans.append((a, b))
+        at = b
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    own = [int(not any(a <= s and e <= b for a, b in spans)) for s, e in enc["offset_mapping"]]
+    return enc["input_ids"], own
 
 
 def sft_loss(model, ids: Tensor, attn: Tensor, loss_mask: Tensor) -> Tensor:
@@ -72,6 +94,7 @@ def warm_start(
     *,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
     use_chat_template: bool = True,
+    tool_format: CallFormat | None = None,
 ) -> dict[str, float]:
     """Train ``model`` in place on ``rows`` (``{"prompt", "completion"}``). Returns the last loss, steps,
     examples seen and wall seconds. ``on_step(step, {"loss", "lr", "step_s"})`` is called after each step."""
@@ -97,7 +120,7 @@ def warm_start(
             rng.shuffle(nxt)
             order += nxt
         idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
-        loss = sft_loss(model, *encode(tokenizer, [rows[i] for i in idx], device, use_chat_template))
+        loss = sft_loss(model, *encode(tokenizer, [rows[i] for i in idx], device, use_chat_template, tool_format))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
@@ -119,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     """``python -m trainer.pipelines.warmstart --model DIR --data rows.jsonl --out DIR [--steps N --lr X ...]``."""
     import sys
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from trainer import cli
 
@@ -129,7 +152,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         return {}
     a = cli.load(WarmStartArgs, argv)
     try:
-        model, tok = AutoModelForCausalLM.from_pretrained(a.model), AutoTokenizer.from_pretrained(a.model)
+        model, tok = AutoModelForCausalLM.from_pretrained(a.model), load_tokenizer(a.model)
     except OSError as e:
         raise ModelError(f"cannot load model {a.model!r}: {e}") from None
     if tok.pad_token_id is None:

@@ -11,7 +11,7 @@ with a static KV cache), or from ``model.generate`` for models the loop does not
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +20,17 @@ import torch
 from torch import Tensor
 
 from trainer.data import Example, render_prompt
-from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
+from trainer.rollout.decode_loop import (
+    completion_mask_from_eos,
+    decode,
+    eos_token_ids,
+    fast_decode_supported,
+    new_kv_cache,
+    prefill,
+    rollout_generation_config,
+)
 from trainer.rollout.replay import Recording
-from trainer.rollout.sampling import next_tokens, picked_logprob
+from trainer.rollout.sampling import picked_logprob
 from trainer.rollout.tools import ToolTrace
 
 
@@ -74,164 +82,6 @@ class Rollout:
             None if self.full_texts is None else [self.full_texts[i] for i in rows],
             None if self.tool_trace is None else self.tool_trace.select(list(rows)),
         )
-
-
-def completion_mask_from_eos(completion_ids: Tensor, eos_ids: Sequence[int]) -> tuple[Tensor, Tensor]:
-    """(N, C) ids -> mask (N, C) that keeps tokens up to and including the first EOS, truncated (N,)."""
-    is_eos = torch.isin(completion_ids, torch.tensor(list(eos_ids), device=completion_ids.device))  # (N, C)
-    has_eos = is_eos.any(dim=1)  # (N,)
-    first = torch.where(has_eos, is_eos.int().argmax(dim=1), completion_ids.shape[1])  # (N,)
-    pos = torch.arange(completion_ids.shape[1], device=completion_ids.device)
-    return (pos[None, :] <= first[:, None]).long(), ~has_eos
-
-
-def eos_token_ids(model, tokenizer) -> list[int]:
-    eos = model.generation_config.eos_token_id
-    eos = tokenizer.eos_token_id if eos is None else eos
-    return [eos] if isinstance(eos, int) else list(eos)
-
-
-def new_kv_cache(model):
-    from transformers import DynamicCache
-
-    return DynamicCache(config=model.config)
-
-
-def hf_forward(model, cache) -> Callable[[Tensor, Tensor | None, Tensor], Tensor]:
-    """The model's own forward as ``decode`` calls it: (n, L) ids, mask, positions -> (n, V) last logits (float32)."""
-
-    def forward(ids: Tensor, mask: Tensor | None, pos: Tensor) -> Tensor:
-        kw = {"past_key_values": cache, "use_cache": True, "logits_to_keep": 1}
-        return model(input_ids=ids, attention_mask=mask, position_ids=pos, **kw).logits[:, -1].float()
-
-    return forward
-
-
-def fast_decode_supported(model) -> bool:
-    """True when ``decode`` samples exactly what ``generate`` would: a decoder-only model whose forward takes
-    ``attention_mask``, ``position_ids`` and ``past_key_values`` (a ``DynamicCache``); the rollout's
-    settings are temperature, top-p and EOS (``rollout_generation_config``)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrappers
-    config = getattr(base, "config", None)
-    if config is None or getattr(config, "is_encoder_decoder", False):
-        return False
-    try:
-        params = inspect.signature(base.forward).parameters
-    except (TypeError, ValueError):
-        return False
-    if not {"input_ids", "attention_mask", "position_ids", "past_key_values", "logits_to_keep"} <= params.keys():
-        return False
-    # the checkpoint's generation_config (penalties, top_k, ...) is not consulted: rollouts sample from the
-    # trainer's own settings only (rollout_generation_config), as TRL does, so both paths sample alike
-    return True
-
-
-def rollout_generation_config(
-    model, *, max_new_tokens: int, eos_ids: list[int], pad_id: int, do_sample: bool, temperature: float, top_p: float
-):
-    """The generation config rollouts use, built from the trainer's settings alone: temperature, top_p,
-    max_new_tokens, EOS; every processor of the checkpoint's generation_config (repetition_penalty, top_k,
-    min_p, ...) is left out, so the samples come from the distribution the loss scores."""
-    from transformers import GenerationConfig
-
-    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if do_sample else {}
-    return GenerationConfig(
-        max_new_tokens=max_new_tokens,
-        eos_token_id=eos_ids,
-        pad_token_id=pad_id,
-        bos_token_id=getattr(model.generation_config, "bos_token_id", None),
-        use_cache=True,
-        **(sampling or {"do_sample": False}),
-    )
-
-
-def decode(
-    model,
-    ids: Tensor,
-    attn: Tensor,
-    *,
-    max_new_tokens: int,
-    eos_ids: Sequence[int],
-    pad_id: int,
-    do_sample: bool = True,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    cache=None,
-    logits_out: list[Tensor] | None = None,
-    on_finished: Callable[[Tensor, list[Tensor]], None] | None = None,
-    logprobs_out: list[Tensor] | None = None,
-    lean: LeanDecoder | None = None,
-) -> Tensor:
-    """A lean decode loop: (N, P) left-padded prompts -> (N, C) new tokens, C <= max_new_tokens.
-
-    One forward per new token: ``LeanDecoder`` (trainer/rollout/lean_forward.py) for the models ``lean_supported``
-    accepts, else the model's own forward with a ``DynamicCache``; the next token is sampled from
-    softmax(top_p(logits / temperature)) (greedy when ``do_sample`` is False); rows that produced EOS
-    get ``pad_id`` afterwards, and the loop stops when every row has finished. As in ``generate``:
-    position ids follow the attention mask (left padding does not shift them), an all-ones mask is
-    dropped, and ``cache`` (or ``lean``) may already hold all but the last prompt token (then only that
-    one is fed).
-    ``logits_out`` collects the float32 logits each token was drawn from, (N, V) per step (tests).
-    ``on_finished(running, tokens)`` is called after a step in which some row produced EOS (trainer/grpo/rewards.py, GroupScorer).
-    ``logprobs_out`` collects, (N,) per step, the log-prob of each drawn token under the distribution it
-    was drawn from.
-    """
-    n = ids.shape[0]
-    pos = mask_positions(attn)  # (N, P)
-    mask = None if bool(attn.all()) else attn
-    if lean is None and cache is None and lean_supported(model):
-        lean = LeanDecoder(model, n, ids.shape[1] + max_new_tokens)
-    if lean is not None:
-        forward, fed = lean.forward, lean.length
-    else:
-        cache = new_kv_cache(model) if cache is None else cache
-        forward, fed = hf_forward(model, cache), cache.get_seq_length()
-    logits = forward(ids[:, fed:], mask, pos[:, fed:])  # (N, V) float32, the last position's
-    pos = pos[:, -1:]  # (N, 1)
-    eos = torch.tensor(list(eos_ids), device=ids.device)
-    running = torch.ones(n, dtype=torch.bool, device=ids.device)  # (N,) no EOS yet
-    new: list[Tensor] = []
-    for t in range(max_new_tokens):
-        if logits_out is not None:
-            logits_out.append(logits)
-        nxt, scores = next_tokens(logits, do_sample, temperature, top_p)  # (N,), (N, V)
-        if logprobs_out is not None:
-            logprobs_out.append(picked_logprob(scores, nxt))
-        nxt = torch.where(running, nxt, pad_id)
-        new.append(nxt)
-        stopped = torch.isin(nxt, eos) & running
-        running &= ~stopped
-        if on_finished is not None and bool(stopped.any()):
-            on_finished(running, new)
-        if t == max_new_tokens - 1 or not bool(running.any()):
-            break
-        pos = pos + 1
-        if mask is not None:
-            mask = torch.cat([mask, mask.new_ones(n, 1)], dim=1)
-        logits = forward(nxt[:, None], mask, pos)
-    return torch.stack(new, dim=1)  # (N, C)
-
-
-def prefill(model, ids: Tensor, attn: Tensor, group_size: int, lean_ok: bool, capacity: int, record: bool = False):
-    """(cache, lean) to decode from: the lean forward where ``lean_ok`` and it applies, else an HF cache (None
-    unless shared).
-    ``group_size`` > 0: each distinct prompt (rows g*G) but its last token encoded once, repeated G times.
-    ``record``: the lean decoder keeps its matmul products for the training forward (trainer/rollout/replay.py)."""
-    cache = lean = None
-    u_ids, u_mask = ids[:: group_size or 1, :-1], attn[:: group_size or 1, :-1]  # (P_u, P-1)
-    if lean_ok and lean_supported(model):
-        max_new = capacity - ids.shape[1]
-        keep = record and Recording.fits(len(ids), capacity, model, max_new)
-        rec = Recording(model, capacity, max_new) if keep else None
-        lean = LeanDecoder(model, len(u_ids) if group_size else len(ids), capacity, rec)
-        if group_size:
-            lean.forward(u_ids, None if bool(u_mask.all()) else u_mask, mask_positions(u_mask))
-            lean.repeat_interleave(group_size)
-    elif group_size:
-        cache = new_kv_cache(model)
-        model(input_ids=u_ids, attention_mask=u_mask, position_ids=mask_positions(u_mask), past_key_values=cache)
-        cache.batch_repeat_interleave(group_size)
-    return cache, lean
 
 
 def _sample_tokens(
@@ -308,24 +158,43 @@ def _sample_tokens(
     return tokens, torch.stack(logps, dim=1), None
 
 
+@dataclass(frozen=True)
+class SampleOptions:
+    """How a rollout samples: the settings ``generate_rollout`` and ``generate_tool_rollout``
+    (trainer/rollout/tool_decode.py) share. Both take them as one object or as keywords (an unknown keyword is
+    refused: TypeError naming it)."""
+
+    max_new_tokens: int  # completion budget (tool rollouts: policy and tool tokens together)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    do_sample: bool = True  # False: greedy
+    use_chat_template: bool = True  # render prompts through the tokenizer's chat template
+    share_prefix: bool = True  # encode each distinct prompt once, repeat its KV cache G times
+    fast_decode: bool = True  # the trainer's decode loop (else model.generate)
+    fast_path: bool = True  # the lean forward where it applies (False: the HF forward, to compare)
+
+    @classmethod
+    def of(cls, opts: SampleOptions | None, kw: dict[str, Any]) -> SampleOptions:
+        """``opts`` with ``kw`` on top (or ``kw`` alone)."""
+        return cls(**kw) if opts is None else dataclasses.replace(opts, **kw)
+
+    def sampling(self) -> dict[str, Any]:
+        return {"do_sample": self.do_sample, "temperature": self.temperature, "top_p": self.top_p}
+
+
 def generate_rollout(
     model,
     tokenizer,
     examples: Sequence[Example],
     group_size: int,
+    opts: SampleOptions | None = None,
     *,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    do_sample: bool = True,
-    use_chat_template: bool = True,
-    share_prefix: bool = True,
-    fast_decode: bool = True,
     on_groups_done: Callable[[list[int], list[str]], None] | None = None,
     record: bool = False,
-    fast_path: bool = True,
+    **kw: Any,
 ) -> Rollout:
-    """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False).
+    """Sample ``group_size`` completions for each example (greedy when ``do_sample`` is False); the settings are
+    ``opts`` and/or ``SampleOptions``'s fields as keywords.
 
     With ``share_prefix`` each distinct prompt is encoded once: its KV cache is computed for one row and
     repeated G times before decoding continues from it, instead of encoding the prompt G times. With
@@ -337,13 +206,8 @@ def generate_rollout(
     ``fast_path`` False: never the lean forward (the decode loop runs the HF forward; nothing recorded), to
     compare against it (``GRPOConfig.fast_path``).
     """
-    device = next(model.parameters()).device
-    texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-    tokenizer.padding_side = side
-    ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
-    attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)  # (N, P)
+    o = SampleOptions.of(opts, kw)
+    ids, attn = encode_prompts(model, tokenizer, examples, group_size, o.use_chat_template)  # (N, P) each
     eos = eos_token_ids(model, tokenizer)
     hook = None if on_groups_done is None else _group_hook(on_groups_done, group_size, eos, tokenizer)
     was_training = model.training
@@ -356,17 +220,17 @@ def generate_rollout(
                 ids,
                 attn,
                 group_size,
-                max_new_tokens=max_new_tokens,
+                max_new_tokens=o.max_new_tokens,
                 eos_ids=eos,
                 pad_id=tokenizer.pad_token_id,
-                do_sample=do_sample,
-                temperature=temperature,
-                top_p=top_p,
-                share_prefix=share_prefix,
-                fast_decode=fast_decode,
+                do_sample=o.do_sample,
+                temperature=o.temperature,
+                top_p=o.top_p,
+                share_prefix=o.share_prefix,
+                fast_decode=o.fast_decode,
                 on_finished=hook,
                 record=record,
-                fast_path=fast_path,
+                fast_path=o.fast_path,
             )
         completion_ids = completion_ids.clone()  # (N, C)
         sample_logprobs = sample_logprobs.clone()  # (N, C)
@@ -387,6 +251,17 @@ def generate_rollout(
         sample_logprobs.masked_fill(mask == 0, 0.0),
         recording,
     )
+
+
+def encode_prompts(model, tokenizer, examples: Sequence[Example], group_size: int, use_chat_template: bool
+                   ) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """(N, P) left-padded prompt ids and mask, each prompt rendered as training renders it and repeated G times."""
+    device = next(model.parameters()).device
+    texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    tokenizer.padding_side = side
+    return enc["input_ids"].repeat_interleave(group_size, dim=0), enc["attention_mask"].repeat_interleave(group_size, 0)
 
 
 def _group_hook(on_groups_done, group_size: int, eos: list[int], tokenizer):

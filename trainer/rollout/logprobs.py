@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.rollout.decode import Rollout, new_kv_cache
+from trainer.rollout.decode import Rollout
+from trainer.rollout.decode_loop import new_kv_cache
 from trainer.rollout.lean_forward import lean_supported, mask_positions
 from trainer.rollout.replay import replay_logits
 from trainer.rollout.sampling import token_entropy, token_logprobs

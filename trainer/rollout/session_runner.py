@@ -2,7 +2,8 @@
 (the sessions service), through the client only (never in this process).
 
 ``start`` opens one Python session per problem, runs the ``setup`` cell there once and forks it G times (one
-fork per rollout of the group; the parent is closed at ``close``); ``run`` is one cell (``exec``) with the call's
+fork per rollout of the group; the parent is closed at ``close``; with G = 1 and no setup the session itself is
+the rollout's); ``run`` is one cell (``exec``) with the call's
 time limit; ``close`` closes every session it opened. How a cell ended becomes the ``ToolResult``'s status:
 ``ok``, ``error`` (the cell raised, hit its output cap, or ended its own session: the policy's doing),
 ``timeout`` (wall clock or CPU), ``infra`` (the session is gone without the policy ending it, or the service did
@@ -43,6 +44,8 @@ class SessionToolRunner:
                 parent = self.client.open_session("python", memory_mb=self.memory_mb).id
             except Exception:  # noqa: BLE001 - the group's rollouts get an infrastructure outcome
                 return [None] * group_size
+            if group_size == 1 and not setup:  # nothing to share: the session is the rollout's own (no fork)
+                return [parent]
             with self._lock:
                 self._parents.append(parent)
             try:

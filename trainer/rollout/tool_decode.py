@@ -28,26 +28,31 @@ every tool output instead (the slow way, for bench/training/tool_rollout.py and 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from trainer.config.tools import ToolsConfig
-from trainer.data import Example, render_prompt
+from trainer.data import Example
 from trainer.errors import ConfigError
-from trainer.rollout.decode import (
-    Rollout,
-    eos_token_ids,
-    fast_decode_supported,
-    hf_forward,
-    new_kv_cache,
-    prefill,
-)
+from trainer.rollout.decode import Rollout, SampleOptions, encode_prompts
+from trainer.rollout.decode_loop import eos_token_ids, fast_decode_supported, hf_forward, new_kv_cache, prefill
 from trainer.rollout.lean_forward import LeanDecoder, lean_supported, mask_positions
 from trainer.rollout.sampling import next_tokens, picked_logprob
-from trainer.rollout.tools import FORMATS, CallFormat, ToolResult, ToolRunner, ToolTrace, call_code, run_calls
+from trainer.rollout.tool_engines import ToolEngine
+from trainer.rollout.tools import (
+    FORMATS,
+    CallFormat,
+    ToolResult,
+    ToolRunner,
+    ToolTrace,
+    call_code,
+    policy_text,
+    run_calls,
+)
 
 DECODE, CALL, DONE = 0, 1, 2  # a row's state
 
@@ -137,10 +142,11 @@ class RowState:
             self.state[r], self.truncated[r] = DONE, True
             self.pending.pop(r, None)
 
-    def add_output(self, r: int, ids: list[int], res: ToolResult) -> bool:
-        """Append a call's output span to row r; True when the row decodes on."""
+    def add_output(self, r: int, ids: list[int], res: ToolResult, code: str = "") -> bool:
+        """Append a call's output span to row r (``code``: what the call ran); True when the row decodes on."""
         self.trace.calls[r] += 1
         self.trace.outputs[r].append(res.output)
+        self.trace.codes[r].append(code)
         if res.status == "infra":  # the session died: an infrastructure outcome, masked out of the loss
             self.trace.infra[r], self.state[r] = True, DONE
             return False
@@ -177,9 +183,33 @@ def _decode_phase(ctx: _Context, rows: RowState, logits: Tensor, pad_id: int, sa
         logits = ctx.append(torch.where(m[:, 0].bool(), nxt, pad_id)[:, None], m)
 
 
-def _tool_phase(ctx: _Context, rows: RowState, logits: Tensor, runner: ToolRunner, handles: list, cfg: ToolsConfig,
-                pad_id: int) -> tuple[Tensor, float]:  # fmt: skip
-    """Run the paused rows' calls in parallel, append their output spans in one forward; (logits, seconds)."""
+class KVEngine:
+    """The hf path's ``ToolEngine`` (trainer/rollout/tool_engines.py): every row in one KV cache (``_Context``);
+    decoding continues from the cache after each output span, never re-encoding the prefix."""
+
+    def __init__(self, ctx: _Context, pad_id: int):
+        self.ctx, self.pad_id, self.logits = ctx, pad_id, ctx.logits
+
+    def decode(self, rows: RowState, sampling: dict) -> None:
+        self.logits = _decode_phase(self.ctx, rows, self.logits, self.pad_id, sampling)
+
+    def append(self, spans: dict[int, list[int]]) -> None:
+        """The output spans of the rows that go on, in ONE forward over all rows."""
+        if not spans:
+            return
+        width = max(len(s) for s in spans.values())
+        cols = torch.full((len(self.ctx.ids), width), self.pad_id, dtype=torch.long, device=self.logits.device)
+        m = torch.zeros_like(cols)
+        for r, s in spans.items():  # right-aligned, so every continuing row's last column is its own last token
+            cols[r, width - len(s) :] = torch.tensor(s, device=cols.device)
+            m[r, width - len(s) :] = 1
+        self.logits = self.ctx.append(cols, m)
+
+
+def _tool_phase(
+    rows: RowState, runner: ToolRunner, handles: list, cfg: ToolsConfig
+) -> tuple[dict[int, list[int]], float]:
+    """Run the paused rows' calls in parallel; the output spans of the rows that go on, and the seconds."""
     calls = sorted(rows.pending.items())
     rows.pending.clear()
     todo = [(r, *call_code(rows.fmt, body)) for r, body in calls]
@@ -191,17 +221,9 @@ def _tool_phase(ctx: _Context, rows: RowState, logits: Tensor, runner: ToolRunne
     for r, code, err in todo:
         res = next(results) if code is not None else ToolResult(err, "error")
         ids = rows.tokenizer(rows.fmt.wrap(res.output, cfg.output_chars), add_special_tokens=False)["input_ids"]
-        if rows.add_output(r, ids, res):
+        if rows.add_output(r, ids, res, code or ""):
             spans[r] = ids
-    if not spans:
-        return logits, dt
-    width = max(len(s) for s in spans.values())
-    cols = torch.full((rows.n, width), pad_id, dtype=torch.long, device=logits.device)
-    m = torch.zeros_like(cols)
-    for r, s in spans.items():  # right-aligned, so every continuing row's last column is its own last token
-        cols[r, width - len(s) :] = torch.tensor(s, device=cols.device)
-        m[r, width - len(s) :] = 1
-    return ctx.append(cols, m), dt
+    return spans, dt
 
 
 def generate_tool_rollout(
@@ -209,34 +231,29 @@ def generate_tool_rollout(
     tokenizer,
     examples: Sequence[Example],
     group_size: int,
+    opts: SampleOptions | None = None,
     *,
     runner: ToolRunner,
     tools: ToolsConfig,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    do_sample: bool = True,
-    use_chat_template: bool = True,
-    share_prefix: bool = True,
-    fast_decode: bool = True,
-    fast_path: bool = True,
     reencode: bool = False,
-    **_: object,  # generate_rollout's other keywords (on_groups_done, record): tool rollouts grade at the end
+    engine: Callable[[Tensor, Tensor, RowState], ToolEngine] | None = None,
+    on_groups_done: object = None,  # generate_rollout's: tool rollouts are graded when the whole batch is done
+    record: bool = False,  # generate_rollout's: nothing is recorded for the replay (tool spans change the context)
+    **kw: Any,
 ) -> Rollout:
-    """G completions per example, calling tools through ``runner`` (see the module doc)."""
+    """G completions per example, calling tools through ``runner`` (see the module doc); the sampling settings are
+    ``generate_rollout``'s (``SampleOptions``, as one object and/or keywords). ``engine(ids, attn, rows)`` makes the
+    generator the loop drives (default: ``KVEngine``, the policy's own KV cache; the vLLM backend passes a
+    ``ResubmitEngine``, trainer/rollout/tool_engines.py)."""
+    o = SampleOptions.of(opts, kw)
     if not fast_decode_supported(model):
         raise ConfigError("tools: the model is not one the trainer's decode loop covers (a decoder-only HF model)")
-    device = next(model.parameters()).device
-    texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    enc = tokenizer(texts_in, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-    tokenizer.padding_side = side
-    ids = enc["input_ids"].repeat_interleave(group_size, dim=0)  # (N, P)
-    attn = enc["attention_mask"].repeat_interleave(group_size, dim=0)
+    ids, attn = encode_prompts(model, tokenizer, examples, group_size, o.use_chat_template)  # (N, P) each
+    max_new_tokens, fast_decode, fast_path = o.max_new_tokens, o.fast_decode, o.fast_path
     rows = RowState(len(ids), FORMATS[tools.format], tokenizer, set(eos_token_ids(model, tokenizer)), max_new_tokens,
                  tools.max_calls)  # fmt: skip
-    shared = group_size if share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
-    sampling = {"do_sample": do_sample, "temperature": temperature, "top_p": top_p}
+    shared = group_size if o.share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
+    sampling = o.sampling()
     t0 = time.perf_counter()
     handles = runner.start(len(examples), group_size, tools.setup)
     rows.trace.tool_s += time.perf_counter() - t0  # opening (and forking) the sessions counts as time in tools
@@ -244,13 +261,18 @@ def generate_tool_rollout(
     model.eval()
     try:
         with torch.inference_mode():
-            ctx = _Context(model, ids, attn, shared, fast_decode and fast_path, ids.shape[1] + max_new_tokens, reencode)
-            logits = ctx.logits
+            if engine is None:
+                cap = ids.shape[1] + max_new_tokens
+                gen: ToolEngine = KVEngine(_Context(model, ids, attn, shared, fast_decode and fast_path, cap, reencode),
+                                           tokenizer.pad_token_id)  # fmt: skip
+            else:
+                gen = engine(ids, attn, rows)
             while True:
-                logits = _decode_phase(ctx, rows, logits, tokenizer.pad_token_id, sampling)
+                gen.decode(rows, sampling)
                 if not rows.pending:
                     break
-                logits, dt = _tool_phase(ctx, rows, logits, runner, handles, tools, tokenizer.pad_token_id)
+                spans, dt = _tool_phase(rows, runner, handles, tools)
+                gen.append(spans)
                 rows.trace.tool_s += dt
     finally:
         model.train(was_training)
@@ -273,14 +295,13 @@ def _rollout(rows: RowState, examples, group_size: int, ids: Tensor, attn: Tenso
         k = len(rows.toks[r])
         comp[r, :k], mask[r, :k] = torch.tensor(rows.toks[r], dtype=torch.long), 1
         pol[r, :k], lps[r, :k] = torch.tensor(rows.pol[r], dtype=torch.long), torch.tensor(rows.lps[r])
-    own = [[t for t, p in zip(rows.toks[r], rows.pol[r], strict=True) if p] for r in range(n)]
     return Rollout(
         ids,
         attn,
         comp.to(dev),
         mask.to(dev),
         torch.tensor(rows.truncated, device=dev),
-        tokenizer.batch_decode(own, skip_special_tokens=True),  # graded: the policy's own tokens only
+        [policy_text(tokenizer, rows.toks[r], rows.pol[r]) for r in range(n)],  # graded: the policy's own tokens
         [e.prompt for e in examples for _ in range(group_size)],
         [e.reference for e in examples for _ in range(group_size)],
         lps.to(dev),

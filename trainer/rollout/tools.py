@@ -22,6 +22,7 @@ own tokens only (trainer/rollout/tool_decode.py).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -166,27 +167,84 @@ class ToolTrace:
     infra: list[bool]
     tool_s: float = 0.0
     outputs: list[list[str]] = field(default_factory=list)  # per row: each call's output as the runner gave it
+    codes: list[list[str]] = field(default_factory=list)  # per row: each call's code (as text; the signals read it)
 
     def __post_init__(self) -> None:
         if not self.outputs:
             self.outputs = [[] for _ in self.calls]
+        if not self.codes:
+            self.codes = [[] for _ in self.calls]
 
     def select(self, rows: Sequence[int]) -> ToolTrace:
         return ToolTrace([self.calls[i] for i in rows], [self.errors[i] for i in rows],
-                         [self.infra[i] for i in rows], self.tool_s, [self.outputs[i] for i in rows])  # fmt: skip
+                         [self.infra[i] for i in rows], self.tool_s, [self.outputs[i] for i in rows],
+                         [self.codes[i] for i in rows])  # fmt: skip
+
+
+def policy_text(tokenizer, toks: Sequence[int], own: Sequence[int]) -> str:
+    """What a tool rollout's grader reads: the tokens the policy sampled (``own`` 1), decoded; tool output never."""
+    return tokenizer.decode([t for t, o in zip(toks, own, strict=True) if o], skip_special_tokens=True)
+
+
+def transcript_text(tokenizer, segments: Sequence[tuple[str, bool]]) -> str:
+    """The graded text of a transcript ``[(text, written by the policy), ...]``, by the tool loop's own rule
+    (``policy_text``): the alarm's tool canaries go through it (trainer/alarm/tool_canaries.py)."""
+    toks: list[int] = []
+    own: list[int] = []
+    for text, mine in segments:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        toks += ids
+        own += [int(mine)] * len(ids)
+    return policy_text(tokenizer, toks, own)
 
 
 ANSWER_MARKS = ("\\boxed", "<answer>", "</answer>")  # what a final answer looks like (the one rule's markers)
+# code that reaches past the cell's own values: files, the environment, other processes (read as text, never run)
+_READS = re.compile(
+    r"\bopen\s*\(|\bos\s*\.|\bpathlib\b|\bPath\s*\(|\bglob\b|\bsubprocess\b|\bshutil\b|\bio\s*\.\s*open\b"
+    r"|__import__|\bimportlib\b|\bsys\s*\.\s*modules\b|\benviron\b|\bgetenv\b|^\s*[!%]",
+    re.MULTILINE,
+)
+# the signals that mark an exploit attempt (the alarm's audit refuses a paid completion that carries one:
+# trainer/alarm/watch.py); tool.answer_marker and tool.answer_only_in_output are never paid anyway
+TOOL_EXPLOITS = ("tool.read_files", "tool.printed_reference")
 
 
-def tool_signals(outputs: Sequence[str], reference: str) -> list[str]:
-    """Exploit signals of one rollout's tool use (informative, like the verifier's: they never change the reward):
-    ``tool_printed_answer_marker`` (a call's output holds a box or an answer tag: the shape of a final answer, which
-    is never graded there), ``tool_printed_reference`` (a call's output holds the reference verbatim)."""
+def tool_signals(outputs: Sequence[str], reference: str, codes: Sequence[str] = (), own_text: str | None = None
+                 ) -> list[str]:  # fmt: skip
+    """Exploit signals of one rollout's tool use (informative, like the verifier's: they never change the reward;
+    docs/verifiers.md's signal table):
+
+    - ``tool.answer_marker``: a call's output holds a box or an answer tag, the shape of a final answer
+      (never graded there: the graded text is the policy's own tokens);
+    - ``tool.answer_only_in_output``: the reference is in a call's output and nowhere in the policy's own text
+      (``own_text``): the rollout left its answer to the tool;
+    - ``tool.printed_reference``: a call printed the reference verbatim from a literal of its code (it did not
+      compute it: the reference came from somewhere the policy should not see);
+    - ``tool.read_files``: a call's code opens files, lists folders, reads the environment or starts processes
+      (the task gives it none: a policy that does this is looking for the answer).
+
+    >>> tool_signals(["4042"], "4042", ["print(47*86)"], "<answer>4042</answer>")
+    []
+    >>> tool_signals(["4042"], "4042", ["print(open('/srv/ref').read())"], "<answer>4042</answer>")
+    ['tool.read_files']
+    >>> tool_signals(["\\\\boxed{4042}"], "4042", ["print('\\\\boxed{4042}')"], "")
+    ['tool.answer_marker', 'tool.answer_only_in_output', 'tool.printed_reference']
+    """
     out = []
     if any(m in o for o in outputs for m in ANSWER_MARKS):
-        out.append("tool_printed_answer_marker")
+        out.append("tool.answer_marker")
     ref = reference.strip()
-    if ref and any(ref in o for o in outputs):
-        out.append("tool_printed_reference")
+    printed = [o for o in outputs if ref and _holds(o, ref)]
+    if printed and own_text is not None and not _holds(own_text, ref):
+        out.append("tool.answer_only_in_output")
+    if printed and any(_holds(c, ref) for c in codes):
+        out.append("tool.printed_reference")
+    if any(_READS.search(c) for c in codes):
+        out.append("tool.read_files")
     return out
+
+
+def _holds(text: str, ref: str) -> bool:
+    """``ref`` stands in ``text`` as a whole (not inside a longer number or word: 42 is not in 1425)."""
+    return re.search(rf"(?<![\w.]){re.escape(ref)}(?![\w])", text) is not None

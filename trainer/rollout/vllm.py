@@ -14,6 +14,10 @@ precision (``rollout_dtype``: bf16 where training autocasts) and reports each sa
 under the distribution it was drawn from (``logprobs_mode="processed_logprobs"``: after temperature and
 top_p, as the hf decode records it), which the mismatch metrics and truncated importance sampling use.
 
+Tool rollouts (``tools``): the tool loop of trainer/rollout/tool_decode.py drives this engine through
+``ResubmitEngine`` (trainer/rollout/tool_engines.py): each round resends a row's sequence with the call's stop
+marker as a stop string (``tool_sampling_kwargs``); the prefix cache keeps the resent prefix cheap.
+
 Not covered: LoRA policies (the adapters would have to be merged before each push), tensor parallel
 engines, streaming groups to the verifier before the whole batch is sampled (``overlap_scoring``
 still grades the batch on worker threads; every group is submitted when generation returns).
@@ -30,7 +34,8 @@ import torch
 
 from trainer.data import Example, render_prompt
 from trainer.errors import BackendError
-from trainer.rollout.decode import Rollout, completion_mask_from_eos, eos_token_ids
+from trainer.rollout.decode import Rollout
+from trainer.rollout.decode_loop import completion_mask_from_eos, eos_token_ids
 
 
 def rollout_from_ids(
@@ -112,6 +117,33 @@ def sampling_kwargs(
     }
 
 
+def tool_sampling_kwargs(max_tokens: int, stop: Sequence[str], *, eos_ids: Sequence[int], temperature: float = 1.0,
+                         top_p: float = 1.0, do_sample: bool = True) -> dict[str, Any]:  # fmt: skip
+    """``SamplingParams`` keywords of one tool-loop request (``ResubmitEngine``, trainer/rollout/tool_engines.py): the
+    hf path's settings, one sample, ending at the call's stop marker (kept in the output, as the loop reads it)."""
+    kw = sampling_kwargs(1, max_new_tokens=max_tokens, eos_ids=eos_ids, temperature=temperature, top_p=top_p,
+                         do_sample=do_sample)  # fmt: skip
+    return {**kw, "stop": list(stop), "include_stop_str_in_output": True, "detokenize": True}  # stop strings need text
+
+
+def vllm_generate(llm: Any, eos_ids: Sequence[int]):
+    """The tool loop's ``Generate`` (trainer/rollout/tool_engines.py) on a vLLM engine: each sequence continued from
+    its token ids (the prefix cache holds what was sent before), the sampled tokens and their log-probs back."""
+
+    def generate(
+        seqs: list[list[int]], max_new: list[int], sampling: dict[str, Any]
+    ) -> list[tuple[list[int], list[float]]]:
+        from vllm import SamplingParams
+
+        stop, kw = sampling.get("stop", []), {k: v for k, v in sampling.items() if k != "stop"}
+        params = [SamplingParams(**tool_sampling_kwargs(m, stop, eos_ids=eos_ids, **kw)) for m in max_new]
+        outs = llm.generate([{"prompt_token_ids": s} for s in seqs], params, use_tqdm=False)
+        return [(list(o.outputs[0].token_ids), sampled_logprobs(o.outputs[0].token_ids, o.outputs[0].logprobs))
+                for o in outs]  # fmt: skip
+
+    return generate
+
+
 def sampled_logprobs(token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]] | None) -> list[float]:
     """The log-prob vLLM reported for each sampled token (its ``CompletionOutput.logprobs``: per position a
     dict token id -> ``Logprob``); NaN where it reported none."""
@@ -142,7 +174,7 @@ class VLLMBackend:
             raise BackendError("the vllm backend builds its engine from the policy's folder: set `model:`")
         from vllm import LLM
 
-        self.tokenizer = tokenizer
+        self.model, self.tokenizer = model, tokenizer  # the model: the tool loop's prompt encoding and EOS ids
         self.eos = eos_token_ids(model, tokenizer)
         dtype = dtype or next(model.parameters()).dtype  # train.py passes the training forward's (rollout_dtype)
         self.llm = LLM(
@@ -159,8 +191,15 @@ class VLLMBackend:
 
     def generate(
         self, examples: Sequence[Example], group_size: int, *, max_new_tokens: int, temperature: float = 1.0,
-        top_p: float = 1.0, do_sample: bool = True, use_chat_template: bool = True, **_: Any,
+        top_p: float = 1.0, do_sample: bool = True, use_chat_template: bool = True, tools: Any = None,
+        runner: Any = None, **_: Any,
     ) -> Rollout:  # fmt: skip
+        """The hf path's rollout; with ``tools`` (and the sessions' ``runner``) the tool loop of
+        trainer/rollout/tool_decode.py, driving this engine through ``ResubmitEngine``."""
+        if tools is not None:
+            return self._tool_rollout(examples, group_size, tools, runner, max_new_tokens=max_new_tokens,
+                                      temperature=temperature, top_p=top_p, do_sample=do_sample,
+                                      use_chat_template=use_chat_template)  # fmt: skip
         from vllm import SamplingParams
 
         texts = [render_prompt(self.tokenizer, e.prompt, use_chat_template) for e in examples]
@@ -185,6 +224,18 @@ class VLLMBackend:
         return rollout_from_ids(
             self.tokenizer, examples, group_size, prompt_ids, completions, self.eos, "cuda", sample_logprobs=logprobs
         )
+
+    def _tool_rollout(
+        self, examples: Sequence[Example], group_size: int, tools: Any, runner: Any, **opts: Any
+    ) -> Rollout:
+        from trainer.rollout.tool_decode import generate_tool_rollout
+        from trainer.rollout.tool_engines import ResubmitEngine, prompt_lists
+        from trainer.rollout.tools import FORMATS
+
+        stop, gen = FORMATS[tools.format].stop, vllm_generate(self.llm, self.eos)
+        return generate_tool_rollout(self.model, self.tokenizer, examples, group_size, runner=runner, tools=tools,
+                                     engine=lambda ids, attn, rows: ResubmitEngine(gen, prompt_lists(ids, attn), stop),
+                                     **opts)  # fmt: skip
 
     @torch.no_grad()
     def sync_weights(self, model: torch.nn.Module) -> None:

@@ -197,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 1
         print(f"{a.model_dir}: {' '.join(changed)} now normal tokens" if changed else "no tag was a special token")
-    from transformers import AutoTokenizer
+    from trainer.policy import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(a.model_dir)
+    tok = load_tokenizer(a.model_dir)
     prompt = "What is 2 + 3?"
     if a.data:
         prompt = json.loads(Path(a.data).read_text(encoding="utf-8").splitlines()[0])["prompt"]

@@ -1,5 +1,5 @@
 """A progress bar for a training run: follows run/metrics.jsonl in a thread and shows reward, accuracy,
-KL and step time (tqdm). Used by ``make train`` (trainer/pipelines/make_train.py)."""
+KL and step time (tqdm), and with tool rollouts the tool figures (``SHOWN``). Used by ``make train`` (trainer/pipelines/make_train.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,30 @@ import json
 import sys
 import threading
 from pathlib import Path
+
+# what the line shows, from a metrics.jsonl row: (label, metric); a metric the row lacks is left out
+SHOWN = (
+    ("reward", "reward/mean"),
+    ("acc", "reward/accuracy"),
+    ("kl", "loss/kl"),
+    ("step_s", "perf/step_s"),
+    ("eval_acc", "eval/accuracy"),
+    # tool rollouts (trainer/grpo/step.py, tool_metrics): calls per completion, the share of calls that failed,
+    # the share of completion tokens that are tool output, seconds in tools this step
+    ("calls", "tool/calls_per_completion"),
+    ("tool_err", "tool/error_rate"),
+    ("tool_share", "tool/output_share"),
+    ("tool_s", "perf/tool_s"),
+)
+
+
+def postfix(m: dict) -> dict[str, str]:
+    """The progress line's figures for one metrics row, in ``SHOWN``'s order.
+
+    >>> postfix({"reward/mean": 0.5, "tool/calls_per_completion": 1.25, "perf/tool_s": 2.0})
+    {'reward': '0.500', 'calls': '1.250', 'tool_s': '2.000'}
+    """
+    return {label: f"{m[key]:.3f}" for label, key in SHOWN if m.get(key) is not None}
 
 
 class MetricsBar:
@@ -68,19 +92,11 @@ class MetricsBar:
         step = int(m.get("step", 0))
         self.bar.n = step
         self.alarms = {s: rules for s, rules in self.alarms.items() if s < step}  # a step run again: its own alarms
-        post = {
-            "reward": m.get("reward/mean"),
-            "acc": m.get("reward/accuracy"),
-            "kl": m.get("loss/kl"),
-            "step_s": m.get("perf/step_s"),
-        }
-        if m.get("eval/accuracy") is not None:
-            post["eval_acc"] = m["eval/accuracy"]
         note = self.watch.update(m) if self.watch is not None and step > self.fed else None
         self.fed = max(self.fed, step)
         if note:
             self.bar.write(note, file=sys.stderr)
-        shown = {k: f"{v:.3f}" for k, v in post.items() if v is not None}
+        shown = postfix(m)
         if self.watch is not None and self.watch.flag:
             shown["warning"] = self.watch.flag
         fired = [k.split("/", 2)[2] for k, v in m.items() if k.startswith("alarm/fired/") and v]

@@ -40,6 +40,12 @@ SIGNALS: dict[str, str] = {
     # -- format ------------------------------------------------------------------------------------------
     "format.odd_tags": "tags in unusual places or counts",
     "format.think_is_answer": "the think block only repeats the answer",
+    # -- tool rollouts: added by the trainer's tool loop (trainer/rollout/tools.py, tool_signals), never a verifier --
+    "tool.answer_marker": "a tool call's output holds a box or an answer tag (never graded there)",
+    "tool.answer_only_in_output": "the reference is in a tool call's output and nowhere in the policy's own text",
+    "tool.printed_reference": "a tool call printed the reference verbatim from a literal of its code (not computed)",
+    "tool.read_files": "a tool call's code opens files, lists folders, reads the environment or starts processes",
+    "tool.session_failed": "the rollout's tool session failed (infrastructure): the rollout is masked, not paid 0",
 }
 
 
@@ -73,6 +79,12 @@ ACTIONS: dict[str, str] = {
     "answer.unclosed_think": "check the max length (truncation leaves think open); enforce it otherwise",
     "format.odd_tags": "watch its share; enforce it where the format reward pays tags",
     "format.think_is_answer": "enforce it where the format reward pays a think block: the policy skips reasoning",
+    "tool.answer_marker": "never paid (the graded text is the policy's own tokens); a rising share means the policy "
+    "is trying to make the tool answer for it",
+    "tool.answer_only_in_output": "never paid; a rising share means the policy leaves its answer to the tool",
+    "tool.printed_reference": f"{_READ}: where did the call get the reference? The alarm's audit refuses it when paid",
+    "tool.read_files": "check the sessions give no files or secrets; the alarm's audit refuses it when paid",
+    "tool.session_failed": "infrastructure: read the service's log (sessions lost, limits reached)",
 }
 
 
