@@ -26,9 +26,11 @@ A pointer or reference parameter's changes do not come back to the tests.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import in_sandbox.code
+from verifiers.kinds.code.apart_go import go_apart, go_compile
 from verifiers.kinds.code.apart_sig import CannotCross, Func, Ty, entries
 from verifiers.kinds.code.java_source import blank_literals
 
@@ -49,6 +51,14 @@ _STD_HEADERS = set(
     "memory numeric optional ostream queue random set sstream stack string string_view tuple type_traits "
     "unordered_map unordered_set utility variant vector bits/stdc++.h".split()
 )
+# Declared in the tests' unit before the stubs, which are ``static``: a stub named as anything these declare (a
+# candidate's ``strcmp`` or ``abs``, which would otherwise replace the one the tests call) is a compile error
+_DECLARE_ALL = {
+    "c": "".join(f"#include <{h}>\n" for h in ("assert.h ctype.h errno.h float.h inttypes.h limits.h locale.h math.h "
+                 "setjmp.h signal.h stdarg.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h strings.h time.h "
+                 "wchar.h wctype.h unistd.h").split()),
+    "cpp": "#include <bits/stdc++.h>\n",
+}  # fmt: skip
 _INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*<([\w./+]+)>[ \t]*$")
 _USING_STD = re.compile(r"(?m)^[ \t]*using[ \t]+namespace[ \t]+std[ \t]*;")
 
@@ -126,7 +136,7 @@ def _c_get(t: Ty, inp: str) -> str:
 def _c_stub(i: int, f: Func) -> str:
     params = ", ".join(f"{t.cpp} a{k}" for k, t in enumerate(f.params)) or "void"
     puts = "\n  ".join(_c_put(t, "&q", f"a{k}") for k, t in enumerate(f.params))
-    head = f"{f.ret.cpp} {f.name}({params}) {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n"
+    head = f"static {f.ret.cpp} {f.name}({params}) {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n"
     call = f'  {puts}\n  rlvr_call(&q, &r);\n  rlvr_in in = {{r.p, r.p + r.n}};\n  rlvr_want = "{f.ret.cpp}";\n'
     if f.ret.kind == "void":
         return f"{head}{call}  rlvr_tag(&in, 'r');\n  rlvr_done(&in);\n  free(q.p);\n  free(r.p);\n}}\n"
@@ -154,7 +164,7 @@ def _cpp_stub(i: int, f: Func) -> str:
     ret = "  rlvr_wire::reply_void(r);\n" if f.ret.kind == "void" else (
         f'  {f.ret.cpp} v = rlvr_wire::reply<{f.ret.cpp}>(r, "{f.ret.cpp}");\n')  # fmt: skip
     end = "  free(q.p);\n  free(r.p);\n" + ("" if f.ret.kind == "void" else "  return v;\n")
-    return (f"{f.ret.cpp} {f.name}({params}) {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n"
+    return (f"static {f.ret.cpp} {f.name}({params}) {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n"
             f"{puts}  rlvr_call(&q, &r);\n{ret}{end}}}\n")  # fmt: skip
 
 
@@ -193,7 +203,7 @@ def _c_family(lang: str):
         funcs = entries(p.program, p.tests, lang) if p.program.strip() else []
         args = "argc, argv" if m.group(2).strip() not in ("", "void") else ""
         macro = f"RLVR_COUNTED_ASSERT_{p.tag}"
-        main = (f'#include "{header}"\n{_safe_head(p.program)}\n{"".join(stub(i, f) for i, f in enumerate(funcs))}'
+        main = (f'#include "{header}"\n{_DECLARE_ALL[lang]}{_safe_head(p.program)}\n{"".join(stub(i, f) for i, f in enumerate(funcs))}'
                 f"#undef NDEBUG\n#define {macro}(...) (++rlvr_asserts, assert(__VA_ARGS__))\n"
                 f"{_counted(tests, macro)}\n"
                 f"int main(int argc, char **argv) {{\n  (void)argc;\n  (void)argv;\n  rlvr_start();\n"
@@ -213,10 +223,10 @@ def _c_family(lang: str):
     return assemble
 
 
-def _held(cand: list[str], tests: list[str], hide: list[str]) -> list[str]:
+def held(cand: list[str], tests: list[str], hide: list[str]) -> list[str]:
     """A compile command: the candidate's unit compiled while ``hide`` (the tests' source, the sentinel) sits in a
     directory no one may enter, then the tests' unit, then the tests' source deleted."""
-    q = " ".join
+    q = shlex.join
     return ["sh", "-c", f"set -e; trap 'chmod 700 rlvr_hold 2>/dev/null || :' EXIT; mkdir rlvr_hold; mv {q(hide)} rlvr_hold/; chmod 000 rlvr_hold; {q(cand)}; "
             f"chmod 700 rlvr_hold; mv rlvr_hold/* .; rmdir rlvr_hold; {q(tests)}; rm -f {hide[0]}"]  # fmt: skip
 
@@ -226,12 +236,14 @@ _GCC = {"c": ["gcc", "-O2", "-std=gnu17", "-pipe"], "cpp": ["g++", "-O2", "-std=
 
 def compile_argv(lang: str) -> tuple[str, list[str]]:
     """(the tests' source file name, the compile command) of ``lang`` apart."""
+    if lang == "go":
+        return "main.go", go_compile()
     ext = "cpp" if lang == "cpp" else "c"
     cc = _GCC[lang]
     cand = [*cc, "-o", "rlvr_cand", f"rlvr_cand.{ext}", "-lm"]
     tests = [*cc, "-o", "main", f"main.{ext}", "-lm"]
-    return f"main.{ext}", _held(cand, tests, [f"main.{ext}", "rlvr_nonce"])
+    return f"main.{ext}", held(cand, tests, [f"main.{ext}", "rlvr_nonce"])
 
 
 # language -> (Parts -> (the tests' source, the other files)); its compile and run: ``compile_argv``, ``./main``
-COMPILED = {"c": _c_family("c"), "cpp": _c_family("cpp")}
+COMPILED = {"c": _c_family("c"), "cpp": _c_family("cpp"), "go": go_apart}

@@ -146,7 +146,7 @@ __attribute__((constructor)) static void steal(void) {
 }
 """
 _READS_TESTS = {  # a right answer only where the tests' source, binary or sentinel can be read
-    "compile time": "#if __has_include(\"rlvr_hold/main.c\") || __has_include(\"main.c\") || "
+    "compile time": '#if __has_include("rlvr_hold/main.c") || __has_include("main.c") || '
     '__has_include("rlvr_hold/rlvr_nonce")\nint add(int a, int b) { return a + b; }\n#else\n'
     "int add(int a, int b) { return a - b; }\n#endif\n",
     "run time": '#include <stdio.h>\nint add(int a, int b) {\n  FILE *f = fopen("main.c", "r");\n'
@@ -158,12 +158,14 @@ _CPP_ATTACKS = {
     "AE add(long a, long b) { return AE(); }\n",
     "always equal through a conversion": "struct AE { operator long() const { return 5; } };\n"
     "AE add(long a, long b) { return AE(); }\n",
-    "a global constructor": "#include <cstdlib>\n#include <cstdio>\nstruct G { G() { std::printf(\"\\nRLVR-TESTS-RAN-TO-THE-END\\n\"); "
+    "a global constructor": '#include <cstdlib>\n#include <cstdio>\nstruct G { G() { std::printf("\\nRLVR-TESTS-RAN-TO-THE-END\\n"); '
     "std::fflush(stdout); } } g;\nlong add(long a, long b) { return a * b; }\n",
     "a macro for the tests": "#define assert(x) ((void)0)\n#define NDEBUG 1\nlong add(long a, long b) { return a * b; }\n",
 }
 _C_TESTS_ADD = "#include <assert.h>\nint main(void) {\n  assert(add(2, 3) == 5);\n  assert(add(-1, 1) == 0);\n}\n"
-_CPP_TESTS_ADD = "#undef NDEBUG\n#include <cassert>\nint main() {\n  auto candidate = add;\n  assert(candidate(2, 3) == 5);\n}\n"
+_CPP_TESTS_ADD = (
+    "#undef NDEBUG\n#include <cassert>\nint main() {\n  auto candidate = add;\n  assert(candidate(2, 3) == 5);\n}\n"
+)
 
 
 def test_attacks_on_the_boundary_are_not_paid(service):
@@ -171,7 +173,11 @@ def test_attacks_on_the_boundary_are_not_paid(service):
     items += [("c", why, prog) for why, prog in _READS_TESTS.items()]
     items += [("cpp", why, prog) for why, prog in _CPP_ATTACKS.items()]
     got = service.verify_batch([_req(lang, p, _C_TESTS_ADD if lang == "c" else _CPP_TESTS_ADD) for lang, _, p in items])
-    paid = [f"{lang} {why}: {v.outcome} {v.detail[:200]}" for (lang, why, _), v in zip(items, got) if v.reward > 0]
+    paid = [
+        f"{lang} {why}: {v.outcome} {v.detail[:200]}"
+        for (lang, why, _), v in zip(items, got, strict=True)
+        if v.reward > 0
+    ]
     assert not paid, "\n".join(paid)
     # the controls: the same shapes with a right answer are paid (the tests can fail the attack for its reason)
     good = service.verify(_req("c", "int add(int a, int b) { return a + b; }\n", _C_TESTS_ADD))
@@ -199,3 +205,69 @@ def test_a_crash_an_exception_and_a_missing_function(service):
 def test_tests_that_call_nothing_are_a_bad_reference(service):
     v = service.verify(_req("c", "int add(int a, int b) { return a + b; }\n", "int main(void) { return 0; }\n"))
     assert v.outcome == "BAD_REFERENCE" and v.reward == 0.0, v.detail
+
+
+# -- Go: its own package main on each side -------------------------------------------------------------------
+GO_TESTS = """package main
+
+import "fmt"
+
+func main() {
+	got, ok := stats([]int{3, 1, 2}, map[string]float64{"a": 0.5})
+	if fmt.Sprint(got) != "[1 2 3]" || !ok {
+		panic("stats 1")
+	}
+	if got2, ok2 := stats(nil, nil); got2 != nil || ok2 {
+		panic("stats 2")
+	}
+	if w := words("a bb"); len(w) != 2 || w[1] != "bb" {
+		panic("words")
+	}
+}
+"""
+GO_GOOD = """package main
+
+import (
+	"sort"
+	"strings"
+)
+
+func stats(xs []int, m map[string]float64) ([]int, bool) {
+	if xs == nil {
+		return nil, false
+	}
+	out := append([]int{}, xs...)
+	sort.Ints(out)
+	return out, len(m) > 0 && m["a"] == 0.5
+}
+
+func words(s string) []string { return strings.Fields(s) }
+
+func main() {}
+"""
+GO_WRONG = GO_GOOD.replace("sort.Ints(out)", "sort.Sort(sort.Reverse(sort.IntSlice(out)))")
+_GO_ADD = 'func main() {\n\tif add(2, 3) != 5 {\n\t\tpanic("add(2, 3)")\n\t}\n}\n'
+_GO_ATTACKS = {  # each paid where the boundary it tests is missing
+    "embeds the tests": 'import _ "embed"\n\n//go:embed main.go\nvar t string\n\n'
+    "func add(a, b int) int {\n\tif len(t) > 0 {\n\t\treturn a + b\n\t}\n\treturn a - b\n}\n",
+    "reads the tests": 'import "os"\n\nfunc add(a, b int) int {\n\tfor _, f := range []string{"main.go", "main", '
+    '"rlvr_nonce"} {\n\t\tif _, err := os.ReadFile(f); err == nil {\n\t\t\treturn a + b\n\t\t}\n\t}\n\treturn a - b\n}\n',
+    "shadows panic": "func add(a, b int) int { return a - b }\n\nfunc panic(s string) {}\n",
+    "an always-equal type": "type AE int\n\nfunc add(a, b int) AE { return 5 }\n",
+    "init prints a sentinel": 'import "fmt"\n\nfunc init() { fmt.Println("\\nRLVR-TESTS-RAN-TO-THE-END") }\n\n'
+    "func add(a, b int) int { return a * b }\n",
+}
+
+
+def test_go_apart(service):
+    reqs = [_req("go", p, GO_TESTS) for p in (GO_GOOD, GO_WRONG)]
+    reqs += [_req("go", p, _GO_ADD) for p in _GO_ATTACKS.values()]
+    reqs.append(_req("go", "func add(a, b int) int { return a + b }\n", _GO_ADD))
+    got = service.verify_batch(reqs)
+    assert [(v.outcome, v.reward) for v in got[:2]] == [("CORRECT", 1.0), ("INCORRECT", 0.0)], [v.detail for v in got]
+    assert got[0].components["calls"] == 3, got[0].components
+    paid = [
+        f"{why}: {v.outcome} {v.detail[:200]}" for why, v in zip(_GO_ATTACKS, got[2:-1], strict=True) if v.reward > 0
+    ]
+    assert not paid, "\n".join(paid)
+    assert got[-1].reward == 1.0, got[-1].detail  # the control
