@@ -188,7 +188,8 @@ _TABLE = {
         "csharp",
         ("csharp", "cs", "c#"),
         "main.cs",
-        ["mcs", "-define:DEBUG", "-define:TRACE", "-out:main.exe", "main.cs"],  # dotnet run's Debug build
+        # dotnet run's Debug build; rlvr_assert.cs: Debug.Assert fails as on .NET (csharp_assert.py)
+        ["mcs", "-define:DEBUG", "-define:TRACE", "-out:main.exe", "rlvr_assert.cs", "main.cs"],
         ["mono", "main.exe"],
         run_as_mb=2048,
     ),

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from in_sandbox.jobs import DRIVER
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result
-from verifiers.kinds.code import compile_cache, languages
+from verifiers.kinds.code import compile_cache, csharp_assert, languages
 
 LANE = "langs"  # the pool's lane for non-Python code (verifiers/service/wiring.py builds it)
 DRIVER_JOB = "from in_sandbox.code import driver\ndriver.main()\n"  # in_sandbox/code/driver.py, in the image
@@ -203,7 +203,7 @@ def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_t
     q = {
         "nonce": nonce,
         "files": {lang.source: languages.source_text(lang, code)},
-        "blobs": blobs or {},
+        "blobs": {**csharp_assert.files(lang.name), **(blobs or {})},
         "compile": lang.compile,
         "compile_timeout": compile_s,
         "compile_as_mb": languages.COMPILE_AS_MB,

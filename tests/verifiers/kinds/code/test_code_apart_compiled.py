@@ -169,13 +169,23 @@ _CPP_TESTS_ADD = (
 
 
 def test_attacks_on_the_boundary_are_not_paid(service):
-    items = [("c", "the tests' memory and stdout through /proc", _STEAL)]
-    items += [("c", why, prog) for why, prog in _READS_TESTS.items()]
-    items += [("cpp", why, prog) for why, prog in _CPP_ATTACKS.items()]
-    got = service.verify_batch([_req(lang, p, _C_TESTS_ADD if lang == "c" else _CPP_TESTS_ADD) for lang, _, p in items])
+    items = [("c", "the tests' memory and stdout through /proc", _STEAL, _C_TESTS_ADD)]
+    items += [("c", why, prog, _C_TESTS_ADD) for why, prog in _READS_TESTS.items()]
+    items += [("cpp", why, prog, _CPP_TESTS_ADD) for why, prog in _CPP_ATTACKS.items()]
+    # a function named as one the tests call from the library: its stub would replace the library's
+    items += [("c", "replaces strcmp", C_WRONG + "int strcmp(const char *a, const char *b) { return 0; }\n", C_TESTS)]
+    items += [
+        (
+            "cpp",
+            "replaces abs",
+            "long add(long a, long b) { return a - b; }\nint abs(int x) { return 0; }\n",
+            "#include <cassert>\n#include <cstdlib>\nint main() { assert(abs(add(2, 3) - 5) == 0); }\n",
+        )
+    ]
+    got = service.verify_batch([_req(lang, p, tests) for lang, _, p, tests in items])
     paid = [
         f"{lang} {why}: {v.outcome} {v.detail[:200]}"
-        for (lang, why, _), v in zip(items, got, strict=True)
+        for (lang, why, *_), v in zip(items, got, strict=True)
         if v.reward > 0
     ]
     assert not paid, "\n".join(paid)
