@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from verifiers.kinds.code import languages
-from verifiers.kinds.code.asserts_apart import SEPARATE, apart_language, apart_lines, counted
+from verifiers.kinds.code.asserts_apart import SEPARATE, apart_language, apart_lines, counted, shared_ran
 from verifiers.kinds.code.asserts_more import BadTests, kotlin, racket
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
@@ -362,6 +362,6 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     outcome, status, signals, say = _ENDS[end]
     v = Verdict.of(outcome, say.format(run.message))
     v.cases = [CaseVerdict(status, "" if status is CaseStatus.PASSED else v.detail, run.elapsed_s)]
-    if prog.apart and end == "pass":
-        return counted(v, apart_lines(prog.sentinel, run.stdout).get("ran", ""))
+    if end == "pass":  # what ran: counted apart, or the one test program of a shared one
+        return counted(v, apart_lines(prog.sentinel, run.stdout).get("ran", "")) if prog.apart else shared_ran(v)
     return v.signal(*signals)

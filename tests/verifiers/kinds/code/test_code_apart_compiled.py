@@ -281,3 +281,14 @@ def test_go_apart(service):
     ]
     assert not paid, "\n".join(paid)
     assert got[-1].reward == 1.0, got[-1].detail  # the control
+
+
+def test_a_shared_program_pass_counts_its_one_test_program(service):
+    """Opted in (allow_shared_program), a language whose tests share the candidate's program: the pass carries what
+    the harness's code after the tests can vouch for (one test program ran to its end), nothing counted inside it."""
+    from tests.verifiers.kinds.code.test_code_assert_langs import CASES
+
+    tests, good, *_ = CASES["lua"]
+    v = service.verify(_req("lua", good, tests, allow_shared_program="true"))
+    assert (v.outcome, v.reward, v.components) == ("CORRECT", 1.0, {"tests_ran": 1.0}), v.detail
+    assert "not counted" in v.detail and v.signals == ["code.shared_program"]
