@@ -31,6 +31,7 @@ from pathlib import Path
 
 import in_sandbox.code
 from verifiers.kinds.code.apart_go import go_apart, go_compile
+from verifiers.kinds.code.apart_rust import rust_apart, rust_compile
 from verifiers.kinds.code.apart_sig import CannotCross, Func, Ty, entries
 from verifiers.kinds.code.java_source import blank_literals
 
@@ -238,6 +239,8 @@ def compile_argv(lang: str) -> tuple[str, list[str]]:
     """(the tests' source file name, the compile command) of ``lang`` apart."""
     if lang == "go":
         return "main.go", go_compile()
+    if lang == "rust":
+        return "main.rs", rust_compile()
     ext = "cpp" if lang == "cpp" else "c"
     cc = _GCC[lang]
     cand = [*cc, "-o", "rlvr_cand", f"rlvr_cand.{ext}", "-lm"]
@@ -246,4 +249,4 @@ def compile_argv(lang: str) -> tuple[str, list[str]]:
 
 
 # language -> (Parts -> (the tests' source, the other files)); its compile and run: ``compile_argv``, ``./main``
-COMPILED = {"c": _c_family("c"), "cpp": _c_family("cpp"), "go": go_apart}
+COMPILED = {"c": _c_family("c"), "cpp": _c_family("cpp"), "go": go_apart, "rust": rust_apart}

@@ -292,3 +292,60 @@ def test_a_shared_program_pass_counts_its_one_test_program(service):
     v = service.verify(_req("lua", good, tests, allow_shared_program="true"))
     assert (v.outcome, v.reward, v.components) == ("CORRECT", 1.0, {"tests_ran": 1.0}), v.detail
     assert "not counted" in v.detail and v.signals == ["code.shared_program"]
+
+
+# -- Rust: its own crate on each side ------------------------------------------------------------------------
+RUST_TESTS = """use std::collections::HashMap;
+
+fn main() {
+    let candidate = tally;
+    let mut want = HashMap::new();
+    want.insert(String::from("bb"), 2);
+    want.insert(String::from("a"), 1);
+    assert_eq!(candidate(&vec![String::from("a"), String::from("bb"), String::from("bb")], "bb"), (want, Some(1)));
+    assert_eq!(candidate(&[], "x"), (HashMap::new(), None));
+    assert!(mean(&[1.0, 2.0]) == 1.5);
+}
+"""
+RUST_GOOD = """use std::collections::HashMap;
+
+fn main() {}
+
+fn tally(words: &[String], w: &str) -> (HashMap<String, i64>, Option<usize>) {
+    let mut m = HashMap::new();
+    for x in words {
+        *m.entry(x.clone()).or_insert(0) += 1;
+    }
+    (m, words.iter().position(|x| x == w))
+}
+
+pub fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+"""
+RUST_WRONG = RUST_GOOD.replace("position(|x| x == w)", "rposition(|x| x == w)")
+_RUST_ADD = "fn main() {\n    assert_eq!(add(2, 3), 5);\n}\n"
+_RUST_ATTACKS = {  # each paid where the boundary it tests is missing
+    "includes the tests": 'const T: &str = include_str!("main.rs");\n\n'
+    "fn add(a: i64, b: i64) -> i64 { if T.is_empty() { a - b } else { a + b } }\n",
+    "reads the tests": 'fn add(a: i64, b: i64) -> i64 {\n    for f in ["main.rs", "main", "rlvr_nonce"] {\n'
+    "        if std::fs::read(f).is_ok() { return a + b; }\n    }\n    a - b\n}\n",
+    "always equal": "struct AE;\nimpl PartialEq<i64> for AE { fn eq(&self, _: &i64) -> bool { true } }\n"
+    'impl std::fmt::Debug for AE { fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result { write!(f, "5") } }\n'
+    "fn add(_a: i64, _b: i64) -> AE { AE }\n",
+    "before main": '#[used]\n#[link_section = ".init_array"]\nstatic GO: extern "C" fn() = go;\n'
+    'extern "C" fn go() { println!("\\nRLVR-TESTS-RAN-TO-THE-END"); std::process::exit(0) }\n'
+    "fn add(a: i64, b: i64) -> i64 { a * b }\n",
+}
+
+
+def test_rust_apart(service):
+    reqs = [_req("rust", p, RUST_TESTS) for p in (RUST_GOOD, RUST_WRONG)]
+    reqs += [_req("rust", p, _RUST_ADD) for p in _RUST_ATTACKS.values()]
+    reqs.append(_req("rust", "fn add(a: i64, b: i64) -> i64 { a + b }\n", _RUST_ADD))
+    got = service.verify_batch(reqs)
+    assert [(v.outcome, v.reward) for v in got[:2]] == [("CORRECT", 1.0), ("INCORRECT", 0.0)], [v.detail for v in got]
+    assert (got[0].components["calls"], got[0].components["asserts_ran"]) == (3.0, 3.0), got[0].components
+    paid = [f"{why}: {v.outcome} {v.detail[:200]}" for why, v in zip(_RUST_ATTACKS, got[2:-1], strict=True) if v.reward]
+    assert not paid, "\n".join(paid)
+    assert got[-1].reward == 1.0, got[-1].detail  # the control
