@@ -58,7 +58,7 @@ _DECLARE_ALL = {
     "c": "".join(f"#include <{h}>\n" for h in ("assert.h ctype.h errno.h float.h inttypes.h limits.h locale.h math.h "
                  "setjmp.h signal.h stdarg.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h strings.h time.h "
                  "wchar.h wctype.h unistd.h").split()),
-    "cpp": "#include <bits/stdc++.h>\n",
+    "cpp": "",  # C++'s stubs are variables (_cpp_stub): a clash is an error in any order, without every header
 }  # fmt: skip
 _INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*<([\w./+]+)>[ \t]*$")
 _USING_STD = re.compile(r"(?m)^[ \t]*using[ \t]+namespace[ \t]+std[ \t]*;")
@@ -165,8 +165,11 @@ def _cpp_stub(i: int, f: Func) -> str:
     ret = "  rlvr_wire::reply_void(r);\n" if f.ret.kind == "void" else (
         f'  {f.ret.cpp} v = rlvr_wire::reply<{f.ret.cpp}>(r, "{f.ret.cpp}");\n')  # fmt: skip
     end = "  free(q.p);\n  free(r.p);\n" + ("" if f.ret.kind == "void" else "  return v;\n")
-    return (f"static {f.ret.cpp} {f.name}({params}) {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n"
-            f"{puts}  rlvr_call(&q, &r);\n{ret}{end}}}\n")  # fmt: skip
+    # a variable holding a lambda, not a function: a name the library also declares (``abs``, or ``max`` through
+    # ``using namespace std``) is then a compile error (redeclared, or ambiguous at the call), never an overload
+    # that wins over the library's
+    return (f"static const auto {f.name} = []({params}) -> {f.ret.cpp} {{\n  rlvr_buf q = {{0, 0, 0}}, "
+            f"r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n{puts}  rlvr_call(&q, &r);\n{ret}{end}}};\n")  # fmt: skip
 
 
 def _cpp_case(i: int, f: Func) -> str:
