@@ -182,6 +182,15 @@ def test_attacks_on_the_boundary_are_not_paid(service):
             "#include <cassert>\n#include <cstdlib>\nint main() { assert(abs(add(2, 3) - 5) == 0); }\n",
         )
     ]
+    items += [  # through using namespace std: the candidate's max would beat std::max's template
+        (
+            "cpp",
+            "replaces std::max",
+            "#include <algorithm>\nusing namespace std;\nlong add(long a, long b) { return a - b; }\n"
+            "long max(long a, long b) { return 5; }\n",
+            "#include <cassert>\n#include <algorithm>\nusing namespace std;\nint main() { assert(max(add(2, 3), 0L) == 5); }\n",
+        )
+    ]
     got = service.verify_batch([_req(lang, p, tests) for lang, _, p, tests in items])
     paid = [
         f"{lang} {why}: {v.outcome} {v.detail[:200]}"
