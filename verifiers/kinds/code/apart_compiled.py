@@ -26,13 +26,12 @@ A pointer or reference parameter's changes do not come back to the tests.
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 
 import in_sandbox.code
 from verifiers.kinds.code.apart_go import go_apart, go_compile
 from verifiers.kinds.code.apart_rust import rust_apart, rust_compile
-from verifiers.kinds.code.apart_sig import CannotCross, Func, Ty, entries
+from verifiers.kinds.code.apart_sig import C_MAIN, CannotCross, Func, Ty, entries, held, rename_main
 from verifiers.kinds.code.java_source import blank_literals
 
 __all__ = ["CANNOT_CROSS", "COMPILED", "CannotCross", "compile_argv"]
@@ -42,7 +41,6 @@ CANNOT_CROSS = (
 )
 
 _DIR = Path(in_sandbox.code.__file__).parent
-_C_MAIN = re.compile(r"\b(int|void)\s+main\s*\(([^()]*)\)\s*\{")
 _ASSERT = re.compile(r"\bassert\s*\(")
 _STD_HEADERS = set(
     "assert.h complex.h ctype.h errno.h fenv.h float.h inttypes.h iso646.h limits.h locale.h math.h setjmp.h "
@@ -62,25 +60,6 @@ _DECLARE_ALL = {
 }  # fmt: skip
 _INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*<([\w./+]+)>[ \t]*$")
 _USING_STD = re.compile(r"(?m)^[ \t]*using[ \t]+namespace[ \t]+std[ \t]*;")
-
-
-def _closing(clean: str, at: int) -> int:
-    depth = 0
-    for j in range(at, len(clean)):
-        depth += {"{": 1, "}": -1}.get(clean[j], 0)
-        if depth == 0:
-            return j
-    return -1
-
-
-def _rename_main(code: str, new: str, ret: str = "") -> tuple[str, re.Match | None]:
-    """``code`` with its first ``main`` (literals and comments blanked) renamed ``new``, ``ret`` before its end."""
-    clean = blank_literals(code)
-    m = _C_MAIN.search(clean)
-    if m is None or (close := _closing(clean, m.end() - 1)) < 0:
-        return code, None
-    at = clean.index("main", m.start())
-    return code[:at] + new + code[at + 4 : close] + ret + code[close:], m
 
 
 def _safe_head(program: str) -> str:
@@ -200,8 +179,8 @@ def _c_family(lang: str):
         from verifiers.kinds.code.asserts_more import BadTests
 
         t = f"rlvr_tests_{p.tag}"
-        program, _ = _rename_main(p.program, f"rlvr_unused_main_{p.tag}")
-        tests, m = _rename_main(p.tests, t, "\nreturn 0;\n")  # a main may fall off its end: 0, as main's
+        program, _ = rename_main(p.program, C_MAIN, f"rlvr_unused_main_{p.tag}")
+        tests, m = rename_main(p.tests, C_MAIN, t, "\nreturn 0;\n")  # a main may fall off its end: 0, as main's
         if m is None:
             raise BadTests(f"code: {lang} tests (the reference) need a main function (int main() {{ assert(...); }})")
         funcs = entries(p.program, p.tests, lang) if p.program.strip() else []
@@ -225,14 +204,6 @@ def _c_family(lang: str):
         return main, {**files, "rlvr_nonce": p.a + p.b}
 
     return assemble
-
-
-def held(cand: list[str], tests: list[str], hide: list[str]) -> list[str]:
-    """A compile command: the candidate's unit compiled while ``hide`` (the tests' source, the sentinel) sits in a
-    directory no one may enter, then the tests' unit, then the tests' source deleted."""
-    q = shlex.join
-    return ["sh", "-c", f"set -e; trap 'chmod 700 rlvr_hold 2>/dev/null || :' EXIT; mkdir rlvr_hold; mv {q(hide)} rlvr_hold/; chmod 000 rlvr_hold; {q(cand)}; "
-            f"chmod 700 rlvr_hold; mv rlvr_hold/* .; rmdir rlvr_hold; {q(tests)}; rm -f {hide[0]}"]  # fmt: skip
 
 
 _GCC = {"c": ["gcc", "-O2", "-std=gnu17", "-pipe"], "cpp": ["g++", "-O2", "-std=c++17", "-pipe"]}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import in_sandbox.code
-from verifiers.kinds.code.apart_sig import CannotCross
+from verifiers.kinds.code.apart_sig import CannotCross, held, rename_main
 from verifiers.kinds.code.java_source import blank_literals
 
 _DIR = Path(in_sandbox.code.__file__).parent
@@ -179,12 +179,13 @@ def _package(code: str) -> str:
 
 
 def go_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
-    from verifiers.kinds.code.asserts import _need, _rename
+    from verifiers.kinds.code.asserts_more import BadTests
 
     t = f"rlvrTests{p.tag}"
-    program, _ = _rename(_package(p.program), _GO_MAIN, f"rlvrUnusedMain{p.tag}")
-    tests, m = _rename(_package(p.tests), _GO_MAIN, t)
-    _need(m, "go", "func main() { ... panic(...) ... }")
+    program, _ = rename_main(_package(p.program), _GO_MAIN, f"rlvrUnusedMain{p.tag}")
+    tests, m = rename_main(_package(p.tests), _GO_MAIN, t)
+    if m is None:
+        raise BadTests("code: go tests (the reference) need func main() { ... panic(...) ... }")
     funcs = go_entries(p.program, p.tests) if p.program.strip() else []
     stubs = "".join(_stub(i, f) for i, f in enumerate(funcs))
     runner = f"package main\n\n{stubs}func main() {{\n\trlvrStart()\n\t{t}()\n\trlvrFinish()\n}}\n"
@@ -199,8 +200,6 @@ def go_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
 
 def go_compile() -> list[str]:
     """Go's compile apart: the candidate's package built while the tests' file and the sentinel are held away."""
-    from verifiers.kinds.code.apart_compiled import held
-
     build = ["go", "build", "-ldflags=-s -w", "-o"]
     cand = [*build, "rlvr_cand", "rlvr_cand.go", "rlvr_server.go", "rlvr_wire.go"]
     return held(cand, [*build, "main", "main.go", "rlvr_stub.go", "rlvr_wire.go"], ["main.go", "rlvr_nonce"])

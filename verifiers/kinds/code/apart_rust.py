@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import in_sandbox.code
-from verifiers.kinds.code.apart_sig import CannotCross
+from verifiers.kinds.code.apart_sig import CannotCross, held, rename_main
 
 _DIR = Path(in_sandbox.code.__file__).parent
 _SCALAR = set("i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char String".split())
@@ -178,12 +178,13 @@ def _case(i: int, f: RustFunc) -> str:
 
 
 def rust_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
-    from verifiers.kinds.code.asserts import _need, _rename
+    from verifiers.kinds.code.asserts_more import BadTests
 
     t = f"rlvr_tests_{p.tag}"
-    program, _ = _rename(p.program, _MAIN, f"rlvr_unused_main_{p.tag}")
-    tests, m = _rename(p.tests, _MAIN, t)
-    _need(m, "rust", "fn main() { assert!(...); }")
+    program, _ = rename_main(p.program, _MAIN, f"rlvr_unused_main_{p.tag}")
+    tests, m = rename_main(p.tests, _MAIN, t)
+    if m is None:
+        raise BadTests("code: rust tests (the reference) need fn main() { assert!(...); }")
     funcs = rust_entries(p.program, p.tests) if p.program.strip() else []
     wire = (_DIR / "rlvr_wire.rs").read_text()
     clean, counted, last = _blank(tests), [], 0
@@ -207,7 +208,5 @@ def rust_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
 
 
 def rust_compile() -> list[str]:
-    from verifiers.kinds.code.apart_compiled import held
-
     rc = ["rustc", "-O", "--edition", "2021", "-C", "strip=debuginfo", "--cap-lints", "allow", "-o"]
     return held([*rc, "rlvr_cand", "rlvr_cand.rs"], [*rc, "main", "main.rs"], ["main.rs", "rlvr_nonce"])

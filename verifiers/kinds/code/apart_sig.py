@@ -21,6 +21,7 @@ string, a typedef) cannot cross: ``CannotCross`` names it, and the verdict says 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 
 from verifiers.kinds.code.java_source import blank_literals
@@ -224,3 +225,34 @@ def entries(candidate: str, tests: str, lang: str) -> list[Func]:
         except CannotCross as e:
             raise CannotCross(f"the entry function '{n}': {e}") from None
     return out
+
+
+# -- shared by the languages apart (apart_compiled.py, apart_go.py, apart_rust.py) ------------------------------
+C_MAIN = re.compile(r"\b(int|void)\s+main\s*\(([^()]*)\)\s*\{")
+
+
+def _closing(clean: str, at: int) -> int:
+    depth = 0
+    for j in range(at, len(clean)):
+        depth += {"{": 1, "}": -1}.get(clean[j], 0)
+        if depth == 0:
+            return j
+    return -1
+
+
+def rename_main(code: str, pattern: re.Pattern, new: str, ret: str = "") -> tuple[str, re.Match | None]:
+    """``code`` with its first ``main`` (found by ``pattern``) (literals and comments blanked) renamed ``new``, ``ret`` before its end."""
+    clean = blank_literals(code)
+    m = pattern.search(clean)
+    if m is None or (close := _closing(clean, m.end() - 1)) < 0:
+        return code, None
+    at = clean.index("main", m.start())
+    return code[:at] + new + code[at + 4 : close] + ret + code[close:], m
+
+
+def held(cand: list[str], tests: list[str], hide: list[str]) -> list[str]:
+    """A compile command: the candidate's unit compiled while ``hide`` (the tests' source, the sentinel) sits in a
+    directory no one may enter, then the tests' unit, then the tests' source deleted."""
+    q = shlex.join
+    return ["sh", "-c", f"set -e; trap 'chmod 700 rlvr_hold 2>/dev/null || :' EXIT; mkdir rlvr_hold; mv {q(hide)} rlvr_hold/; chmod 000 rlvr_hold; {q(cand)}; "
+            f"chmod 700 rlvr_hold; mv rlvr_hold/* .; rmdir rlvr_hold; {q(tests)}; rm -f {hide[0]}"]  # fmt: skip

@@ -37,7 +37,8 @@ from typing import ClassVar
 from in_sandbox.answer import strip_think
 from sandbox.backend import Job, Limits, Result
 from verifiers.kinds.code import asserts, judges, languages, stdio, toolchains
-from verifiers.kinds.code.apart_compiled import CANNOT_CROSS, CannotCross
+from verifiers.kinds.code.apart_compiled import CANNOT_CROSS
+from verifiers.kinds.code.apart_sig import CannotCross
 from verifiers.kinds.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.shapes.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.shapes.limits import cut_short_verdict
