@@ -27,12 +27,12 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import languages as records
 from languages.record import Assemble, BadTests, Language, Parts
 from verifiers.kinds.code import languages
-from verifiers.kinds.code.asserts_apart import JS_RUN, SEPARATE, TS_COMPILE, apart_lines, counted
+from verifiers.kinds.code.asserts_apart import SEPARATE, apart_language, apart_lines, counted, shared_ran
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
 from verifiers.shapes.outcome import CaseStatus, Outcome
 
@@ -75,11 +75,7 @@ def assemble(lang: str, program: str, tests: str) -> Program:
     if lang in SEPARATE:
         source, files = SEPARATE[lang](parts)
         blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}
-        ts = lang == "typescript"  # transpiled first (asserts_apart.TS_COMPILE), then run as JavaScript's
-        base = replace(
-            base, source="solution.ts" if ts else "solution.js", run=JS_RUN, compile=TS_COMPILE if ts else None
-        )
-        return Program(base, source, sentinel, blobs, apart=True)
+        return Program(apart_language(base), source, sentinel, blobs, apart=True)
     source, files = LANGUAGES[lang](parts)
     adjust = records.RECORDS[lang].adjust
     base = adjust(base, source, files, tag) if adjust else base
@@ -127,6 +123,6 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     outcome, status, signals, say = _ENDS[end]
     v = Verdict.of(outcome, say.format(run.message))
     v.cases = [CaseVerdict(status, "" if status is CaseStatus.PASSED else v.detail, run.elapsed_s)]
-    if prog.apart and end == "pass":
-        return counted(v, apart_lines(prog.sentinel, run.stdout).get("ran", ""))
+    if end == "pass":  # what ran: counted apart, or the one test program of a shared one
+        return counted(v, apart_lines(prog.sentinel, run.stdout).get("ran", "")) if prog.apart else shared_ran(v)
     return v.signal(*signals)

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import in_sandbox.code
+from verifiers.kinds.code.apart_compiled import COMPILED, compile_argv
+from verifiers.kinds.code.languages import Language
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.outcome import Outcome
 
@@ -61,8 +64,18 @@ def _typescript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     return p.program, {**files, "rlvr_tests.ts": p.tests, "rlvr_nonce": p.a + p.b}
 
 
-# language -> (Parts -> (source, files))
-SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart, "typescript": _typescript_apart}
+# language -> (Parts -> (source, files)); the compiled languages' (verifiers/kinds/code/apart_compiled.py)
+SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart, "typescript": _typescript_apart, **COMPILED}
+
+
+def apart_language(base: Language) -> Language:
+    """How ``base``'s language is compiled and run apart: JavaScript's two nodes (TypeScript transpiled first), or
+    a compiled language's two executables (apart_compiled.compile_argv), the tests' one run."""
+    if base.name in COMPILED:
+        source, argv = compile_argv(base.name)
+        return replace(base, source=source, compile=argv, run=["./main"])
+    ts = base.name == "typescript"  # transpiled first (TS_COMPILE), then run as JavaScript's
+    return replace(base, source="solution.ts" if ts else "solution.js", run=JS_RUN, compile=TS_COMPILE if ts else None)
 
 
 def apart_lines(sentinel: str, stdout: str) -> dict[str, str]:
@@ -96,3 +109,13 @@ def counted(v: Verdict, ran_json: str) -> Verdict:
         "calls": float(ran["calls"]),
     }
     return v.signal("code.nonfinite_output") if got.get("nonfinite") else v
+
+
+def shared_ran(v: Verdict) -> Verdict:
+    """A pass of a shared program (opted in): what the harness's own code, after the tests, can say ran. It runs only
+    when the tests' entry returned, so one test program ran to its end; what ran inside it (asserts, calls) would be
+    counted in the candidate's own process, where the candidate could write the counters, so it is not counted."""
+    v.detail = ("the tests ran to the end (1 test program; its asserts and calls are not counted: they run in the "
+                "candidate's program)")  # fmt: skip
+    v.components = {"tests_ran": 1.0}
+    return v

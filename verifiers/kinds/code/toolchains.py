@@ -24,7 +24,7 @@ from dataclasses import replace
 from in_sandbox.jobs import DRIVER
 from languages.record import Language
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result
-from verifiers.kinds.code import compile_cache, languages
+from verifiers.kinds.code import compile_cache, csharp_assert, languages
 
 LANE = "langs"  # the pool's lane for non-Python code (verifiers/service/wiring.py builds it)
 DRIVER_JOB = DRIVER.entry  # in_sandbox/code/driver.py, in the image
@@ -204,7 +204,7 @@ def driver_job(lang: Language, code: str, inputs: list[str], *, case_timeout_s: 
     q = {
         "nonce": nonce,
         "files": {lang.source: languages.source_text(lang, code)},
-        "blobs": blobs or {},
+        "blobs": {**csharp_assert.files(lang.name), **(blobs or {})},
         "compile": lang.compile,
         "compile_timeout": compile_s,
         "compile_as_mb": languages.COMPILE_AS_MB,

@@ -38,6 +38,8 @@ from in_sandbox.answer import strip_think
 from in_sandbox.jobs import PYTHON_ASSERT
 from sandbox.backend import Job, Limits, Result
 from verifiers.kinds.code import asserts, judges, languages, stdio, toolchains
+from verifiers.kinds.code.apart_compiled import CANNOT_CROSS
+from verifiers.kinds.code.apart_sig import CannotCross
 from verifiers.kinds.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
 from verifiers.shapes.base import BadRequest, Builtin, CaseVerdict, Context, Verdict
 from verifiers.shapes.limits import cut_short_verdict
@@ -133,7 +135,10 @@ class CodeVerifier(Builtin):
         if opts.mode == "stdio":
             return self._stdio(req, opts, code, budget, ctx)
         if opts.language != "python":  # the tests in the candidate's language, one program (asserts.py)
-            prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
+            try:
+                prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
+            except CannotCross as e:  # the candidate's entry function has a type no call can carry (apart_sig.py)
+                return Verdict.of(Outcome.COMPILE_ERROR, f"{CANNOT_CROSS.format(opts.language)}: {e}")
             error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx, ctx.deadline.within(budget), req.id,
                                                 prog.lang, prog.blobs)  # fmt: skip
             verdict = asserts.verdict(prog, error, runs)

@@ -161,8 +161,10 @@ def test_a_correct_program_passes(verdicts, lang):
     v = verdicts[lang][0]
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
     assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == _shared(lang)
-    if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49)
-        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= 2, (v.components, v.detail)
+    if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49); Go's asserts are ifs, uncounted
+        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= (0 if lang == "go" else 2), v.components
+    else:  # a shared program: the one test program its harness saw end, nothing counted inside it
+        assert v.components == {"tests_ran": 1.0} and "not counted" in v.detail, (v.components, v.detail)
 
 
 @pytest.mark.docker
@@ -272,7 +274,7 @@ READS_ITS_OWN_NONCE = {
 }  # fmt: skip
 
 
-APART = {"javascript", "typescript"}  # the languages whose tests run apart (issue 49), as this file expects them
+APART = {"javascript", "typescript", "c", "cpp", "go", "rust"}  # the languages whose tests run apart (issue 49), as this file expects them
 
 
 def test_the_languages_apart_are_these():
