@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import in_sandbox.code
+from languages.record import Language
 from verifiers.kinds.code.apart_compiled import COMPILED, compile_argv
-from verifiers.kinds.code.languages import Language
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.outcome import Outcome
 
