@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from verifiers.kinds.code import languages
-from verifiers.kinds.code.asserts_apart import JS_RUN, SEPARATE, TS_COMPILE, apart_lines, counted
+from verifiers.kinds.code.asserts_apart import SEPARATE, apart_lines, counted
 from verifiers.kinds.code.asserts_more import BadTests, kotlin, racket
 from verifiers.kinds.code.java_source import blank_literals, java_entry, scala_main
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
@@ -300,12 +300,10 @@ def assemble(lang: str, program: str, tests: str) -> Program:
     parts = Parts(program, tests, sentinel[:half], sentinel[half:], tag)
     base = languages.language(lang)
     if lang in SEPARATE:
-        source, files = SEPARATE[lang](parts)
+        apart = SEPARATE[lang]
+        source, files = apart.assemble(parts)
         blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}
-        ts = lang == "typescript"  # transpiled first (asserts_apart.TS_COMPILE), then run as JavaScript's
-        base = replace(
-            base, source="solution.ts" if ts else "solution.js", run=JS_RUN, compile=TS_COMPILE if ts else None
-        )
+        base = replace(base, source=apart.source, run=apart.run, compile=apart.compile)
         return Program(base, source, sentinel, blobs, apart=True)
     source, files = LANGUAGES[lang](parts)
     if lang == "java":

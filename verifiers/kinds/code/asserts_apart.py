@@ -14,10 +14,10 @@ own calling the candidate's across a boundary with plain data, the verdict on a 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import in_sandbox.code
+from verifiers.kinds.code.apart_scripts import SCRIPTS, Apart
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.outcome import Outcome
 
@@ -61,8 +61,13 @@ def _typescript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     return p.program, {**files, "rlvr_tests.ts": p.tests, "rlvr_nonce": p.a + p.b}
 
 
-# language -> (Parts -> (source, files))
-SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart, "typescript": _typescript_apart}
+# language -> how its tests run apart (its files, the candidate's source name, the run and compile argv); the
+# scripting languages: verifiers/kinds/code/apart_scripts.py
+SEPARATE: dict[str, Apart] = {
+    "javascript": Apart("solution.js", JS_RUN, _javascript_apart),
+    "typescript": Apart("solution.ts", JS_RUN, _typescript_apart, TS_COMPILE),
+    **SCRIPTS,
+}
 
 
 def apart_lines(sentinel: str, stdout: str) -> dict[str, str]:

@@ -85,6 +85,9 @@ CASES = {
                "#lang racket\n(define (add a b) (+ a b))\n", "(define (add a b) (* a b))\n",
                "#lang racket\n(define (add a b) (exit 0))\n"),
 }  # fmt: skip
+# the assertions CASES' tests make that the tests' process counts, where not 2 (an ``if ... throw``, a ``die
+# unless`` or ``(unless ... (error ...))`` is a test but no assertion; PHP's assert() is a construct it cannot count)
+ASSERTS_IN_CASES = {"php": 0, "perl": 0, "racket": 1}
 # every language here still shares the candidate's program (asserts.SHARED_PROGRAM): opted in (issue 49)
 OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90", "allow_shared_program": "true"}
 SHARED = "code.shared_program"
@@ -162,7 +165,8 @@ def test_a_correct_program_passes(verdicts, lang):
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
     assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == _shared(lang)
     if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49)
-        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= 2, (v.components, v.detail)
+        want = ASSERTS_IN_CASES.get(lang, 2)
+        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= want, (v.components, v.detail)
 
 
 @pytest.mark.docker
@@ -188,6 +192,8 @@ def test_other_early_ends_are_not_paid(verdicts, i):
     (v,) = verdicts[("attack", i)]
     assert v.reward == 0.0 and v.outcome == "INCORRECT", v.detail
     if ATTACKS[i][0] == "php":  # PHP mode again after the candidate: the tests ran (and failed)
+        assert v.detail.startswith("a test failed"), v.detail
+    elif ATTACKS[i][0] == "perl" and ATTACKS[i][0] not in SHARED_PROGRAM:  # __END__ ends the candidate's file only
         assert v.detail.startswith("a test failed"), v.detail
     else:
         assert "code.early_exit" in v.signals, v.detail
@@ -272,7 +278,14 @@ READS_ITS_OWN_NONCE = {
 }  # fmt: skip
 
 
-APART = {"javascript", "typescript"}  # the languages whose tests run apart (issue 49), as this file expects them
+APART = {
+    "javascript",
+    "typescript",
+    "ruby",
+    "php",
+    "perl",
+    "lua",
+}  # the languages whose tests run apart (issue 49), as this file expects them
 
 
 def test_the_languages_apart_are_these():
