@@ -18,6 +18,7 @@ job (in_sandbox/code/<lang>_tests.*, <lang>_candidate.*, <lang>_wire.*):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import in_sandbox.code
 
 _DIR = Path(in_sandbox.code.__file__).parent
+_RKT_LANG = re.compile(r"\A\s*#lang[ \t]+[^\n]*\n?")
 
 
 @dataclass(frozen=True)
@@ -94,5 +96,15 @@ R = Apart(
     _shipped("rlvr_tests.R", _ours("R", "r")),
 )
 
+# Racket: the runner makes itself non-dumpable (prctl); -U: no user-specific collections. No ``raco make`` of the
+# candidate's module: its macros would run before the tests' process, with the sentinel still on disk.
+RACKET = Apart(
+    "solution.rkt",
+    ["racket", "-U", "rlvr_tests_runner.rkt"],
+    _shipped(
+        "rlvr_tests.rkt", _ours("rkt", "rkt"), lambda code: code if _RKT_LANG.match(code) else "#lang racket\n" + code
+    ),
+)
+
 # language -> how its tests run apart (asserts_apart.SEPARATE takes these)
-SCRIPTS: dict[str, Apart] = {"ruby": RUBY, "php": PHP, "perl": PERL, "lua": LUA, "r": R}
+SCRIPTS: dict[str, Apart] = {"ruby": RUBY, "php": PHP, "perl": PERL, "lua": LUA, "r": R, "racket": RACKET}
