@@ -42,6 +42,12 @@ COMMENT = {
     "kotlin": "//",
     "racket": ";",
     "javascript": "//",
+    "typescript": "//",
+    "php": "//",
+    "ruby": "#",
+    "perl": "#",
+    "lua": "--",
+    "r": "#",
 }
 
 

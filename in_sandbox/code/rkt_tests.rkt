@@ -38,6 +38,15 @@
   (real-exit 1))
 (define (one-line s) (jsexpr->string s))
 
+;; the candidate's process starts now, expanding its module while this one loads racket and rackunit (from the
+;; installation only: -U): nothing of ours is read from the job's directory after this point
+(unless (system* "/usr/bin/mkfifo" "rlvr_req" "rlvr_rep") (error "mkfifo failed"))
+(define-values (child child-out child-in child-err)
+  (subprocess stderr #f stderr (find-executable-path "racket") "rlvr_candidate.rkt"))
+(close-output-port child-in)
+(define req (open-output-file "rlvr_req" #:exists 'append))
+(define rep (open-input-file "rlvr_rep"))
+
 ;; the tests' forms, read as data (no reader extensions), without their #lang line
 (define forms
   (with-handlers ([exn:fail? (lambda (e) (say (string-append "bad_reference:" (one-line (exn-message e)))))])
@@ -58,12 +67,6 @@
           [(vector? x) (walk (vector->list x) acc)]
           [else acc])))
 
-(unless (system* "/usr/bin/mkfifo" "rlvr_req" "rlvr_rep") (error "mkfifo failed"))
-(define-values (child child-out child-in child-err)
-  (subprocess stderr #f stderr (find-executable-path "racket") "rlvr_candidate.rkt"))
-(close-output-port child-in)
-(define req (open-output-file "rlvr_req" #:exists 'append))
-(define rep (open-input-file "rlvr_rep"))
 (define (ask msg)
   (with-handlers ([exn:fail? (lambda (e) (ended))])
     (wire-send req msg))
