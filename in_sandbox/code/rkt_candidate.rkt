@@ -1,9 +1,9 @@
 #lang racket/base
 ;; The candidate's process of Racket assert mode (issue 49; rkt_tests.rkt starts it): opens the two FIFOs,
-;; instantiates the candidate's module (while the tests' process loads its own libraries) (solution.rkt) and reads its definitions from the module's namespace, says
-;; which of the names the tests read it defines as procedures, then answers calls until the pipe closes: a name
-;; and plain arguments in, the plain values out, or the error's kind and message (rkt_wire.rkt). Nothing here is
-;; trusted: the tests' process believes only what it decodes.
+;; instantiates the candidate's module (solution.rkt; while the tests' process loads its own libraries) and reads
+;; its definitions from the module's namespace, says which of the names the tests read it defines as procedures,
+;; then answers calls until the pipe closes: a name and plain arguments in, the plain values out, or the error's
+;; kind and message (rkt_wire.rkt). Nothing here is trusted: the tests' process believes only what it decodes.
 (require "rlvr_wire.rkt")
 
 (define req (open-input-file "rlvr_req"))
