@@ -285,6 +285,8 @@ APART = {
     "php",
     "perl",
     "lua",
+    "r",
+    "racket",
 }  # the languages whose tests run apart (issue 49), as this file expects them
 
 
