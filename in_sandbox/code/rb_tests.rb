@@ -17,7 +17,7 @@ sentinel = File.read("rlvr_nonce").strip
 tests = File.read("rlvr_tests.rb")
 File.delete("rlvr_nonce", "rlvr_tests.rb")
 RLVR_RAN = { "tests" => 1, "asserts" => 0, "calls" => 0 }
-tests.scan(/^\s*require\s*\(?\s*['"]([\w\/.-]+)['"]/) do |(lib)|
+tests.scan(/^\s*require\s*\(?\s*['"](\w[\w\/.-]*)['"]/) do |(lib)|
   require lib
 rescue LoadError, StandardError
   nil # the tests' own require says so when they run
