@@ -64,7 +64,7 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
     tests, good, *_ = CASES[lang]
     c = COMMENT[lang]
     reqs = [Request("code", f"```{lang}\n{good}{c} {salt}\n```\n", tests + (f"\n{c} item {i}\n" if distinct else ""),
-                    options={**OPTIONS, "language": lang, **CASE_TIMEOUT}, timeout_s=300 - i / 2)
+                    options={**OPTIONS, "language": lang, **CASE_TIMEOUT}, timeout_s=120 - i / 2)
             for i in range(g)]  # fmt: skip
     before = svc.toolchains.stats["compiles"]
     t0 = time.perf_counter()
