@@ -22,8 +22,8 @@ an HMAC of the program (language, candidate, tests) under a key drawn once per p
 candidate, and the same for identical programs, so a batch's identical programs share one compile
 (``toolchains.Toolchains.run``, behind the service's door) as stdio's do.
 
-JavaScript and TypeScript no longer go this way: their tests run apart (verifiers/kinds/code/asserts_apart.py,
-``SEPARATE``). For the others, not defended, by construction, hence refused unless the request sets
+JavaScript, TypeScript, Ruby, PHP, Perl, Lua, R and Racket no longer go this way: their tests run apart
+(verifiers/kinds/code/asserts_apart.py ``SEPARATE``; the scripting languages: apart_scripts.py). For the others, not defended, by construction, hence refused unless the request sets
 ``allow_shared_program`` (``SHARED_PROGRAM``, options.py; docs/verifiers.md, "Assert mode in other languages"): the tests share the
 candidate's process and source, so a candidate can read its own source or binary to find the nonce,
 redefine what the tests call (a C macro, a patched ``assert`` module, ``console.assert``), or answer

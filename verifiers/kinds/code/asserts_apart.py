@@ -9,6 +9,7 @@ own calling the candidate's across a boundary with plain data, the verdict on a 
   ran) or ``{sentinel}:bad_reference:{why}`` (the tests failed before any call) on the tests' stdout.
 * **TypeScript**: the candidate's ``solution.ts`` and the tests' ``rlvr_tests.ts`` transpiled apart (types
   stripped, as languages.py's TypeScript is: ``TS_COMPILE``), then JavaScript's two processes.
+* **Ruby, PHP, Perl, Lua, R, Racket**: the same shape in each interpreter (verifiers/kinds/code/apart_scripts.py).
 """
 
 from __future__ import annotations
