@@ -19,7 +19,8 @@ N_LANG = 60  # a shared-program language's refused up front; a separated one's g
 
 
 @pytest.mark.docker
-@pytest.mark.timeout(1200)  # a hang guard, not a timing: 8 languages' mutants now run apart (ruby ... racket), not refused
+# a hang guard, not a timing: 8 languages' mutants now run apart (ruby ... racket), not refused
+@pytest.mark.timeout(1200)
 def test_language_mutants_are_never_paid(client):
     """As a trainer sends them (no opt-in): every mutant of a shared-program language is refused, naming why;
     a separated language's mutants must fail."""
