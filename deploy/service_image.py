@@ -7,7 +7,7 @@ Like the sandbox image (sandbox/image/python.py), no registry is involved: one t
   2. the service's Python packages, copied from this virtualenv: the distributions the service imports
      and everything they require (walked through ``importlib.metadata``; torch and transformers are not
      among them: the ``reward_model`` kind needs the full install), under ``/opt/rlvr/site``;
-  3. the repository's ``verifiers/``, ``sandbox/``, ``in_sandbox/``, ``proto/`` and ``deploy/`` packages under ``/opt/rlvr/app``;
+  3. the repository's ``verifiers/``, ``sandbox/``, ``in_sandbox/``, ``languages/``, ``proto/`` and ``deploy/`` packages under ``/opt/rlvr/app``;
   4. the host's ``/usr/bin/bwrap`` (Debian's bubblewrap; its libraries are in the minbase root), so the
      bwrap backend works in a pod with no container engine; its sandboxes see ``/opt/rlvr/site``.
 
@@ -42,7 +42,7 @@ SERVICE_UID = 10001
 ROOTS = ["grpcio", "grpcio-health-checking", "grpcio-reflection", "protobuf", "pydantic", "docker", "fastapi",
          "uvicorn", "httptools", "prometheus-client", "psycopg", "psycopg-binary", "pyyaml", "sympy",
          "math-verify", "latex2sympy2_extended", "antlr4-python3-runtime"]  # fmt: skip
-APP = ["verifiers", "sandbox", "in_sandbox", "proto", "deploy"]
+APP = ["verifiers", "sandbox", "in_sandbox", "languages", "proto", "deploy"]
 BWRAP = Path("/usr/bin/bwrap")  # the host's bubblewrap (Debian's), copied in when there
 CHANGES = [
     "ENV PYTHONPATH=/opt/rlvr/site:/opt/rlvr/app",

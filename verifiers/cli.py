@@ -8,6 +8,7 @@
     python -m verifiers.cli verify countdown --completion "<answer>3*25</answer>" \\
         --reference '{"numbers": [3, 25], "target": 75}'
     python -m verifiers.cli unregister countdown
+    python -m verifiers.cli session open --kind python        # sessions: verifiers/session_cli.py
 
 ``--target`` (default ``$VERIFIER_TARGET`` or 127.0.0.1:50051) is the service; ``--token`` (default
 ``$VERIFIER_ADMIN_TOKEN``) is sent as ``authorization: Bearer`` on register/unregister; ``--timeout-s`` is
@@ -27,6 +28,7 @@ from pathlib import Path
 from google.protobuf.json_format import MessageToDict
 
 from proto.verifier.v1 import verifier_pb2 as pb
+from verifiers import session_cli
 from verifiers.client import VerifierClient, VerifierError
 from verifiers.shapes.errors import UsageError
 
@@ -83,21 +85,29 @@ def _info(info: pb.VerifierInfo, full: bool = False) -> dict:
     return d
 
 
-def run(a: argparse.Namespace) -> object:
+def run(a: argparse.Namespace) -> tuple[object, int]:
+    """(the JSON to print, the exit code)."""
     token = a.token if a.cmd in ("register", "unregister") else None
-    with VerifierClient(a.target, timeout_s=a.timeout_s, token=token or None, wait_s=a.wait_s) as c:
-        if a.cmd == "register":
-            return _info(c.register(register_request(a)))
-        if a.cmd == "unregister":
-            c.unregister(a.name)
-            return {"unregistered": a.name}
-        if a.cmd == "list":
-            return [_info(v) for v in c.list_verifiers()]
-        if a.cmd == "get":
-            return _info(c.get_verifier(a.name), full=True)
-        r = c.verify(a.name, a.completion if a.completion is not None else _read(a.completion_file),
-                     a.reference, prompt=a.prompt, options=option_pairs(a.option, "--option"), timeout_s=a.grade_timeout_s)  # fmt: skip
-        return {k: v for k, v in vars(r).items() if k != "id"}
+    who = session_cli.client_id(a) if a.cmd == "session" else ""
+    with VerifierClient(a.target, timeout_s=a.timeout_s, token=token or None, wait_s=a.wait_s, client_id=who) as c:
+        if a.cmd == "session":
+            return session_cli.run(c, a)
+        return _registry(c, a), 0
+
+
+def _registry(c: VerifierClient, a: argparse.Namespace) -> object:
+    if a.cmd == "register":
+        return _info(c.register(register_request(a)))
+    if a.cmd == "unregister":
+        c.unregister(a.name)
+        return {"unregistered": a.name}
+    if a.cmd == "list":
+        return [_info(v) for v in c.list_verifiers()]
+    if a.cmd == "get":
+        return _info(c.get_verifier(a.name), full=True)
+    r = c.verify(a.name, a.completion if a.completion is not None else _read(a.completion_file),
+                 a.reference, prompt=a.prompt, options=option_pairs(a.option, "--option"), timeout_s=a.grade_timeout_s)  # fmt: skip
+    return {k: v for k, v in vars(r).items() if k != "id"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -147,13 +157,14 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--prompt", default="")
     v.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     v.add_argument("--grade-timeout-s", type=float, default=0.0, help="grading budget (0: the verifier's default)")
+    session_cli.add_parser(sub, common, _read, option_pairs)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     try:
-        out = run(a)
+        out, code = run(a)
     except UsageError as e:
         print(e, file=sys.stderr)
         return 1
@@ -166,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.code.name}: {message}", file=sys.stderr)
         return 1
     print(json.dumps(out, indent=2))
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -364,6 +364,16 @@ class VerifierClient:
     def list_sessions(self) -> list[pb.SessionInfo]:
         return list(self._call("ListSessions", pb.ListSessionsRequest(), None).sessions)
 
+    def grade_session(self, session_id: str, verifier: str, reference: str = "", *, prompt: str = "",
+                      options: Mapping[str, str] | None = None, timeout_s: float = 0.0, id: str = "",
+                      deadline_s: float | None = None) -> VerifyResult:  # fmt: skip
+        """Grade the session's state with ``verifier``: its cells that ran to their end, replayed in a fresh
+        grading sandbox, are the completion; ``reference`` (hidden tests) never enters the session."""
+        req = pb.GradeSessionRequest(session_id=session_id, verifier=verifier, reference=reference, prompt=prompt,
+                                     options={str(k): str(v) for k, v in (options or {}).items()},
+                                     timeout_s=timeout_s, id=id)  # fmt: skip
+        return VerifyResult.from_proto(self._call("GradeSession", req, deadline_s))
+
     def _one_replica(self) -> None:
         if self.replicas > 1:  # a session lives in one replica; round_robin would send its calls to others
             raise VerifierError(grpc.StatusCode.FAILED_PRECONDITION, "sessions need a client of one replica "

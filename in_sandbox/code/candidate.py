@@ -37,7 +37,7 @@ def dumpable(flag):
     _libc.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) if _libc is not None else None
 
 
-# -- what the candidate tries (exploit signals, issue 37; verifiers/shapes/signals.py names them) ----------------------
+# -- what the candidate tries (exploit signals; verifiers/shapes/signals.py names them) ----------------------
 # Noted in this process by an audit hook installed before the candidate's code runs, a watched os.environ and
 # checks after each call, and sent with every answer as ``"signals"``. They inform and never change a verdict;
 # a program that digs this module out of sys.modules can silence them (the reward does not depend on them).
@@ -133,7 +133,7 @@ def _version_tag():
     """A reader of a dict's version tag at its address (CPython 3.11's PyDictObject.ma_version_tag, which
     changes on every change to the dict), or None where that layout does not hold. Comparing snapshots of
     builtins and sys.modules instead touched the refcounts of ~600 objects the worker shares with the job
-    (copy-on-write page faults: +7 ms a job, bench/code_grading/isolation.py --base 9e73923)."""
+    (copy-on-write page faults, bench/code_grading/isolation.py --base 9e73923)."""
     try:
         read = lambda addr: ctypes.c_uint64.from_address(addr + 24).value  # noqa: E731
         d = {}

@@ -1,4 +1,4 @@
-"""The tests' own test functions and classes, run by the tests' process of assert mode (harness.py; issue 49).
+"""The tests' own test functions and classes, run by the tests' process of assert mode (harness.py).
 
 Tests written for pytest (``def test_...(): assert ...``, a ``class TestX`` of such methods) or unittest
 (``TestCase`` classes, under a ``__main__`` guard, after ``unittest.main(exit=False)`` or a bare

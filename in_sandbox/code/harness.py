@@ -41,6 +41,7 @@ import traceback
 from in_sandbox.code import candidate as candidate_side
 from in_sandbox.code import collect, wire
 from in_sandbox.code import testshape as shape
+from in_sandbox.jobs import PYTHON_ASSERT
 
 MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the candidate's
 # Exploit signals (verifiers/shapes/signals.py) the candidate's process may report (candidate.Watch); the rest are
@@ -238,7 +239,7 @@ def _trusted_path():
     """Only directories the job cannot write to stay on the tests' import path, and the import finders cached
     for the others go. Only those: the rest of the cache is the warm worker's, whose path never held a
     writable directory, and this process imported nothing before this. (Clearing the whole cache freed every
-    directory listing cached there, a copy-on-write page fault per page touched: ~690 faults, ~2 ms a job;
+    directory listing cached there, a copy-on-write page fault per page touched;
     bench/code_grading/isolation.py --phases.)"""
     keep = [p for p in sys.path if os.path.isabs(p) and os.path.exists(p) and not os.access(p, os.W_OK)]
     for p in set(sys.path) - set(keep):
@@ -282,7 +283,7 @@ def _bind(cand, code, tests_ns, names, entry):
 
 def main():
     pid, rf, wf = _fork_candidate()
-    q = json.loads(sys.stdin.read())
+    q = PYTHON_ASSERT.loads(sys.stdin.read())
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
     mark = os.dup(1)

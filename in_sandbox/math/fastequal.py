@@ -16,14 +16,14 @@ tests/verifiers/kinds/math/test_math_fastequal.py.
     Math-Verify's floating test ``(a - b).evalf() == 0``, which runs first, cannot find a cancellation that
     exact arithmetic does not (two such rationals never round to the same 15-digit float).
   - two exact constants (``2`` and ``(1 + \\sqrt{5})/2``) whose values clearly differ: False, where the full
-    path compares them to 40 digits and then runs ``simplify(a - b)`` (10 ms) to say False again.
+    path compares them to 40 digits and then runs ``simplify(a - b)`` to say False again.
 
 * ``symbolic(a, b)``: the same two rules for equal.symbolic_eq, which Math-Verify's sets, tuples, intervals
   and relations call on their parts (``simplify`` is what proves or refutes there).
 
 * ``as_set(relation)``: ``relation.as_set()``, computed directly where the relation is linear in its one
   variable with small rational coefficients (``x \\le 5``, ``-x > -1``, ``-2 \\le x \\le 7``): sympy checks
-  every relation's periodicity and solves the inequality (10-50 ms) to give the same interval.
+  every relation's periodicity and solves the inequality to give the same interval.
 """
 
 from __future__ import annotations

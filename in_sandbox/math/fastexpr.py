@@ -23,7 +23,7 @@ SIMPLE_OPS = ("+", "-", "*", "/", "^", "_", ",")
 
 
 def number(text: str):
-    """latex2sympy's ``parse_number`` result (``sympy.Number(text)``, which runs ``parse_expr``: ~0.7 ms) made
+    """latex2sympy's ``parse_number`` result (``sympy.Number(text)``, which runs ``parse_expr``) made
     directly: a digit run is that Integer, a decimal the Float of its text (what parse_expr's auto_number makes)."""
     return sympy.Integer(int(text)) if text.isdigit() else sympy.Float(text)
 

@@ -43,6 +43,7 @@ from math_verify import verify as mv_verify
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig, extract_expr, get_extraction_regexes
 
 from in_sandbox import hedges, reader
+from in_sandbox.jobs import MATH
 from in_sandbox.math import equal, fastequal, fastparse, forms
 from in_sandbox.math import text as text_rules
 
@@ -75,9 +76,8 @@ class SoftTimeout(BaseException):
 
 # -- two-stage antlr parsing ---------------------------------------------------------------------------
 # latex2sympy's grammar sends many decisions (sets, intervals, commas) to ANTLR's full-context LL
-# prediction, which is never cached and costs ~100 ms a parse. The standard ANTLR remedy: parse with SLL
-# prediction first (cached, ~5x faster here) and only when that fails, parse again with full LL. Checked
-# on 3,098 parses (Math-Verify's test strings, our tables, the bench pairs): identical results.
+# prediction, which is never cached. The standard ANTLR remedy: parse with SLL prediction first (cached) and
+# only when that fails, parse again with full LL; the results are identical (bench/results/docstring_figures.txt).
 _l2s = latex2sympy2._Latex2Sympy
 _create_parser, _parse_ll = _l2s.create_parser, _l2s.parse
 
@@ -393,7 +393,7 @@ def _alarm(*_):
 
 
 def main():
-    q = json.loads(sys.stdin.read())
+    q = MATH.loads(sys.stdin.read())
     signal.signal(signal.SIGALRM, _alarm)
     gold_cache = {}
     t0 = time.monotonic()

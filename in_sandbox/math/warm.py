@@ -12,10 +12,7 @@ gives the very same parse.
 The shapes are the common forms of a final answer (numbers, fractions, radicals, expressions, equations,
 tuples, intervals, sets, matrices, ratios, units...), each written with a few atoms of different token kinds;
 nothing here comes from a test suite. ``corpus()`` is what the warm-up parses: each shape with one of the
-atom pairs below (59 strings, ~800 DFA states, ~2 ms each: 1.5-4 s of each worker's start-up on a loaded
-2-core machine, paid once instead of in every job; on Math-Verify's cases a job then builds 1,267 states
-where it built 1,745). Two atom pairs a shape (118 strings) saved 600 instead of 478 at half again the
-start-up; all nine (531) 793 at three times it (bench/results/math.txt).
+atom pairs below, paid once per worker instead of in every job (its cost and what it saves: bench/results/math.txt).
 """
 
 from __future__ import annotations

@@ -1,77 +1,37 @@
-"""The toolchain image: the Python sandbox image's root filesystem plus compilers and runtimes.
+"""The toolchain image: the Python sandbox image's root filesystem plus the languages' compilers and runtimes.
 
-A separate tag (``rlvr-sandbox-langs:<hash>``) so the Python-only image stays small. Built offline
-like the Python image (sandbox/image/python.py): no image registry, only the Debian package mirror.
-
-  1. the cached minbase root filesystem of the Python image (``var/cache/rootfs-<hash>``) is copied
-     to ``var/cache/rootfs-langs-<hash>``;
-  2. ``apt-get install --no-install-recommends`` of the Debian toolchain packages inside it (chroot,
-     with /proc mounted for the JDK's post-install step), then apt caches and docs are dropped;
-  3. the same runtime layer (the worker) and ``docker import``, with the Python image's config.
-
-Toolchains (Debian bookworm): gcc/g++ 12 (C17, C++17), OpenJDK 17, Node.js 18 with TypeScript 4.8 (the
-``typescript`` module, used to strip types as SandboxFusion's ``tsx`` does), Go 1.19 (its standard
-library ships precompiled, so a job's build needs no warm cache), rustc 1.63; bash is in the base
-root filesystem already. Then SandboxFusion's other languages where Debian has them at a modest
-size: PHP 8.2, Ruby 3.1, Perl 5.36, Lua 5.4, R 4.2 (``Rscript``), Scala 2.11, C# (Mono 6.8 ``mcs``), D
-(gdc 12), Verilog (Icarus 11), JUnit 5 (the console launcher), lodash for Node, pytest, Go's testify,
-Jest 29.3 (its Babel presets strip TypeScript), the javatuples jar, Kotlin 1.3 and Racket 8.7 (installed
-and trimmed by sandbox/image/extras.py, which also drops the JDK's jmods); not Julia, Swift nor Lean: bookworm has no package of them.
-Both steps are cached by
-their inputs; ``python -m sandbox.image.langs`` builds it, ``make image LANGS=all`` from make.
+A separate tag (``rlvr-sandbox-langs:<hash>``) so the Python-only image stays small. Built offline like the
+Python image (sandbox/image/python.py), from the Debian mirror only: the cached minbase root filesystem is
+copied, the records' Debian packages (languages/<name>.py ``packages``) installed in it with
+``--no-install-recommends``, then Kotlin without its Maven plugin's dependencies, Go's testify precompiled, and
+what no job reads trimmed away (Racket's docs and GUI, the JDK's jmods); a smoke test compiles and runs a
+program per special step. ``python -m sandbox.image.langs`` builds it, ``make image LANGS=all`` from make.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from sandbox.image import extras
+import languages
+from languages.common import GO_WARM_CACHE, KOTLIN_LIB, KOTLIN_RUNTIME, KOTLIN_SCRIPT_DIR
 from sandbox.image import python as base
 
 REPO_NAME = "rlvr-sandbox-langs"
-TOOLCHAIN_PACKAGES = [
-    "gcc",
-    "g++",
-    "libc6-dev",
-    "default-jdk-headless",
-    "nodejs",
-    "node-typescript",
-    "golang-go",
-    "rustc",
-    # SandboxFusion's other languages that Debian packages at a modest size (docs/sandbox.md)
-    "php-cli",
-    "ruby",
-    "perl",
-    "lua5.4",
-    "r-base-core",
-    "scala",
-    "mono-mcs",
-    "mono-runtime",
-    "gdc",
-    "iverilog",
-    "junit5",
-    "node-lodash",
-    "python3-pytest",
-    "golang-github-stretchr-testify-dev",  # go_test programs import testify (GOPATH: /usr/share/gocode)
-    "ruby-test-unit",  # what SandboxFusion's Ruby, Perl tests use
-    "libtest-deep-perl",
-    "libdata-compare-perl",
-    "racket",  # Kotlin: toolchain_extras.install_kotlin, without the Maven plugin's dependencies
-    "jest",  # SandboxFusion's jest language (Jest 29.3 and its tree of node-* packages)
-    "libjavatuples-java",  # org.javatuples on the Java/Kotlin classpath (languages.py)
-]
+TOOLCHAIN_PACKAGES = languages.image_packages()
 DROP = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
 
 
 def rootfs_hash() -> str:
     parts = [base.rootfs_hash().encode(), " ".join(TOOLCHAIN_PACKAGES).encode(), b"apt-no-recommends"]
-    return base.digest([*parts, _GO_WARM_TEST.encode(), *extras.recipe()])
+    return base.digest([*parts, _GO_WARM_TEST.encode(), *_recipe()])
 
 
 def image_tag() -> str:
@@ -85,7 +45,6 @@ def _chroot(root: Path, *cmd: str) -> None:
     base.run_logged(["chroot", str(root), *cmd], env=env, stdout=subprocess.DEVNULL)
 
 
-GO_WARM_CACHE = "usr/lib/rlvr/gocache"  # verifiers/kinds/code/languages.py copies it into a go_test job's own cache
 _GO_WARM_TEST = """package main
 import ("testing"; "github.com/stretchr/testify/assert"; "github.com/stretchr/testify/require")
 func TestWarm(t *testing.T) { assert.Equal(t, 1, 1); require.True(t, true) }
@@ -95,10 +54,10 @@ func TestWarm(t *testing.T) { assert.Equal(t, 1, 1); require.True(t, true) }
 def _warm_go_cache(root: Path) -> None:
     """Compile testify once into a build cache kept in the image: a go_test job (``go test``, which builds
     the imports in the run's time, as SandboxFusion's runner) then starts from it instead of compiling
-    testify and its dependencies again (11 s of CPU)."""
+    testify and its dependencies again."""
     (root / "tmp/warm_test.go").write_text(_GO_WARM_TEST)
-    env = ["GO111MODULE=off", "CGO_ENABLED=0", "GOPATH=/tmp/job/go:/usr/share/gocode", f"GOCACHE=/{GO_WARM_CACHE}"]
-    _chroot(root, "sh", "-c", f"cd /tmp && env {' '.join(env)} go test warm_test.go && chmod -R a+rX /{GO_WARM_CACHE}")
+    env = ["GO111MODULE=off", "CGO_ENABLED=0", "GOPATH=/tmp/job/go:/usr/share/gocode", f"GOCACHE={GO_WARM_CACHE}"]
+    _chroot(root, "sh", "-c", f"cd /tmp && env {' '.join(env)} go test warm_test.go && chmod -R a+rX {GO_WARM_CACHE}")
     (root / "tmp/warm_test.go").unlink()
 
 
@@ -121,11 +80,11 @@ def build_rootfs() -> Path:
     try:
         _chroot(tmp, "apt-get", "update", "-q")
         _chroot(tmp, "apt-get", "install", "-y", "-q", "--no-install-recommends", *TOOLCHAIN_PACKAGES)
-        extras.install_kotlin(tmp, _chroot)
+        _install_kotlin(tmp, _chroot)
         _chroot(tmp, "apt-get", "clean")
         _warm_go_cache(tmp)
-        extras.trim(tmp)
-        extras.smoke_test(tmp, _chroot)
+        _trim(tmp)
+        _smoke_test(tmp, _chroot)
     finally:
         subprocess.run(["umount", "-l", str(tmp / "proc")], check=False)
     (tmp / "etc" / "resolv.conf").write_text("")
@@ -134,6 +93,103 @@ def build_rootfs() -> Path:
     (tmp / ".complete").touch()
     tmp.rename(dest)
     return dest
+
+
+KOTLIN_DEBS = ["kotlin", "libjetbrains-annotations-java", "libtrove-intellij-java"]
+LAUNCHER = Path(__file__).resolve().parent / "KotlinScript.java"
+RACKET_PKGS = "usr/share/racket/pkgs"
+RACKET_COMPILED = "usr/lib/racket/compiled/usr/share/racket/pkgs"
+RACKET_DROP = ["redex-benchmark", "redex-examples", "games"]  # and every "*-doc" package
+TRIM = ["usr/lib/jvm/java-17-openjdk-amd64/jmods", "usr/lib/racket/gracket"]
+
+Chroot = Callable[..., None]  # chroot(root, *argv): run argv in the root file system, raise on failure
+
+
+def recipe() -> list[bytes]:
+    """What decides this module's part of the image (for the toolchain image's hash)."""
+    lists = [KOTLIN_DEBS, KOTLIN_RUNTIME, RACKET_DROP, DROP, [KOTLIN_SCRIPT_DIR]]
+    return [Path(__file__).read_bytes(), LAUNCHER.read_bytes(), *(" ".join(x).encode() for x in lists)]
+
+
+def _install_kotlin(root: Path, chroot: Chroot) -> None:
+    """Kotlin's compiler and runtime without the Maven plugin's dependencies (Ant, Maven and their tree, which
+    ``kotlinc`` never loads), and only the compiler jars ``kotlinc/lib`` or the runtime classpath name;
+    KotlinScript.java compiled into ``KOTLIN_SCRIPT_DIR`` (it runs a script compiled by ``kotlinc -d .``)."""
+    debs = root / "tmp/kotlin-debs"
+    debs.mkdir()
+    chroot(root, "sh", "-c", f"cd /tmp/kotlin-debs && apt-get download -q {' '.join(KOTLIN_DEBS)}")
+    chroot(root, "sh", "-c", "dpkg -i --force-depends /tmp/kotlin-debs/*.deb")
+    shutil.rmtree(debs)
+    lib = root / KOTLIN_LIB.lstrip("/")
+    keep = {p.resolve() for p in lib.iterdir()}  # relative links, into usr/share/java
+    keep |= {(root / j.lstrip("/")).resolve() for j in KOTLIN_RUNTIME}
+    java = root / "usr/share/java"
+    for jar in sorted(java.glob("kotlin*.jar")):
+        if not jar.is_symlink() and jar.resolve() not in keep:
+            jar.unlink()
+    for jar in java.glob("kotlin*.jar"):  # the version-less links to what was dropped
+        if jar.is_symlink() and not jar.exists():
+            jar.unlink()
+    dest = root / KOTLIN_SCRIPT_DIR.lstrip("/")
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(LAUNCHER, root / "tmp" / LAUNCHER.name)
+    chroot(root, "javac", "-d", KOTLIN_SCRIPT_DIR, f"/tmp/{LAUNCHER.name}")
+    (root / "tmp" / LAUNCHER.name).unlink()
+    chroot(root, "chmod", "-R", "a+rX", KOTLIN_SCRIPT_DIR)
+
+
+def _trim(root: Path) -> None:
+    """Drop what no sandbox job reads: Racket's docs, examples, games and GUI executable, the JDK's jmods."""
+    pkgs = root / RACKET_PKGS
+    names = [p.name for p in pkgs.glob("*-doc")] + RACKET_DROP if pkgs.is_dir() else []
+    for name in names:
+        shutil.rmtree(pkgs / name, ignore_errors=True)
+        shutil.rmtree(root / RACKET_COMPILED / name, ignore_errors=True)
+    for sub in TRIM:
+        p = root / sub
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
+_SMOKE = {
+    "main.kt": 'fun main() { println("kotlin " + (readLine() ?: "").trim().toInt() * 2) }\n',
+    "main.kts": 'val n = (readLine() ?: "").trim().toInt()\nprintln("kts " + n * 2)\n',
+    "main.rkt": "#lang racket\n(require rackunit)\n(check-equal? (+ 1 1) 2)\n"
+    '(printf "racket ~a\\n" (* 2 (string->number (string-trim (read-line)))))\n',
+}
+_SMOKE_RUN = (
+    "cd /tmp/smoke && kotlinc main.kt -d main.jar && kotlinc main.kts -d . && raco make main.rkt"
+    f" && CP={':'.join(KOTLIN_RUNTIME)}"
+    " && echo 21 | java -cp main.jar:$CP MainKt"
+    f" && echo 21 | java -cp .:{KOTLIN_SCRIPT_DIR}:$CP KotlinScript Main"
+    " && echo 21 | racket main.rkt"
+)
+
+
+def _smoke_test(root: Path, chroot: Chroot) -> None:
+    """Compile and run a program in Kotlin, a Kotlin script and Racket with the commands their records use;
+    raise if any fails or answers wrong (a trim that broke a toolchain fails the build, not a request)."""
+    work = root / "tmp/smoke"
+    work.mkdir()
+    try:
+        for name, text in _SMOKE.items():
+            (work / name).write_text(text)
+        chroot(root, "sh", "-c", f"({_SMOKE_RUN}) > /tmp/smoke/out")  # the compilers' messages: on stderr
+        got = (work / "out").read_text().split()
+        if got != ["kotlin", "42", "kts", "42", "racket", "42"]:
+            raise RuntimeError(f"the toolchain smoke test answered {got}, not kotlin 42 kts 42 racket 42")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _recipe() -> list[bytes]:
+    """What decides the special steps' part of the image (for the rootfs hash): their code and data."""
+    lists = [KOTLIN_DEBS, KOTLIN_RUNTIME, RACKET_DROP, TRIM, [KOTLIN_SCRIPT_DIR]]
+    code = [inspect.getsource(f) for f in (_install_kotlin, _trim, _smoke_test)]
+    smoke = [_SMOKE_RUN, *_SMOKE.values()]
+    return [LAUNCHER.read_bytes(), *(" ".join(x).encode() for x in lists), *(c.encode() for c in code + smoke)]
 
 
 def build(tag: str) -> None:

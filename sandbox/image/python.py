@@ -1,7 +1,7 @@
 """Build the sandbox image without any image registry.
 
 Offline path (always works, needs root + debootstrap):
-  1. ``debootstrap --variant=minbase bookworm`` into ``var/cache/rootfs-<hash>`` (cached: ~90 s once);
+  1. ``debootstrap --variant=minbase bookworm`` into ``var/cache/rootfs-<hash>`` (cached);
   2. the runtime layer: sympy, Math-Verify and its LaTeX parser, numpy and pandas installed on the host with
      ``pip install --target`` (pure-Python wheels, and cp311 manylinux wheels for numpy and pandas: the host's
      Python is 3.11 as bookworm's is), byte-compiled, plus the in-container worker;

@@ -7,8 +7,10 @@ imports alike: a lazy import is still a dependency). The rules:
 - `proto` imports no package of this repository;
 - `in_sandbox` (the code that runs inside the sandbox, shipped into the image as files) imports only itself:
   nothing from the host side;
-- `sandbox` imports only itself (stdlib and the `docker` SDK are outside the check);
-- `verifiers` may import `proto`, `sandbox` and `in_sandbox`, never `trainer`;
+- `languages` (one record per language, plain data) imports only itself;
+- `sandbox` imports only itself and `languages` (the image build reads the records' packages; stdlib and the
+  `docker` SDK are outside the check);
+- `verifiers` may import `proto`, `languages`, `sandbox` and `in_sandbox`, never `trainer`;
 - `trainer` reaches the service only through the client side of `verifiers`: `verifiers.client`
   (the RPCs), `verifiers.launch` (starts the server as a separate process, never imports it) and
   `verifiers.integrations` (adapters built on the client) and `verifiers.canaries` (known-bad completions
@@ -26,12 +28,13 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("proto", "in_sandbox", "sandbox", "verifiers", "trainer")
+PACKAGES = ("proto", "languages", "in_sandbox", "sandbox", "verifiers", "trainer")
 ALLOWED = {
     "proto": set(),
+    "languages": {"languages"},
     "in_sandbox": {"in_sandbox"},
-    "sandbox": {"sandbox"},
-    "verifiers": {"verifiers", "sandbox", "proto", "in_sandbox"},
+    "sandbox": {"sandbox", "languages"},
+    "verifiers": {"verifiers", "sandbox", "proto", "in_sandbox", "languages"},
     "trainer": {"trainer", "verifiers.client", "verifiers.launch", "verifiers.integrations", "verifiers.canaries"},
 }
 KNOWN_CYCLES = []
@@ -252,11 +255,11 @@ def private_imports(root: Path) -> list[str]:
 # -- inside verifiers/: floors that are folders ---------------------------------------------------------------
 # From the bottom up (verifiers/__init__.py, docs/architecture.md): the shapes every floor shares; the kinds (and
 # their table); the service behind both fronts; the fronts (gRPC server, HTTP). The client side is the package's
-# top (client, cli, launch, integrations, canaries): it takes only the shapes, so a trainer never loads the
+# top (client, cli, session_cli, launch, integrations, canaries): it takes only the shapes, so a trainer never loads the
 # service. A module in none of these lies loose, and is reported.
 VERIFIER_FLOORS = ("verifiers.shapes", "verifiers.kinds", "verifiers.service", "verifiers.fronts")
 VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.launch", "verifiers.integrations",
-                        "verifiers.canaries")  # fmt: skip
+                        "verifiers.canaries", "verifiers.session_cli")  # fmt: skip
 
 
 def verifier_floor(module: str) -> int | str:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ROOMS = ("proto", "sandbox", "in_sandbox", "verifiers", "trainer")
+ROOMS = ("proto", "languages", "sandbox", "in_sandbox", "verifiers", "trainer")
 BUILT = {"SandboxPool", "FairGate"}  # what only the wiring module builds
 HELD = BUILT | {"ServiceLimits", "SandboxConfig"}  # what no module holds in a global
 WIRING = "verifiers/service/wiring.py"

@@ -40,6 +40,7 @@ from proto.verifier.v1 import verifier_pb2 as pb
 from proto.verifier.v1 import verifier_pb2_grpc as pb_grpc
 from sandbox.deadline import Deadline
 from verifiers.fronts import sessions
+from verifiers.fronts.verdicts import verdict_to_proto
 from verifiers.kinds import table as kinds
 from verifiers.kinds.remote import INSTANCE_HEADER
 from verifiers.service import admin_token as token_source
@@ -50,30 +51,13 @@ from verifiers.service.core import VerifierService
 from verifiers.service.fair import RpcShare
 from verifiers.service.registry import Registry
 from verifiers.shapes import limits as service_limits
-from verifiers.shapes.base import BadRequest, ServiceError, Unauthenticated, Verdict
+from verifiers.shapes.base import BadRequest, ServiceError, Unauthenticated
 from verifiers.shapes.errors import ListenError
 from verifiers.shapes.request import Request
 
 log = logging.getLogger("verifiers.fronts.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["VerifierService"].full_name
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
-
-def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
-    return pb.VerifyResponse(
-        reward=v.reward,
-        outcome=v.outcome.to_proto(),
-        detail=v.detail,
-        elapsed_s=v.elapsed_s,
-        id=req_id,
-        components=v.components,
-        cached=v.cached,
-        cases=[
-            pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s) for c in v.cases
-        ],  # fmt: skip
-        steps=[pb.StepReward(reward=s.reward, start=s.start, end=s.end) for s in v.steps],
-        signals=v.signals,
-    )
 
 
 def info_to_proto(v, builtin: bool, with_spec: bool = True, lookup=None) -> pb.VerifierInfo:

@@ -6,6 +6,7 @@ around ``verifiers/service/sessions.py`` (docs/sessions.md).
     POST   /v1/sessions/{id}/exec       ExecRequest (no session_id) → ExecResponse
     POST   /v1/sessions/{id}/fork       {"n": 8}                    → ForkSessionResponse
     DELETE /v1/sessions/{id}                                        → CloseSessionResponse
+    POST   /v1/sessions/{id}/grade      GradeSessionRequest (no id) → VerifyResponse (session_grade.py)
 
 The caller is the gRPC peer's (or HTTP client's) host plus its ``x-client-id`` (verifiers/service/callers.py),
 as for grading; HTTP runs the same servicer methods through ``HttpContext``, so statuses and messages agree.
@@ -28,6 +29,8 @@ from sandbox.deadline import Deadline
 from sandbox.session import Cell
 from verifiers.fronts.http import protojson
 from verifiers.fronts.http.common import HttpError, error_response, run_in_lane
+from verifiers.fronts.verdicts import verdict_to_proto
+from verifiers.service import session_grade
 from verifiers.service.callers import grpc_caller
 from verifiers.service.sessions import SessionInfo, Sessions
 from verifiers.shapes.base import ServiceError
@@ -57,10 +60,12 @@ def limits_from_proto(m: pb.SessionLimits) -> dict:
 
 
 class SessionServicer(pb_grpc.SessionServiceServicer):
-    """``deadline_of``: a call's deadline from its context (gRPC: server.py's ``call_deadline``; HTTP: none)."""
+    """``deadline_of``: a call's deadline from its context (gRPC: server.py's ``call_deadline``; HTTP: none);
+    ``service``: the VerifierService that grades a session (GradeSession)."""
 
-    def __init__(self, sessions: Sessions, deadline_of: Callable[[Any], Deadline | None] = lambda context: None):
-        self.sessions, self.deadline_of = sessions, deadline_of
+    def __init__(self, sessions: Sessions, deadline_of: Callable[[Any], Deadline | None] = lambda context: None,
+                 service: Any = None):  # fmt: skip
+        self.sessions, self.deadline_of, self.service = sessions, deadline_of, service
 
     def _run(self, context, fn, *args, **kw):
         try:
@@ -91,6 +96,13 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         infos = self._run(context, _no_deadline(self.sessions.list))
         return pb.ListSessionsResponse(sessions=[info_to_proto(i) for i in infos])
 
+    def GradeSession(self, request, context):
+        fields = {"verifier": request.verifier, "reference": request.reference, "prompt": request.prompt,
+                  "options": dict(request.options), "timeout_s": request.timeout_s, "id": request.id}  # fmt: skip
+        grade = functools.partial(session_grade.grade, self.service, self.sessions)
+        verdict = self._run(context, lambda caller, deadline: grade(caller, request.session_id, fields, deadline))
+        return verdict_to_proto(verdict, request.id)
+
 
 def _no_deadline(fn):
     return lambda caller, *args, deadline=None: fn(caller, *args)
@@ -106,7 +118,7 @@ def register(server: Any, service: Any, deadline_of: Callable[[Any], Deadline | 
     """Serve ``service.sessions`` on ``server`` (server.py calls this); nothing for a service without sessions."""
     if getattr(service, "sessions", None) is None:
         return None
-    servicer = SessionServicer(service.sessions, deadline_of)
+    servicer = SessionServicer(service.sessions, deadline_of, service)
     pb_grpc.add_SessionServiceServicer_to_server(servicer, server)
     return servicer
 
@@ -118,7 +130,8 @@ def add_routes(app: Any, context: Callable[[Any, Any], Any]) -> None:
     router = APIRouter(tags=["sessions"])
 
     async def call(request: Request, method: str, message: Any) -> Response:
-        servicer = SessionServicer(request.app.state.service.sessions)
+        service = request.app.state.service
+        servicer = SessionServicer(service.sessions, service=service)
         fn = functools.partial(getattr(servicer, method), message, context(request.headers, request.client))
         try:
             reply = await run_in_lane(request, "sandbox", fn)  # a cell blocks: the sandbox lane's threads
@@ -156,6 +169,14 @@ def add_routes(app: Any, context: Callable[[Any, Any], Any]) -> None:
         msg = await body(request, pb.ForkSessionRequest)
         msg.session_id = session_id
         return await call(request, "ForkSession", msg)
+
+    @router.post("/v1/sessions/{session_id}/grade")
+    async def grade_session(session_id: str, request: Request) -> Response:
+        """Grade the session's state with a verifier (gRPC GradeSession); the body is a GradeSessionRequest
+        without session_id."""
+        msg = await body(request, pb.GradeSessionRequest)
+        msg.session_id = session_id
+        return await call(request, "GradeSession", msg)
 
     @router.delete("/v1/sessions/{session_id}")
     async def close_session(session_id: str, request: Request) -> Response:

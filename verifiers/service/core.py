@@ -10,6 +10,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from in_sandbox import jobs
 from sandbox.backend import Job, PoolSaturated, Result, SandboxError
 from sandbox.deadline import Deadline
 from sandbox.pool import SandboxPool
@@ -83,6 +84,9 @@ class VerifierService:
         (a toolchain job first meets its compile-once layer, which sends its jobs through the same door)."""
         t0 = time.monotonic()
         self._sandboxed.update(VIA.get())
+        shape = jobs.shape_of(job.code)
+        if shape is not None and job.lane != TOOLCHAIN_LANE:  # the toolchain layer reads its own (DRIVER)
+            shape.loads(job.stdin)  # PayloadError naming the field, before a sandbox is used
         if job.lane == TOOLCHAIN_LANE:
             result = self.toolchains.run(job, self.door)
         else:

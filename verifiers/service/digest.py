@@ -4,7 +4,7 @@ and ``grader_version``): ``make eval`` reuses a logged grade only while both are
 registry or other grading code, never hands out stale grades.
 
 ``grader_version``: a content hash of the grading code this process serves: ``in_sandbox/`` (what runs in
-the sandbox, the image's content), ``verifiers/kinds/`` and ``verifiers/shapes/`` (the host-side verifiers,
+the sandbox, the image's content), ``languages/`` (the language records), ``verifiers/kinds/`` and ``verifiers/shapes/`` (the host-side verifiers,
 the final-answer rule's host half, outcomes and signals). Computed once per process.
 
 ``definition_digest``: the grader version, the verifier's name, kind and definition (its spec: a python
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-GRADING_CODE = ("in_sandbox", "verifiers/kinds", "verifiers/shapes")
+GRADING_CODE = ("in_sandbox", "languages", "verifiers/kinds", "verifiers/shapes")
 
 
 @cache

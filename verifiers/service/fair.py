@@ -2,14 +2,13 @@
 
 * ``Lane``: a pool of worker threads for one class of HTTP work. The HTTP routes keep two: ``host``
   (verifiers that grade in this process: think_format, tag_count, …; listing) and ``sandbox`` (anything
-  that may wait for a sandbox). Forty /run_code jobs sleeping 20 s used to hold every HTTP worker
-  thread, and a think_format call waited behind them; now they hold sandbox-lane threads only.
+  that may wait for a sandbox). Long /run_code jobs no longer hold every HTTP
+  worker thread in front of a think_format call: they hold sandbox-lane threads only.
 * ``FairGate``: the sandbox slots, handed out round-robin between callers (``verifiers/service/callers.py``)
   instead of first come, first served. A caller with forty jobs queued gets one slot in turn with
   every other caller that has one waiting, so a flood delays its own jobs, not everyone's.
 * The burst sandbox: round-robin turns only come when a slot frees, so a caller that started
-  long programs on every sandbox made another caller's 10 ms job wait for one of them to end (23 s
-  with a pool of 2). The server's pool keeps ``BURST_SANDBOXES`` (1) warm sandbox beyond ``--pool-size``
+  long programs on every sandbox made another caller's short job wait for one of them to end. The server's pool keeps ``BURST_SANDBOXES`` (1) warm sandbox beyond ``--pool-size``
   (``SandboxPool(burst=)``), lent only to a caller that holds no slot, so that caller's job runs without
   waiting for anyone's program to end. Bounded: a caller holding a slot (burst or not) waits its turn,
   so the burst sandbox runs at most one job at a time. A lone caller keeps the whole ``--pool-size``;

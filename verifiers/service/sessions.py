@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 TOMBSTONES = 10_000  # ended sessions whose id and reason are remembered
 MAX_FILES_BYTES = 16 << 20  # files placed at open, in all
+MAX_TRANSCRIPT_CHARS = 4 << 20  # a session's cells kept for grading, in all (past it: not gradable, saying so)
 REAP_EVERY_S = 0.5
 
 
@@ -91,6 +92,11 @@ class _Entry:
     born: float  # monotonic
     used: float  # monotonic
     busy: int = 0
+    # what grading replays (verifiers/service/session_grade.py): the code of each cell that ran to its end,
+    # in order, and the files placed at open; None once past MAX_TRANSCRIPT_CHARS (the reason in ``why``)
+    cells: list[str] | None = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    why: str = ""
 
 
 class Sessions:
@@ -135,7 +141,10 @@ class Sessions:
                 raise BadRequest(str(e)) from None
             except SandboxError as e:
                 raise Unavailable(f"no sandbox for a session: {e}") from None
-        return self._add(caller, box, 0, kind, lim, ttl, "", box.isolation)
+        info = self._add(caller, box, 0, kind, lim, ttl, "", box.isolation)
+        with self._lock:
+            self._open[info.id].files = files
+        return info
 
     def exec(self, caller: str, sid: str, code: str, timeout_s: float = 0.0, cpu_s: int = 0,
              deadline: Deadline | None = None) -> Cell:  # fmt: skip
@@ -155,6 +164,8 @@ class Sessions:
             self._give_back(e)
         if cell.ended:
             self._end(sid, f"ended: {cell.ended}", close=False)
+        elif cell.status == "ok":
+            self._record(e, code)
         return cell
 
     def fork(self, caller: str, sid: str, n: int, deadline: Deadline | None = None) -> list[SessionInfo]:
@@ -170,7 +181,24 @@ class Sessions:
         finally:
             self._give_back(e)
         info = e.info
-        return [self._add(caller, e.box, s, info.kind, info.limits, info.ttl_s, sid, info.isolation) for s in slots]
+        made = [self._add(caller, e.box, s, info.kind, info.limits, info.ttl_s, sid, info.isolation) for s in slots]
+        with self._lock:
+            for m in made:
+                child = self._open.get(m.id)
+                if child is not None:  # a fork starts from its parent's transcript
+                    child.cells, child.files, child.why = _copy(e.cells), e.files, e.why
+        return made
+
+    def transcript(self, caller: str, sid: str) -> tuple[str, list[str], dict[str, bytes]]:
+        """(kind, the cells that ran to their end, the files placed at open) of the caller's open session:
+        what grading replays. Another caller's id: PermissionDenied; ended: Ended; too long: Ended."""
+        with self._lock:
+            e = self._get(caller, sid)
+            e.used = time.monotonic()
+            e.info.last_used = time.time()
+            if e.cells is None:
+                raise Ended(f"session {sid} cannot be graded: {e.why}")
+            return e.info.kind, list(e.cells), dict(e.files)
 
     def close(self, caller: str, sid: str) -> None:
         with self._lock:
@@ -253,6 +281,16 @@ class Sessions:
         else:
             e.box.forget(e.slot)
 
+    def _record(self, e: _Entry, code: str) -> None:
+        """Keep a cell that ran to its end in the session's transcript (in the order the cells returned)."""
+        with self._lock:
+            if e.cells is None:
+                return
+            if sum(map(len, e.cells)) + len(code) > MAX_TRANSCRIPT_CHARS:
+                e.cells, e.why = None, f"its cells passed {MAX_TRANSCRIPT_CHARS} characters in all"
+                return
+            e.cells.append(code)
+
     def _remember(self, sid: str, caller: str, why: str) -> None:
         self._ended[sid] = (caller, why)
         while len(self._ended) > TOMBSTONES:
@@ -328,3 +366,7 @@ class _Turn:
     def __exit__(self, *exc):
         if self.grant:
             self.gate.release(self.grant)
+
+
+def _copy(cells: list[str] | None) -> list[str] | None:
+    return None if cells is None else list(cells)

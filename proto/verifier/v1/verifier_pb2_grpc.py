@@ -352,6 +352,11 @@ class SessionServiceStub:
                 request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsRequest.SerializeToString,
                 response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsResponse.FromString,
                 _registered_method=True)
+        self.GradeSession = channel.unary_unary(
+                '/verifier.v1.SessionService/GradeSession',
+                request_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.GradeSessionRequest.SerializeToString,
+                response_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.VerifyResponse.FromString,
+                _registered_method=True)
 
 
 class SessionServiceServicer:
@@ -394,6 +399,16 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GradeSession(self, request, context):
+        """Grade a session's state with any verifier (added in v1, backwards compatible): the verifier's
+        completion is the session's program, the cells that ran to their end replayed in a fresh grading
+        sandbox (docs/sessions.md, "Grading a session"); the reference (hidden tests) never enters the
+        session. A bash session: FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -421,6 +436,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ListSessions,
                     request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsRequest.FromString,
                     response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsResponse.SerializeToString,
+            ),
+            'GradeSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.GradeSession,
+                    request_deserializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.GradeSessionRequest.FromString,
+                    response_serializer=proto_dot_verifier_dot_v1_dot_verifier__pb2.VerifyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -562,6 +582,33 @@ class SessionService:
             '/verifier.v1.SessionService/ListSessions',
             proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsRequest.SerializeToString,
             proto_dot_verifier_dot_v1_dot_verifier__pb2.ListSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GradeSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/verifier.v1.SessionService/GradeSession',
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.GradeSessionRequest.SerializeToString,
+            proto_dot_verifier_dot_v1_dot_verifier__pb2.VerifyResponse.FromString,
             options,
             channel_credentials,
             insecure,

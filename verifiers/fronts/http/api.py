@@ -16,7 +16,7 @@ The /v1 bodies are the proto messages in protobuf's canonical JSON mapping (``js
 names, proto names accepted too; every field printed, int64 as a string, except a verifier's ``version``: a
 JSON number, as the CLI prints it). /v1/verify and /v1/verify_batch
 take a plain body straight to ``VerifierService`` and its verdicts straight to JSON (``v1.py``: the
-servicer's answer without the proto round trip, 4-5 ms per 256 items). Every other /v1 route, and those
+servicer's answer without the proto round trip). Every other /v1 route, and those
 two for any other form of body, parses the JSON into the proto request and calls the *same* gRPC servicer
 method the gRPC server calls, through ``HttpContext`` (the few ``ServicerContext`` calls the servicer
 makes), so statuses, messages, the admin token check (``Authorization: Bearer <token>``) and the
@@ -279,7 +279,7 @@ class HttpServer:
         self.host = host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP spelled out: asyncio sets TCP_NODELAY on accepted connections only when the socket's
-        # proto says TCP; with proto 0 every response waits ~40 ms on Nagle + delayed ACK (headers, body)
+        # proto says TCP; with proto 0 every response waits on Nagle + delayed ACK (headers, body)
         self.sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

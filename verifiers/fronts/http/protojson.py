@@ -1,7 +1,7 @@
 """Protobuf's canonical JSON mapping, fast for the common shapes, ``json_format`` for everything else.
 
-``google.protobuf.json_format`` walks every field in Python: 20 ms to parse a 256-item VerifyBatchRequest
-and 15 ms to print its response here, as much as gRPC's whole call. These two functions give the same
+``google.protobuf.json_format`` walks every field in Python, which for a large batch costs as much as gRPC's
+whole call. These two functions give the same
 result as ``json_format.Parse`` / ``MessageToDict(always_print_fields_with_no_presence=True)`` on the
 forms they accept, and hand anything else to ``json_format`` (so its error messages and its rarer
 forms — numbers as strings, ``null``, well-known types — stay exactly the library's):

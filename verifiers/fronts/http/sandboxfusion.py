@@ -14,21 +14,14 @@ Status rules as SandboxFusion's: a command with status ``Error`` (our sandbox fa
 with its stderr as the message; a time limit or a non-zero return code → ``Failed``; else ``Success``.
 A process killed by signal N returns ``-N``, as an asyncio subprocess reports it.
 
-Languages: ``RUNNERS`` maps each served name to the function that runs it. ``python``: one job through
-``VerifierService.run_job`` (the service's one door into the sandbox, as every other language and every
-grading job), a fresh process forked from the warm worker, code as ``main.py`` in ``/tmp/job`` where ``files``
-are written first. Every other language the ``code`` verifier runs, under
-SandboxFusion's names (``cpp``, ``java``, ``go``, ``rust``, ``nodejs``/``js``, ``typescript``/``ts``,
-``bash``, ``php``, ``ruby``, ``perl``, ``lua``, ``R``, ``scala``, ``csharp`` (Mono), ``D_ut``, ``verilog``,
-``go_test``, ``junit``, ``pytest``, ``jest``, ``kotlin_script``, ``racket``; also ``c``, ``javascript`` and ``kotlin``): one job in
-the pool's toolchain lane through the same door (verifiers/kinds/code/toolchains.py), the driver compiling once under ``compile_timeout`` and running once
-under ``run_timeout``, with the service's output cap. As SandboxFusion reports them: a compiled
-language (``c``, ``cpp``, ``java``, ``go``, ``rust``, ``scala``, ``D_ut``, ``verilog``, ``junit``, ``kotlin``) has
-its compile step in ``compile_result``; a failed compile is ``Finished`` with a
-non-zero ``return_code`` (a time-out: ``TimeLimitExceeded``), ``run_result`` is null and the status
-``Failed`` (verl: compile error). The others have no compile step shown (``compile_result`` null; C#'s
-``mcs`` failing is its run's failure, as SandboxFusion's ``dotnet run``; so is a Kotlin script's or a Racket
-module's compile, which SandboxFusion's ``kotlin``/``racket`` do as part of the run): TypeScript's types are stripped, so a syntax error is the run's failure.
+Languages: ``RUNNERS`` maps each served name to its runner. ``python``: one job through ``VerifierService.run_job``
+(the service's one door), ``files`` written first into ``/tmp/job``. Every other name (the records'
+``sandboxfusion``, languages/<name>.py; docs/verifiers.md, "Languages"): one job in the toolchain lane through the
+same door, compiled once under ``compile_timeout`` and run once under ``run_timeout``. Where SandboxFusion's runner
+shows a compile step (the record's ``shows_compile``) it is in ``compile_result``, and a failed compile is
+``Finished`` with a non-zero ``return_code`` (a time-out: ``TimeLimitExceeded``), ``run_result`` null, status
+``Failed``; the others' compile failure (TypeScript's transpile, C#'s ``mcs``, a Kotlin script's, Racket's) is
+their run's failure, as SandboxFusion reports it.
 ``memory_limit_MB`` is the program's address-space limit; the JVM and V8 reserve more than they use, so
 for them it is at least their default (languages.py). A program that passes the output cap is killed:
 ``Finished`` with ``return_code`` -9 and "output limit exceeded" in its stderr.
@@ -59,6 +52,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+import languages as records
+from languages.record import Language
 from sandbox.backend import Job, Limits, Result
 from verifiers.fronts.http.common import HttpError, run_blocking
 from verifiers.kinds.code import languages, toolchains
@@ -170,15 +165,10 @@ def run_python(req: RunCodeRequest, door: Door) -> tuple[None, CommandRunResult]
     return None, command_result(door.run_job(job))
 
 
-# SandboxFusion's language name (and a few of ours) -> the code verifier's language
-TOOLCHAIN_NAMES = {"c": "c", "cpp": "cpp", "java": "java", "go": "go", "rust": "rust", "nodejs": "javascript",
-                   "javascript": "javascript", "js": "javascript", "typescript": "typescript", "ts": "typescript",
-                   "bash": "bash", "php": "php", "ruby": "ruby", "perl": "perl", "lua": "lua", "R": "r",
-                   "scala": "scala", "csharp": "csharp", "D_ut": "d_ut", "verilog": "verilog", "go_test": "go_test",
-                   "junit": "junit", "pytest": "pytest", "kotlin_script": "kotlin_script", "racket": "racket",
-                   "kotlin": "kotlin", "jest": "jest"}  # fmt: skip
+# SandboxFusion's language name (and a few of ours) -> the code verifier's language (the records' ``sandboxfusion``)
+TOOLCHAIN_NAMES = {name: lang for name, lang in records.SANDBOXFUSION.items() if lang != "python"}
 # SandboxFusion reports a compile step for these (its runners' compile commands)
-SHOWN_COMPILE = {"c", "cpp", "java", "go", "rust", "scala", "d_ut", "verilog", "junit", "kotlin"}
+SHOWN_COMPILE = {r.name for r in records.RECORDS.values() if r.shows_compile}
 SIGKILL = 9
 
 
@@ -210,7 +200,7 @@ def case_command_result(d: dict, cap: int) -> CommandRunResult:
     return CommandRunResult(status="Finished", execution_time=elapsed, return_code=code, stdout=out, stderr=err)
 
 
-def _run_as_mb(req: RunCodeRequest, lang: languages.Language) -> int | None:
+def _run_as_mb(req: RunCodeRequest, lang: Language) -> int | None:
     if req.memory_limit_MB <= 0:
         return None  # the language's default
     vm = lang.run_as_mb > Limits().memory_mb  # the JVM, V8: address space reserved, not used

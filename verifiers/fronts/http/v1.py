@@ -2,9 +2,8 @@
 → ``VerifierService`` → ``Verdict`` → canonical JSON, without the proto messages in between.
 
 The gRPC servicer's way (JSON → proto → ``Request.from_proto`` → service → ``verdict_to_proto`` → JSON)
-cost 4–5 ms per 256-item batch on top of gRPC's own call (proto building and ``json_format``'s field walk
-in Python); OpenRLHF's ``/get_reward`` already went dicts → ``service.verify_batch`` → dict and was as fast
-as gRPC. This does the same and answers what the servicer would, in protobuf's canonical JSON mapping as
+costs proto building and ``json_format``'s field walk in Python on top of gRPC's own call (docs/serve.md);
+OpenRLHF's ``/get_reward`` already went dicts → ``service.verify_batch`` → dict. This does the same and answers what the servicer would, in protobuf's canonical JSON mapping as
 ``json_format.MessageToDict(always_print_fields_with_no_presence=True)`` prints it: lowerCamelCase names,
 enums by name, every field printed, doubles as numbers (``"NaN"``/``"Infinity"`` when not finite).
 

@@ -1,4 +1,4 @@
-"""Assert mode's languages whose tests run apart from the candidate (issue 49): the tests in a process of their
+"""Assert mode's languages whose tests run apart from the candidate: the tests in a process of their
 own calling the candidate's across a boundary with plain data, the verdict on a stdout the candidate cannot reach
 (verifiers/kinds/code/asserts.py assembles the rest; its ``SHARED_PROGRAM`` is every language not in ``SEPARATE``).
 

@@ -9,7 +9,7 @@ Host-side judges (pure functions; the expected output never enters the program's
 * ``float``: the same tokens, where tokens that are both decimal numbers match when
   ``|a - b| <= abs_tol`` or ``|a - b| <= rel_tol * |b|`` (``b`` expected; defaults 1e-6 each); any
   other token must match exactly (``nan``/``inf`` too: a non-finite number never matches a finite one,
-  ``nonfinite`` below; issue 49).
+  ``nonfinite`` below).
 
 The fourth judge, ``checker``, is a program from the reference run *in the sandbox* (a job of its
 own, after the candidate's job ended) — see ``CHECKER_RUNNER`` below.

@@ -19,6 +19,7 @@ import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from languages.record import Language
 from sandbox.backend import Job, Limits, Result
 from sandbox.deadline import Deadline
 from verifiers.kinds.code import judges, languages, toolchains
@@ -92,7 +93,7 @@ def _from_result(res: Result, timeout_s: float) -> CaseRun:
 
 
 def run_compiled(code: str, inputs: list[str], opts: CodeOptions, ctx: Context, deadline: Deadline, rid: str,
-                 lang: languages.Language | None = None, blobs: dict[str, str] | None = None):  # fmt: skip
+                 lang: Language | None = None, blobs: dict[str, str] | None = None):  # fmt: skip
     """One job in the toolchain lane for ``opts.language`` (through ``ctx.run_job``, the one door), by the
     submission's ``deadline``: (compile
     error message or None, runs, compile seconds). Each case runs at most ``opts.case_timeout_s``; with

@@ -22,11 +22,12 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from in_sandbox.jobs import DRIVER
+from languages.record import Language
 from sandbox.backend import OUTPUT_CAP, Job, Limits, Result
 from verifiers.kinds.code import compile_cache, languages
 
 LANE = "langs"  # the pool's lane for non-Python code (verifiers/service/wiring.py builds it)
-DRIVER_JOB = "from in_sandbox.code import driver\ndriver.main()\n"  # in_sandbox/code/driver.py, in the image
+DRIVER_JOB = DRIVER.entry  # in_sandbox/code/driver.py, in the image
 DRIVER_MARGIN_S = 3.0  # the driver's own start-up and reporting, beyond compile + cases
 CASE_START_S = 0.5  # per case: spawning the program
 
@@ -190,7 +191,7 @@ def _query(job: Job) -> dict | None:
     return DRIVER.loads(job.stdin) if job.code == DRIVER_JOB else None
 
 
-def driver_job(lang: languages.Language, code: str, inputs: list[str], *, case_timeout_s: float,
+def driver_job(lang: Language, code: str, inputs: list[str], *, case_timeout_s: float,
                compile_timeout_s: float, stop_on_error: bool = True, run_as_mb: int | None = None,
                blobs: dict[str, str] | None = None, job_id: str = "", output_cap: int = OUTPUT_CAP,
                ) -> tuple[Job, str]:  # fmt: skip

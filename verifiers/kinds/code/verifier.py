@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from in_sandbox.answer import strip_think
+from in_sandbox.jobs import PYTHON_ASSERT
 from sandbox.backend import Job, Limits, Result
 from verifiers.kinds.code import asserts, judges, languages, stdio, toolchains
 from verifiers.kinds.code.options import CASE_TIMEOUT_S, DESCRIPTIONS, CodeOptions
@@ -49,13 +50,13 @@ STDERR_TAIL = 600
 
 # Standard modules that tests, preludes and candidates commonly import (every HumanEval prompt imports typing),
 # imported once per warm worker: the code kind's lane preloads nothing else (CodeVerifier.lane), and a job that
-# imports one of these from disk pays ~1-13 ms for it, twice (the tests' process and the candidate's).
+# imports one of these from disk pays for it twice (the tests' process and the candidate's).
 COMMON_IMPORTS = ("typing", "math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
                   "hashlib", "copy", "operator", "fractions", "decimal", "statistics", "random", "datetime")  # fmt: skip
 # The code kind's declared warm-up (CodeVerifier.warmup): the common imports and the harness (in_sandbox/code/,
 # shipped in the image), imported once per worker; the job then only calls it.
 CODE_WARMUP = f"import {', '.join(COMMON_IMPORTS)}\nimport in_sandbox.code.harness\n"
-HARNESS = "from in_sandbox.code import harness\nharness.main()\n"
+HARNESS = PYTHON_ASSERT.entry  # in_sandbox/code/harness.py, reading in_sandbox/jobs.py PYTHON_ASSERT
 
 
 def candidate_code(completion: str, tags: tuple[str, ...] = PY_TAGS) -> str:
@@ -107,8 +108,7 @@ class CodeVerifier(Builtin):
     sandbox_entry = HARNESS  # Python; compiled languages run in_sandbox/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
     # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone
-    # (sandbox/pool.py, Lane): a job's processes fork from a ~20 MB worker instead of the ~73 MB one holding sympy
-    # (fork + exit ~0.7 ms, not ~3.3 ms).
+    # (sandbox/pool.py, Lane): a job's processes fork from a small worker instead of the one holding sympy.
     lane: ClassVar[str] = "code"
 
     def check(self, req: Request) -> CodeOptions:
@@ -144,7 +144,7 @@ class CodeVerifier(Builtin):
     def _assert(self, req: Request, opts: CodeOptions, code: str, budget: float, ctx: Context) -> Verdict:
         nonce = secrets.token_hex(16)
         tests = _test_list(req.reference)
-        stdin = json.dumps(
+        stdin = PYTHON_ASSERT.dumps(
             {
                 "candidate": code,
                 "tests": req.reference if tests is None else tests,
@@ -177,7 +177,7 @@ class CodeVerifier(Builtin):
         verdict = stdio.grade(runs, spec, opts, ctx)
         statuses = {c.status for c in verdict.cases}
         ran = sum(c.status is not CaseStatus.SKIPPED for c in verdict.cases)
-        verdict.components = {"tests_ran": float(ran)}  # the cases that ran (proof tests ran: issue 49)
+        verdict.components = {"tests_ran": float(ran)}  # the cases that ran (proof that tests ran)
         odd = any(judges.nonfinite(exp, run.stdout) for (_, exp), run in zip(spec.cases, runs, strict=False))
         return verdict.signal(
             *(["code.output_cap"] if CaseStatus.OUTPUT_LIMIT in statuses else []),

@@ -6,9 +6,8 @@ strings, and hand everything else to the sandbox. Sandbox side (``in_sandbox/mat
 once per warm worker by the pool's warm-up, ``verifiers.kinds.table.sandbox_warmup``): Math-Verify parsing and sympy comparison under a per-item soft
 timeout and the job's hard kill.
 
-Throughput: forking the warm worker and its first parse cost far more here than a comparison (the
-fork copies page tables of a ~100 MB interpreter, and the first parse in a fresh fork takes ~1,800
-copy-on-write page faults), so concurrent requests are *coalesced*: while every sandbox slot is busy,
+Throughput: forking the warm worker and its first parse cost far more here than a comparison (page
+tables of a large interpreter, copy-on-write faults), so concurrent requests are *coalesced*: while every sandbox slot is busy,
 new items queue, and the next free slot takes up to ``MAX_ITEMS`` of them as one job. Under light load a
 job holds one item (lowest latency); under GRPO batches it holds many. The grader prints one line per
 item as it finishes, so a job killed by a power tower still returns the items before it; the one
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 
 from in_sandbox.answer import FALLBACKS, Extraction, extract
 from in_sandbox.answer_signals import signals_of
+from in_sandbox.jobs import MATH
 from sandbox.backend import GRACE_S, Job, Limits, Result
 from sandbox.deadline import Deadline
 from verifiers.shapes.base import BadRequest, Builtin, Context, Verdict
@@ -39,7 +39,7 @@ ITEM_RESERVE_S = 0.5  # of an item's time, kept so its own timer fires before th
 ITEM_SHARE_S = 0.5  # a job's time beyond its longest item's, for each other item it carries
 
 # The job: the grader (in_sandbox/math/grader.py, shipped in the image) is already imported in the warm worker.
-JOB_CODE = "from in_sandbox.math import grader\ngrader.main()\n"
+JOB_CODE = MATH.entry  # in_sandbox/math/grader.py, reading in_sandbox/jobs.py MATH
 
 # The math kind's declared warm-up (MathVerifier.warmup), run once in each sandbox worker before it forks
 # jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds/table.py sandbox_warmup):
@@ -198,7 +198,7 @@ def _run_job(items: list[PendingItem], run_job) -> Result:
     latest of their deadlines (each item's own timer stops it by its own; the job's kill is the backstop for
     one that does not stop). Without the share, a job of 32 quick items on a loaded machine outlived the
     longest item's time and the item running then was reported TIMEOUT (found by bench/math_grading/fuzz_answers.py)."""
-    stdin = json.dumps({"items": [it.payload for it in items]})
+    stdin = MATH.dumps({"items": [it.payload for it in items]})
     timeout_s = max(it.timeout_s for it in items) + ITEM_SHARE_S * (len(items) - 1)
     job = Job(code=JOB_CODE, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024),
               deadline=max((it.deadline for it in items), key=lambda d: d.at))  # fmt: skip

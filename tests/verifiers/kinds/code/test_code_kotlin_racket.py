@@ -12,11 +12,11 @@ from functools import partial
 
 import pytest
 
-import verifiers.kinds.code.kotlin_source
+import languages.parse
+from languages.parse import kotlin_main
 from tests import langs_helpers
 from tests.langs_helpers import make_service, stats_delta
 from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS
-from verifiers.kinds.code.kotlin_source import kotlin_main
 
 NEW = ["kotlin", "kotlin_script", "racket"]
 READ_SUM = 'val (a, b) = readLine()!!.trim().split(" ").map { it.toLong() }'
@@ -28,7 +28,7 @@ BROKEN = {
 
 
 def test_the_class_holding_kotlins_main_is_read_from_the_source():
-    assert doctest.testmod(verifiers.kinds.code.kotlin_source).failed == 0
+    assert doctest.testmod(languages.parse).failed == 0
     assert kotlin_main("// object Nope { @JvmStatic fun main() {} }\nfun main() {}\n") == "MainKt"
     assert kotlin_main("class A\nobject B {\n  @JvmStatic\n  fun main(args: Array<String>) {}\n}\n") == "B"
 

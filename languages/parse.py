@@ -1,4 +1,5 @@
-"""Which file a Java program must be saved as and which class to run, read from its parsed structure.
+"""Which file a JVM program must be saved as and which class to run, read from its source (the records of
+Java, JUnit, Scala and Kotlin use it).
 
 javac wants a ``public`` top-level class in a file of its name; ``java`` wants the class that declares
 ``main``. Neither has to be called ``Main``, and a correct program may have no public class at all
@@ -12,6 +13,19 @@ JavaEntry(file_class='Solution', main_class='Solution', package='')
 JavaEntry(file_class='Main', main_class='Main', package='')
 >>> java_entry('package p.q;\\npublic class Helper {}\\nclass Runner { public static void main(String[] a) {} }')
 JavaEntry(file_class='Helper', main_class='Runner', package='p.q')
+
+Kotlin compiles the top-level functions of ``main.kt`` into the class ``MainKt`` (in the file's package); a
+``main`` declared ``@JvmStatic`` inside an ``object`` or a class's ``companion object`` is a static method of
+that object or class instead:
+
+>>> kotlin_main("fun main() { println(1) }")
+'MainKt'
+>>> kotlin_main("package a.b\\n\\nfun main(args: Array<String>) {}")
+'a.b.MainKt'
+>>> kotlin_main("object Solution {\\n    @JvmStatic fun main(args: Array<String>) {}\\n}")
+'Solution'
+>>> kotlin_main("class App {\\n  companion object {\\n    @JvmStatic\\n    fun main(a: Array<String>) {}\\n  }\\n}")
+'App'
 """
 
 from __future__ import annotations
@@ -126,3 +140,20 @@ def scala_main(code: str) -> str:
         if re.search(r"\bextends\s+App\b", m.group(2)) or re.search(r"\bdef\s+main\s*\(", body):
             return m.group(1)
     return objects[0].group(1) if objects else "Main"
+
+
+_KT_PACKAGE = re.compile(r"^\s*package\s+([\w.]+)", re.M)
+_KT_TOP_MAIN = re.compile(r"^(?:public\s+|suspend\s+)*fun\s+main\s*\(", re.M)  # not indented: top level
+_KT_STATIC_MAIN = re.compile(r"@JvmStatic\s+(?:public\s+)?fun\s+main\s*\(")
+_KT_HOLDER = re.compile(r"\b(?<!companion )(class|object)\s+(\w+)")
+
+
+def kotlin_main(code: str) -> str:
+    """The JVM class whose ``main`` runs ``code`` (``MainKt`` where nothing says otherwise)."""
+    m = _KT_PACKAGE.search(code)
+    prefix = f"{m.group(1)}." if m else ""
+    static = _KT_STATIC_MAIN.search(code)
+    if _KT_TOP_MAIN.search(code) or static is None:
+        return f"{prefix}MainKt"
+    holders = list(_KT_HOLDER.finditer(code, 0, static.start()))
+    return f"{prefix}{holders[-1].group(2)}" if holders else f"{prefix}MainKt"
