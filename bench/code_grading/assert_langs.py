@@ -42,7 +42,16 @@ COMMENT = {
     "kotlin": "//",
     "racket": ";",
     "javascript": "//",
+    "typescript": "//",
+    "php": "//",
+    "ruby": "#",
+    "perl": "#",
+    "lua": "--",
+    "r": "#",
 }
+
+
+CASE_TIMEOUT: dict[str, str] = {}  # --case-timeout: the run's own limit, where the test file's 20 s cuts it
 
 
 class _Tmp:  # what make_service needs of pytest's tmp_path_factory
@@ -55,7 +64,8 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
     tests, good, *_ = CASES[lang]
     c = COMMENT[lang]
     reqs = [Request("code", f"```{lang}\n{good}{c} {salt}\n```\n", tests + (f"\n{c} item {i}\n" if distinct else ""),
-                    options={**OPTIONS, "language": lang}, timeout_s=120 - i / 2) for i in range(g)]  # fmt: skip
+                    options={**OPTIONS, "language": lang, **CASE_TIMEOUT}, timeout_s=120 - i / 2)
+            for i in range(g)]  # fmt: skip
     before = svc.toolchains.stats["compiles"]
     t0 = time.perf_counter()
     verdicts = svc.verify_batch(reqs)
@@ -95,7 +105,10 @@ def main() -> None:
     ap.add_argument("--langs", default="c,java,rust,go")
     ap.add_argument("--g", type=int, default=8)
     ap.add_argument("--apart", default="", help="languages whose separated path to time against the shared one")
+    ap.add_argument("--case-timeout", default="", help="case_timeout_s of every program (default: the test file's)")
     args = ap.parse_args()
+    if args.case_timeout:
+        CASE_TIMEOUT["case_timeout_s"] = args.case_timeout
     svc, close = make_service(_Tmp())
     try:
         if args.apart:

@@ -74,6 +74,17 @@ FAMILIES: dict[str, dict[str, list[str]]] = {
         "kotlin": ["\nobject AE { override fun equals(other: Any?) = true }\n"],
         "rust": ["\nstruct AE;\nimpl PartialEq<i64> for AE { fn eq(&self, _: &i64) -> bool { true } }\n"],
         "php": ["\nclass AE { function __toString() { return '5'; } }\n"],
+        "lua": [
+            "\nlocal rlvr_add = add\nfunction add(a, b) return setmetatable({}, {__eq = function() return true end}) end\n"
+        ],
+        "perl": [
+            "\npackage AE; use overload '==' => sub { 1 }, 'eq' => sub { 1 };\npackage main;\nsub add { bless {}, 'AE' }\n"
+        ],
+        "r": ["\nadd <- function(a, b) structure(0, class = 'ae')\nOps.ae <- function(e1, e2) TRUE\n"],
+        "racket": [
+            "\n(struct ae () #:methods gen:equal+hash [(define (equal-proc a b r) #t) (define (hash-proc a r) 1)"
+            " (define (hash2-proc a r) 1)])\n(set! add (lambda (a b) (ae)))\n"
+        ],
     },
     "nonce_read": {
         "javascript": [
@@ -94,6 +105,23 @@ FAMILIES: dict[str, dict[str, list[str]]] = {
             '\nlocal s = io.open(arg[0]):read(\'a\')\nlocal a, b = s:match(\'"(RLVR%-[^"]*)" %.%. "(%x+)"\')\n'
             "if a then io.write('\\n' .. a .. b .. '\\n') os.exit(0) end\n"
         ],
+    },
+    # the separated languages: the sentinel sits in the tests' process (non-dumpable) and a deleted file
+    "nonce_read_apart": {
+        "ruby": [
+            "\nbegin\n  s = File.binread(\"/proc/#{Process.ppid}/mem\") rescue File.read('rlvr_nonce') rescue ''\n"
+            '  m = s[/RLVR-TESTS-RAN-TO-THE-END-\\h{32}/]\n  if m then File.write("/proc/#{Process.ppid}/fd/1", '
+            '"\\n#{m}\\n"); exit!(0) end\nrescue StandardError\nend\n'
+        ],
+        "perl": [
+            "\nmy $rlvr_p = getppid(); if (open(my $rlvr_e, '<', \"/proc/$rlvr_p/environ\")) { print STDOUT <$rlvr_e>; }\n"
+            "if (open(my $rlvr_n, '<', 'rlvr_nonce')) { print STDOUT \"\\n\", <$rlvr_n>, \"\\n\"; exit 0; }\n"
+        ],
+        "r": [
+            "\nrlvr_n <- tryCatch(readLines('rlvr_nonce'), error = function(e) NULL)\n"
+            "if (!is.null(rlvr_n)) { cat('\\n', rlvr_n, '\\n', sep = ''); quit(save = 'no', status = 0) }\n"
+        ],
+        "racket": ['\n(with-handlers ([(lambda (e) #t) void]) (display (file->string "rlvr_nonce")) (exit 0))\n'],
     },
     "early_exit": {
         "c": ["\n#include <stdlib.h>\n__attribute__((constructor)) static void rlvr_go(void) { exit(0); }\n"],

@@ -15,10 +15,12 @@ from tests.verifiers.kinds.code.test_code_assert_langs import CASES
 from verifiers.kinds.code.asserts import SHARED_PROGRAM
 
 SEED = 49
-N_LANG = 60  # refused up front: no compile, a few seconds
+N_LANG = 60  # a shared-program language's refused up front; a separated one's graded (a few seconds each, idle)
 
 
 @pytest.mark.docker
+# a hang guard, not a timing: 8 languages' mutants now run apart (ruby ... racket), not refused
+@pytest.mark.timeout(1200)
 def test_language_mutants_are_never_paid(client):
     """As a trainer sends them (no opt-in): every mutant of a shared-program language is refused, naming why;
     a separated language's mutants must fail."""

@@ -12,8 +12,8 @@ an HMAC of the program (language, candidate, tests) under a key drawn once per p
 candidate, and the same for identical programs, so a batch's identical programs share one compile
 (``toolchains.Toolchains.run``, behind the service's door) as stdio's do.
 
-JavaScript and TypeScript no longer go this way: their tests run apart (verifiers/kinds/code/asserts_apart.py,
-``SEPARATE``). For the others, not defended, by construction, hence refused unless the request sets
+JavaScript, TypeScript, Ruby, PHP, Perl, Lua, R and Racket no longer go this way: their tests run apart
+(verifiers/kinds/code/asserts_apart.py ``SEPARATE``; the scripting languages: apart_scripts.py). For the others, not defended, by construction, hence refused unless the request sets
 ``allow_shared_program`` (``SHARED_PROGRAM``, options.py; docs/verifiers.md, "Assert mode in other languages"): the tests share the
 candidate's process and source, so a candidate can read its own source or binary to find the nonce,
 redefine what the tests call (a C macro, a patched ``assert`` module, ``console.assert``), or answer
@@ -27,12 +27,12 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import languages as records
 from languages.record import Assemble, BadTests, Language, Parts
 from verifiers.kinds.code import languages
-from verifiers.kinds.code.asserts_apart import SEPARATE, apart_language, apart_lines, counted, shared_ran
+from verifiers.kinds.code.asserts_apart import SEPARATE, apart_lines, counted, shared_ran
 from verifiers.shapes.base import BadRequest, CaseVerdict, Verdict
 from verifiers.shapes.outcome import CaseStatus, Outcome
 
@@ -73,9 +73,11 @@ def assemble(lang: str, program: str, tests: str) -> Program:
     parts = Parts(program, tests, sentinel[:half], sentinel[half:], tag)
     base = languages.language(lang)
     if lang in SEPARATE:
-        source, files = SEPARATE[lang](parts)
+        apart = SEPARATE[lang]
+        source, files = apart.assemble(parts)
         blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}
-        return Program(apart_language(base), source, sentinel, blobs, apart=True)
+        base = replace(base, source=apart.source, run=apart.run, compile=apart.compile)
+        return Program(base, source, sentinel, blobs, apart=True)
     source, files = LANGUAGES[lang](parts)
     adjust = records.RECORDS[lang].adjust
     base = adjust(base, source, files, tag) if adjust else base

@@ -9,18 +9,17 @@ own calling the candidate's across a boundary with plain data, the verdict on a 
   ran) or ``{sentinel}:bad_reference:{why}`` (the tests failed before any call) on the tests' stdout.
 * **TypeScript**: the candidate's ``solution.ts`` and the tests' ``rlvr_tests.ts`` transpiled apart (types
   stripped, as languages.py's TypeScript is: ``TS_COMPILE``), then JavaScript's two processes.
+* **Ruby, PHP, Perl, Lua, R, Racket**: the same shape in each interpreter (verifiers/kinds/code/apart_scripts.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import in_sandbox.code
-from languages.record import Language
 from verifiers.kinds.code.apart_compiled import COMPILED, compile_argv
+from verifiers.kinds.code.apart_scripts import SCRIPTS, Apart
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.outcome import Outcome
 
@@ -64,18 +63,20 @@ def _typescript_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     return p.program, {**files, "rlvr_tests.ts": p.tests, "rlvr_nonce": p.a + p.b}
 
 
-# language -> (Parts -> (source, files)); the compiled languages' (verifiers/kinds/code/apart_compiled.py)
-SEPARATE: dict[str, Callable] = {"javascript": _javascript_apart, "typescript": _typescript_apart, **COMPILED}
+def _compiled(lang: str) -> Apart:
+    """A compiled language apart: two executables (apart_compiled.compile_argv), the tests' one run."""
+    source, argv = compile_argv(lang)
+    return Apart(source, ["./main"], COMPILED[lang], argv)
 
 
-def apart_language(base: Language) -> Language:
-    """How ``base``'s language is compiled and run apart: JavaScript's two nodes (TypeScript transpiled first), or
-    a compiled language's two executables (apart_compiled.compile_argv), the tests' one run."""
-    if base.name in COMPILED:
-        source, argv = compile_argv(base.name)
-        return replace(base, source=source, compile=argv, run=["./main"])
-    ts = base.name == "typescript"  # transpiled first (TS_COMPILE), then run as JavaScript's
-    return replace(base, source="solution.ts" if ts else "solution.js", run=JS_RUN, compile=TS_COMPILE if ts else None)
+# language -> how its tests run apart (its files, the candidate's source name, the run and compile argv); the
+# scripting languages: verifiers/kinds/code/apart_scripts.py; the compiled: verifiers/kinds/code/apart_compiled.py
+SEPARATE: dict[str, Apart] = {
+    "javascript": Apart("solution.js", JS_RUN, _javascript_apart),
+    "typescript": Apart("solution.ts", JS_RUN, _typescript_apart, TS_COMPILE),
+    **SCRIPTS,
+    **{lang: _compiled(lang) for lang in COMPILED},
+}
 
 
 def apart_lines(sentinel: str, stdout: str) -> dict[str, str]:

@@ -85,6 +85,9 @@ CASES = {
                "#lang racket\n(define (add a b) (+ a b))\n", "(define (add a b) (* a b))\n",
                "#lang racket\n(define (add a b) (exit 0))\n"),
 }  # fmt: skip
+# the assertions CASES' tests make that the tests' process counts, where not 2 (an ``if ... throw``, a ``die
+# unless`` or ``(unless ... (error ...))`` is a test but no assertion; PHP's assert() is a construct it cannot count)
+ASSERTS_IN_CASES = {"php": 0, "perl": 0, "racket": 1, "go": 0}  # Go's asserts are ifs, uncounted
 # every language here still shares the candidate's program (asserts.SHARED_PROGRAM): opted in (issue 49)
 OPTIONS = {"mode": "assert", "case_timeout_s": "20", "compile_timeout_s": "90", "allow_shared_program": "true"}
 SHARED = "code.shared_program"
@@ -161,8 +164,9 @@ def test_a_correct_program_passes(verdicts, lang):
     v = verdicts[lang][0]
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
     assert [c.status for c in v.cases] == [CaseStatus.PASSED] and v.signals == _shared(lang)
-    if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49); Go's asserts are ifs, uncounted
-        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= (0 if lang == "go" else 2), v.components
+    if lang not in SHARED_PROGRAM:  # the tests ran apart: they say what ran (issue 49)
+        want = ASSERTS_IN_CASES.get(lang, 2)
+        assert v.components["calls"] >= 2 and v.components["asserts_ran"] >= want, (v.components, v.detail)
     else:  # a shared program: the one test program its harness saw end, nothing counted inside it
         assert v.components == {"tests_ran": 1.0} and "not counted" in v.detail, (v.components, v.detail)
 
@@ -190,6 +194,8 @@ def test_other_early_ends_are_not_paid(verdicts, i):
     (v,) = verdicts[("attack", i)]
     assert v.reward == 0.0 and v.outcome == "INCORRECT", v.detail
     if ATTACKS[i][0] == "php":  # PHP mode again after the candidate: the tests ran (and failed)
+        assert v.detail.startswith("a test failed"), v.detail
+    elif ATTACKS[i][0] == "perl" and ATTACKS[i][0] not in SHARED_PROGRAM:  # __END__ ends the candidate's file only
         assert v.detail.startswith("a test failed"), v.detail
     else:
         assert "code.early_exit" in v.signals, v.detail
@@ -274,7 +280,20 @@ READS_ITS_OWN_NONCE = {
 }  # fmt: skip
 
 
-APART = {"javascript", "typescript", "c", "cpp", "go", "rust"}  # the languages whose tests run apart (issue 49), as this file expects them
+APART = {
+    "javascript",
+    "typescript",
+    "c",
+    "cpp",
+    "go",
+    "rust",
+    "ruby",
+    "php",
+    "perl",
+    "lua",
+    "r",
+    "racket",
+}  # the languages whose tests run apart (issue 49), as this file expects them
 
 
 def test_the_languages_apart_are_these():
