@@ -297,8 +297,8 @@ def test_a_shared_program_pass_counts_its_one_test_program(service):
     the harness's code after the tests can vouch for (one test program ran to its end), nothing counted inside it."""
     from tests.verifiers.kinds.code.test_code_assert_langs import CASES
 
-    tests, good, *_ = CASES["lua"]
-    v = service.verify(_req("lua", good, tests, allow_shared_program="true"))
+    tests, good, *_ = CASES["csharp"]
+    v = service.verify(_req("csharp", good, tests, allow_shared_program="true"))
     assert (v.outcome, v.reward, v.components) == ("CORRECT", 1.0, {"tests_ran": 1.0}), v.detail
     assert "not counted" in v.detail and v.signals == ["code.shared_program"]
 
