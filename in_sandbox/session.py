@@ -20,7 +20,6 @@ cell is killed at the cap), ``nproc``, ``nofile``, ``fsize_mb`` as for jobs.
 
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -28,13 +27,14 @@ import socket
 import time
 
 from in_sandbox import session_proc as proc
-from in_sandbox.session_holder import Holder
+from in_sandbox.session_holder import Holder, set_limits, standing
 from in_sandbox.worker_io import read_frame, write_frame
 
 ROOT = "/tmp/s"
 KINDS = ("python", "bash")
 ANSWER_S = 5.0  # how long a holder may take to answer a command before the session is declared broken
 RESULT_CAP = 1 << 20
+_spare = None  # (pid, socket) of the first session's holder, started by ``prepare`` before any open
 
 
 class Gone(Exception):
@@ -86,18 +86,7 @@ class Family:
             with open(path, "wb") as f:
                 f.write(payload[at : at + int(size)])
             at += int(size)
-        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                a.close()
-                b = socket.socket(fileno=_only_fd(b.detach()))  # nothing of the worker's: no frame channel
-                _holder_process(limits)
-                os.chdir(wd)
-                Holder(b, wd, kind, ROOT).loop()
-            finally:
-                os._exit(0)
-        b.close()
+        pid, a = _holder(wd, kind, limits, sid)
         slot = Slot(sid, kind, limits, wd, pid, a, "")
         try:
             hello = slot.recv(time.monotonic() + ANSWER_S)
@@ -109,7 +98,7 @@ class Family:
 
     def _dir(self, sid):
         wd = os.path.join(ROOT, str(sid))
-        os.makedirs(wd, mode=0o700)
+        os.makedirs(wd, mode=0o700, exist_ok=sid == 0)  # 0: made by ``prepare`` with its holder
         return wd
 
     def _take(self):
@@ -232,8 +221,9 @@ class Family:
                 if holder not in (slot.pid, cell):
                     raise Gone("the session's helper named a holder that is not its own")
                 break
+        drained = time.monotonic() + ANSWER_S  # a process the cell left may go on writing: bounded
         for fd in streams:  # what the cell wrote before it reported: the cap counts all of it
-            while proc.pump(fd, streams[fd], caps[fd], totals):
+            while proc.pump(fd, streams[fd], caps[fd], totals) and time.monotonic() < drained:
                 pass
         if holder == cell and totals[out_r] + totals[err_r] > cap:  # ended past the cap: as if killed at it
             status = "output_limit"
@@ -246,10 +236,8 @@ class Family:
             cell_cpu = max(cell_cpu, proc.cpu(cell, children=True))
         elif status == "ok" and slot.kind == "python":  # the cell's process ended before the cell did
             status = "cpu" if sig == signal.SIGXCPU or cell_cpu + 0.1 >= cpu else "exited"
-        self.sweep()
-        for fd in streams:
-            while proc.pump(fd, streams[fd], caps[fd], totals):
-                pass
+        # what the cell left running (and the holder before it) is killed right after the reply is written
+        # (``serve``), before this worker reads the next call: the caller does not wait for it
         return {"status": status, "cell_cpu": cell_cpu, "out_total": totals[out_r], "err_total": totals[err_r]}
 
     # -- fork --------------------------------------------------------------------------------------------
@@ -309,6 +297,48 @@ class Family:
         return {"failed": f"unknown session op {op!r}"}, ()
 
 
+def prepare():
+    """Start the holder of this sandbox's first session before any open (a session lane's worker does this
+    at start, worker.py): the open then only places its files and sends the kind and limits."""
+    global _spare
+    os.makedirs(os.path.join(ROOT, "0"), mode=0o700, exist_ok=True)
+    _spare = _fork_holder(os.path.join(ROOT, "0"), None, None)
+
+
+def _holder(wd, kind, limits, sid):
+    """(pid, socket) of a new session's holder: the one ``prepare`` started where it is there, else a new one."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None and sid == 0 and proc.alive(spare[0]):
+        try:
+            spare[1].send(json.dumps({"op": "open", "kind": kind, "limits": limits}).encode())
+            return spare
+        except OSError:
+            pass
+    if spare is not None:
+        spare[1].close()
+    return _fork_holder(wd, kind, limits)
+
+
+def _fork_holder(wd, kind, limits):
+    """A holder process for a session in ``wd``; with ``kind`` None it waits for its kind and limits."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            a.close()
+            b = socket.socket(fileno=_only_fd(b.detach()))  # nothing of the worker's: no frame channel
+            standing()
+            if limits is not None:
+                set_limits(limits)
+            os.chdir(wd)
+            Holder(b, wd, kind, ROOT).loop()
+        finally:
+            os._exit(0)
+    b.close()
+    return pid, a
+
+
 def serve(head, payload):
     """The session loop (see the module docstring); returns why the sandbox is retired."""
     family = Family()
@@ -325,6 +355,7 @@ def serve(head, payload):
         write_frame(reply, *blobs)
         if reply.get("broken"):
             break
+        family.sweep()  # after the reply: what the call left running goes before the next call is read
     for slot in list(family.slots.values()):
         family.end(slot, "closed")
     family.sweep()
@@ -340,29 +371,6 @@ def _only_fd(fd):
         os.dup2(fd, 3)
     os.closerange(4, 65536)
     return 3
-
-
-def _holder_process(limits):
-    """The limits and standing of a session's first holder (every later process of it inherits them)."""
-    os.setsid()
-    os.umask(0o077)
-    try:
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        os.write(fd, b"1000")
-        os.close(fd)
-    except OSError:
-        pass
-    os.nice(0)
-    mb = 1024 * 1024
-    for res, val in ((resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
-                     (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),
-                     (resource.RLIMIT_NPROC, int(limits.get("nproc", 64))),
-                     (resource.RLIMIT_NOFILE, int(limits.get("nofile", 256))),
-                     (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)):  # fmt: skip
-        resource.setrlimit(res, (val, val))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL if sig in (signal.SIGTERM, signal.SIGHUP) else signal.SIG_IGN)
 
 
 def _verdict(res, kind, r):

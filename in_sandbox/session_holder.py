@@ -51,7 +51,17 @@ class Holder:
         self.sock.send(json.dumps(msg).encode())
 
     def loop(self):
-        """Serve commands until the worker closes the socket; never returns."""
+        """Serve commands until the worker closes the socket; never returns. A holder started before its
+        session was opened (``kind`` None: session.py's ``prepare``) first waits for its kind and limits."""
+        if self.kind is None:
+            try:
+                cmd = json.loads(self.sock.recv(65536) or b"{}")
+            except (OSError, ValueError):
+                os._exit(0)
+            if cmd.get("op") != "open":
+                os._exit(0)
+            set_limits(cmd.get("limits") or {})
+            self.kind = cmd.get("kind")
         self.send({"holder": os.getpid(), "isolation": self.isolation})
         while True:
             reap()
@@ -193,6 +203,33 @@ class Holder:
             os.close(fd)
         _isolate(self.rw_root)  # a domain of its own: the forks (siblings in the old one) cannot signal it
         self.send({"forked": len(fds)})
+
+
+def standing():
+    """What every holder is before it holds anything: its own session, no core, first in line for the OOM
+    killer, the signals a cell expects."""
+    os.setsid()
+    os.umask(0o077)
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(fd, b"1000")
+        os.close(fd)
+    except OSError:
+        pass
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL if sig in (signal.SIGTERM, signal.SIGHUP) else signal.SIG_IGN)
+
+
+def set_limits(limits):
+    """The session's limits on this process (every later process of the session inherits them)."""
+    mb = 1024 * 1024
+    for res, val in ((resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
+                     (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),
+                     (resource.RLIMIT_NPROC, int(limits.get("nproc", 64))),
+                     (resource.RLIMIT_NOFILE, int(limits.get("nofile", 256))),
+                     (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)):  # fmt: skip
+        resource.setrlimit(res, (val, val))
 
 
 def run_cell(code, ns, filename):

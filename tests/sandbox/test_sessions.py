@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from sandbox.pool import Lane, SandboxPool
-from sandbox.session import SESSION_LANE, SessionError, SessionLimits, SessionSandbox
+from sandbox.session import SESSION_LANE, SESSION_PRELOAD, SessionError, SessionLimits, SessionSandbox
 from tests.security.conftest import make_pool
 
 BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
@@ -20,7 +20,7 @@ BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
 def pool(request):
     cfg = make_pool(request.param, size=1).cfg
     cfg.preload = ()
-    p = SandboxPool(cfg, lanes={SESSION_LANE: Lane()}).start()
+    p = SandboxPool(cfg, lanes={SESSION_LANE: Lane(preload=(SESSION_PRELOAD,))}).start()  # the service's lane
     try:
         yield p
     finally:
@@ -221,7 +221,7 @@ def test_kill_9_of_the_host_leaves_no_session_process(backend, tmp_path):
     import time
     from pathlib import Path
 
-    from sandbox.pool import backend_entry
+    from sandbox.backends.table import backend_entry
 
     def processes_of_uids(uids: set[int]) -> list[str]:
         found = []

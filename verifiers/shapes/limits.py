@@ -23,7 +23,7 @@ import argparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sandbox.backend import MAX_OUTPUT_CAP, OUTPUT_CAP, Result, SandboxConfig
-from sandbox.pool import BACKENDS
+from sandbox.backends.table import BACKENDS
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.outcome import Outcome
 
