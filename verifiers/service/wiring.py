@@ -40,6 +40,7 @@ def toolchain_config(limits: ServiceLimits) -> SandboxConfig:
         image=limits.langs_image or image_langs.image_tag(),
         memory_mb=limits.langs_memory_mb or max(2048, limits.memory_mb),
         cpus=limits.cpus,
+        cgroup_parent=limits.cgroup_parent,
         pids=max(256, limits.pids),
         tmpfs_mb=256,
         preload=(),
