@@ -12,6 +12,10 @@ the cell ended, was killed for time, CPU or output, or took the session down.
                     {"op": "fork", "slot", "n"}      {"op": "close", "slot"}
     worker → host   one reply frame each (exec: blobs stdout, stderr, value, error)
 
+After each reply, before it reads the next call, the worker learns which process each python holder forked
+for its next command (``tidy``: it checks that the holder is its parent) and kills every other process that
+is not a holder (``sweep``): the caller never waits for either.
+
 Limits per session: ``cpu_s`` per cell (RLIMIT_CPU in the cell's process, and the worker's own count of
 the cell's processes), ``memory_mb`` (RLIMIT_AS of every process of the session: a cell that runs out
 ends the session with ``ended: "memory"``), ``output_bytes`` per cell (stdout and stderr together: the
@@ -27,14 +31,12 @@ import socket
 import time
 
 from in_sandbox import session_proc as proc
-from in_sandbox.session_holder import Holder, set_limits, standing
+from in_sandbox.session_spawn import ROOT, holder
 from in_sandbox.worker_io import read_frame, write_frame
 
-ROOT = "/tmp/s"
 KINDS = ("python", "bash")
 ANSWER_S = 5.0  # how long a holder may take to answer a command before the session is declared broken
 RESULT_CAP = 1 << 20
-_spare = None  # (pid, socket) of the first session's holder, started by ``prepare`` before any open
 
 
 class Gone(Exception):
@@ -47,6 +49,7 @@ class Slot:
         self.pid, self.sock, self.isolation = pid, sock, isolation
         self.ended = ""
         self.forked = False  # a fork (cannot be forked again: its Landlock domain is its own directory)
+        self.next = None  # python: the process its holder forked to run the next command (``tidy`` learns it)
 
     def recv(self, deadline):
         left = deadline - time.monotonic()
@@ -68,6 +71,7 @@ class Family:
     def __init__(self):
         self.slots = {}
         self.next = 0
+        self.gone = {}  # sid -> why, of sessions that ended between calls (``tidy``)
 
     # -- open / close ----------------------------------------------------------------------------------
     def open(self, head, payload):
@@ -86,7 +90,7 @@ class Family:
             with open(path, "wb") as f:
                 f.write(payload[at : at + int(size)])
             at += int(size)
-        pid, a = _holder(wd, kind, limits, sid)
+        pid, a = holder(wd, kind, limits, sid)
         slot = Slot(sid, kind, limits, wd, pid, a, "")
         try:
             hello = slot.recv(time.monotonic() + ANSWER_S)
@@ -121,7 +125,28 @@ class Family:
         self.sweep()
 
     def holders(self):
-        return {s.pid for s in self.slots.values()}
+        return {s.pid for s in self.slots.values()} | {s.next for s in self.slots.values() if s.next}
+
+    def tidy(self):
+        """After each reply, before the next call is read: learn the process each python holder forked for its
+        next command (it forks while the reply travels), then kill what the call left running (``sweep``)."""
+        for slot in list(self.slots.values()):
+            if slot.kind == "python" and slot.next is None:
+                try:
+                    slot.next = self._next(slot)
+                except Gone as e:
+                    self.end(slot, str(e))
+                    self.gone[slot.sid] = slot.ended
+        self.sweep()
+
+    def _next(self, slot):
+        while True:
+            msg = slot.recv(time.monotonic() + ANSWER_S)
+            pid = msg.get("next")
+            if isinstance(pid, int) and proc.ppid(pid) == slot.pid and pid not in self.holders():
+                return pid
+            if not (isinstance(pid, int) and not proc.alive(pid)):  # else: a killed cell's, before it died
+                raise Gone("the session's helper named a next process that is not its own")
 
     def sweep(self, spare=()):
         """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``),
@@ -155,16 +180,21 @@ class Family:
         start = time.monotonic()
         old = slot.pid
         before = proc.cpu(old, children=True)
+        cell, slot.next = slot.next, None  # python: the process forked for it ahead runs the cell
         socket.send_fds(slot.sock, [json.dumps({"op": "cell", "cpu_s": cpu}).encode()], [code_fd, out_w, err_w, res_w])
         for fd in (code_fd, out_w, err_w, res_w):
             os.close(fd)
         streams = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         try:
-            first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
-            early = None if "pid" in first else first
-            cell = (first if early is None else slot.recv(start + ANSWER_S)).get("pid")
-            if not isinstance(cell, int) or proc.ppid(cell) not in (slot.pid, -1):  # -1: it ended (and was reaped)
-                raise Gone("the session's helper named a cell process that is not its own")
+            early = None
+            if slot.kind == "python" and cell is None:
+                raise Gone("the session's helper has no process ready for the cell")
+            if slot.kind == "bash":
+                first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
+                early = None if "pid" in first else first
+                cell = (first if early is None else slot.recv(start + ANSWER_S)).get("pid")
+                if not isinstance(cell, int) or proc.ppid(cell) not in (slot.pid, -1):  # -1: it ended and was reaped
+                    raise Gone("the session's helper named a cell process that is not its own")
             r = self._watch(slot, cell, streams, cap, cpu, start + timeout, early)
         except Gone as e:
             for fd in streams:
@@ -228,7 +258,10 @@ class Family:
         if holder == cell and totals[out_r] + totals[err_r] > cap:  # ended past the cap: as if killed at it
             status = "output_limit"
             self.sweep()  # the cell (not the holder yet) goes; the holder before it answers for the state
-            if slot.recv(time.monotonic() + ANSWER_S).get("holder") != slot.pid:
+            msg = slot.recv(time.monotonic() + ANSWER_S)
+            while "next" in msg:  # what the killed cell said before it died
+                msg = slot.recv(time.monotonic() + ANSWER_S)
+            if msg.get("holder") != slot.pid:
                 raise Gone("the session's helper named a holder that is not its own")
             holder = slot.pid
         if holder == cell:
@@ -255,6 +288,7 @@ class Family:
                 shutil.rmtree(wd, ignore_errors=True)
             return {"failed": f"could not copy the session's files for {n} forks: {e}"}
         pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in dirs]
+        actor, slot.next = (slot.next, None) if slot.kind == "python" else (slot.pid, slot.next)
         socket.send_fds(slot.sock, [json.dumps({"op": "fork", "dirs": dirs}).encode()], [b.fileno() for _, b in pairs])
         for _, b in pairs:
             b.close()
@@ -270,14 +304,15 @@ class Family:
                 child.pid, child.isolation = pid, hello.get("isolation", "none")
                 self.slots[child.sid] = child
                 made.append(child.sid)
-            if slot.recv(time.monotonic() + ANSWER_S).get("forked") != n:
+            done = slot.recv(time.monotonic() + ANSWER_S)
+            if done.get("forked") != n or done.get("holder", slot.pid) != actor or not actor:
                 raise Gone("the session's helper did not confirm the fork")
+            slot.pid = actor  # python: the process that made the forks holds the session now
         except Gone as e:
             for sid in made:
                 self.close(self.slots[sid])
             self.end(slot, str(e))
             return {"failed": str(e), "ended": slot.ended}
-        self.sweep()  # the double forks' middle processes
         return {"slots": made, "isolation": [self.slots[s].isolation for s in made]}
 
     def handle(self, head, payload):
@@ -285,6 +320,8 @@ class Family:
         if op == "open":
             return self.open(head, payload), ()
         slot = self.slots.get(sid)
+        if slot is None and sid in self.gone:
+            return {"failed": self.gone[sid], "status": "gone", "ended": self.gone[sid]}, ()
         if slot is None:
             return {"failed": f"no session {sid!r} in this sandbox", "status": "gone"}, ()
         if op == "exec":
@@ -297,52 +334,11 @@ class Family:
         return {"failed": f"unknown session op {op!r}"}, ()
 
 
-def prepare():
-    """Start the holder of this sandbox's first session before any open (a session lane's worker does this
-    at start, worker.py): the open then only places its files and sends the kind and limits."""
-    global _spare
-    os.makedirs(os.path.join(ROOT, "0"), mode=0o700, exist_ok=True)
-    _spare = _fork_holder(os.path.join(ROOT, "0"), None, None)
-
-
-def _holder(wd, kind, limits, sid):
-    """(pid, socket) of a new session's holder: the one ``prepare`` started where it is there, else a new one."""
-    global _spare
-    spare, _spare = _spare, None
-    if spare is not None and sid == 0 and proc.alive(spare[0]):
-        try:
-            spare[1].send(json.dumps({"op": "open", "kind": kind, "limits": limits}).encode())
-            return spare
-        except OSError:
-            pass
-    if spare is not None:
-        spare[1].close()
-    return _fork_holder(wd, kind, limits)
-
-
-def _fork_holder(wd, kind, limits):
-    """A holder process for a session in ``wd``; with ``kind`` None it waits for its kind and limits."""
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            a.close()
-            b = socket.socket(fileno=_only_fd(b.detach()))  # nothing of the worker's: no frame channel
-            standing()
-            if limits is not None:
-                set_limits(limits)
-            os.chdir(wd)
-            Holder(b, wd, kind, ROOT).loop()
-        finally:
-            os._exit(0)
-    b.close()
-    return pid, a
-
-
 def serve(head, payload):
     """The session loop (see the module docstring); returns why the sandbox is retired."""
     family = Family()
     write_frame(family.open(head, payload))
+    family.tidy()
     while family.slots:
         frame = read_frame()
         if frame is None:
@@ -355,22 +351,11 @@ def serve(head, payload):
         write_frame(reply, *blobs)
         if reply.get("broken"):
             break
-        family.sweep()  # after the reply: what the call left running goes before the next call is read
+        family.tidy()  # after the reply: what the call left running goes before the next call is read
     for slot in list(family.slots.values()):
         family.end(slot, "closed")
     family.sweep()
     return "a session sandbox is never reused"
-
-
-def _only_fd(fd):
-    """Keep only ``fd`` (as 3) and /dev/null on 0-2: a session's processes never hold the frame channel."""
-    null = os.open("/dev/null", os.O_RDWR)
-    for std in (0, 1, 2):
-        os.dup2(null, std)
-    if fd != 3:
-        os.dup2(fd, 3)
-    os.closerange(4, 65536)
-    return 3
 
 
 def _verdict(res, kind, r):
