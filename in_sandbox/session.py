@@ -28,15 +28,17 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import time
 
 from in_sandbox import session_proc as proc
-from in_sandbox.session_spawn import ROOT, holder
+from in_sandbox.session_spawn import ROOT, holder, listen
 from in_sandbox.worker_io import read_frame, write_frame
 
 KINDS = ("python", "bash")
 ANSWER_S = 5.0  # how long a holder may take to answer a command before the session is declared broken
 RESULT_CAP = 1 << 20
+CRED = struct.Struct("3i")  # SCM_CREDENTIALS: pid, uid, gid of the sending process
 
 
 class Gone(Exception):
@@ -52,17 +54,25 @@ class Slot:
         self.next = None  # python: the process its holder forked to run the next command (``tidy`` learns it)
 
     def recv(self, deadline):
+        """The next message, checked against its sender (the kernel's word, SO_PASSCRED: ``listen``): a process
+        speaks only for itself (``holder``, ``next``); anything else said as ``_from``."""
         left = deadline - time.monotonic()
         ready, _, _ = select.select([self.sock], [], [], max(left, 0))
         if not ready:
             raise Gone("the session's helper stopped answering")
-        data = self.sock.recv(65536)
+        data, anc, _, _ = self.sock.recvmsg(65536, socket.CMSG_SPACE(CRED.size))
         if not data:
             raise Gone("the session's helper died")
+        sender = next((CRED.unpack(d[: CRED.size])[0] for lvl, typ, d in anc
+                       if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)  # fmt: skip
         try:
-            return json.loads(data)
+            msg = json.loads(data)
         except ValueError:
             raise Gone("the session's helper sent garbage") from None
+        if not isinstance(msg, dict) or any(k in msg and msg[k] != sender for k in ("holder", "next")):
+            raise Gone("the session's helper spoke for a process that is not itself")
+        msg["_from"] = sender
+        return msg
 
 
 class Family:
@@ -192,7 +202,8 @@ class Family:
             if slot.kind == "bash":
                 first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
                 early = None if "pid" in first else first
-                cell = (first if early is None else slot.recv(start + ANSWER_S)).get("pid")
+                said = first if early is None else slot.recv(start + ANSWER_S)
+                cell = said.get("pid") if said["_from"] == slot.pid else None
                 if not isinstance(cell, int) or proc.ppid(cell) not in (slot.pid, -1):  # -1: it ended and was reaped
                     raise Gone("the session's helper named a cell process that is not its own")
             r = self._watch(slot, cell, streams, cap, cpu, start + timeout, early)
@@ -246,8 +257,8 @@ class Family:
             if early is not None or slot.sock in ready:
                 msg, early = early or slot.recv(time.monotonic() + ANSWER_S), None
                 holder, sig = msg.get("holder"), msg.get("signal")
-                if killed and holder == cell:
-                    continue  # it reported as it was being killed: the holder before it answers next
+                if killed and (holder == cell or "next" in msg):
+                    continue  # it reported (and forked its next) as it was being killed: the holder before it answers
                 if holder not in (slot.pid, cell):
                     raise Gone("the session's helper named a holder that is not its own")
                 break
@@ -287,7 +298,7 @@ class Family:
             for wd in dirs:
                 shutil.rmtree(wd, ignore_errors=True)
             return {"failed": f"could not copy the session's files for {n} forks: {e}"}
-        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in dirs]
+        pairs = [listen(socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)) for _ in dirs]
         actor, slot.next = (slot.next, None) if slot.kind == "python" else (slot.pid, slot.next)
         socket.send_fds(slot.sock, [json.dumps({"op": "fork", "dirs": dirs}).encode()], [b.fileno() for _, b in pairs])
         for _, b in pairs:
@@ -305,7 +316,7 @@ class Family:
                 self.slots[child.sid] = child
                 made.append(child.sid)
             done = slot.recv(time.monotonic() + ANSWER_S)
-            if done.get("forked") != n or done.get("holder", slot.pid) != actor or not actor:
+            if done.get("forked") != n or done["_from"] != actor or not actor:
                 raise Gone("the session's helper did not confirm the fork")
             slot.pid = actor  # python: the process that made the forks holds the session now
         except Gone as e:
@@ -320,8 +331,9 @@ class Family:
         if op == "open":
             return self.open(head, payload), ()
         slot = self.slots.get(sid)
-        if slot is None and sid in self.gone:
-            return {"failed": self.gone[sid], "status": "gone", "ended": self.gone[sid]}, ()
+        if slot is None and sid in self.gone:  # said once: the host forgets it
+            why = self.gone.pop(sid)
+            return ({"closed": True} if op == "close" else {"failed": why, "status": "gone", "ended": why}), ()
         if slot is None:
             return {"failed": f"no session {sid!r} in this sandbox", "status": "gone"}, ()
         if op == "exec":
@@ -339,7 +351,7 @@ def serve(head, payload):
     family = Family()
     write_frame(family.open(head, payload))
     family.tidy()
-    while family.slots:
+    while family.slots or family.gone:
         frame = read_frame()
         if frame is None:
             break

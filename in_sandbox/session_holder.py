@@ -96,8 +96,8 @@ class Holder:
         while True:
             pid = os.fork()
             if pid == 0:
+                self.send({"next": os.getpid()})  # from itself: the worker checks who speaks
                 return
-            self.send({"next": pid})
             status = _wait(pid)  # returns only when it was killed or exited: the state is ours again
             _drain(self.sock)  # a command it never read (it died first) is never run by the next one
             self.cells += 1

@@ -42,7 +42,7 @@ def holder(wd, kind, limits, sid):
 
 def _fork_holder(wd, kind, limits):
     """A holder process for a session in ``wd``; with ``kind`` None it waits for its kind and limits."""
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    a, b = listen(socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET))
     pid = os.fork()
     if pid == 0:
         try:
@@ -57,6 +57,13 @@ def _fork_holder(wd, kind, limits):
             os._exit(0)
     b.close()
     return pid, a
+
+
+def listen(pair):
+    """A socket pair whose first end (the worker's) is told who sent each message (SO_PASSCRED: the kernel
+    attaches the sender's pid, which no process of the session can fake)."""
+    pair[0].setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    return pair
 
 
 def _only_fd(fd):

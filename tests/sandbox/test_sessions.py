@@ -55,6 +55,15 @@ def test_notebook_semantics(py):
     assert py.exec(0, "open('made.txt', 'w').write('k')\nsorted(os.listdir('.'))").value == "['data', 'made.txt']"
 
 
+def test_a_long_session_keeps_its_descriptors(py):
+    """Hundreds of cells (a tool-using rollout runs ~50; NeMo Gym's users ask for more): the holder keeps no
+    descriptor of a cell (one leaked per cell used to end the session at its nofile limit, 256)."""
+    first = py.exec(0, "import os\nlen(os.listdir('/proc/self/fd'))").value
+    for _ in range(300):
+        assert py.exec(0, "1").value == "1"
+    assert py.exec(0, "len(os.listdir('/proc/self/fd'))").value == first
+
+
 def test_a_cell_killed_for_time_leaves_the_state_before_it(py):
     py.exec(0, "n = 1")
     c = py.exec(0, "n = 2\nwhile True: pass", timeout_s=0.5)
@@ -115,6 +124,33 @@ def test_tampering_with_the_helper_does_not_fake_the_next_report(py):
     assert c.status in ("timeout", "cpu") and c.value is None
     c = py.exec(0, "print('x' * 100_000)")
     assert c.status == "output_limit" and c.stdout_truncated
+
+
+def test_a_helper_that_names_a_leftover_as_its_next_cell_ends_the_session(py):
+    """The holder announces the process that will run the next cell, which the worker spares; a cell that
+    rewrites it to name a process of its own (its parent is the holder, as the worker checks) would keep that
+    process alive. The kernel says who sent each message (SO_PASSCRED): a process speaks only for itself, so
+    the lie ends the session, saying so, and the process dies with it."""
+    import os
+
+    uid = py.box.uid
+    py.exec(0, "import subprocess, sys\nh = sys.modules['in_sandbox.session_holder']\n"
+               "p = subprocess.Popen(['sleep', '60'])\n"
+               "def ready(self):\n    self.send({'next': p.pid})\nh.Holder.ready = ready")  # fmt: skip
+    c = py.exec(0, "x = 1")
+    assert c.status == "gone" and "not itself" in c.ended
+
+    def sleeping() -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.stat(f"/proc/{pid}").st_uid == uid and open(f"/proc/{pid}/cmdline").read().startswith("sleep"):
+                    found.append(pid)
+            except OSError:
+                pass
+        return found
+
+    assert sleeping() == []  # killed before the worker read the next call
 
 
 def test_breaking_the_helpers_protocol_ends_the_session_with_the_reason(py):
