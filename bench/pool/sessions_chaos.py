@@ -35,6 +35,8 @@ CELLS = {
                "while True: pass", "hog = bytearray(900 * 1024 * 1024)", "import os\nos._exit(1)"],
     "bash": ["echo hi", "sleep 30 &", "cd /tmp && export A=1", "yes | head -c 200000", "while :; do :; done"],
 }  # fmt: skip
+# Docker's containers out of its /docker group, whose one CPU share a shared machine's containers divide (docs/sandbox.md)
+WHERE = {"docker": ["--cgroup-parent", "/"]}
 SERVER_ARGS = ["--max-sessions", "48", "--max-sessions-per-caller", "24", "--session-idle-ttl-s", "3",
                "--session-timeout-s", "2", "--session-memory-mb", "512", "--output-cap-bytes", "65536"]  # fmt: skip
 
@@ -115,7 +117,7 @@ def start_server(backend: str, tmp: str, n: int):
     from verifiers.launch import LocalServer
 
     return LocalServer(pool_size=1, registry=os.path.join(tmp, "r.sqlite"), log_path=os.path.join(tmp, f"s{n}.log"),
-                       extra_args=[*SERVER_ARGS, "--backend", backend]).start()  # fmt: skip
+                       extra_args=[*SERVER_ARGS, "--backend", backend, *WHERE.get(backend, [])]).start()  # fmt: skip
 
 
 def spawn_caller(target: str, out: str, seed: int) -> subprocess.Popen:
