@@ -13,8 +13,9 @@ the cell ended, was killed for time, CPU or output, or took the session down.
     worker → host   one reply frame each (exec: blobs stdout, stderr, value, error)
 
 After each reply, before it reads the next call, the worker learns which process each python holder forked
-for its next command (``tidy``: it checks that the holder is its parent) and kills every other process that
-is not a holder (``sweep``): the caller never waits for either.
+for its next command (``tidy``: its parent is the holder, and it said so itself) and kills every other process
+that is not a holder (``sweep``): the caller never waits for either. Every message of a holder comes with its
+sender's pid from the kernel (SO_PASSCRED): a process of the session speaks only for itself.
 
 Limits per session: ``cpu_s`` per cell (RLIMIT_CPU in the cell's process, and the worker's own count of
 the cell's processes), ``memory_mb`` (RLIMIT_AS of every process of the session: a cell that runs out
