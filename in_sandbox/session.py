@@ -37,7 +37,7 @@ from in_sandbox.session_spawn import ROOT, holder, listen
 from in_sandbox.worker_io import read_frame, write_frame
 
 KINDS = ("python", "bash")
-ANSWER_S = 5.0  # how long a holder may take to answer a command before the session is declared broken
+ANSWER_S = 10.0  # how long a holder may take to answer before the session is declared broken (host: 15 s)
 RESULT_CAP = 1 << 20
 CRED = struct.Struct("3i")  # SCM_CREDENTIALS: pid, uid, gid of the sending process
 

@@ -28,6 +28,7 @@ import resource
 import signal
 import socket
 import sys
+import time
 import traceback
 
 from in_sandbox import landlock
@@ -94,7 +95,7 @@ class Holder:
         it; return in that process. A cell that ends makes it the session's holder (the worker kills this one);
         killed or exited, this holder answers for the state again and forks another."""
         while True:
-            pid = os.fork()
+            pid = _fork()
             if pid == 0:
                 self.send({"next": os.getpid()})  # from itself: the worker checks who speaks
                 return
@@ -289,6 +290,17 @@ def _limit_cpu(cmd):
         soft = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+
+
+def _fork(tries=200):
+    """``os.fork``, again while the session's process limit is still full of what the worker is killing (a fork
+    bomb's processes count until they are reaped)."""
+    for _ in range(tries):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.02)
+    return os.fork()
 
 
 def _drain(sock):
