@@ -12,6 +12,11 @@ the cell ended, was killed for time, CPU or output, or took the session down.
                     {"op": "fork", "slot", "n"}      {"op": "close", "slot"}
     worker → host   one reply frame each (exec: blobs stdout, stderr, value, error)
 
+After each reply, before it reads the next call, the worker learns which process each python holder forked
+for its next command (``tidy``: its parent is the holder, and it said so itself) and kills every other process
+that is not a holder (``sweep``): the caller never waits for either. Every message of a holder comes with its
+sender's pid from the kernel (SO_PASSCRED): a process of the session speaks only for itself.
+
 Limits per session: ``cpu_s`` per cell (RLIMIT_CPU in the cell's process, and the worker's own count of
 the cell's processes), ``memory_mb`` (RLIMIT_AS of every process of the session: a cell that runs out
 ends the session with ``ended: "memory"``), ``output_bytes`` per cell (stdout and stderr together: the
@@ -20,21 +25,21 @@ cell is killed at the cap), ``nproc``, ``nofile``, ``fsize_mb`` as for jobs.
 
 import json
 import os
-import resource
 import select
 import shutil
 import signal
 import socket
+import struct
 import time
 
 from in_sandbox import session_proc as proc
-from in_sandbox.session_holder import Holder
+from in_sandbox.session_spawn import ROOT, holder, listen
 from in_sandbox.worker_io import read_frame, write_frame
 
-ROOT = "/tmp/s"
 KINDS = ("python", "bash")
-ANSWER_S = 5.0  # how long a holder may take to answer a command before the session is declared broken
+ANSWER_S = 10.0  # how long a holder may take to answer before the session is declared broken (host: 15 s)
 RESULT_CAP = 1 << 20
+CRED = struct.Struct("3i")  # SCM_CREDENTIALS: pid, uid, gid of the sending process
 
 
 class Gone(Exception):
@@ -47,19 +52,28 @@ class Slot:
         self.pid, self.sock, self.isolation = pid, sock, isolation
         self.ended = ""
         self.forked = False  # a fork (cannot be forked again: its Landlock domain is its own directory)
+        self.next = None  # python: the process its holder forked to run the next command (``tidy`` learns it)
 
     def recv(self, deadline):
+        """The next message, checked against its sender (the kernel's word, SO_PASSCRED: ``listen``): a process
+        speaks only for itself (``holder``, ``next``); anything else said as ``_from``."""
         left = deadline - time.monotonic()
         ready, _, _ = select.select([self.sock], [], [], max(left, 0))
         if not ready:
             raise Gone("the session's helper stopped answering")
-        data = self.sock.recv(65536)
+        data, anc, _, _ = self.sock.recvmsg(65536, socket.CMSG_SPACE(CRED.size))
         if not data:
             raise Gone("the session's helper died")
+        sender = next((CRED.unpack(d[: CRED.size])[0] for lvl, typ, d in anc
+                       if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)  # fmt: skip
         try:
-            return json.loads(data)
+            msg = json.loads(data)
         except ValueError:
             raise Gone("the session's helper sent garbage") from None
+        if not isinstance(msg, dict) or any(k in msg and msg[k] != sender for k in ("holder", "next")):
+            raise Gone("the session's helper spoke for a process that is not itself")
+        msg["_from"] = sender
+        return msg
 
 
 class Family:
@@ -68,6 +82,7 @@ class Family:
     def __init__(self):
         self.slots = {}
         self.next = 0
+        self.gone = {}  # sid -> why, of sessions that ended between calls (``tidy``)
 
     # -- open / close ----------------------------------------------------------------------------------
     def open(self, head, payload):
@@ -86,18 +101,7 @@ class Family:
             with open(path, "wb") as f:
                 f.write(payload[at : at + int(size)])
             at += int(size)
-        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                a.close()
-                b = socket.socket(fileno=_only_fd(b.detach()))  # nothing of the worker's: no frame channel
-                _holder_process(limits)
-                os.chdir(wd)
-                Holder(b, wd, kind, ROOT).loop()
-            finally:
-                os._exit(0)
-        b.close()
+        pid, a = holder(wd, kind, limits, sid)
         slot = Slot(sid, kind, limits, wd, pid, a, "")
         try:
             hello = slot.recv(time.monotonic() + ANSWER_S)
@@ -109,7 +113,7 @@ class Family:
 
     def _dir(self, sid):
         wd = os.path.join(ROOT, str(sid))
-        os.makedirs(wd, mode=0o700)
+        os.makedirs(wd, mode=0o700, exist_ok=sid == 0)  # 0: made by ``prepare`` with its holder
         return wd
 
     def _take(self):
@@ -132,7 +136,28 @@ class Family:
         self.sweep()
 
     def holders(self):
-        return {s.pid for s in self.slots.values()}
+        return {s.pid for s in self.slots.values()} | {s.next for s in self.slots.values() if s.next}
+
+    def tidy(self):
+        """After each reply, before the next call is read: learn the process each python holder forked for its
+        next command (it forks while the reply travels), then kill what the call left running (``sweep``)."""
+        for slot in list(self.slots.values()):
+            if slot.kind == "python" and slot.next is None:
+                try:
+                    slot.next = self._next(slot)
+                except Gone as e:
+                    self.end(slot, str(e))
+                    self.gone[slot.sid] = slot.ended
+        self.sweep()
+
+    def _next(self, slot):
+        while True:
+            msg = slot.recv(time.monotonic() + ANSWER_S)
+            pid = msg.get("next")
+            if isinstance(pid, int) and proc.ppid(pid) == slot.pid and pid not in self.holders():
+                return pid
+            if not (isinstance(pid, int) and not proc.alive(pid)):  # else: a killed cell's, before it died
+                raise Gone("the session's helper named a next process that is not its own")
 
     def sweep(self, spare=()):
         """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``),
@@ -166,16 +191,22 @@ class Family:
         start = time.monotonic()
         old = slot.pid
         before = proc.cpu(old, children=True)
+        cell, slot.next = slot.next, None  # python: the process forked for it ahead runs the cell
         socket.send_fds(slot.sock, [json.dumps({"op": "cell", "cpu_s": cpu}).encode()], [code_fd, out_w, err_w, res_w])
         for fd in (code_fd, out_w, err_w, res_w):
             os.close(fd)
         streams = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
         try:
-            first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
-            early = None if "pid" in first else first
-            cell = (first if early is None else slot.recv(start + ANSWER_S)).get("pid")
-            if not isinstance(cell, int) or proc.ppid(cell) not in (slot.pid, -1):  # -1: it ended (and was reaped)
-                raise Gone("the session's helper named a cell process that is not its own")
+            early = None
+            if slot.kind == "python" and cell is None:
+                raise Gone("the session's helper has no process ready for the cell")
+            if slot.kind == "bash":
+                first = slot.recv(start + ANSWER_S)  # the cell runs at once: its report may come before its pid
+                early = None if "pid" in first else first
+                said = first if early is None else slot.recv(start + ANSWER_S)
+                cell = said.get("pid") if said["_from"] == slot.pid else None
+                if not isinstance(cell, int) or proc.ppid(cell) not in (slot.pid, -1):  # -1: it ended and was reaped
+                    raise Gone("the session's helper named a cell process that is not its own")
             r = self._watch(slot, cell, streams, cap, cpu, start + timeout, early)
         except Gone as e:
             for fd in streams:
@@ -227,18 +258,22 @@ class Family:
             if early is not None or slot.sock in ready:
                 msg, early = early or slot.recv(time.monotonic() + ANSWER_S), None
                 holder, sig = msg.get("holder"), msg.get("signal")
-                if killed and holder == cell:
-                    continue  # it reported as it was being killed: the holder before it answers next
+                if killed and (holder == cell or "next" in msg):
+                    continue  # it reported (and forked its next) as it was being killed: the holder before it answers
                 if holder not in (slot.pid, cell):
                     raise Gone("the session's helper named a holder that is not its own")
                 break
+        drained = time.monotonic() + ANSWER_S  # a process the cell left may go on writing: bounded
         for fd in streams:  # what the cell wrote before it reported: the cap counts all of it
-            while proc.pump(fd, streams[fd], caps[fd], totals):
+            while proc.pump(fd, streams[fd], caps[fd], totals) and time.monotonic() < drained:
                 pass
         if holder == cell and totals[out_r] + totals[err_r] > cap:  # ended past the cap: as if killed at it
             status = "output_limit"
             self.sweep()  # the cell (not the holder yet) goes; the holder before it answers for the state
-            if slot.recv(time.monotonic() + ANSWER_S).get("holder") != slot.pid:
+            msg = slot.recv(time.monotonic() + ANSWER_S)
+            while "next" in msg:  # what the killed cell said before it died
+                msg = slot.recv(time.monotonic() + ANSWER_S)
+            if msg.get("holder") != slot.pid:
                 raise Gone("the session's helper named a holder that is not its own")
             holder = slot.pid
         if holder == cell:
@@ -246,10 +281,8 @@ class Family:
             cell_cpu = max(cell_cpu, proc.cpu(cell, children=True))
         elif status == "ok" and slot.kind == "python":  # the cell's process ended before the cell did
             status = "cpu" if sig == signal.SIGXCPU or cell_cpu + 0.1 >= cpu else "exited"
-        self.sweep()
-        for fd in streams:
-            while proc.pump(fd, streams[fd], caps[fd], totals):
-                pass
+        # what the cell left running (and the holder before it) is killed right after the reply is written
+        # (``serve``), before this worker reads the next call: the caller does not wait for it
         return {"status": status, "cell_cpu": cell_cpu, "out_total": totals[out_r], "err_total": totals[err_r]}
 
     # -- fork --------------------------------------------------------------------------------------------
@@ -266,7 +299,8 @@ class Family:
             for wd in dirs:
                 shutil.rmtree(wd, ignore_errors=True)
             return {"failed": f"could not copy the session's files for {n} forks: {e}"}
-        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in dirs]
+        pairs = [listen(socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)) for _ in dirs]
+        actor, slot.next = (slot.next, None) if slot.kind == "python" else (slot.pid, slot.next)
         socket.send_fds(slot.sock, [json.dumps({"op": "fork", "dirs": dirs}).encode()], [b.fileno() for _, b in pairs])
         for _, b in pairs:
             b.close()
@@ -282,14 +316,15 @@ class Family:
                 child.pid, child.isolation = pid, hello.get("isolation", "none")
                 self.slots[child.sid] = child
                 made.append(child.sid)
-            if slot.recv(time.monotonic() + ANSWER_S).get("forked") != n:
+            done = slot.recv(time.monotonic() + ANSWER_S)
+            if done.get("forked") != n or done["_from"] != actor or not actor:
                 raise Gone("the session's helper did not confirm the fork")
+            slot.pid = actor  # python: the process that made the forks holds the session now
         except Gone as e:
             for sid in made:
                 self.close(self.slots[sid])
             self.end(slot, str(e))
             return {"failed": str(e), "ended": slot.ended}
-        self.sweep()  # the double forks' middle processes
         return {"slots": made, "isolation": [self.slots[s].isolation for s in made]}
 
     def handle(self, head, payload):
@@ -297,6 +332,9 @@ class Family:
         if op == "open":
             return self.open(head, payload), ()
         slot = self.slots.get(sid)
+        if slot is None and sid in self.gone:  # said once: the host forgets it
+            why = self.gone.pop(sid)
+            return ({"closed": True} if op == "close" else {"failed": why, "status": "gone", "ended": why}), ()
         if slot is None:
             return {"failed": f"no session {sid!r} in this sandbox", "status": "gone"}, ()
         if op == "exec":
@@ -313,7 +351,8 @@ def serve(head, payload):
     """The session loop (see the module docstring); returns why the sandbox is retired."""
     family = Family()
     write_frame(family.open(head, payload))
-    while family.slots:
+    family.tidy()
+    while family.slots or family.gone:
         frame = read_frame()
         if frame is None:
             break
@@ -325,44 +364,11 @@ def serve(head, payload):
         write_frame(reply, *blobs)
         if reply.get("broken"):
             break
+        family.tidy()  # after the reply: what the call left running goes before the next call is read
     for slot in list(family.slots.values()):
         family.end(slot, "closed")
     family.sweep()
     return "a session sandbox is never reused"
-
-
-def _only_fd(fd):
-    """Keep only ``fd`` (as 3) and /dev/null on 0-2: a session's processes never hold the frame channel."""
-    null = os.open("/dev/null", os.O_RDWR)
-    for std in (0, 1, 2):
-        os.dup2(null, std)
-    if fd != 3:
-        os.dup2(fd, 3)
-    os.closerange(4, 65536)
-    return 3
-
-
-def _holder_process(limits):
-    """The limits and standing of a session's first holder (every later process of it inherits them)."""
-    os.setsid()
-    os.umask(0o077)
-    try:
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        os.write(fd, b"1000")
-        os.close(fd)
-    except OSError:
-        pass
-    os.nice(0)
-    mb = 1024 * 1024
-    for res, val in ((resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
-                     (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),
-                     (resource.RLIMIT_NPROC, int(limits.get("nproc", 64))),
-                     (resource.RLIMIT_NOFILE, int(limits.get("nofile", 256))),
-                     (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)):  # fmt: skip
-        resource.setrlimit(res, (val, val))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL if sig in (signal.SIGTERM, signal.SIGHUP) else signal.SIG_IGN)
 
 
 def _verdict(res, kind, r):

@@ -5,11 +5,14 @@ code and its output pipes passed as file descriptors, or ``{"op": "fork"}``) and
 more than itself: everything the session reports as fact (time, CPU, limits, whether the cell ended)
 is measured by the worker, outside the session's processes.
 
-Python: each cell runs in a fork of the holder (the cell process). A cell that ends (with or without
-an exception) makes its process the session's new holder, and the worker kills the old one; a cell
-that is killed (time, CPU, output cap) or exits leaves the old holder, so the session goes on from
-the state before that cell. Threads a cell started live at most until the next cell ends; the
-processes it started are killed by the worker when it ends.
+Python: each cell runs in a fork of the holder (the cell process), forked *before* the cell comes
+(``ready``: between calls, while the last reply travels, so a cell costs no fork) and announced to the
+worker (``{"next": pid}``); it reads the next command itself. A cell that ends (with or without an
+exception) makes its process the session's new holder, and the worker kills the old one; a cell that
+is killed (time, CPU, output cap) or exits leaves the old holder, so the session goes on from the state
+before that cell. The state a cell starts from is the holder's when the cell before it ended: threads a
+cell started live at most until the next cell ends, and what they change after their cell ended is not
+seen by the next one. The processes a cell started are killed by the worker when it ends.
 
 Bash: the holder never runs the session's code; each cell is a ``bash`` child that sources the code
 and, on exit, writes its working directory and environment back, which the holder keeps.
@@ -25,6 +28,7 @@ import resource
 import signal
 import socket
 import sys
+import time
 import traceback
 
 from in_sandbox import landlock
@@ -48,13 +52,28 @@ class Holder:
         self.isolation = _isolate(rw_root)
 
     def send(self, msg):
-        self.sock.send(json.dumps(msg).encode())
+        try:
+            self.sock.send(json.dumps(msg).encode())
+        except OSError:  # the worker closed the session
+            os._exit(0)
 
     def loop(self):
-        """Serve commands until the worker closes the socket; never returns."""
+        """Serve commands until the worker closes the socket; never returns. A holder started before its
+        session was opened (``kind`` None: session.py's ``prepare``) first waits for its kind and limits."""
+        if self.kind is None:
+            try:
+                cmd = json.loads(self.sock.recv(65536) or b"{}")
+            except (OSError, ValueError):
+                os._exit(0)
+            if cmd.get("op") != "open":
+                os._exit(0)
+            set_limits(cmd.get("limits") or {})
+            self.kind = cmd.get("kind")
         self.send({"holder": os.getpid(), "isolation": self.isolation})
         while True:
             reap()
+            if self.kind == "python":
+                self.ready()  # returns in the process that serves the next command
             try:
                 data, fds, _, _ = socket.recv_fds(self.sock, 65536, 8)
             except OSError:
@@ -71,21 +90,27 @@ class Holder:
                     os.close(fd)
 
     # -- cells ---------------------------------------------------------------------------------------
+    def ready(self):
+        """Python: fork the process that serves the next command (a cell, a fork) before it comes, and wait for
+        it; return in that process. A cell that ends makes it the session's holder (the worker kills this one);
+        killed or exited, this holder answers for the state again and forks another."""
+        while True:
+            pid = _fork()
+            if pid == 0:
+                self.send({"next": os.getpid()})  # from itself: the worker checks who speaks
+                return
+            status = _wait(pid)  # returns only when it was killed or exited: the state is ours again
+            _drain(self.sock)  # a command it never read (it died first) is never run by the next one
+            self.cells += 1
+            sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
+            self.send({"holder": os.getpid(), "signal": sig})
+
     def cell(self, cmd, fds):
         code_fd, out_w, err_w, res_w = fds
         self.cells += 1
         if self.kind == "bash":
             return self.bash_cell(cmd, fds)
-        pid = os.fork()
-        if pid == 0:
-            self.python_cell(cmd, code_fd, out_w, err_w, res_w)
-            return  # this process is the session's holder now: back to the loop
-        self.send({"pid": pid})  # the worker takes this and the cell's own report in either order
-        for fd in fds:
-            os.close(fd)
-        status = _wait(pid)  # returns only when the cell was killed or exited: the state is ours again
-        sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
-        self.send({"holder": os.getpid(), "signal": sig})
+        self.python_cell(cmd, code_fd, out_w, err_w, res_w)  # this process (``ready``) is the holder if it ends
 
     def python_cell(self, cmd, code_fd, out_w, err_w, res_w):
         try:
@@ -98,7 +123,10 @@ class Holder:
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.close(out_w), os.close(err_w)
-            code = _read_all(code_fd).decode("utf-8", "replace")
+            try:
+                code = _read_all(code_fd).decode("utf-8", "replace")
+            finally:
+                os.close(code_fd)  # else one descriptor more per cell, until the session's nofile limit
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
             sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                           errors="backslashreplace", line_buffering=True)  # fmt: skip
@@ -192,7 +220,34 @@ class Holder:
         for fd in fds:
             os.close(fd)
         _isolate(self.rw_root)  # a domain of its own: the forks (siblings in the old one) cannot signal it
-        self.send({"forked": len(fds)})
+        self.send({"forked": len(fds), "holder": os.getpid()})
+
+
+def standing():
+    """What every holder is before it holds anything: its own session, no core, first in line for the OOM
+    killer, the signals a cell expects."""
+    os.setsid()
+    os.umask(0o077)
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(fd, b"1000")
+        os.close(fd)
+    except OSError:
+        pass
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL if sig in (signal.SIGTERM, signal.SIGHUP) else signal.SIG_IGN)
+
+
+def set_limits(limits):
+    """The session's limits on this process (every later process of the session inherits them)."""
+    mb = 1024 * 1024
+    for res, val in ((resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
+                     (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),
+                     (resource.RLIMIT_NPROC, int(limits.get("nproc", 64))),
+                     (resource.RLIMIT_NOFILE, int(limits.get("nofile", 256))),
+                     (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)):  # fmt: skip
+        resource.setrlimit(res, (val, val))
 
 
 def run_cell(code, ns, filename):
@@ -235,6 +290,33 @@ def _limit_cpu(cmd):
         soft = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+
+
+def _fork(tries=200):
+    """``os.fork``, again while the session's process limit is still full of what the worker is killing (a fork
+    bomb's processes count until they are reaped)."""
+    for _ in range(tries):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.02)
+    return os.fork()
+
+
+def _drain(sock):
+    """Drop what waits on ``sock`` unread (and the descriptors it carries)."""
+    sock.setblocking(False)  # (recv_fds ignores its flags in some Pythons)
+    try:
+        while True:
+            data, fds, _, _ = socket.recv_fds(sock, 65536, 8)
+            for fd in fds:
+                os.close(fd)
+            if not data:
+                return
+    except OSError:  # BlockingIOError: nothing (more) waits
+        return
+    finally:
+        sock.setblocking(True)
 
 
 def _wait(pid):

@@ -379,6 +379,8 @@ def main():
     wipe_writable()
     if channel:
         worker_io.connect(channel)
+    if "in_sandbox.session" in preloaded:  # a session lane's (sandbox/session.py): its first holder waits ready
+        sys.modules["in_sandbox.session_spawn"].prepare()
     write_frame({"ready": True, "pid": os.getpid(), "uid": os.getuid(), "preloaded": preloaded})
     while True:
         frame = read_frame()

@@ -1,6 +1,6 @@
 """What every sandbox backend implements, and the types that cross it (jobs, limits, results, config).
 
-A backend is a class (registered by name in sandbox/pool.py, ``BACKENDS``) whose instances are one
+A backend is a class (registered by name in sandbox/backends/table.py, ``BACKENDS``) whose instances are one
 started sandbox each: a worker process (in_sandbox/worker.py) behind the frame channel (sandbox/backends/framing.py).
 The pool above knows nothing else about it:
 
@@ -116,7 +116,7 @@ class SandboxConfig:
     runtime: str = ""  # e.g. "runsc" for gVisor where installed
     cgroup_parent: str = ""  # docker: the containers' parent cgroup ("/": each competes for CPU like one host process)
     grace_s: float = GRACE_S  # past a job's timeout, how long its worker may take before it is declared dead
-    backend: str = "docker"  # a key of sandbox.pool.BACKENDS, the backend table (docs/sandbox.md compares them)
+    backend: str = "docker"  # a key of sandbox/backends/table.py's BACKENDS (docs/sandbox.md compares them)
     python: str = "/usr/bin/python3"  # bwrap: the host interpreter the worker runs on
     pylibs: str = ""  # bwrap: host directory shown read-only as /opt/pylibs (default: the image's, else this venv's)
     # bwrap: the root file system whose /usr (and /bin, /lib links) the sandbox sees. "": the sandbox image's

@@ -1,8 +1,7 @@
 """A warm pool of hardened sandboxes, each running ``worker.py`` (one job at a time).
 
 The pool is backend-agnostic: it starts ``SandboxConfig.size`` sandboxes of the backend named by
-``SandboxConfig.backend`` (a key of ``BACKENDS``, the backend table, looked up like fsspec's protocols or
-gymnasium's environment ids), hands each job to an idle one, replaces a sandbox that
+``SandboxConfig.backend`` (a key of ``BACKENDS``, the backend table: sandbox/backends/table.py), hands each job to an idle one, replaces a sandbox that
 died (a watchdog finds idle ones; a busy one's job returns ``sandbox_error``), and applies backpressure.
 
 ``"docker"`` (the default, and the one to use for training): sandbox/backends/docker.py, a hardened container
@@ -26,7 +25,7 @@ sandboxes, and a job reading its own program (grading that hides tests from the 
 put them in the same process).
 
 The types (``Job``, ``Limits``, ``Result``, ``SandboxConfig``, the errors) live in sandbox/backend.py;
-callers import them from there.
+callers import them from there. Sandboxes a caller holds between calls (sessions): sandbox/checkout.py.
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sandbox.backend import (
@@ -50,6 +48,8 @@ from sandbox.backend import (
     SandboxConfig,
     SandboxError,
 )
+from sandbox.backends.table import backend_entry
+from sandbox.checkout import Checkout
 from sandbox.deadline import Deadline
 
 log = logging.getLogger(__name__)
@@ -57,48 +57,6 @@ log = logging.getLogger(__name__)
 WATCH_S = 0.5  # how often the watchdog looks for sandboxes that died while idle
 MIN_RUN_S = 0.01  # a job granted less than this after waiting for a sandbox is refused (PoolSaturated)
 MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the engine may be restarting)
-
-
-def _docker() -> type[Backend]:
-    from sandbox.backends.docker import DockerSandbox
-
-    return DockerSandbox
-
-
-def _podman() -> type[Backend]:
-    from sandbox.backends.podman import PodmanSandbox
-
-    return PodmanSandbox
-
-
-def _bwrap() -> type[Backend]:
-    from sandbox.backends.bwrap import BwrapSandbox
-
-    return BwrapSandbox
-
-
-@dataclass(frozen=True)
-class BackendEntry:
-    """One line of the backend table: all the pool and the service's limits know of a backend."""
-
-    load: Callable[[], type[Backend]]  # its class, imported on first use (a bwrap host never loads the Docker SDK)
-    image: bool  # it runs the sandbox image (`make image`): the pool names it when SandboxConfig.image is ""
-    about: str  # one line for the service's --backend help (docs/sandbox.md compares them)
-
-
-# The backend table, the one place a backend is declared: a new backend is a module implementing
-# sandbox/backend.py's contract plus one line here. Real import statements, so tests/project/test_layering.py sees them.
-BACKENDS: dict[str, BackendEntry] = {
-    "docker": BackendEntry(_docker, image=True, about="the default; use it for training"),
-    "podman": BackendEntry(_podman, image=True, about="rootless, no Docker daemon"),
-    "bwrap": BackendEntry(_bwrap, image=False, about="no container engine"),
-}
-
-
-def backend_entry(name: str) -> BackendEntry:
-    if name not in BACKENDS:
-        raise SandboxError(f"unknown sandbox backend {name!r}: choose one of {', '.join(BACKENDS)}")
-    return BACKENDS[name]
 
 
 @dataclass(frozen=True)
@@ -124,7 +82,7 @@ def _close_live_pools() -> None:  # an interpreter exit without close() still re
         pool.close()
 
 
-class SandboxPool:
+class SandboxPool(Checkout):
     """Thread-safe: ``run`` may be called from many threads; each sandbox runs one job at a time."""
 
     def __init__(self, config: SandboxConfig | None = None, burst: int = 0, lanes: dict[str, Lane] | None = None):
@@ -411,39 +369,9 @@ class SandboxPool:
             with self._lock:
                 self._waiters -= 1
 
-    # -- sandboxes held by a caller (sessions) -------------------------------------------------------
-    def checkout(self, lane: str = "", wait_s: float | None = None) -> Backend:
-        """Take an idle sandbox of ``lane`` (the pool's own where it has no such lane) out of the pool for
-        a caller to hold between calls (a session, sandbox/session.py); a fresh one takes its place at
-        once. Give it back with ``discard``: it is destroyed, never handed out again. ``close`` destroys
-        held sandboxes too."""
-        lane = lane if lane in self._queues else ""
-        c = self._acquire(self.cfg.max_wait_s if wait_s is None else wait_s, lane)
-        with self._lock:
-            self._all.discard(c)
-            self._lane.pop(c, None)
-            if self._closed:
-                threading.Thread(target=c.destroy, daemon=True).start()
-                raise SandboxError("the sandbox pool is shut down")
-            self._held.add(c)
-            t = threading.Thread(target=self._replacement, args=(None, lane), daemon=True, name=f"refill-{c.name}")
-            self._helpers.add(t)
-        t.start()
-        return c
-
-    def discard(self, c: Backend) -> None:
-        """Destroy a sandbox ``checkout`` gave out (in the background; idempotent)."""
-        with self._lock:
-            self._held.discard(c)
-        threading.Thread(target=c.destroy, daemon=True, name=f"discard-{c.name}").start()
-
     def lanes(self) -> list[str]:
         """The names of the pool's lanes ("" first: its own sandboxes)."""
         return list(self._queues)
-
-    def held(self) -> int:
-        with self._lock:
-            return len(self._held)
 
     def _replace(self, c: Backend, why: str) -> None:
         """Destroy ``c`` and start a new sandbox in the background, retrying until it comes up."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from sandbox.backend import Backend, SandboxError
 
 SESSION_LANE = "session"
+SESSION_PRELOAD = "in_sandbox.session"  # a lane preloading it starts its first session's holder ahead (prepare)
 KINDS = ("python", "bash")
 ANSWER_S = 15.0  # the worker's own slack past a cell's time (kill, sweep, drain) and for every other call
 

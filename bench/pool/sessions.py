@@ -115,12 +115,17 @@ def main() -> None:
     p.add_argument("--pool", type=int, default=2)
     p.add_argument("--refill-s", type=float, default=1.5)
     p.add_argument("--backend", default="docker", help="the service's sandbox backend (docker, podman, bwrap)")
+    p.add_argument("--cgroup-parent", default="/", help="the service's --cgroup-parent (docker; '' for Docker's"
+                   " own /docker group, which competes for CPU as one task against the host's: docs/sandbox.md)")  # fmt: skip
     a = p.parse_args()
     runs: list[dict[str, dict[str, list[float]]]] = []
     with (
         tempfile.TemporaryDirectory() as tmp,
         LocalServer(
-            pool_size=a.pool, registry=os.path.join(tmp, "r.sqlite"), log_path=os.path.join(tmp, "server.log")
+            pool_size=a.pool,
+            registry=os.path.join(tmp, "r.sqlite"),
+            log_path=os.path.join(tmp, "server.log"),
+            extra_args=["--backend", a.backend, *(["--cgroup-parent", a.cgroup_parent] if a.cgroup_parent else [])],
         ) as srv,
         VerifierClient(srv.target, timeout_s=120, client_id="bench") as c,
     ):

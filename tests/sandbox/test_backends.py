@@ -107,17 +107,19 @@ def test_sandboxes_of_another_owner_sharing_the_engine_are_left_to_it():
 
 
 def test_every_sandbox_class_has_its_line_in_the_backend_table():
-    """A backend is its module plus one line of sandbox.pool.BACKENDS: a sandbox class written without its
+    """A backend is its module plus one line of sandbox.backends.table.BACKENDS: a sandbox class written without its
     line would be unreachable from --backend, and a line must load a sandbox class."""
     import importlib
     import pkgutil
 
     import sandbox
+    import sandbox.backends
     from sandbox.backend import WorkerSandbox
-    from sandbox.pool import BACKENDS
+    from sandbox.backends.table import BACKENDS
 
-    for mod in pkgutil.iter_modules(sandbox.__path__):
-        importlib.import_module(f"sandbox.{mod.name}")
+    for pkg in (sandbox, sandbox.backends):  # where a backend module may stand
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"{pkg.__name__}.{mod.name}")
 
     def concrete(cls):
         for sub in cls.__subclasses__():

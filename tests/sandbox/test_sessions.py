@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from sandbox.pool import Lane, SandboxPool
-from sandbox.session import SESSION_LANE, SessionError, SessionLimits, SessionSandbox
+from sandbox.session import SESSION_LANE, SESSION_PRELOAD, SessionError, SessionLimits, SessionSandbox
 from tests.security.conftest import make_pool
 
 BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
@@ -20,7 +20,7 @@ BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), "bwrap"]
 def pool(request):
     cfg = make_pool(request.param, size=1).cfg
     cfg.preload = ()
-    p = SandboxPool(cfg, lanes={SESSION_LANE: Lane()}).start()
+    p = SandboxPool(cfg, lanes={SESSION_LANE: Lane(preload=(SESSION_PRELOAD,))}).start()  # the service's lane
     try:
         yield p
     finally:
@@ -53,6 +53,15 @@ def test_notebook_semantics(py):
     assert py.exec(0, "x = x + 1").value is None  # an assignment shows nothing
     assert py.exec(0, "os.path.basename(os.getcwd()), open('data/in.txt').read(), x").value == "('0', 'hello', 42)"
     assert py.exec(0, "open('made.txt', 'w').write('k')\nsorted(os.listdir('.'))").value == "['data', 'made.txt']"
+
+
+def test_a_long_session_keeps_its_descriptors(py):
+    """Hundreds of cells (a tool-using rollout runs ~50; NeMo Gym's users ask for more): the holder keeps no
+    descriptor of a cell (one leaked per cell used to end the session at its nofile limit, 256)."""
+    first = py.exec(0, "import os\nlen(os.listdir('/proc/self/fd'))").value
+    for _ in range(300):
+        assert py.exec(0, "1").value == "1"
+    assert py.exec(0, "len(os.listdir('/proc/self/fd'))").value == first
 
 
 def test_a_cell_killed_for_time_leaves_the_state_before_it(py):
@@ -115,6 +124,33 @@ def test_tampering_with_the_helper_does_not_fake_the_next_report(py):
     assert c.status in ("timeout", "cpu") and c.value is None
     c = py.exec(0, "print('x' * 100_000)")
     assert c.status == "output_limit" and c.stdout_truncated
+
+
+def test_a_helper_that_names_a_leftover_as_its_next_cell_ends_the_session(py):
+    """The holder announces the process that will run the next cell, which the worker spares; a cell that
+    rewrites it to name a process of its own (its parent is the holder, as the worker checks) would keep that
+    process alive. The kernel says who sent each message (SO_PASSCRED): a process speaks only for itself, so
+    the lie ends the session, saying so, and the process dies with it."""
+    import os
+
+    uid = py.box.uid
+    py.exec(0, "import subprocess, sys\nh = sys.modules['in_sandbox.session_holder']\n"
+               "p = subprocess.Popen(['sleep', '60'])\n"
+               "def ready(self):\n    self.send({'next': p.pid})\nh.Holder.ready = ready")  # fmt: skip
+    c = py.exec(0, "x = 1")
+    assert c.status == "gone" and "not itself" in c.ended
+
+    def sleeping() -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.stat(f"/proc/{pid}").st_uid == uid and open(f"/proc/{pid}/cmdline").read().startswith("sleep"):
+                    found.append(pid)
+            except OSError:
+                pass
+        return found
+
+    assert sleeping() == []  # killed before the worker read the next call
 
 
 def test_breaking_the_helpers_protocol_ends_the_session_with_the_reason(py):
@@ -210,10 +246,10 @@ time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, pytest.param("podman", marks=pytest.mark.docker)])
 def test_kill_9_of_the_host_leaves_no_session_process(backend, tmp_path):
     """A host process holding a session (and its forks) is killed with SIGKILL: no process of the sandbox
-    stays, and the next start finds nothing of it left to remove."""
+    stays (Podman: no container of that owner), and the next start finds nothing of it left to remove."""
     import os
     import signal
     import subprocess
@@ -221,7 +257,7 @@ def test_kill_9_of_the_host_leaves_no_session_process(backend, tmp_path):
     import time
     from pathlib import Path
 
-    from sandbox.pool import backend_entry
+    from sandbox.backends.table import backend_entry
 
     def processes_of_uids(uids: set[int]) -> list[str]:
         found = []
@@ -237,11 +273,20 @@ def test_kill_9_of_the_host_leaves_no_session_process(backend, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=root, backend=backend)],
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     uid = int(proc.stdout.readline())
-    assert processes_of_uids({uid})  # the worker, the holders of the session and its two forks
+
+    def left() -> list:
+        if backend in ("docker", "podman"):
+            from sandbox.backends.docker import list_containers
+
+            mine = [c for c, owner, _ in list_containers(engine=backend) if owner.endswith(f":{proc.pid}")]
+            return mine if backend == "podman" else mine + processes_of_uids({uid})
+        return processes_of_uids({uid})  # podman maps uids: its containers are counted instead
+
+    assert left()  # the worker, the holders of the session and its two forks
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     backend_entry(backend).load().remove_stale()  # what the next start does first
     end = time.monotonic() + 30
-    while processes_of_uids({uid}) and time.monotonic() < end:
+    while left() and time.monotonic() < end:
         time.sleep(0.2)
-    assert processes_of_uids({uid}) == []
+    assert left() == []

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from sandbox.backend import SandboxConfig
 from sandbox.pool import Lane, SandboxPool
+from sandbox.session import SESSION_LANE, SESSION_PRELOAD
 from verifiers.kinds import table as kinds
 from verifiers.kinds.code import toolchains
 from verifiers.service.fair import BURST_SANDBOXES, FairGate
@@ -39,6 +40,7 @@ def toolchain_config(limits: ServiceLimits) -> SandboxConfig:
         image=limits.langs_image or image_langs.image_tag(),
         memory_mb=limits.langs_memory_mb or max(2048, limits.memory_mb),
         cpus=limits.cpus,
+        cgroup_parent=limits.cgroup_parent,
         pids=max(256, limits.pids),
         tmpfs_mb=256,
         preload=(),
@@ -53,7 +55,17 @@ def lanes(limits: ServiceLimits) -> dict[str, Lane]:
     missing = (
         "the toolchain image is needed for this language: run `make image LANGS=all` (python -m sandbox.image.langs)"
     )
-    return {**kinds.sandbox_lanes(), toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing)}
+    return {**kinds.sandbox_lanes(), toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing),
+            **session_lane(limits)}  # fmt: skip
+
+
+def session_lane(limits: ServiceLimits) -> dict[str, Lane]:
+    """The sessions' lane (none where sessions are off): bare workers that import the session worker and start
+    their first session's holder before any open (in_sandbox/session.py, ``prepare``), so an open is a checkout
+    and one message; started on the first open."""
+    if not limits.max_sessions:
+        return {}
+    return {SESSION_LANE: Lane(preload=(SESSION_PRELOAD,), lazy=True)}
 
 
 def build_pool(limits: ServiceLimits, burst: int = BURST_SANDBOXES, **config) -> SandboxPool:

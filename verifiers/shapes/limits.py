@@ -23,7 +23,7 @@ import argparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sandbox.backend import MAX_OUTPUT_CAP, OUTPUT_CAP, Result, SandboxConfig
-from sandbox.pool import BACKENDS
+from sandbox.backends.table import BACKENDS
 from verifiers.shapes.base import Verdict
 from verifiers.shapes.outcome import Outcome
 
@@ -47,6 +47,11 @@ class ServiceLimits(BaseModel):
     pool_size: int = Field(0, ge=0, le=512, description="sandboxes kept warm; 0: one per CPU core")
     memory_mb: int = Field(1536, ge=128, le=1 << 20, description="memory limit of each sandbox, MiB (no swap)")
     cpus: float = Field(1.0, gt=0, le=256, description="CPU quota of each sandbox, in cores (docker backend)")
+    cgroup_parent: str = Field(
+        "", max_length=200, pattern=r"^[A-Za-z0-9_./-]*$",
+        description="docker: the sandbox containers' parent cgroup; '/' on a shared host, where Docker's own"
+        " /docker group competes for CPU as one task against every host process ('': Docker's default)",
+    )  # fmt: skip
     pids: int = Field(128, ge=16, le=1 << 16, description="process limit of each sandbox")
     output_cap_bytes: int = Field(
         OUTPUT_CAP,
@@ -134,7 +139,8 @@ class ServiceLimits(BaseModel):
 
         return SandboxConfig(backend=self.backend, size=self.pool_size or (os.cpu_count() or 1),
                              memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids,
-                             output_bytes=self.output_cap_bytes, max_wait_s=self.max_queue_s, **extra)  # fmt: skip
+                             output_bytes=self.output_cap_bytes, max_wait_s=self.max_queue_s,
+                             cgroup_parent=self.cgroup_parent, **extra)  # fmt: skip
 
 
 def _flag(name: str) -> str:
