@@ -15,7 +15,7 @@ from trainer.errors import VerifierSetupError
 from trainer.evaluation.log import SampleLog
 from trainer.evaluation.suites import Sample, verifier_flag
 from trainer.grading import grade_items
-from verifiers.client import UNGRADED, VerifierClient, VerifierError, VerifyItem
+from verifiers.client import UNGRADED, Outcome, VerifierClient, VerifierError, VerifyItem
 
 DETAIL_CHARS = 400
 
@@ -57,7 +57,7 @@ class Grader:
         """Samples whose generation the infrastructure broke (a tool session that died mid-rollout): logged as
         SANDBOX_ERROR, ungraded (not the model's fault), never sent to the verifier as if the model had stopped."""
         recs = [{"key": s.key, "id": s.id, "sample": s.sample, "fp": fp, "verifier": s.verifier, "reward": 0.0,
-                 "outcome": "SANDBOX_ERROR", "detail": why, "elapsed_s": 0.0, "components": {}, "cached": False,
+                 "outcome": Outcome.SANDBOX_ERROR.name, "detail": why, "elapsed_s": 0.0, "components": {}, "cached": False,
                  "format": None, "completion": s.completion, "reference": s.reference, "prompt": s.prompt,
                  "options": s.options} for s, fp in batch]  # fmt: skip
         self.log.append(recs)

@@ -3,7 +3,7 @@
 A session is a sandbox of the one pool held for one caller between calls (sandbox/session.py); this
 module keeps the table of open sessions and its rules:
 
-* **ids** are 24 random bytes (``secrets.token_urlsafe``), unguessable, and bound to the caller that
+* **ids** are ``s`` and 24 random bytes (``secrets.token_urlsafe``), unguessable, and bound to the caller that
   opened them (verifiers/service/callers.py): another caller's id is refused (PERMISSION_DENIED), never
   answered as not found. A fork belongs to the caller of the session it was forked from.
 * **counts**: at most ``max_sessions`` open in all and ``max_sessions_per_caller`` per caller (forks
@@ -227,7 +227,7 @@ class Sessions:
     # -- the table ------------------------------------------------------------------------------------
     def _add(self, caller, box, slot, kind, lim, ttl, parent, isolation) -> SessionInfo:
         now, mono = time.time(), time.monotonic()
-        sid = secrets.token_urlsafe(24)
+        sid = "s" + secrets.token_urlsafe(24)  # never a leading '-', which a command line reads as an option
         info = SessionInfo(sid, kind, now, now, ttl, parent, isolation, lim)
         with self._lock:
             self._open[sid] = _Entry(info, caller, box, slot, mono, mono)

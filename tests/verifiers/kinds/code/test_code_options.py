@@ -72,8 +72,8 @@ def test_each_option_is_read_into_its_field(options, field, value):
         ({"language": "bash"}, "code: language 'bash' has no assert mode (assert mode: python, c, cpp, java, "),
         ({"language": "c", "compile_timeout_s": "-1", "allow_shared_program": "true"},
          "options['compile_timeout_s'] must be a number of seconds"),
-        ({"language": "c"}, "code: assert mode in c runs the tests inside the candidate's own program"),
-        ({"language": "c", "allow_shared_program": "sure"}, "options['allow_shared_program'] must be true or false"),
+        ({"language": "java"}, "code: assert mode in java runs the tests inside the candidate's own program"),
+        ({"language": "java", "allow_shared_program": "sure"}, "options['allow_shared_program'] must be true or false"),
         ({"reward": "half"}, "code: options['reward'] must be 'all' or 'fraction', got 'half'"),
         ({"case_timeout_s": "-3"}, "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), "
                                    "got '-3'"),
