@@ -29,10 +29,11 @@ import re
 from pathlib import Path
 
 import in_sandbox.code
+from languages.assemble import C_MAIN, rename
 from languages.parse import blank_literals
 from verifiers.kinds.code.apart_go import go_apart, go_compile
 from verifiers.kinds.code.apart_rust import rust_apart, rust_compile
-from verifiers.kinds.code.apart_sig import C_MAIN, CannotCross, Func, Ty, entries, held, rename_main
+from verifiers.kinds.code.apart_sig import CannotCross, Func, Ty, entries, held
 
 __all__ = ["CANNOT_CROSS", "COMPILED", "CannotCross", "compile_argv"]
 CANNOT_CROSS = (
@@ -179,8 +180,8 @@ def _c_family(lang: str):
         from languages.record import BadTests
 
         t = f"rlvr_tests_{p.tag}"
-        program, _ = rename_main(p.program, C_MAIN, f"rlvr_unused_main_{p.tag}")
-        tests, m = rename_main(p.tests, C_MAIN, t, "\nreturn 0;\n")  # a main may fall off its end: 0, as main's
+        program, _ = rename(p.program, C_MAIN, f"rlvr_unused_main_{p.tag}")
+        tests, m = rename(p.tests, C_MAIN, t, "\nreturn 0;\n")  # a main may fall off its end: 0, as main's
         if m is None:
             raise BadTests(f"code: {lang} tests (the reference) need a main function (int main() {{ assert(...); }})")
         funcs = entries(p.program, p.tests, lang) if p.program.strip() else []

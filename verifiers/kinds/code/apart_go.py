@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import in_sandbox.code
+from languages.assemble import rename
 from languages.parse import blank_literals
-from verifiers.kinds.code.apart_sig import CannotCross, held, rename_main
+from verifiers.kinds.code.apart_sig import CannotCross, held
 
 _DIR = Path(in_sandbox.code.__file__).parent
 _BASIC = set(
@@ -182,8 +183,8 @@ def go_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     from languages.record import BadTests
 
     t = f"rlvrTests{p.tag}"
-    program, _ = rename_main(_package(p.program), _GO_MAIN, f"rlvrUnusedMain{p.tag}")
-    tests, m = rename_main(_package(p.tests), _GO_MAIN, t)
+    program, _ = rename(_package(p.program), _GO_MAIN, f"rlvrUnusedMain{p.tag}")
+    tests, m = rename(_package(p.tests), _GO_MAIN, t)
     if m is None:
         raise BadTests("code: go tests (the reference) need func main() { ... panic(...) ... }")
     funcs = go_entries(p.program, p.tests) if p.program.strip() else []

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import in_sandbox.code
-from verifiers.kinds.code.apart_sig import CannotCross, held, rename_main
+from languages.assemble import rename
+from verifiers.kinds.code.apart_sig import CannotCross, held
 
 _DIR = Path(in_sandbox.code.__file__).parent
 _SCALAR = set("i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char String".split())
@@ -181,8 +182,8 @@ def rust_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     from languages.record import BadTests
 
     t = f"rlvr_tests_{p.tag}"
-    program, _ = rename_main(p.program, _MAIN, f"rlvr_unused_main_{p.tag}")
-    tests, m = rename_main(p.tests, _MAIN, t)
+    program, _ = rename(p.program, _MAIN, f"rlvr_unused_main_{p.tag}")
+    tests, m = rename(p.tests, _MAIN, t)
     if m is None:
         raise BadTests("code: rust tests (the reference) need fn main() { assert!(...); }")
     funcs = rust_entries(p.program, p.tests) if p.program.strip() else []

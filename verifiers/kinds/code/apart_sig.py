@@ -228,28 +228,6 @@ def entries(candidate: str, tests: str, lang: str) -> list[Func]:
 
 
 # -- shared by the languages apart (apart_compiled.py, apart_go.py, apart_rust.py) ------------------------------
-C_MAIN = re.compile(r"\b(int|void)\s+main\s*\(([^()]*)\)\s*\{")
-
-
-def _closing(clean: str, at: int) -> int:
-    depth = 0
-    for j in range(at, len(clean)):
-        depth += {"{": 1, "}": -1}.get(clean[j], 0)
-        if depth == 0:
-            return j
-    return -1
-
-
-def rename_main(code: str, pattern: re.Pattern, new: str, ret: str = "") -> tuple[str, re.Match | None]:
-    """``code`` with its first ``main`` (found by ``pattern``) (literals and comments blanked) renamed ``new``, ``ret`` before its end."""
-    clean = blank_literals(code)
-    m = pattern.search(clean)
-    if m is None or (close := _closing(clean, m.end() - 1)) < 0:
-        return code, None
-    at = clean.index("main", m.start())
-    return code[:at] + new + code[at + 4 : close] + ret + code[close:], m
-
-
 def held(cand: list[str], tests: list[str], hide: list[str]) -> list[str]:
     """A compile command: the candidate's unit compiled while ``hide`` (the tests' source, the sentinel) sits in a
     directory no one may enter, then the tests' unit, then the tests' source deleted."""
