@@ -54,11 +54,14 @@ def make_service(tmp_path_factory, langs_pool_size: int = 2):
     return svc, close
 
 
-def grade(svc, lang: str, source: str, reference: str = SUM_CASES, timeout_s: float = 60, fresh: bool = False,
-          **options) -> Verdict:  # fmt: skip
+def grade(
+    svc, lang: str, source: str, reference: str = SUM_CASES, timeout_s: float = 60, fresh: bool = False, **options
+) -> Verdict:
     """``source`` in a fenced block, graded in stdio mode; ``fresh``: new prose before it each call, so the
     service's verdict cache never answers."""
-    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "2", **options}
+    # a generous case limit: these tests judge verdicts, not speed (a JVM under CI's load took over 2 s to scan);
+    # a test that wants a time-out names its own limit
+    opts = {"mode": "stdio", "language": lang, "case_timeout_s": "10", **options}
     prose = f"Attempt {os.urandom(4).hex()}:\n" if fresh else ""
     return svc.verify(Request("code", f"{prose}```{lang}\n{source}```\n", reference, options=opts, timeout_s=timeout_s))
 
