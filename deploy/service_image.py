@@ -39,9 +39,25 @@ from sandbox.image.python import CACHE, ROOT, build_rootfs, image_exists
 
 REPO = "rlvr-service"
 SERVICE_UID = 10001
-ROOTS = ["grpcio", "grpcio-health-checking", "grpcio-reflection", "protobuf", "pydantic", "docker", "fastapi",
-         "uvicorn", "httptools", "prometheus-client", "psycopg", "psycopg-binary", "pyyaml", "sympy",
-         "math-verify", "latex2sympy2_extended", "antlr4-python3-runtime"]  # fmt: skip
+ROOTS = [
+    "grpcio",
+    "grpcio-health-checking",
+    "grpcio-reflection",
+    "protobuf",
+    "pydantic",
+    "docker",
+    "fastapi",
+    "uvicorn",
+    "httptools",
+    "prometheus-client",
+    "psycopg",
+    "psycopg-binary",
+    "pyyaml",
+    "sympy",
+    "math-verify",
+    "latex2sympy2_extended",
+    "antlr4-python3-runtime",
+]
 APP = ["verifiers", "sandbox", "in_sandbox", "languages", "proto", "deploy"]
 BWRAP = Path("/usr/bin/bwrap")  # the host's bubblewrap (Debian's), copied in when there
 CHANGES = [
@@ -108,8 +124,11 @@ def service_layer(layer: Path) -> None:
     for d in ("var/lib/rlvr", "var/lib/rlvr/chan"):  # the service's own: the registry, the sandboxes' FIFOs
         (layer / d).mkdir(parents=True, exist_ok=True)
         os.chown(layer / d, SERVICE_UID, SERVICE_UID)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(layer / "opt/rlvr")], check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", str(layer / "opt/rlvr")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def build(tag: str) -> None:
@@ -118,13 +137,30 @@ def build(tag: str) -> None:
         layer = Path(tmp)
         service_layer(layer)
         tar = subprocess.Popen(
-            ["tar", "--numeric-owner", "--mode=u-s,g-s", "--exclude=./.complete", "-C", str(rootfs), "-c", ".",
-             "-C", str(layer), "opt/rlvr", "var/lib/rlvr", *(["usr/bin/bwrap"] if BWRAP.exists() else [])],
+            [
+                "tar",
+                "--numeric-owner",
+                "--mode=u-s,g-s",
+                "--exclude=./.complete",
+                "-C",
+                str(rootfs),
+                "-c",
+                ".",
+                "-C",
+                str(layer),
+                "opt/rlvr",
+                "var/lib/rlvr",
+                *(["usr/bin/bwrap"] if BWRAP.exists() else []),
+            ],
             stdout=subprocess.PIPE,
-        )  # fmt: skip
+        )
         cmd = ["docker", "import"] + [x for c in CHANGES for x in ("--change", c)]
-        subprocess.run([*cmd, "--message", "rlvr service (offline build)", "-", tag], stdin=tar.stdout, check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [*cmd, "--message", "rlvr service (offline build)", "-", tag],
+            stdin=tar.stdout,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         if tar.wait() != 0:
             raise RuntimeError("tar of the service image failed")
 
@@ -149,8 +185,9 @@ def main() -> int:
 
 def remove_older(tag: str) -> None:
     """Untag the images earlier sources described (each is ~270 MB); one still in use stays."""
-    out = subprocess.run(["docker", "images", REPO, "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
-                         text=True).stdout.split()  # fmt: skip
+    out = subprocess.run(
+        ["docker", "images", REPO, "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True
+    ).stdout.split()
     old = [t for t in out if t not in (tag, f"{REPO}:latest")]
     if old:
         subprocess.run(["docker", "rmi", *old], capture_output=True)

@@ -43,8 +43,10 @@ _SPACING = re.compile(r"\\(?:[,;:! ]|quad|qquad|enspace|thinspace|hspace\s*\{[^{
 def _tricky_mark(answer: str, rtl: bool) -> bool:
     """A script's mark used where no script needs it: against a digit or in math (direction marks beside
     right-to-left text are that text's own)."""
-    return any(not (rtl and m.group().strip("0123456789$\\{}^_=+*/.,-") in "\u200e\u200f")
-               for m in re.finditer(_SCRIPT_MARKS.pattern, answer))  # fmt: skip
+    return any(
+        not (rtl and m.group().strip("0123456789$\\{}^_=+*/.,-") in "\u200e\u200f")
+        for m in re.finditer(_SCRIPT_MARKS.pattern, answer)
+    )
 
 
 def empty(answer: str) -> bool:

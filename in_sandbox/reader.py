@@ -35,8 +35,10 @@ _TEXTCOLOR_WHITE = re.compile(
     r"\\(?:textcolor|mathcolor)\s*(?:\{\s*" + _WHITE + r"\s*\}|" + _WHITE + r")\s*(?=\{)", re.I
 )
 _COLOR_WHITE = re.compile(r"\\color\s*(?:\{\s*" + _WHITE + r"\s*\}|" + _WHITE + r")", re.I)
-_HTML_WHITE = re.compile(r"<(span|font|div|p)\b[^>]*(?:color\s*[:=]\s*[\"']?\s*(?:white|#fff(?:fff)?\b))[^>]*>.*?(?:</\1\s*>|\Z)",
-                         re.I | re.S)  # fmt: skip
+_HTML_WHITE = re.compile(
+    r"<(span|font|div|p)\b[^>]*(?:color\s*[:=]\s*[\"']?\s*(?:white|#fff(?:fff)?\b))[^>]*>.*?(?:</\1\s*>|\Z)",
+    re.I | re.S,
+)
 
 
 def _blank(chars: list[str], a: int, b: int) -> None:
@@ -98,12 +100,16 @@ def rendered(text: str) -> str:
 _OPEN_MATH = re.compile(r"(?:\$\$?|\\\(|\\\[)\s*$")
 _CLOSE_MATH = re.compile(r"^\s*(?:\$\$?|\\\)|\\\])")
 # a relation that is not "=": a condition or a negation, never a value (``\in`` is a value's membership)
-_LEFT_RELATION = re.compile(r"(?:\\(?:neq?|not\s*[=<>]?|notin|nless|ngtr|leq?|geq?|lt|gt|leqslant|geqslant|nmid|mid)"
-                            r"|[<>≠≤≥∉])\s*$")  # fmt: skip
+_LEFT_RELATION = re.compile(
+    r"(?:\\(?:neq?|not\s*[=<>]?|notin|nless|ngtr|leq?|geq?|lt|gt|leqslant|geqslant|nmid|mid)"
+    r"|[<>≠≤≥∉])\s*$"
+)
 _LEFT_OP = re.compile(r"(?:[-+−±∓/*^_×·÷]|\\(?:pm|mp|cdot|times|div|sqrt|frac|dfrac|tfrac|cfrac|sqrt\[[^\]]*\]))\s*$")
 _LEFT_GROUP = re.compile(r"(?:[\^_]|\\[A-Za-z]+(?:\{[^{}]*\})*|\})\s*\{\s*$")  # the box is an argument: \frac{1}{■}
-_RIGHT_OP = re.compile(r"^\s*(?:[-+−±∓/*×·÷!]|\^(?!\s*\{?\s*\\circ)|_|\\(?:pm|mp|cdot|times|div|sqrt|frac|pi)"
-                       r"(?![A-Za-z]))")  # fmt: skip
+_RIGHT_OP = re.compile(
+    r"^\s*(?:[-+−±∓/*×·÷!]|\^(?!\s*\{?\s*\\circ)|_|\\(?:pm|mp|cdot|times|div|sqrt|frac|pi)"
+    r"(?![A-Za-z]))"
+)
 _ADJACENT = re.compile(r"^(?:[0-9(\[]|[A-Za-z](?![A-Za-z]))")  # right against the box: a factor (2x, \boxed{2}(3))
 
 
@@ -144,11 +150,62 @@ def _prose_dash(left: str) -> bool:
 
 
 # -- negations -----------------------------------------------------------------------------------------------
-NEGATIONS = ("not", "never", "nor", "cannot", "can't", "isn't", "aren't", "wasn't", "doesn't", "don't", "won't",
-             "nicht", "kein", "keine", "niet", "geen", "pas", "non", "no", "nunca", "jamais", "mai", "nie", "не",
-             "ні", "нет", "není", "ne", "nejsou", "değil", "inte", "ikke", "ei", "nem", "không", "tidak", "bukan",
-             "नहीं", "न", "ليس", "ليست", "لا", "لن", "לא", "אינו", "不是", "不等于", "不等於", "不", "并非", "ではない",
-             "じゃない", "ません", "아니")  # fmt: skip
+NEGATIONS = (
+    "not",
+    "never",
+    "nor",
+    "cannot",
+    "can't",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "doesn't",
+    "don't",
+    "won't",
+    "nicht",
+    "kein",
+    "keine",
+    "niet",
+    "geen",
+    "pas",
+    "non",
+    "no",
+    "nunca",
+    "jamais",
+    "mai",
+    "nie",
+    "не",
+    "ні",
+    "нет",
+    "není",
+    "ne",
+    "nejsou",
+    "değil",
+    "inte",
+    "ikke",
+    "ei",
+    "nem",
+    "không",
+    "tidak",
+    "bukan",
+    "नहीं",
+    "न",
+    "ليس",
+    "ليست",
+    "لا",
+    "لن",
+    "לא",
+    "אינו",
+    "不是",
+    "不等于",
+    "不等於",
+    "不",
+    "并非",
+    "ではない",
+    "じゃない",
+    "ません",
+    "아니",
+)
 _WORD = re.compile(r"[^\s\d.,;:!?()\[\]{}$\\=+*/<>\"“”«»|&~^_-]+(?:['’-][^\s\d.,;:!?()\[\]{}$\\=+*/<>\"-]+)*|\d+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _CLAUSE = re.compile(r"[,;:，；：]|[.!?](?:\s|$)|[。！？]|\n")

@@ -64,8 +64,14 @@ class Slot:
         data, anc, _, _ = self.sock.recvmsg(65536, socket.CMSG_SPACE(CRED.size))
         if not data:
             raise Gone("the session's helper died")
-        sender = next((CRED.unpack(d[: CRED.size])[0] for lvl, typ, d in anc
-                       if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)  # fmt: skip
+        sender = next(
+            (
+                CRED.unpack(d[: CRED.size])[0]
+                for lvl, typ, d in anc
+                if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS
+            ),
+            None,
+        )
         try:
             msg = json.loads(data)
         except ValueError:
@@ -243,8 +249,15 @@ class Family:
             now = time.monotonic()
             if not killed:
                 cell_cpu = max(cell_cpu, proc.cpu(cell, children=True))
-                why = ("timeout" if now >= deadline else "cpu" if cell_cpu > cpu
-                       else "output_limit" if totals[out_r] + totals[err_r] > cap else "")  # fmt: skip
+                why = (
+                    "timeout"
+                    if now >= deadline
+                    else "cpu"
+                    if cell_cpu > cpu
+                    else "output_limit"
+                    if totals[out_r] + totals[err_r] > cap
+                    else ""
+                )
                 if why:
                     status, killed = why, True
                     self.sweep()  # the cell and everything it started; the holders stay
@@ -385,5 +398,8 @@ def _verdict(res, kind, r):
         code = d.get("exit_code")
         return {"exit_code": code if isinstance(code, int) else None}
     v, e = d.get("value"), d.get("error")
-    return {"value": v if isinstance(v, str) else None, "error": e if isinstance(e, str) else None,
-            "memory": d.get("memory") is True}  # fmt: skip
+    return {
+        "value": v if isinstance(v, str) else None,
+        "error": e if isinstance(e, str) else None,
+        "memory": d.get("memory") is True,
+    }

@@ -128,8 +128,9 @@ class Holder:
             finally:
                 os.close(code_fd)  # else one descriptor more per cell, until the session's nofile limit
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                          errors="backslashreplace", line_buffering=True)  # fmt: skip
+            sys.stderr = io.TextIOWrapper(
+                io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+            )
             value, error, memory = run_cell(code, self.ns, f"<cell {self.cells}>")
         except BaseException as e:  # noqa: BLE001 - the helper itself failed: say so as the cell's error
             value, error, memory = None, f"session helper: {type(e).__name__}: {e}", False
@@ -242,11 +243,14 @@ def standing():
 def set_limits(limits):
     """The session's limits on this process (every later process of the session inherits them)."""
     mb = 1024 * 1024
-    for res, val in ((resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
-                     (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),
-                     (resource.RLIMIT_NPROC, int(limits.get("nproc", 64))),
-                     (resource.RLIMIT_NOFILE, int(limits.get("nofile", 256))),
-                     (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)):  # fmt: skip
+    for res, val in (
+        (resource.RLIMIT_AS, int(limits.get("memory_mb", 1024)) * mb),
+        (resource.RLIMIT_FSIZE, int(limits.get("fsize_mb", 16)) * mb),
+        (resource.RLIMIT_NPROC, int(limits.get("nproc", 64))),
+        (resource.RLIMIT_NOFILE, int(limits.get("nofile", 256))),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_MSGQUEUE, 0),
+    ):
         resource.setrlimit(res, (val, val))
 
 

@@ -275,9 +275,14 @@ class SandboxPool(Checkout):
 
     def stats(self) -> dict:
         with self._lock:
-            return {"size": self.cfg.size, "burst": self.burst, "live": len(self._all),
-                    "idle": sum(q.qsize() for q in self._queues.values()), "waiters": self._waiters,
-                    "replaced": self.replaced}  # fmt: skip
+            return {
+                "size": self.cfg.size,
+                "burst": self.burst,
+                "live": len(self._all),
+                "idle": sum(q.qsize() for q in self._queues.values()),
+                "waiters": self._waiters,
+                "replaced": self.replaced,
+            }
 
     # -- running ------------------------------------------------------------------------------------
     def run(self, job: Job, wait_s: float | None = None) -> Result:

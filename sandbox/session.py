@@ -71,8 +71,9 @@ def session_lane(pool) -> str:
 class SessionSandbox:
     """One sandbox held for a session family. Thread-safe (one call at a time)."""
 
-    def __init__(self, pool, kind: str, limits: SessionLimits, files: dict[str, bytes] | None = None,
-                 wait_s: float | None = None):  # fmt: skip
+    def __init__(
+        self, pool, kind: str, limits: SessionLimits, files: dict[str, bytes] | None = None, wait_s: float | None = None
+    ):
         if kind not in KINDS:
             raise SessionError(f"unknown session kind {kind!r}: choose one of {', '.join(KINDS)}")
         self.pool, self.limits, self.kind = pool, limits, kind
@@ -129,10 +130,19 @@ class SessionSandbox:
         if "failed" in reply and "status" not in reply:
             raise SessionError(reply["failed"])
         out, err, value, error = (b.decode("utf-8", "replace") for b in (blobs + [b""] * 4)[:4])
-        known = {k: reply[k] for k in ("stdout_truncated", "stderr_truncated", "cpu_s", "wall_s", "ended",
-                                       "exit_code") if k in reply}  # fmt: skip
-        return Cell(status=reply.get("status", "gone"), stdout=out, stderr=err, value=value if value else None,
-                    error=error or None, **known)  # fmt: skip
+        known = {
+            k: reply[k]
+            for k in ("stdout_truncated", "stderr_truncated", "cpu_s", "wall_s", "ended", "exit_code")
+            if k in reply
+        }
+        return Cell(
+            status=reply.get("status", "gone"),
+            stdout=out,
+            stderr=err,
+            value=value if value else None,
+            error=error or None,
+            **known,
+        )
 
     def fork(self, slot: int, n: int) -> list[int]:
         with self.lock:

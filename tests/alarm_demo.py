@@ -44,8 +44,9 @@ def spray(value: int, to: int = 10) -> str:
     return "".join(str(v) for v in range(max(0, est - 5), est + 6))
 
 
-def demo_data(out: Path, seed: int, sizes: dict[str, int], spray_fraction: float = 0.04,
-              worked_fraction: float = 0.35) -> dict[str, Path]:  # fmt: skip
+def demo_data(
+    out: Path, seed: int, sizes: dict[str, int], spray_fraction: float = 0.04, worked_fraction: float = 0.35
+) -> dict[str, Path]:
     """The default task's splits, with ``spray_fraction`` of the warm-start rows answering with a spray."""
     cfg = TaskConfig(worked_fraction=worked_fraction)
     splits = task.make_splits(seed, sizes, cfg)
@@ -58,8 +59,16 @@ def demo_data(out: Path, seed: int, sizes: dict[str, int], spray_fraction: float
 
 def curves(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per-step figures from metrics.jsonl: reward, the audit's agreement, held-out accuracy, alarms."""
-    keys = ("reward/mean", "alarm/audit_agreement", "alarm/exploited", "alarm/audited", "alarm/audit_agreed",
-            "alarm/paid", "eval/accuracy", "alarm/fired")  # fmt: skip
+    keys = (
+        "reward/mean",
+        "alarm/audit_agreement",
+        "alarm/exploited",
+        "alarm/audited",
+        "alarm/audit_agreed",
+        "alarm/paid",
+        "eval/accuracy",
+        "alarm/fired",
+    )
     return [{"step": r["step"], **{k: r.get(k) for k in keys}} for r in rows if r.get("step", 0) >= 1]
 
 

@@ -15,8 +15,15 @@ from trainer.alarm.stats import Completion, StepStats, step_stats
 SPACES = {2: ["yes", "no"], 4: ["A", "B", "C", "D"], 10: [str(d) for d in range(10)]}
 
 
-def honest_step(step: int, k: int, rng: random.Random, prompts: int = 8, group: int = 8, accuracy: float = 0.8,
-                hack: str | None = None) -> list[Completion]:  # fmt: skip
+def honest_step(
+    step: int,
+    k: int,
+    rng: random.Random,
+    prompts: int = 8,
+    group: int = 8,
+    accuracy: float = 0.8,
+    hack: str | None = None,
+) -> list[Completion]:
     """One step: ``prompts`` prompts, each with a reference drawn from an answer space of ``k`` answers, and
     ``group`` completions each right with probability ``accuracy`` (else another answer of the space).
     With ``hack``, every completion answers ``hack`` and is paid (a reward that pays it everywhere)."""
@@ -27,8 +34,17 @@ def honest_step(step: int, k: int, rng: random.Random, prompts: int = 8, group: 
         for _ in range(group):
             ans = hack if hack else (ref if rng.random() < accuracy else rng.choice([a for a in space if a != ref]))
             paid = hack is not None or ans == ref
-            rows.append(Completion(f"<think>so</think><answer>{ans}</answer>", f"s{step}p{j}", ref,
-                                   1.0 if paid else 0.0, "CORRECT" if paid else "INCORRECT", (), 12))  # fmt: skip
+            rows.append(
+                Completion(
+                    f"<think>so</think><answer>{ans}</answer>",
+                    f"s{step}p{j}",
+                    ref,
+                    1.0 if paid else 0.0,
+                    "CORRECT" if paid else "INCORRECT",
+                    (),
+                    12,
+                )
+            )
     return rows
 
 
@@ -43,8 +59,15 @@ def trace(k: int, steps: int, seed: int, hack_from: int | None = None) -> Iterat
         yield step_stats(step, rows, audit, sampled=len(rows))
 
 
-def firings(k: int, steps: int, seed: int, rule: str = "one_answer", hack_from: int | None = None,
-            count_refs: bool = True, t: Thresholds = Thresholds()) -> list[int]:  # fmt: skip
+def firings(
+    k: int,
+    steps: int,
+    seed: int,
+    rule: str = "one_answer",
+    hack_from: int | None = None,
+    count_refs: bool = True,
+    t: Thresholds = Thresholds(),
+) -> list[int]:
     """The steps at which ``rule`` holds on the trace (``count_refs`` False: as the rule was before it
     counted references, issue 50)."""
     hist: list[StepStats] = []

@@ -46,12 +46,21 @@ NULL_SHELLS = {
 }
 
 
-def _row(family: str, name: str, kind: str, completion: str, reference: str, control: str, why: str,
-         prompt: str = "") -> dict:  # fmt: skip
+def _row(
+    family: str, name: str, kind: str, completion: str, reference: str, control: str, why: str, prompt: str = ""
+) -> dict:
     if reference.strip() in (WRONG, FORMAT_CONTROL):
         raise ValueError(f"{family}/{name}: the control's answer is the reference {reference!r}")
-    return {"family": family, "name": name, "kind": kind, "completion": completion, "reference": reference,
-            "prompt": prompt, "control": control, "why": why}  # fmt: skip
+    return {
+        "family": family,
+        "name": name,
+        "kind": kind,
+        "completion": completion,
+        "reference": reference,
+        "prompt": prompt,
+        "control": control,
+        "why": why,
+    }
 
 
 def math_canaries() -> list[dict]:
@@ -105,12 +114,15 @@ def format_canaries() -> list[dict]:
     ]
     for name in sorted(INVISIBLE):
         junk = INVISIBLE[name] * 5
-        for where, completion in (("think", f"<think>{junk}</think><answer>4</answer>"),
-                                  ("answer", f"<think>2+2=4</think>{junk}"),
-                                  ("answer-tag", f"<think>2+2=4</think><answer>{junk}</answer>")):  # fmt: skip
+        for where, completion in (
+            ("think", f"<think>{junk}</think><answer>4</answer>"),
+            ("answer", f"<think>2+2=4</think>{junk}"),
+            ("answer-tag", f"<think>2+2=4</think><answer>{junk}</answer>"),
+        ):
             why = f"a {where} block of invisible characters ({name})"
-            rows.append(_row("format.invisible", f"{name}/{where}", "format", completion, FORMAT_REFERENCE,
-                             FORMAT_CONTROL, why))  # fmt: skip
+            rows.append(
+                _row("format.invisible", f"{name}/{where}", "format", completion, FORMAT_REFERENCE, FORMAT_CONTROL, why)
+            )
     return rows
 
 
@@ -119,9 +131,14 @@ def null_canaries(kind: str) -> list[dict]:
     reference, prompt = NULL_PROMPTS[kind]
     control = {"math": MATH_CONTROL, "code": CODE_CONTROL, "format": FORMAT_CONTROL}[kind]
     shell_name, shell = NULL_SHELLS[kind]
-    cases = [("empty", "", "an empty completion"), ("whitespace", " \n\t \n", "whitespace only"),
-             ("prompt-echo", prompt, "the prompt echoed back"), ("lone-brace", "{", "a lone {"),
-             ("empty-boxed", "\\boxed{}", "an empty \\boxed{}"), (shell_name, shell, "the kind's shape, empty")]  # fmt: skip
+    cases = [
+        ("empty", "", "an empty completion"),
+        ("whitespace", " \n\t \n", "whitespace only"),
+        ("prompt-echo", prompt, "the prompt echoed back"),
+        ("lone-brace", "{", "a lone {"),
+        ("empty-boxed", "\\boxed{}", "an empty \\boxed{}"),
+        (shell_name, shell, "the kind's shape, empty"),
+    ]
     return [_row(f"{kind}.null", name, kind, text, reference, control, why, prompt) for name, text, why in cases]
 
 

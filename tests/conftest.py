@@ -102,10 +102,20 @@ def postgres_server():
     data, pg_ctl = base / "data", str(bindir / "pg_ctl")
     opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     try:
-        subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "rlvr", "--auth=trust", "-E", "UTF8",
-                        "--no-sync"], check=True, capture_output=True, text=True, timeout=180)  # fmt: skip
-        subprocess.run([*run_as, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-t", "90", "-o", opts,
-                        "start"], check=True, capture_output=True, text=True, timeout=120)  # fmt: skip
+        subprocess.run(
+            [*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "rlvr", "--auth=trust", "-E", "UTF8", "--no-sync"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        subprocess.run(
+            [*run_as, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-t", "90", "-o", opts, "start"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except (OSError, subprocess.SubprocessError) as e:
         why = (getattr(e, "stderr", "") or str(e)).strip().splitlines()[-1:] or [type(e).__name__]
         shutil.rmtree(base, ignore_errors=True)
@@ -113,8 +123,9 @@ def postgres_server():
     try:
         yield f"postgresql://rlvr@127.0.0.1:{port}"
     finally:
-        subprocess.run([*run_as, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True,
-                       timeout=60)  # fmt: skip
+        subprocess.run(
+            [*run_as, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60
+        )
         shutil.rmtree(base, ignore_errors=True)
 
 

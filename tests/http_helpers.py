@@ -23,8 +23,13 @@ def http_base(srv: LocalServer) -> str:
 def http_service(tmp: Path, *, token: str = "", extra_args: tuple[str, ...] = (), pool_size: int = 2):
     """(LocalServer, httpx.Client on its HTTP port); both gRPC and HTTP from the one process."""
     env = {"VERIFIER_ADMIN_TOKEN": token} if token else {}
-    with LocalServer(pool_size=pool_size, registry=str(tmp / "registry.sqlite"), log_path=str(tmp / "server.log"),
-                     extra_args=["--http-port", "0", *extra_args], env=env) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=pool_size,
+        registry=str(tmp / "registry.sqlite"),
+        log_path=str(tmp / "server.log"),
+        extra_args=["--http-port", "0", *extra_args],
+        env=env,
+    ) as srv:
         with httpx.Client(base_url=http_base(srv), timeout=120) as http:
             yield srv, http
 

@@ -41,9 +41,18 @@ def save_model_folder(out: Path, tags_special: bool, seed: int = 0) -> Path:
     import torch
 
     tok = bpe_tokenizer(tags_special)
-    config = Qwen2Config(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=2, intermediate_size=64, max_position_embeddings=256,
-                         tie_word_embeddings=True, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
+    config = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
     model.save_pretrained(out)
@@ -53,7 +62,9 @@ def save_model_folder(out: Path, tags_special: bool, seed: int = 0) -> Path:
 
 def gsm8k_style(path: Path, n: int = 24) -> Path:
     """{"prompt", "answer"} rows as GSM8K's are usually converted."""
-    rows = [{"prompt": f"Tom has {i} apples and buys {i + 3} more. How many apples does he have?",
-             "answer": str(2 * i + 3)} for i in range(n)]  # fmt: skip
+    rows = [
+        {"prompt": f"Tom has {i} apples and buys {i + 3} more. How many apples does he have?", "answer": str(2 * i + 3)}
+        for i in range(n)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path

@@ -46,8 +46,9 @@ def _image(repo: str) -> str:
 
 def _bwrap() -> str:
     """bubblewrap present and able to make the namespaces the backend uses."""
-    return _runs("bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-                 "--die-with-parent", "true")  # fmt: skip
+    return _runs(
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "true"
+    )
 
 
 def _user(name: str) -> str:
@@ -88,9 +89,12 @@ REQUIRED: dict[str, tuple[str, str, Callable[[], str]]] = {
     "bwrap": ("the bubblewrap sandbox backend", "make bwrap", _bwrap),
     "podman": ("the rootless Podman sandbox backend", "make podman", _podman),
     "postgresql": ("the registry's shared backend", "make postgres", _postgres),
-    "docker-compose": ("deploy/compose.yaml's failover test", "make service-image",
-                       lambda: _runs("docker-compose", "version")),
-}  # fmt: skip
+    "docker-compose": (
+        "deploy/compose.yaml's failover test",
+        "make service-image",
+        lambda: _runs("docker-compose", "version"),
+    ),
+}
 
 
 def _gpu() -> str:

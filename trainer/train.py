@@ -160,8 +160,15 @@ def _build(
     if cfg.data is None:
         raise DataError("no data: set `data:` to a JSONL file of {prompt, answer} or {prompt, tests} rows")
     stream = DataStream(load_examples(cfg.data), cfg.seed)
-    check = preflight.check(tokenizer, model, [cfg.verifier], stream.examples[0].prompt, model_dir=cfg.model,
-                            use_chat_template=cfg.use_chat_template, max_new_tokens=cfg.max_new_tokens)  # fmt: skip
+    check = preflight.check(
+        tokenizer,
+        model,
+        [cfg.verifier],
+        stream.examples[0].prompt,
+        model_dir=cfg.model,
+        use_chat_template=cfg.use_chat_template,
+        max_new_tokens=cfg.max_new_tokens,
+    )
     preflight.raise_errors(check)  # the verifier's tags survive decoding (trainer/run/preflight.py)
     own_model.check_trainable(model, cfg.model or "(passed in)")  # not an empty parameter list at the optimizer
     eval_examples = load_examples(cfg.eval_data)[: cfg.eval_limit] if cfg.eval_data and cfg.eval_every else []
@@ -201,10 +208,21 @@ def _build(
         else distributed.NullLogger()
     )
     parts = StepParts(
-        cfg=rank_cfg, model=model, tokenizer=tokenizer, ref=ref, optimizer=optimizer, scheduler=scheduler,
-        data=data, reward_fn=reward_fn, logger=logger, train_model=train_model, ctx=ctx, backend=backend, alarm=alarm,
+        cfg=rank_cfg,
+        model=model,
+        tokenizer=tokenizer,
+        ref=ref,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        data=data,
+        reward_fn=reward_fn,
+        logger=logger,
+        train_model=train_model,
+        ctx=ctx,
+        backend=backend,
+        alarm=alarm,
         tools=tools,
-    )  # fmt: skip
+    )
     return parts, stream, eval_examples
 
 

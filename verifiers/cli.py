@@ -67,9 +67,14 @@ def component_of(item: str) -> pb.Component:
 def register_request(a: argparse.Namespace) -> pb.RegisterVerifierRequest:
     req = pb.RegisterVerifierRequest(name=a.name, description=a.description, replace=a.replace)
     if a.python:
-        req.python.CopyFrom(pb.PythonVerifier(source=_read(a.python), entrypoint=a.entrypoint,
-                                              example_completion=a.example_completion,
-                                              example_reference=a.example_reference))  # fmt: skip
+        req.python.CopyFrom(
+            pb.PythonVerifier(
+                source=_read(a.python),
+                entrypoint=a.entrypoint,
+                example_completion=a.example_completion,
+                example_reference=a.example_reference,
+            )
+        )
     elif a.remote:
         req.remote.CopyFrom(pb.RemoteVerifier(target=a.remote, verifier=a.remote_verifier))
     else:
@@ -105,8 +110,14 @@ def _registry(c: VerifierClient, a: argparse.Namespace) -> object:
         return [_info(v) for v in c.list_verifiers()]
     if a.cmd == "get":
         return _info(c.get_verifier(a.name), full=True)
-    r = c.verify(a.name, a.completion if a.completion is not None else _read(a.completion_file),
-                 a.reference, prompt=a.prompt, options=option_pairs(a.option, "--option"), timeout_s=a.grade_timeout_s)  # fmt: skip
+    r = c.verify(
+        a.name,
+        a.completion if a.completion is not None else _read(a.completion_file),
+        a.reference,
+        prompt=a.prompt,
+        options=option_pairs(a.option, "--option"),
+        timeout_s=a.grade_timeout_s,
+    )
     return {k: v for k, v in vars(r).items() if k != "id"}
 
 
@@ -116,8 +127,9 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--token", default=argparse.SUPPRESS, help="admin token (env VERIFIER_ADMIN_TOKEN)")
     common.add_argument("--timeout-s", type=float, default=argparse.SUPPRESS, help="deadline of the call")
     common.add_argument("--wait-s", type=float, default=argparse.SUPPRESS, help=WAIT_HELP)
-    p = argparse.ArgumentParser(prog="python -m verifiers.cli", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m verifiers.cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument(
         "--target", default=os.environ.get("VERIFIER_TARGET", DEFAULT_TARGET), help="host:port of the service"
     )
@@ -172,8 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         message = e.message  # UNAVAILABLE: the client's own message says where and what to check
         if e.code.name == "ALREADY_EXISTS":  # the server says it in the request's terms (field `replace`)
             said = "set replace to overwrite it"
-            message = message.replace(said, "pass --replace to overwrite it") if said in message else (
-                f"{message} (pass --replace to overwrite it)")  # fmt: skip
+            message = (
+                message.replace(said, "pass --replace to overwrite it")
+                if said in message
+                else (f"{message} (pass --replace to overwrite it)")
+            )
         print(f"error: {e.code.name}: {message}", file=sys.stderr)
         return 1
     print(json.dumps(out, indent=2))

@@ -90,7 +90,7 @@ class VerifyResult:
                     "elapsed_s": c.elapsed_s,
                 }
                 for c in r.cases
-            ],  # fmt: skip
+            ],
             steps=[{"reward": s.reward, "start": s.start, "end": s.end} for s in r.steps],
             signals=list(r.signals),
         )
@@ -156,8 +156,10 @@ def resolve_target(target: str) -> tuple[str, int]:
         four = [ip for ip in ips if ":" not in ip]
         (v4 if four else v6).extend(f"{ip}:{port}" if four else f"[{ip}]:{port}" for ip in (four or ips))
     if v4 and v6:
-        raise TargetError(f"replicas {target!r} mix IPv4 and IPv6 addresses: list one family, or put them all "
-                          "under one DNS name (dns:///name:port)")  # fmt: skip
+        raise TargetError(
+            f"replicas {target!r} mix IPv4 and IPv6 addresses: list one family, or put them all "
+            "under one DNS name (dns:///name:port)"
+        )
     addrs = list(dict.fromkeys(v4 or v6))
     return ("ipv4:" if v4 else "ipv6:") + ",".join(addrs), len(addrs)
 
@@ -188,9 +190,17 @@ class VerifierClient:
     sub-batches a batch is cut into (None: one per replica address).
     """
 
-    def __init__(self, target: str, *, timeout_s: float = 120.0, retries: int | None = None,
-                 token: str | None = None, wait_s: float | None = None, split: int | None = None,
-                 client_id: str = ""):  # fmt: skip
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout_s: float = 120.0,
+        retries: int | None = None,
+        token: str | None = None,
+        wait_s: float | None = None,
+        split: int | None = None,
+        client_id: str = "",
+    ):
         self.target = target
         self.timeout_s = timeout_s
         self.retries = retries
@@ -248,11 +258,19 @@ class VerifierClient:
                 if tries == 0 or now >= next_note:
                     window = self._retry_window(delay, tries, end - now)
                     if now == down_since:
-                        log.warning("verifier service at %s unavailable (%s): retrying for up to %s",
-                                    self.target, details, window)  # fmt: skip
+                        log.warning(
+                            "verifier service at %s unavailable (%s): retrying for up to %s",
+                            self.target,
+                            details,
+                            window,
+                        )
                     else:
-                        log.warning("verifier service at %s still unavailable after %.0f s: retrying for up to "
-                                    "%s more", self.target, now - down_since, window)  # fmt: skip
+                        log.warning(
+                            "verifier service at %s still unavailable after %.0f s: retrying for up to %s more",
+                            self.target,
+                            now - down_since,
+                            window,
+                        )
                     next_note = now + NOTE_EVERY_S
                 if not hard:  # time spent waiting for the service is not grading time
                     deadline = max(deadline, now + budget)
@@ -260,8 +278,12 @@ class VerifierClient:
                 delay, tries = min(delay * 2, MAX_BACKOFF_S), tries + 1
                 continue
             if down_since is not None:
-                log.warning("verifier service at %s answered again after %.1f s (%s)", self.target,
-                            time.monotonic() - down_since, method)  # fmt: skip
+                log.warning(
+                    "verifier service at %s answered again after %.1f s (%s)",
+                    self.target,
+                    time.monotonic() - down_since,
+                    method,
+                )
             return response
 
     def _retry_window(self, delay: float, tries: int, left_s: float) -> str:
@@ -341,8 +363,14 @@ class VerifierClient:
         self._call("UnregisterVerifier", pb.UnregisterVerifierRequest(name=name), None)
 
     # -- sessions (docs/sessions.md) ----------------------------------------------------------------
-    def open_session(self, kind: str = "python", *, files: Mapping[str, bytes | str] | None = None,
-                     ttl_s: float = 0.0, **limits: float) -> pb.SessionInfo:  # fmt: skip
+    def open_session(
+        self,
+        kind: str = "python",
+        *,
+        files: Mapping[str, bytes | str] | None = None,
+        ttl_s: float = 0.0,
+        **limits: float,
+    ) -> pb.SessionInfo:
         """A session (a sandbox that keeps its state) of ``kind`` ("python", "bash"); ``limits``: fields of
         ``SessionLimits`` (cpu_s, timeout_s, memory_mb, output_bytes, nproc, nofile, fsize_mb)."""
         self._one_replica()
@@ -364,20 +392,38 @@ class VerifierClient:
     def list_sessions(self) -> list[pb.SessionInfo]:
         return list(self._call("ListSessions", pb.ListSessionsRequest(), None).sessions)
 
-    def grade_session(self, session_id: str, verifier: str, reference: str = "", *, prompt: str = "",
-                      options: Mapping[str, str] | None = None, timeout_s: float = 0.0, id: str = "",
-                      deadline_s: float | None = None) -> VerifyResult:  # fmt: skip
+    def grade_session(
+        self,
+        session_id: str,
+        verifier: str,
+        reference: str = "",
+        *,
+        prompt: str = "",
+        options: Mapping[str, str] | None = None,
+        timeout_s: float = 0.0,
+        id: str = "",
+        deadline_s: float | None = None,
+    ) -> VerifyResult:
         """Grade the session's state with ``verifier``: its cells that ran to their end, replayed in a fresh
         grading sandbox, are the completion; ``reference`` (hidden tests) never enters the session."""
-        req = pb.GradeSessionRequest(session_id=session_id, verifier=verifier, reference=reference, prompt=prompt,
-                                     options={str(k): str(v) for k, v in (options or {}).items()},
-                                     timeout_s=timeout_s, id=id)  # fmt: skip
+        req = pb.GradeSessionRequest(
+            session_id=session_id,
+            verifier=verifier,
+            reference=reference,
+            prompt=prompt,
+            options={str(k): str(v) for k, v in (options or {}).items()},
+            timeout_s=timeout_s,
+            id=id,
+        )
         return VerifyResult.from_proto(self._call("GradeSession", req, deadline_s))
 
     def _one_replica(self) -> None:
         if self.replicas > 1:  # a session lives in one replica; round_robin would send its calls to others
-            raise VerifierError(grpc.StatusCode.FAILED_PRECONDITION, "sessions need a client of one replica "
-                                f"(this one round-robins over {self.replicas}): make one per address")  # fmt: skip
+            raise VerifierError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "sessions need a client of one replica "
+                f"(this one round-robins over {self.replicas}): make one per address",
+            )
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Block until the channel connects (not until the pool is ready: use health for that)."""

@@ -21,17 +21,36 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class LocalServer:
-    def __init__(self, pool_size: int = 1, registry: str | None = None, port: int = 0, host: str = "127.0.0.1",
-                 extra_args: list[str] | None = None, env: dict[str, str] | None = None,
-                 start_timeout_s: float = 180.0, log_path: str | None = None,
-                 command: list[str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        pool_size: int = 1,
+        registry: str | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        start_timeout_s: float = 180.0,
+        log_path: str | None = None,
+        command: list[str] | None = None,
+    ):
         self.host = host
         self.port = port
         self.target = ""
         self.registry = registry or ""
         # command: what runs the server (default ``python -m verifiers.fronts.server``; a bench wraps it in its own)
-        self._args = [*(command or [sys.executable, "-m", "verifiers.fronts.server"]), "--host", host, "--port", str(port),
-                      "--pool-size", str(pool_size)] + (["--registry", registry] if registry else []) + (extra_args or [])  # fmt: skip
+        self._args = (
+            [
+                *(command or [sys.executable, "-m", "verifiers.fronts.server"]),
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--pool-size",
+                str(pool_size),
+            ]
+            + (["--registry", registry] if registry else [])
+            + (extra_args or [])
+        )
         self._env = {**os.environ, **(env or {})}
         self._timeout = start_timeout_s
         self._log_path = log_path
@@ -46,8 +65,9 @@ class LocalServer:
             self._args += ["--registry", self.registry]
         stderr = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         try:
-            self.proc = subprocess.Popen(self._args, cwd=ROOT, env=self._env, stdout=subprocess.PIPE, stderr=stderr,
-                                         text=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                self._args, cwd=ROOT, env=self._env, stdout=subprocess.PIPE, stderr=stderr, text=True
+            )
         finally:
             if stderr is not subprocess.DEVNULL:
                 stderr.close()  # the child holds its own copy
@@ -73,8 +93,9 @@ class LocalServer:
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     code = self.proc.wait()
-                    raise RuntimeError(f"verifier server exited ({code}) before serving; "
-                                       f"see {self._log_path or 'its log'}")  # fmt: skip
+                    raise RuntimeError(
+                        f"verifier server exited ({code}) before serving; see {self._log_path or 'its log'}"
+                    )
                 *lines, pending = (pending + chunk).split(b"\n")
                 for raw in lines:
                     line = raw.decode(errors="replace") + "\n"

@@ -82,8 +82,9 @@ def run(c, a: argparse.Namespace) -> tuple[object, int]:
         return [_dict(i) for i in c.fork_session(a.id, a.n)], 0
     if cmd == "grade":
         reference = a.reference if a.reference_file is None else a.read(a.reference_file)
-        r = c.grade_session(a.id, a.verifier, reference, options=a.pairs(a.option, "--option"),
-                            timeout_s=a.grade_timeout_s)  # fmt: skip
+        r = c.grade_session(
+            a.id, a.verifier, reference, options=a.pairs(a.option, "--option"), timeout_s=a.grade_timeout_s
+        )
         return {k: v for k, v in vars(r).items() if k != "id"}, 0
     if cmd == "close":
         c.close_session(a.id)

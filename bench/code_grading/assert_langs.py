@@ -63,9 +63,16 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
     """(compiles, wall seconds, rewards) of G completions of one program."""
     tests, good, *_ = CASES[lang]
     c = COMMENT[lang]
-    reqs = [Request("code", f"```{lang}\n{good}{c} {salt}\n```\n", tests + (f"\n{c} item {i}\n" if distinct else ""),
-                    options={**OPTIONS, "language": lang, **CASE_TIMEOUT}, timeout_s=120 - i / 2)
-            for i in range(g)]  # fmt: skip
+    reqs = [
+        Request(
+            "code",
+            f"```{lang}\n{good}{c} {salt}\n```\n",
+            tests + (f"\n{c} item {i}\n" if distinct else ""),
+            options={**OPTIONS, "language": lang, **CASE_TIMEOUT},
+            timeout_s=120 - i / 2,
+        )
+        for i in range(g)
+    ]
     before = svc.toolchains.stats["compiles"]
     t0 = time.perf_counter()
     verdicts = svc.verify_batch(reqs)
@@ -95,8 +102,10 @@ def apart_vs_shared(svc, lang: str, g: int, rounds: int) -> None:
         wall = statistics.median(w for _, w, _ in rs)
         print(f"{lang:10} {name:7} wall {wall:6.2f} s for {g} (median, {wall / g * 1000:.0f} ms each)  rewards "
               f"{sum(sum(x) for _, _, x in rs):g}/{g * len(rs)}")  # fmt: skip
-    print(f"{lang:10} apart / shared wall: median {statistics.median(ratios):.2f}x (spread {min(ratios):.2f}-"
-          f"{max(ratios):.2f}); load {', '.join(f'{x:.1f}' for x in loads)}")  # fmt: skip
+    print(
+        f"{lang:10} apart / shared wall: median {statistics.median(ratios):.2f}x (spread {min(ratios):.2f}-"
+        f"{max(ratios):.2f}); load {', '.join(f'{x:.1f}' for x in loads)}"
+    )
 
 
 def main() -> None:

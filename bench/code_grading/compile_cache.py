@@ -68,8 +68,15 @@ def phases(svc, lang: str, mode: str) -> dict:
     cases_s = sum(d["elapsed"] for d in lines if "case" in d)
     ok = sum(1 for d in lines if "case" in d and d["status"] == "ok")
     box = sum(walls)
-    return {"wall": wall, "jobs": len(walls), "sandbox": box, "compile": compile_s, "cases": cases_s,
-            "ours": wall - compile_s - cases_s, "ok": ok}  # fmt: skip
+    return {
+        "wall": wall,
+        "jobs": len(walls),
+        "sandbox": box,
+        "compile": compile_s,
+        "cases": cases_s,
+        "ours": wall - compile_s - cases_s,
+        "ok": ok,
+    }
 
 
 def batch(svc, lang: str, width: int, on: bool) -> dict:
@@ -122,8 +129,10 @@ def run(svc, langs: list[str], rounds: int, width: int) -> list[str]:
             )
             print(out[-1], flush=True)
     out.append("batch: 8 completions (4 alike + 4 distinct) then the first again; medians; compiles per round")
-    out.append(f"{'lang':<14}{'cache':<6}{'compiles':>9}{'batch s':>9}{'repeat':>8}{'compiles':>9}{'repeat s':>9}"
-               f"{'ok':>6}{'batch off/on':>13}{'repeat off/on':>14}{'load':>6}")  # fmt: skip
+    out.append(
+        f"{'lang':<14}{'cache':<6}{'compiles':>9}{'batch s':>9}{'repeat':>8}{'compiles':>9}{'repeat s':>9}"
+        f"{'ok':>6}{'batch off/on':>13}{'repeat off/on':>14}{'load':>6}"
+    )
     print(*out[-2:], sep="\n", flush=True)
     for lang in langs:
         res: dict[bool, list[dict]] = {False: [], True: []}

@@ -50,8 +50,12 @@ def fork_by_size() -> None:
     from sandbox.image.python import image_tag
 
     print(f"fork + exit by the parent's size, in the sandbox image (load {os.getloadavg()[0]:.2f}):", flush=True)
-    out = subprocess.run(["docker", "run", "--rm", "--network", "none", image_tag(), "python3", "-c", FORK_PROBE],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", image_tag(), "python3", "-c", FORK_PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     print(out.stdout, end="", flush=True)
 
 

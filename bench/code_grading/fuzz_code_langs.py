@@ -29,9 +29,16 @@ def _langs(client, n: int, seed: int) -> list[str]:
         except VerifierError:
             refused += 1
     t_default = time.monotonic() - t0
-    items = [{"verifier": "code", "completion": f"```{m.lang}\n{m.program}```\n", "reference": m.tests,
-              "options": {**base, "language": m.lang, "allow_shared_program": "true"}, "timeout_s": 120.0}
-             for m in muts]  # fmt: skip
+    items = [
+        {
+            "verifier": "code",
+            "completion": f"```{m.lang}\n{m.program}```\n",
+            "reference": m.tests,
+            "options": {**base, "language": m.lang, "allow_shared_program": "true"},
+            "timeout_s": 120.0,
+        }
+        for m in muts
+    ]
     t0 = time.monotonic()
     got = []
     for i in range(0, len(items), 50):
@@ -76,8 +83,15 @@ def _shapes(client, seed: int) -> list[str]:
                 if broken:
                     op = rng.choice(sorted(BREAKING))
                     program += BREAKING[op](s.entry, rng)[1]
-                items.append({"verifier": "code", "completion": f"```python\n{program}```", "reference": tests,
-                              "options": dict(s.options), "timeout_s": 10.0})  # fmt: skip
+                items.append(
+                    {
+                        "verifier": "code",
+                        "completion": f"```python\n{program}```",
+                        "reference": tests,
+                        "options": dict(s.options),
+                        "timeout_s": 10.0,
+                    }
+                )
                 want.append((s.id, shape, op, nothing))
     t0 = time.monotonic()
     got = []

@@ -53,8 +53,16 @@ def program(p: dict, body: str, tag: str = "") -> str:
 
 
 def service_items(problems: list[dict], bodies: list[str], tag: str = "") -> list[dict]:
-    return [{"verifier": "code", "completion": program(p, b, tag), "reference": p["test"],
-             "options": {"entry_point": p["entry_point"], "prelude": p["prompt"]}, "timeout_s": 10} for p, b in zip(problems, bodies, strict=True)]  # fmt: skip
+    return [
+        {
+            "verifier": "code",
+            "completion": program(p, b, tag),
+            "reference": p["test"],
+            "options": {"entry_point": p["entry_point"], "prelude": p["prompt"]},
+            "timeout_s": 10,
+        }
+        for p, b in zip(problems, bodies, strict=True)
+    ]
 
 
 def floor_items(n: int, tag: str) -> dict[str, list[dict]]:
@@ -99,8 +107,9 @@ def proc_cpu_ms(pid: int) -> float:
 
 def sandbox_ids(server_pid: int) -> list[str]:
     """The full ids of a server's sandbox containers (named ``rlvr-sbx-<server pid>-*``)."""
-    return subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"name=rlvr-sbx-{server_pid}-"],
-                          capture_output=True, text=True).stdout.split()  # fmt: skip
+    return subprocess.run(
+        ["docker", "ps", "-q", "--no-trunc", "--filter", f"name=rlvr-sbx-{server_pid}-"], capture_output=True, text=True
+    ).stdout.split()
 
 
 def container_cpu_ms(cid: str) -> float:
@@ -150,8 +159,10 @@ def main() -> None:
         print(s, flush=True)
         lines.append(s)
 
-    say(f"code bench {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {len(problems)} HumanEval problems, "
-        f"{cores} CPUs, {width} callers, bare = {BARE} ({subprocess.run([BARE, '-V'], capture_output=True, text=True).stdout.strip()})")  # fmt: skip
+    say(
+        f"code bench {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {len(problems)} HumanEval problems, "
+        f"{cores} CPUs, {width} callers, bare = {BARE} ({subprocess.run([BARE, '-V'], capture_output=True, text=True).stdout.strip()})"
+    )
     t0 = time.perf_counter()
     with LocalServer(pool_size=cores) as srv, VerifierClient(srv.target, timeout_s=900) as client:
         say(f"service started in {time.perf_counter() - t0:.1f} s (pool {cores})")
@@ -196,28 +207,38 @@ def main() -> None:
                 f"({bok}/164 pass, CPU {bc:.1f} ms/program)  service {len(problems) / sw:6.1f}/s p50 {pct(sl, 0.5):5.1f} ms p99 {pct(sl, 0.99):6.1f} ms "
                 f"({sok}/164 reward 1, CPU {sc:.1f} ms/program)  service/bare {ratios[-1]:.2f} (CPU {cpu_ratios[-1]:.2f})  "
                 f"[batch {batch_rate:.1f}/s, {batch_ok}/164]")  # fmt: skip
-        say(f"median service/bare {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}, "
+        say(
+            f"median service/bare {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}, "
             f"{len(ratios)} rounds); by CPU per program {statistics.median(cpu_ratios):.2f} (min {min(cpu_ratios):.2f}, "
-            f"max {max(cpu_ratios):.2f}); load {os.getloadavg()[0]:.2f}")  # fmt: skip
+            f"max {max(cpu_ratios):.2f}); load {os.getloadavg()[0]:.2f}"
+        )
         for name, rows in floors.items():
-            say(f"floor {name:10s}: {statistics.median(r[0] for r in rows):6.1f}/s, CPU {statistics.median(r[1] for r in rows):.2f} ms/call "
+            say(
+                f"floor {name:10s}: {statistics.median(r[0] for r in rows):6.1f}/s, CPU {statistics.median(r[1] for r in rows):.2f} ms/call "
                 f"(rounds {', '.join(f'{r[1]:.2f}' for r in rows)}); bare's CPU per program / this: {statistics.median(r[2] for r in rows):.2f} "
-                f"(the most service/bare could reach if a program cost {'nothing but the job' if name == 'no work' else 'nothing but the call'})")  # fmt: skip
+                f"(the most service/bare could reach if a program cost {'nothing but the job' if name == 'no work' else 'nothing but the call'})"
+            )
         for name, body in STUBS.items():
             res = client.verify_batch(service_items(problems, [body] * len(problems)))
-            say(f"body → {name:26s}: reward 0 for {sum(x.reward == 0.0 for x in res)}/164; "
-                f"outcomes {dict(Counter(str(x.outcome) for x in res))}")  # fmt: skip
+            say(
+                f"body → {name:26s}: reward 0 for {sum(x.reward == 0.0 for x in res)}/164; "
+                f"outcomes {dict(Counter(str(x.outcome) for x in res))}"
+            )
         for name, body in HACKS.items():
             res = client.verify_batch(service_items(problems, [body] * len(problems)))
-            say(f"hack {name:18s}: reward 0 for {sum(x.reward == 0.0 for x in res)}/164; "
-                f"outcomes {dict(Counter(str(x.outcome) for x in res))}")  # fmt: skip
+            say(
+                f"hack {name:18s}: reward 0 for {sum(x.reward == 0.0 for x in res)}/164; "
+                f"outcomes {dict(Counter(str(x.outcome) for x in res))}"
+            )
         mixed = mixed_batch(problems)
         t0 = time.perf_counter()
         res = client.verify_batch(mixed)
         wall = time.perf_counter() - t0
         in_order = all(x.id == m["id"] for x, m in zip(res, mixed, strict=True))
-        say(f"mixed batch: {len(mixed)} items in {wall:.1f} s, in order: {in_order}, "
-            f"cache hit rate {sum(x.cached for x in res) / len(res):.1%}, outcomes {dict(Counter(str(x.outcome) for x in res))}")  # fmt: skip
+        say(
+            f"mixed batch: {len(mixed)} items in {wall:.1f} s, in order: {in_order}, "
+            f"cache hit rate {sum(x.cached for x in res) / len(res):.1%}, outcomes {dict(Counter(str(x.outcome) for x in res))}"
+        )
     if args.langs:  # the per-language table (stdio mode, toolchain pool) vs a bare host compile-and-run
         from bench import code_langs
 
@@ -235,8 +256,13 @@ def mixed_batch(problems: list[dict]) -> list[dict]:
         kind = i % 5
         if kind == 0:
             n = (i // 5) % 40  # repeats: 40 distinct math items
-            items.append({"verifier": "math", "completion": f"<think>t</think>\\boxed{{\\frac{{{n}}}{{3}}}}",
-                          "reference": f"{n}/3"})  # fmt: skip
+            items.append(
+                {
+                    "verifier": "math",
+                    "completion": f"<think>t</think>\\boxed{{\\frac{{{n}}}{{3}}}}",
+                    "reference": f"{n}/3",
+                }
+            )
         elif kind == 1:
             p = problems[(i // 5) % 60]
             items.append(service_items([p], [p["canonical_solution"]])[0])

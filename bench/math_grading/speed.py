@@ -73,9 +73,16 @@ def completion(answer: str, round_no: int) -> str:
 def mix_items(round_no: int, tag: int) -> list[dict]:
     """The mix as bench items (round ``round_no``'s draw, ``tag`` after the answer): the request, Math-Verify's
     two texts, no expected value."""
-    return [{"cat": cat, "req": {"verifier": "math", "completion": completion(a, tag), "reference": g},
-             "mv": (f"${g}$", completion(a, tag)), "expected": None, "row": f"{cat} {g!r} {a!r}"}
-            for cat, g, a in pairs(seed=round_no)]  # fmt: skip
+    return [
+        {
+            "cat": cat,
+            "req": {"verifier": "math", "completion": completion(a, tag), "reference": g},
+            "mv": (f"${g}$", completion(a, tag)),
+            "expected": None,
+            "row": f"{cat} {g!r} {a!r}",
+        }
+        for cat, g, a in pairs(seed=round_no)
+    ]
 
 
 def suite_items(round_no: int, tag: int) -> list[dict]:
@@ -89,11 +96,22 @@ def suite_items(round_no: int, tag: int) -> list[dict]:
     for c in sorted(rows, key=lambda c: c["nondefault"]):
         first.setdefault((c["gold"], c["pred"]), c)
     cases = [c for c in rows if first[c["gold"], c["pred"]] is c]
-    return [{"cat": c["file"], "req": {"verifier": "math", "completion": c["pred"], "reference": c["gold"],
-                                       "options": {"fallback": "full"}, "timeout_s": timeout_s},
-             "mv": (c["gold"], c["pred"]), "expected": c["expected"],
-             "row": f"mv_suite.tsv:{c['line']} {c['test']} gold={c['gold'][:50]!r} pred={c['pred'][:50]!r}"}
-            for c in cases]  # fmt: skip
+    return [
+        {
+            "cat": c["file"],
+            "req": {
+                "verifier": "math",
+                "completion": c["pred"],
+                "reference": c["gold"],
+                "options": {"fallback": "full"},
+                "timeout_s": timeout_s,
+            },
+            "mv": (c["gold"], c["pred"]),
+            "expected": c["expected"],
+            "row": f"mv_suite.tsv:{c['line']} {c['test']} gold={c['gold'][:50]!r} pred={c['pred'][:50]!r}",
+        }
+        for c in cases
+    ]
 
 
 SUITES = {"mv": suite_items, "mix": mix_items}
@@ -179,9 +197,19 @@ def phases(say, jobs_of: int = 32) -> None:
     t = time.perf_counter()
     exts = [extract(it["req"]["completion"], "full") for it in items]
     host_s = time.perf_counter() - t
-    payloads = [{"gold": it["req"]["reference"], "preds": e.answers, "mode": "full" if e.source == "full" else
-                 "answer", "rel_tol": None, "together": e.together, "timeout": 10, "left": 600}
-                for it, e in zip(items, exts, strict=True) if e is not None]  # fmt: skip
+    payloads = [
+        {
+            "gold": it["req"]["reference"],
+            "preds": e.answers,
+            "mode": "full" if e.source == "full" else "answer",
+            "rel_tol": None,
+            "together": e.together,
+            "timeout": 10,
+            "left": 600,
+        }
+        for it, e in zip(items, exts, strict=True)
+        if e is not None
+    ]
 
     def job(ps: list[dict]) -> float:
         r = pool.run(Job(code=JOB_CODE, stdin=json.dumps({"items": ps}), timeout_s=300, limits=Limits(memory_mb=1024)))
@@ -224,8 +252,11 @@ def main() -> None:
     ap.add_argument("--pool-size", type=int, default=2)
     ap.add_argument("--phases", action="store_true", help="also time one batch's phases (suite mv, a pool of 1)")
     ap.add_argument("--out", type=Path, default=None, help="append the run (with its command) to this file")
-    ap.add_argument("--first-sight", action="store_true",
-                    help="also time Math-Verify with its parser's DFA reset to our workers' warm-up each round")  # fmt: skip
+    ap.add_argument(
+        "--first-sight",
+        action="store_true",
+        help="also time Math-Verify with its parser's DFA reset to our workers' warm-up each round",
+    )
     args = ap.parse_args()
     from verifiers.client import VerifierClient
     from verifiers.launch import LocalServer
@@ -241,8 +272,10 @@ def main() -> None:
         f"# .venv/bin/python -m bench.math_grading.speed {' '.join(sys.argv[1:])}   ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
     )
     first = make(0, 0)
-    say(f"math bench, suite {args.suite}: {len(first)} pairs ({', '.join(sorted({it['cat'] for it in first}))}), "
-        f"pool {args.pool_size}, {os.cpu_count()} CPUs, {args.rounds} rounds alternating")  # fmt: skip
+    say(
+        f"math bench, suite {args.suite}: {len(first)} pairs ({', '.join(sorted({it['cat'] for it in first}))}), "
+        f"pool {args.pool_size}, {os.cpu_count()} CPUs, {args.rounds} rounds alternating"
+    )
     t0 = time.perf_counter()
     with LocalServer(pool_size=args.pool_size) as srv, VerifierClient(srv.target, timeout_s=600) as client:
         say(f"service start-up (server + {args.pool_size} warm containers): {time.perf_counter() - t0:.1f} s")
@@ -271,8 +304,10 @@ def main() -> None:
             say(f"round {r}: load {load:.2f}  Math-Verify {rates['mv'][-1]:7.1f}/s  ours {rates['batch'][-1]:7.1f}/s  "
                 f"ratio {ratios[-1]:.2f}x  ours/32 Verify calls {rates['conc'][-1]:7.1f}/s ({conc_ratios[-1]:.2f}x)  "
                 f"ours correct {sum(our_v)}/{len(items)}  MV correct {sum(mv_v)}/{len(items)}{first}")  # fmt: skip
-    say(f"Math-Verify in-process: median {statistics.median(rates['mv']):.1f} pairs/s, "
-        f"p50 {1000 * pct(lat['mv'], 0.5):.1f} ms, p99 {1000 * pct(lat['mv'], 0.99):.1f} ms")  # fmt: skip
+    say(
+        f"Math-Verify in-process: median {statistics.median(rates['mv']):.1f} pairs/s, "
+        f"p50 {1000 * pct(lat['mv'], 0.5):.1f} ms, p99 {1000 * pct(lat['mv'], 0.99):.1f} ms"
+    )
     say(f"ours (service):         median {statistics.median(rates['batch']):.1f} pairs/s, "
         f"p50 {1000 * pct(lat['batch'], 0.5):.1f} ms, p99 {1000 * pct(lat['batch'], 0.99):.1f} ms (in-batch, incl. queueing)")  # fmt: skip
     say(f"ratio ours (VerifyBatch)/MV: {spread(ratios)}")
@@ -280,8 +315,10 @@ def main() -> None:
         f"ratio ours (32 concurrent Verify)/MV: {spread(conc_ratios)}; concurrent verdicts equal to the batch's: {same_conc}"
     )
     if args.first_sight:
-        say(f"ratio ours (VerifyBatch)/Math-Verify at first sight (DFA reset + our warm-up shapes each round): "
-            f"{spread(fresh_ratios)}; its verdicts equal to Math-Verify's: {same_fresh}")  # fmt: skip
+        say(
+            f"ratio ours (VerifyBatch)/Math-Verify at first sight (DFA reset + our warm-up shapes each round): "
+            f"{spread(fresh_ratios)}; its verdicts equal to Math-Verify's: {same_fresh}"
+        )
     agreement(items, our_v, mv_v, say)
     if args.phases:
         phases(say)

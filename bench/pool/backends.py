@@ -63,8 +63,10 @@ def main() -> None:
             for name in order:
                 r = sbx.one_round(paths[name], progs, args.parallel)
                 results[name].append(r)
-                say(f"{rnd + 1:>5} {name:>7} {r['per_s']:8.2f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f}"
-                    f" {r['passed']:>4}/{r['n']:<3} {r['load1']:6.2f}")  # fmt: skip
+                say(
+                    f"{rnd + 1:>5} {name:>7} {r['per_s']:8.2f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f}"
+                    f" {r['passed']:>4}/{r['n']:<3} {r['load1']:6.2f}"
+                )
     finally:
         for pool in pools.values():
             pool.close()
@@ -73,8 +75,10 @@ def main() -> None:
     bare = [r["per_s"] for r in results["bare"]]
     for name, rs in results.items():
         ratio = statistics.median(r["per_s"] / b for r, b in zip(rs, bare, strict=True))
-        say(f"{name:>7} {statistics.median(r['per_s'] for r in rs):14.2f} {statistics.median(r['p50_ms'] for r in rs):8.1f}"
-            f" {statistics.median(r['p99_ms'] for r in rs):8.1f} {ratio:7.2f}x {' '.join(str(r['passed']) for r in rs):>20}")  # fmt: skip
+        say(
+            f"{name:>7} {statistics.median(r['per_s'] for r in rs):14.2f} {statistics.median(r['p50_ms'] for r in rs):8.1f}"
+            f" {statistics.median(r['p99_ms'] for r in rs):8.1f} {ratio:7.2f}x {' '.join(str(r['passed']) for r in rs):>20}"
+        )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text("\n".join(lines) + "\n")

@@ -115,8 +115,12 @@ def main() -> None:
     p.add_argument("--pool", type=int, default=2)
     p.add_argument("--refill-s", type=float, default=1.5)
     p.add_argument("--backend", default="docker", help="the service's sandbox backend (docker, podman, bwrap)")
-    p.add_argument("--cgroup-parent", default="/", help="the service's --cgroup-parent (docker; '' for Docker's"
-                   " own /docker group, which competes for CPU as one task against the host's: docs/sandbox.md)")  # fmt: skip
+    p.add_argument(
+        "--cgroup-parent",
+        default="/",
+        help="the service's --cgroup-parent (docker; '' for Docker's"
+        " own /docker group, which competes for CPU as one task against the host's: docs/sandbox.md)",
+    )
     a = p.parse_args()
     runs: list[dict[str, dict[str, list[float]]]] = []
     with (
@@ -132,8 +136,11 @@ def main() -> None:
         ours(c, 2, 4, a.refill_s)  # warm the client's channel and the server's code paths
         for i in range(a.rounds):
             load = os.getloadavg()[0]
-            rnd = {"ours": ours(c, a.opens, a.cells, a.refill_s), "jupyter": jupyter(max(2, a.opens // 3), a.cells),
-                   "python -c": fresh_python(a.cells)}  # fmt: skip
+            rnd = {
+                "ours": ours(c, a.opens, a.cells, a.refill_s),
+                "jupyter": jupyter(max(2, a.opens // 3), a.cells),
+                "python -c": fresh_python(a.cells),
+            }
             runs.append(rnd)
             print(f"round {i + 1} (load {load:.2f})")
             for who, steps in rnd.items():

@@ -31,14 +31,33 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS = {
-    "python": ["x = 1", "x + 1", "import subprocess\np = subprocess.Popen(['sleep', '30'])", "print('y' * 100_000)",
-               "while True: pass", "hog = bytearray(900 * 1024 * 1024)", "import os\nos._exit(1)"],
+    "python": [
+        "x = 1",
+        "x + 1",
+        "import subprocess\np = subprocess.Popen(['sleep', '30'])",
+        "print('y' * 100_000)",
+        "while True: pass",
+        "hog = bytearray(900 * 1024 * 1024)",
+        "import os\nos._exit(1)",
+    ],
     "bash": ["echo hi", "sleep 30 &", "cd /tmp && export A=1", "yes | head -c 200000", "while :; do :; done"],
-}  # fmt: skip
+}
 # Docker's containers out of its /docker group, whose one CPU share a shared machine's containers divide (docs/sandbox.md)
 WHERE = {"docker": ["--cgroup-parent", "/"]}
-SERVER_ARGS = ["--max-sessions", "48", "--max-sessions-per-caller", "24", "--session-idle-ttl-s", "3",
-               "--session-timeout-s", "2", "--session-memory-mb", "512", "--output-cap-bytes", "65536"]  # fmt: skip
+SERVER_ARGS = [
+    "--max-sessions",
+    "48",
+    "--max-sessions-per-caller",
+    "24",
+    "--session-idle-ttl-s",
+    "3",
+    "--session-timeout-s",
+    "2",
+    "--session-memory-mb",
+    "512",
+    "--output-cap-bytes",
+    "65536",
+]
 
 
 # -- one caller (a child process: ``--caller``) -------------------------------------------------------
@@ -116,8 +135,12 @@ def processes(pids: set[int]) -> list[int]:
 def start_server(backend: str, tmp: str, n: int):
     from verifiers.launch import LocalServer
 
-    return LocalServer(pool_size=1, registry=os.path.join(tmp, "r.sqlite"), log_path=os.path.join(tmp, f"s{n}.log"),
-                       extra_args=[*SERVER_ARGS, "--backend", backend, *WHERE.get(backend, [])]).start()  # fmt: skip
+    return LocalServer(
+        pool_size=1,
+        registry=os.path.join(tmp, "r.sqlite"),
+        log_path=os.path.join(tmp, f"s{n}.log"),
+        extra_args=[*SERVER_ARGS, "--backend", backend, *WHERE.get(backend, [])],
+    ).start()
 
 
 def spawn_caller(target: str, out: str, seed: int) -> subprocess.Popen:
@@ -171,8 +194,11 @@ def rounds(a, tmp: str, pids: set[int], rng: random.Random) -> dict[str, int]:
             kill(p)
         killed["callers"] += len(callers)
         opened, load = tally(tmp).get("open", 0), os.getloadavg()[0]
-        print(f"round {n}: {opened} sessions opened so far; {alive} containers and processes of the run counted"
-              f" before its kill -9; load {load:.1f}", flush=True)  # fmt: skip
+        print(
+            f"round {n}: {opened} sessions opened so far; {alive} containers and processes of the run counted"
+            f" before its kill -9; load {load:.1f}",
+            flush=True,
+        )
     return killed
 
 
@@ -204,12 +230,25 @@ def main() -> None:
         counts = tally(tmp)
     left_c, left_p = containers(a.backend, pids), processes(pids)
     cells = sum(v for k, v in counts.items() if k.startswith("exec"))
-    print(json.dumps({"backend": a.backend, "sessions_opened": counts.get("open", 0), "closed": counts.get("close", 0),
-                      "abandoned": counts.get("abandon", 0), "cells": cells, "services_killed": killed["services"],
-                      "callers_killed": killed["callers"], "sandboxes_left": len(left_c), "processes_left": len(left_p),
-                      "seconds": round(time.monotonic() - t0), "load_start": round(load0, 1),
-                      "load_end": round(os.getloadavg()[0], 1),
-                      "calls": {k: v for k, v in sorted(counts.items()) if " " in k}}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "backend": a.backend,
+                "sessions_opened": counts.get("open", 0),
+                "closed": counts.get("close", 0),
+                "abandoned": counts.get("abandon", 0),
+                "cells": cells,
+                "services_killed": killed["services"],
+                "callers_killed": killed["callers"],
+                "sandboxes_left": len(left_c),
+                "processes_left": len(left_p),
+                "seconds": round(time.monotonic() - t0),
+                "load_start": round(load0, 1),
+                "load_end": round(os.getloadavg()[0], 1),
+                "calls": {k: v for k, v in sorted(counts.items()) if " " in k},
+            }
+        )
+    )
     if left_c or left_p:
         print(f"LEFT: containers {left_c}, processes {left_p}")
         sys.exit(1)

@@ -189,8 +189,10 @@ def main() -> None:
                 if name == "docker":
                     settle(args.settle_s)
                 results[name].append(r)
-                say(f"{rnd:>5} {name:>6} {r['per_s']:8.2f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f}"
-                    f" {r['passed']:>4}/{r['n']:<3} {r['load1']:6.2f}")  # fmt: skip
+                say(
+                    f"{rnd:>5} {name:>6} {r['per_s']:8.2f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f}"
+                    f" {r['passed']:>4}/{r['n']:<3} {r['load1']:6.2f}"
+                )
         mem = container_memory(pool.container_names())
         stats = pool.stats()
     finally:
@@ -198,9 +200,11 @@ def main() -> None:
     say()
     say(f"{'path':>6} {'median exec/s':>14} {'median p50 ms':>14} {'median p99 ms':>14} {'passed (every round)':>21}")
     for name, rs in results.items():
-        say(f"{name:>6} {statistics.median(r['per_s'] for r in rs):14.2f}"
+        say(
+            f"{name:>6} {statistics.median(r['per_s'] for r in rs):14.2f}"
             f" {statistics.median(r['p50_ms'] for r in rs):14.1f} {statistics.median(r['p99_ms'] for r in rs):14.1f}"
-            f" {' '.join(str(r['passed']) for r in rs):>21}")  # fmt: skip
+            f" {' '.join(str(r['passed']) for r in rs):>21}"
+        )
     say()
     for base in ("docker", "bare"):
         ratios = [a["per_s"] / b["per_s"] for a, b in zip(results["pool"], results[base], strict=True)]
@@ -209,8 +213,10 @@ def main() -> None:
     say()
     say(f"pool start-up: {pool.startup_s:.2f} s; containers replaced during the run: {stats['replaced']}")
     for name, (cg, rss) in mem.items():
-        say(f"steady-state memory of {name}: {cg / 2**20:.1f} MiB in its cgroup (RSS + page cache),"
-            f" worker RSS {rss / 2**20:.1f} MiB")  # fmt: skip
+        say(
+            f"steady-state memory of {name}: {cg / 2**20:.1f} MiB in its cgroup (RSS + page cache),"
+            f" worker RSS {rss / 2**20:.1f} MiB"
+        )
     all_pass = all(r["passed"] == r["n"] for rs in results.values() for r in rs)
     say(f"all paths passed every program in every round: {all_pass}")
     say(f"# total bench time {time.perf_counter() - t0:.0f} s")

@@ -55,8 +55,13 @@ print(json.dumps({"rootfs_s": t1 - t0, "import_s": t2 - t1, "image_bytes": int(s
 def build_once(checkout: Path, cache: Path, label: str) -> dict:
     tag = f"rlvr-bench-langs:{label}-{os.getpid()}"
     load = os.getloadavg()[0]
-    r = subprocess.run([sys.executable, "-c", BUILD, str(cache), tag], cwd=checkout, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(checkout)})  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", BUILD, str(cache), tag],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+    )
     if r.returncode != 0:
         raise SystemExit(f"{label} build failed: {r.stderr[-2000:]}")
     return {"recipe": label, "load": load, **json.loads(r.stdout.strip().splitlines()[-1])}
@@ -72,9 +77,11 @@ def summary(rows: list[dict]) -> None:
             v = [f(r) for r in rs]
             return f"{statistics.median(v):7.1f} ({min(v):.0f}-{max(v):.0f})"
 
-        print(f"{label:<8}{col(lambda r: r['rootfs_s']):>18}{col(lambda r: r['import_s']):>16}"
-              f"{col(lambda r: r['rootfs_s'] + r['import_s']):>18}{statistics.median(r['image_bytes'] for r in rs) / 1e6:>10.0f}"
-              f"{statistics.median(r['rootfs_bytes'] for r in rs) / 1e6:>11.0f}{statistics.median(r['load'] for r in rs):>6.1f}")  # fmt: skip
+        print(
+            f"{label:<8}{col(lambda r: r['rootfs_s']):>18}{col(lambda r: r['import_s']):>16}"
+            f"{col(lambda r: r['rootfs_s'] + r['import_s']):>18}{statistics.median(r['image_bytes'] for r in rs) / 1e6:>10.0f}"
+            f"{statistics.median(r['rootfs_bytes'] for r in rs) / 1e6:>11.0f}{statistics.median(r['load'] for r in rs):>6.1f}"
+        )
     pairs = zip([r for r in rows if r["recipe"] == "before"], [r for r in rows if r["recipe"] == "after"], strict=False)
     ratios = [(a["rootfs_s"] + a["import_s"]) / (b["rootfs_s"] + b["import_s"]) for a, b in pairs]
     print(f"build time before/after per round: {', '.join(f'{x:.2f}' for x in ratios)}")

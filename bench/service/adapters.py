@@ -88,13 +88,25 @@ class Variants:
         self.metrics: list = []
 
     def trl_kwargs(self, comps: list[str], refs: list[str]) -> dict:
-        return dict(prompts=[PROMPT] * N, completions=comps, answer=refs, completion_ids=[[0]] * N,
-                    trainer_state=None, log_extra=lambda c, v: None, log_metric=lambda n, v: self.metrics.append(v))  # fmt: skip
+        return dict(
+            prompts=[PROMPT] * N,
+            completions=comps,
+            answer=refs,
+            completion_ids=[[0]] * N,
+            trainer_state=None,
+            log_extra=lambda c, v: None,
+            log_metric=lambda n, v: self.metrics.append(v),
+        )
 
     def verl_kwargs(self, comps: list[str], refs: list[str]) -> dict:
-        return dict(data_sources=np.array([SOURCE[self.workload]] * N, dtype=object), solution_strs=comps,
-                    ground_truths=refs, extra_infos=np.array([{"rollout_reward_scores": {}} for _ in range(N)]),
-                    routes=self.routes, target=self.target)  # fmt: skip
+        return dict(
+            data_sources=np.array([SOURCE[self.workload]] * N, dtype=object),
+            solution_strs=comps,
+            ground_truths=refs,
+            extra_infos=np.array([{"rollout_reward_scores": {}} for _ in range(N)]),
+            routes=self.routes,
+            target=self.target,
+        )
 
     # each returns the rewards, so agreement can be checked on a common batch
     def client_batch(self, comps, refs):
@@ -121,14 +133,23 @@ class Variants:
 
     def verl_single(self, comps, refs):
         src = SOURCE[self.workload]
-        return [compute_score(data_source=src, solution_str=c, ground_truth=r, extra_info={}, routes=self.routes,
-                              target=self.target)["score"] for c, r in zip(comps, refs, strict=True)]  # fmt: skip
+        return [
+            compute_score(
+                data_source=src, solution_str=c, ground_truth=r, extra_info={}, routes=self.routes, target=self.target
+            )["score"]
+            for c, r in zip(comps, refs, strict=True)
+        ]
 
 
 BATCH = ["client_batch", "trl_call", "verl_batch", "client_on_loop", "trl_async_call"]
 # (variant, its baseline): the async one is compared with the plain client awaited on the same event loop
-PAIRS = [("trl_call", "client_batch"), ("verl_batch", "client_batch"), ("trl_async_call", "client_on_loop"),
-         ("trl_async_call", "client_batch"), ("verl_single", "client_single")]  # fmt: skip
+PAIRS = [
+    ("trl_call", "client_batch"),
+    ("verl_batch", "client_batch"),
+    ("trl_async_call", "client_on_loop"),
+    ("trl_async_call", "client_batch"),
+    ("verl_single", "client_single"),
+]
 SINGLE = ["client_single", "verl_single"]
 
 
@@ -182,8 +203,10 @@ def report(times: Times, loads: list[float]) -> None:
     for (name, base), (label, i) in itertools.product(PAIRS, (("wall", 0), ("client CPU", 1))):
         if name not in times:
             continue
-        ratios = [statistics.median(x[i] for x in a) / statistics.median(x[i] for x in b)
-                  for a, b in zip(times[name], times[base], strict=True)]  # fmt: skip
+        ratios = [
+            statistics.median(x[i] for x in a) / statistics.median(x[i] for x in b)
+            for a, b in zip(times[name], times[base], strict=True)
+        ]
         med = statistics.median(ratios)
         print(f"  {name} / {base} ({label}): median {med:.3f}x (overhead {100 * (med - 1):+.1f}%; "
               f"per round min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
@@ -227,8 +250,14 @@ def startup() -> None:
     def imp(mod: str) -> float:
         code = f"import time; t = time.perf_counter(); import {mod}; print(time.perf_counter() - t)"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        runs = [float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                                     text=True, check=True).stdout) for _ in range(3)]  # fmt: skip
+        runs = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+                ).stdout
+            )
+            for _ in range(3)
+        ]
         return statistics.median(runs)
 
     base = imp("verifiers.client")

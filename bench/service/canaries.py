@@ -39,11 +39,13 @@ def main() -> int:
     a = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     canaries = load_canaries()
-    parts = [f"Canary report (bench/service/canaries.py), commit {commit.stdout.strip()}, "
-             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {len(canaries)} canaries in "
-             f"{len({c.family for c in canaries})} families. Paid = a reward above the canary's control (a plainly "
-             "wrong answer in the same format).\nWall times include queueing on a shared 2-core machine: not a "
-             "figure of any grader's speed.\n\n"]  # fmt: skip
+    parts = [
+        f"Canary report (bench/service/canaries.py), commit {commit.stdout.strip()}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {len(canaries)} canaries in "
+        f"{len({c.family for c in canaries})} families. Paid = a reward above the canary's control (a plainly "
+        "wrong answer in the same format).\nWall times include queueing on a shared 2-core machine: not a "
+        "figure of any grader's speed.\n\n"
+    ]
     with LocalServer(pool_size=2, log_path=os.path.join(ROOT, "var", "tmp", "bench-canaries.log")) as srv:
         parts.append(cli([srv.target], "our gRPC service, default settings (math, code, think_format)"))
         parts.append(cli([srv.target, "--verifier", "r1", "--kinds", "math"], "r1 = 0.9 math + 0.1 think_format"))

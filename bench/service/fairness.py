@@ -37,8 +37,22 @@ CHEAP = {"verifier": "think_format", "completion": "<think>a</think>b"}
 
 def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tuple[subprocess.Popen, str]:
     """A server process from the checkout at ``root`` (HTTP on); (process, its http://host:port)."""
-    args = [sys.executable, "-m", "verifiers.fronts.server", "--port", "0", "--http-port", "0", "--pool-size", str(pool),
-            "--registry", os.path.join(tmp, "r.sqlite"), "--grace-s", "1", *(extra or [])]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "verifiers.fronts.server",
+        "--port",
+        "0",
+        "--http-port",
+        "0",
+        "--pool-size",
+        str(pool),
+        "--registry",
+        os.path.join(tmp, "r.sqlite"),
+        "--grace-s",
+        "1",
+        *(extra or []),
+    ]
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     base = ""
     for line in proc.stdout:
@@ -50,16 +64,21 @@ def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tu
 
 
 C_SLEEP = "#include <unistd.h>\nint main(void) { sleep(%d); return 0; } /* %d */\n"
-C_JOB = {"verifier": "code", "options": {"mode": "stdio", "language": "c"}, "timeout_s": 120,
-         "completion": "```c\n#include <stdio.h>\nint main(void) { int a, b; scanf(\"%d %d\", &a, &b); "
-                       "printf(\"%d\\n\", a + b); return 0; }\n```",
-         "reference": '[{"input": "1 2\\n", "output": "3\\n"}]'}  # fmt: skip
+C_JOB = {
+    "verifier": "code",
+    "options": {"mode": "stdio", "language": "c"},
+    "timeout_s": 120,
+    "completion": '```c\n#include <stdio.h>\nint main(void) { int a, b; scanf("%d %d", &a, &b); '
+    'printf("%d\\n", a + b); return 0; }\n```',
+    "reference": '[{"input": "1 2\\n", "output": "3\\n"}]',
+}
 ASSERT_JOB = {"verifier": "code", "completion": "```python\ndef add(a, b):\n    return a + b\n```",
               "reference": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "options": {"entry_point": "add"}}  # fmt: skip
 
 
-def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, asserts: int = 0, compiled: int = 0
-            ) -> tuple[list[float], ...]:  # fmt: skip
+def b_calls(
+    http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, asserts: int = 0, compiled: int = 0
+) -> tuple[list[float], ...]:
     """Caller B: latencies (s) of sequential cheap, sandboxed, code-assert and C stdio calls (cap_s: timed out)."""
     out_cheap, out_sbx, out_assert, out_c = [], [], [], []
     for _ in range(compiled):
@@ -99,8 +118,12 @@ def b_calls(http: httpx.Client, cheap: int, sandboxed: int, cap_s: float, assert
 def flood(base: str, n: int, sleep_s: float, lang: str = "python") -> ThreadPoolExecutor:
     def one(i: int) -> None:
         if lang == "c":
-            body = {"code": C_SLEEP % (round(sleep_s), i), "language": "c", "compile_timeout": 60,
-                    "run_timeout": sleep_s + 5}  # fmt: skip
+            body = {
+                "code": C_SLEEP % (round(sleep_s), i),
+                "language": "c",
+                "compile_timeout": 60,
+                "run_timeout": sleep_s + 5,
+            }
         else:
             body = {"code": f"import time\ntime.sleep({sleep_s})", "language": "python", "run_timeout": sleep_s + 5}
         with httpx.Client(base_url=base, timeout=None) as c:
@@ -153,8 +176,12 @@ def pct(xs: list[float], q: float) -> float:
 
 def report(name: str, rounds: list[dict]) -> None:
     print(f"== {name}: {len(rounds)} rounds")
-    kinds = ("cheap think_format /v1/verify", "sandboxed /run_code print", "code assert job /v1/verify",
-             "code C stdio job /v1/verify")  # fmt: skip
+    kinds = (
+        "cheap think_format /v1/verify",
+        "sandboxed /run_code print",
+        "code assert job /v1/verify",
+        "code C stdio job /v1/verify",
+    )
     for i, kind in enumerate(kinds):
         if not rounds[0]["quiet"][i]:
             continue
@@ -184,9 +211,11 @@ def main() -> None:
     p.add_argument("--old-root", default="")
     p.add_argument("--old-rounds", type=int, default=0, help="rounds on --old-root (default: --rounds)")
     a = p.parse_args()
-    print(f"flood: {a.flood} x /run_code {a.flood_lang} sleeping {a.sleep_s:g} s from one caller; pool {a.pool} "
-          f"(toolchain pool {a.pool}); B: {a.cheap} cheap + {a.sandboxed} sandboxed + {a.asserts} code-assert + "
-          f"{a.compiled} C stdio sequential calls; cap {a.cap_s:g} s")  # fmt: skip
+    print(
+        f"flood: {a.flood} x /run_code {a.flood_lang} sleeping {a.sleep_s:g} s from one caller; pool {a.pool} "
+        f"(toolchain pool {a.pool}); B: {a.cheap} cheap + {a.sandboxed} sandboxed + {a.asserts} code-assert + "
+        f"{a.compiled} C stdio sequential calls; cap {a.cap_s:g} s"
+    )
     ours = [one_round(ROOT, a) for _ in range(a.rounds)]
     report(f"this checkout ({ROOT})", ours)
     if a.old_root:

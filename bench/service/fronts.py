@@ -178,14 +178,18 @@ def bench_run_code(client, http, pool, calls: int, rounds: int, log) -> None:
             f"  ({BATCH / statistics.median(ts):6.1f} programs/s; client CPU {statistics.median(cpu[m]) * 1e3 / BATCH:.2f}"
             " ms/program)")  # fmt: skip
     extra = (statistics.median(per_call["run_code"]) - statistics.median(per_call["gRPC"])) / BATCH * 1e3
-    log(f"run_code overhead per program vs gRPC: median {(statistics.median(ratios) - 1) * 100:+.1f}% ({extra:+.2f} ms)"
-        f" (per-round ratio min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+    log(
+        f"run_code overhead per program vs gRPC: median {(statistics.median(ratios) - 1) * 100:+.1f}% ({extra:+.2f} ms)"
+        f" (per-round ratio min {min(ratios):.3f}, max {max(ratios):.3f})"
+    )
     log(
         f"run_code overhead per program vs one gRPC Verify per program (same concurrency): median"
         f" {(statistics.median(each) - 1) * 100:+.1f}% (per-round ratio min {min(each):.3f}, max {max(each):.3f})"
     )
-    log(f"run_code results equal to gRPC's on the same programs: {agree}/{rounds * calls * len(methods)} calls"
-        f" ({sum(expect)}/{BATCH} programs right)")  # fmt: skip
+    log(
+        f"run_code results equal to gRPC's on the same programs: {agree}/{rounds * calls * len(methods)} calls"
+        f" ({sum(expect)}/{BATCH} programs right)"
+    )
 
 
 def timed(fn, *args) -> tuple[float, list[float]]:
@@ -257,8 +261,10 @@ def main() -> None:
 
     t0 = time.perf_counter()
     with LocalServer(pool_size=2, extra_args=["--http-port", "0"]) as srv:
-        log(f"http bench: batch {BATCH}, pool 2, {os.cpu_count()} CPUs, {args.rounds} rounds alternating gRPC, HTTP"
-            f" /v1/verify_batch, OpenRLHF /get_reward; one server process (start-up {time.perf_counter() - t0:.1f} s)")  # fmt: skip
+        log(
+            f"http bench: batch {BATCH}, pool 2, {os.cpu_count()} CPUs, {args.rounds} rounds alternating gRPC, HTTP"
+            f" /v1/verify_batch, OpenRLHF /get_reward; one server process (start-up {time.perf_counter() - t0:.1f} s)"
+        )
         with (
             VerifierClient(srv.target, timeout_s=300) as client,
             httpx.Client(base_url=http_base(srv), timeout=300) as http,

@@ -127,8 +127,12 @@ def build_calls(count: int, seed: int) -> list[Call]:
         r = rnd.random()
         if r < 0.01:
             bad = rnd.random() < 0.5
-            req = pb.VerifyRequest(verifier="no-such-verifier" if bad else "math", completion="\\boxed{1}",
-                                   reference="1", timeout_s=0.0 if bad else -1.0)  # fmt: skip
+            req = pb.VerifyRequest(
+                verifier="no-such-verifier" if bad else "math",
+                completion="\\boxed{1}",
+                reference="1",
+                timeout_s=0.0 if bad else -1.0,
+            )
             code = grpc.StatusCode.NOT_FOUND if bad else grpc.StatusCode.INVALID_ARGUMENT
             calls.append(Call("deliberate", [(req, "")], code, sandbox=False))
         elif r < 0.16:
@@ -172,8 +176,9 @@ def do_call(stub, call: Call) -> Outcome:
     items = len(call.items)
     try:
         if call.kind.startswith("batch"):
-            reply, rpc = stub.VerifyBatch.with_call(pb.VerifyBatchRequest(items=[r for r, _ in call.items]),
-                                                    timeout=DEADLINE_S)  # fmt: skip
+            reply, rpc = stub.VerifyBatch.with_call(
+                pb.VerifyBatchRequest(items=[r for r, _ in call.items]), timeout=DEADLINE_S
+            )
             got = reply.results
         else:
             reply, rpc = stub.Verify.with_call(call.items[0][0], timeout=DEADLINE_S)
@@ -224,8 +229,10 @@ def fill_cache(target: str, n: int, say) -> None:
     with grpc.insecure_channel(target) as ch:
         stub = pb_grpc.VerifierServiceStub(ch)
         for start in range(0, n, 4096):
-            items = [pb.VerifyRequest(verifier="think_format", completion=f"<think>fill {i}</think>{i}")
-                     for i in range(start, min(n, start + 4096))]  # fmt: skip
+            items = [
+                pb.VerifyRequest(verifier="think_format", completion=f"<think>fill {i}</think>{i}")
+                for i in range(start, min(n, start + 4096))
+            ]
             stub.VerifyBatch(pb.VerifyBatchRequest(items=items), timeout=DEADLINE_S)
     say(f"verdict cache filled with {n} think_format items in {time.perf_counter() - t0:.1f} s")
 
@@ -250,8 +257,10 @@ def pct(xs: list[float], q: float) -> float:
 
 def report(name: str, wall: float, outs: list[Outcome], say) -> float:
     n, items = len(outs), sum(o.items for o in outs)
-    say(f"{name}: {n} calls ({items} items) in {wall:.1f} s: {n / wall:.1f} calls/s, {items / wall:.1f} items/s, "
-        f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    say(
+        f"{name}: {n} calls ({items} items) in {wall:.1f} s: {n / wall:.1f} calls/s, {items / wall:.1f} items/s, "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
     by_kind = defaultdict(list)
     for o in outs:
         by_kind[o.kind].append(o.latency_s * 1000)
@@ -267,8 +276,11 @@ def report(name: str, wall: float, outs: list[Outcome], say) -> float:
         if not lat:
             continue
         p99 = pct(lat, 0.99)
-        verdict = ("no goal: they queue for the sandboxes" if sandbox else
-                   f"goal p99 < {GOAL_P99_MS:.0f} ms: {'MET' if p99 < GOAL_P99_MS else 'MISSED'}")  # fmt: skip
+        verdict = (
+            "no goal: they queue for the sandboxes"
+            if sandbox
+            else f"goal p99 < {GOAL_P99_MS:.0f} ms: {'MET' if p99 < GOAL_P99_MS else 'MISSED'}"
+        )
         say(f"  class {'sandbox' if sandbox else 'no-sandbox':<10} {len(lat):>6} calls  p50 {pct(lat, 0.5):8.1f} ms  "
             f"p99 {p99:8.1f} ms  max {max(lat):8.1f} ms  ({verdict})")  # fmt: skip
     report_phases(outs, say)
@@ -287,8 +299,10 @@ def report_phases(outs: list[Outcome], say) -> None:
         rows = [o.phases for o in outs if o.sandbox == sandbox and o.phases is not None]
         if not rows:
             continue
-        cells = [f"{name} {pct([r[i] for r in rows], 0.5):.1f}/{pct([r[i] for r in rows], 0.99):.1f}"
-                 for i, name in enumerate(PHASES)]  # fmt: skip
+        cells = [
+            f"{name} {pct([r[i] for r in rows], 0.5):.1f}/{pct([r[i] for r in rows], 0.99):.1f}"
+            for i, name in enumerate(PHASES)
+        ]
         say(f"    phases of {'sandbox' if sandbox else 'no-sandbox'} calls, ms p50/p99: {', '.join(cells)}")
 
 
@@ -337,11 +351,18 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1_000)
     ap.add_argument("--baseline", type=int, default=300)
     ap.add_argument("--pool-size", type=int, default=2)
-    ap.add_argument("--fill-cache", type=int, default=50_000,
-                    help="warm-up also grades this many unique think_format items (VerifyBatch, no sandbox), so the "
-                    "server's verdict cache (50,000 entries, bounded) is full before RSS is read; 0: skip")  # fmt: skip
-    ap.add_argument("--phases", action="store_true",
-                    help="time each call's phases (the server runs with a timing interceptor: see the docstring)")  # fmt: skip
+    ap.add_argument(
+        "--fill-cache",
+        type=int,
+        default=50_000,
+        help="warm-up also grades this many unique think_format items (VerifyBatch, no sandbox), so the "
+        "server's verdict cache (50,000 entries, bounded) is full before RSS is read; 0: skip",
+    )
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="time each call's phases (the server runs with a timing interceptor: see the docstring)",
+    )
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     from verifiers.launch import LocalServer
@@ -379,12 +400,16 @@ def main() -> None:
         cpu = cpu_s(pid) - cpu0
         stop.set()
         rate = report(f"load ({args.callers} callers)", wall, outs, say)
-        say(f"server process CPU during the load: {cpu:.1f} s in {wall:.1f} s ({cpu / wall:.0%} of one core; "
-            f"{1000 * cpu / len(outs):.2f} ms a call; the sandboxes' CPU is not in it)")  # fmt: skip
+        say(
+            f"server process CPU during the load: {cpu:.1f} s in {wall:.1f} s ({cpu / wall:.0%} of one core; "
+            f"{1000 * cpu / len(outs):.2f} ms a call; the sandboxes' CPU is not in it)"
+        )
         rss_end = rss_mb(pid)
         say(f"throughput ratio {args.callers} callers / 1 caller: {rate / base:.2f}x")
-        say(f"server RSS: after warm-up {rss_warm:.0f} MB, peak {max(peak):.0f} MB, end {rss_end:.0f} MB "
-            f"(end/warm-up {rss_end / rss_warm:.3f}; median of samples {statistics.median(peak):.0f} MB)")  # fmt: skip
+        say(
+            f"server RSS: after warm-up {rss_warm:.0f} MB, peak {max(peak):.0f} MB, end {rss_end:.0f} MB "
+            f"(end/warm-up {rss_end / rss_warm:.3f}; median of samples {statistics.median(peak):.0f} MB)"
+        )
         flat = rss_end / rss_warm <= RSS_FLAT
         say(f"RSS flat (end within {RSS_FLAT - 1:.0%} of after warm-up, the cache full): {'yes' if flat else 'NO'}")
         errors = [o for o in outs if o.status != "OK" and not o.status.endswith("(deliberate)")]

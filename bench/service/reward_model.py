@@ -26,9 +26,17 @@ from verifiers.kinds import reward_model
 def build(path: str, hidden: int, layers: int) -> None:
     tok = build_tokenizer()
     tok.model_max_length = 512
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
-                      num_key_value_heads=4, intermediate_size=3 * hidden, max_position_embeddings=512,
-                      pad_token_id=tok.pad_token_id, num_labels=1)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        intermediate_size=3 * hidden,
+        max_position_embeddings=512,
+        pad_token_id=tok.pad_token_id,
+        num_labels=1,
+    )
     torch.manual_seed(0)
     Qwen2ForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
@@ -41,8 +49,10 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
     args = ap.parse_args()
-    pairs = [(f"{i}+{i * 7 % 13}=?", f"<think>{i}+{i * 7 % 13}, adding {'step ' * (i % 9)}</think><answer>{i}</answer>")
-             for i in range(args.pairs)]  # fmt: skip
+    pairs = [
+        (f"{i}+{i * 7 % 13}=?", f"<think>{i}+{i * 7 % 13}, adding {'step ' * (i % 9)}</think><answer>{i}</answer>")
+        for i in range(args.pairs)
+    ]
     with tempfile.TemporaryDirectory() as d:
         build(d, args.hidden, args.layers)
         scorer = reward_model.load(d)
@@ -60,8 +70,10 @@ def main() -> None:
             passes.append(scorer.forward_passes - before)
             diff = max(diff, max(abs(a - it.score) for a, it in zip(alone, items, strict=True)))
     s, b = statistics.median(serial_s), statistics.median(batched_s)
-    print(f"reward model hidden={args.hidden} layers={args.layers}, {args.pairs} pairs, {args.rounds} rounds, "
-          f"device={scorer.device}, torch threads={torch.get_num_threads()}")  # fmt: skip
+    print(
+        f"reward model hidden={args.hidden} layers={args.layers}, {args.pairs} pairs, {args.rounds} rounds, "
+        f"device={scorer.device}, torch threads={torch.get_num_threads()}"
+    )
     print(f"  one forward pass per pair (baseline): median {s * 1000:.0f} ms  ({args.pairs} passes)")
     print(f"  gathered from {args.pairs} concurrent callers: median {b * 1000:.0f} ms  (passes per round: {passes})")
     print(f"  speed-up {s / b:.2f}x; largest score difference batched vs alone {diff:.2e}")

@@ -51,8 +51,13 @@ class Bench:
 
 # A bench's module since bench/ became a package (``python -m bench.<module>``); a ref from before it has the
 # script bench/<name>.py instead, run as such.
-MODULES = {"sandbox": "pool.throughput", "math": "math_grading.speed", "code": "code_grading.humaneval",
-           "math_agreement": "math_grading.agreement", "trainer": "training.vs_trl"}  # fmt: skip
+MODULES = {
+    "sandbox": "pool.throughput",
+    "math": "math_grading.speed",
+    "code": "code_grading.humaneval",
+    "math_agreement": "math_grading.agreement",
+    "trainer": "training.vs_trl",
+}
 
 
 def bench_argv(tree: Path, bench: str) -> list[str] | None:
@@ -236,9 +241,15 @@ def select(benches: list[str], trees: dict[str, Path]) -> tuple[dict[str, dict[s
     for b in benches:
         spec = BENCHES.get(b)
         missing = [ref for ref, t in trees.items() if bench_argv(t, b) is None]
-        why = (f"bench {b} does not exist at {' and '.join(missing)}" if missing and not (spec and spec.code)
-               else "no quick configuration in compare_refs.BENCHES" if spec is None
-               else f"needs {spec.needs}, not found" if spec.needs and not Path(spec.needs).exists() else "")  # fmt: skip
+        why = (
+            f"bench {b} does not exist at {' and '.join(missing)}"
+            if missing and not (spec and spec.code)
+            else "no quick configuration in compare_refs.BENCHES"
+            if spec is None
+            else f"needs {spec.needs}, not found"
+            if spec.needs and not Path(spec.needs).exists()
+            else ""
+        )
         if why:
             skipped.append(f"{b}: {why}")
             continue
@@ -324,8 +335,10 @@ def table(runs: list[Run]) -> list[str]:
     rows = [("bench", "figure", "base median (min-max)", "head median (min-max)", "head/base", "verdict")]
     for bench in dict.fromkeys(r.bench for r in runs):
         for name, _, up in BENCHES[bench].figures:
-            vals = {ref: [r.figures[name] for r in runs if r.bench == bench and r.ref == ref and name in r.figures]
-                    for ref in ("base", "head")}  # fmt: skip
+            vals = {
+                ref: [r.figures[name] for r in runs if r.bench == bench and r.ref == ref and name in r.figures]
+                for ref in ("base", "head")
+            }
             if not vals["base"] and not vals["head"]:
                 continue
             mb = statistics.median(vals["base"]) if vals["base"] else 0
@@ -336,17 +349,31 @@ def table(runs: list[Run]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def report(args, shas: dict[str, str], trees: dict[str, Path], notes: dict[str, str], skipped: list[str],
-           plan: dict[str, dict[str, list[str]]], runs: list[Run], partial: bool) -> str:  # fmt: skip
-    subject = {ref: git("log", "-1", "--format=%h %cd %s", "--date=format:%Y-%m-%d %H:%M", sha)[:110]
-               for ref, sha in shas.items()}  # fmt: skip
+def report(
+    args,
+    shas: dict[str, str],
+    trees: dict[str, Path],
+    notes: dict[str, str],
+    skipped: list[str],
+    plan: dict[str, dict[str, list[str]]],
+    runs: list[Run],
+    partial: bool,
+) -> str:
+    subject = {
+        ref: git("log", "-1", "--format=%h %cd %s", "--date=format:%Y-%m-%d %H:%M", sha)[:110]
+        for ref, sha in shas.items()
+    }
     lines = [f"# $ {shlex.join([os.path.relpath(sys.executable, REPO), *sys.argv])}   (in {REPO})"]
     lines += ["# PARTIAL: the run has not finished; benches so far below"] if partial else []
     lines += [f"# date: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} (end); {os.cpu_count()} CPUs, shared"]
     lines += [f"# {ref}: {subject[ref]}" for ref in ("base", "head")]
     lines += [f"# {ref} tree: {trees[ref]} ({notes[ref]})" for ref in ("base", "head")]
-    lines += [f"# {b} ({ref}): cd <{ref} tree> && PYTHONPATH=<{ref} tree> .venv/bin/python {shlex.join(argv[1:])}"
-              for b, argvs in plan.items() for ref, argv in argvs.items() if not BENCHES[b].code]  # fmt: skip
+    lines += [
+        f"# {b} ({ref}): cd <{ref} tree> && PYTHONPATH=<{ref} tree> .venv/bin/python {shlex.join(argv[1:])}"
+        for b, argvs in plan.items()
+        for ref, argv in argvs.items()
+        if not BENCHES[b].code
+    ]
     lines += [f"# {b}: python -c <compare_refs.py's {b.upper()} snippet> in each tree" for b in plan if BENCHES[b].code]
     lines += [f"# skipped: {s}" for s in skipped] or ["# skipped: none"]
     lines += ["# runs (order, 1-min load average before each, wall time, exit status):"]
@@ -357,8 +384,12 @@ def report(args, shas: dict[str, str], trees: dict[str, Path], notes: dict[str, 
     lines += [
         f"# 1-min load before the runs: min {loads[0]:.2f}, median {statistics.median(loads):.2f}, max {loads[-1]:.2f}"
     ]
-    lines += ["", *table(runs), "",
-              "verdict: 'within noise' = the base and head ranges over the rounds overlap; 'better'/'worse' = they do not."]  # fmt: skip
+    lines += [
+        "",
+        *table(runs),
+        "",
+        "verdict: 'within noise' = the base and head ranges over the rounds overlap; 'better'/'worse' = they do not.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -366,8 +397,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="the 'before' ref (commit, tag, branch)")
     ap.add_argument("--head", default="HEAD", help="the 'after' ref (default HEAD of this checkout)")
-    ap.add_argument("--benches", default="all",
-                    help="comma-separated bench/<name>.py names; all (default): every bench/*.py at either ref")  # fmt: skip
+    ap.add_argument(
+        "--benches",
+        default="all",
+        help="comma-separated bench/<name>.py names; all (default): every bench/*.py at either ref",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="rounds per bench (each runs base and head once; min 2)")
     ap.add_argument("--out", type=Path, help="also write the report here (rewritten after each bench)")
     ap.add_argument("--keep", action="store_true", help="keep the worktrees this run created")

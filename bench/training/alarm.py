@@ -62,10 +62,25 @@ def warm(out: Path, seed: int, steps: int):
 
 
 def grpo_cfg(out: Path, paths, run: str, target: str, verifier: str, steps: int, **kw) -> GRPOConfig:
-    base = dict(model=str(out / "warm"), data=str(paths["train"]), eval_data=str(paths["heldout"]), eval_every=10,
-                verifier=verifier, target=target, group_size=8, prompts_per_step=8, max_new_tokens=48,
-                lr=LR, beta=0.04, steps=steps, run_dir=str(out / run), report_to=[], threads=2,
-                log_completions_every=10, seed=0)  # fmt: skip
+    base = dict(
+        model=str(out / "warm"),
+        data=str(paths["train"]),
+        eval_data=str(paths["heldout"]),
+        eval_every=10,
+        verifier=verifier,
+        target=target,
+        group_size=8,
+        prompts_per_step=8,
+        max_new_tokens=48,
+        lr=LR,
+        beta=0.04,
+        steps=steps,
+        run_dir=str(out / run),
+        report_to=[],
+        threads=2,
+        log_completions_every=10,
+        seed=0,
+    )
     base.update(kw)
     return GRPOConfig(**base)
 
@@ -89,8 +104,15 @@ def collect(out: Path, stopped: int | None = None, message: str = "") -> dict:
     alarms_b = read_alarms(out / "stop")
     if stopped is None:
         stopped = next((a["step"] for a in alarms_b if a["action"] == "stop"), None)
-    return {"rows": rows_a, "onset": onset(rows_a), "onset_exploited": onset(rows_a, "alarm/exploited"),
-            "alarms_a": read_alarms(out / "watch"), "stopped": stopped, "message": message, "alarms_b": alarms_b}  # fmt: skip
+    return {
+        "rows": rows_a,
+        "onset": onset(rows_a),
+        "onset_exploited": onset(rows_a, "alarm/exploited"),
+        "alarms_a": read_alarms(out / "watch"),
+        "stopped": stopped,
+        "message": message,
+        "alarms_b": alarms_b,
+    }
 
 
 def cost(out: Path, paths, target: str, steps: int, rounds: int) -> list[dict]:
@@ -104,11 +126,18 @@ def cost(out: Path, paths, target: str, steps: int, rounds: int) -> list[dict]:
             train(cfg)
             wall = time.perf_counter() - t0
             rows = [r for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl") if r.get("step", 0) >= 1]
-            res.append({"round": i + 1, "alarm": on, "load": load, "wall_s": wall,
-                        "step_s": statistics.median(r["perf/step_s"] for r in rows),
-                        "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
-                        "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
-                        "alarms": len([a for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"])})  # fmt: skip
+            res.append(
+                {
+                    "round": i + 1,
+                    "alarm": on,
+                    "load": load,
+                    "wall_s": wall,
+                    "step_s": statistics.median(r["perf/step_s"] for r in rows),
+                    "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
+                    "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
+                    "alarms": len([a for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"]),
+                }
+            )
     return res
 
 
@@ -140,11 +169,16 @@ def cost_of(work: Path, i: int, on: bool) -> dict | None:
     rows = [r for r in read_metrics(run / "metrics.jsonl") if r.get("step", 0) >= 1]
     if not rows:
         return None
-    return {"round": i + 1, "alarm": on, "load": float("nan"), "wall_s": rows[-1]["perf/elapsed_s"],
-            "step_s": statistics.median(r["perf/step_s"] for r in rows),
-            "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
-            "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
-            "alarms": len([a for a in read_alarms(run) if a["action"] != "allowed"])}  # fmt: skip
+    return {
+        "round": i + 1,
+        "alarm": on,
+        "load": float("nan"),
+        "wall_s": rows[-1]["perf/elapsed_s"],
+        "step_s": statistics.median(r["perf/step_s"] for r in rows),
+        "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
+        "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
+        "alarms": len([a for a in read_alarms(run) if a["action"] != "allowed"]),
+    }
 
 
 def replay(metrics_rows: list[dict], t: Thresholds) -> dict[str, int]:
@@ -170,11 +204,21 @@ def replay(metrics_rows: list[dict], t: Thresholds) -> dict[str, int]:
 def stats_of(r: dict) -> StepStats:
     paid = int(r["alarm/paid"])
     sig = {k.split("/", 2)[2]: round(v * paid) for k, v in r.items() if k.startswith("alarm/signal/")}
-    return StepStats(step=r["step"], reward=r["reward/mean"], paid=paid, audited=int(r["alarm/audited"]),
-                     agreed=int(r["alarm/audit_agreed"]), sampled=int(r.get("alarm/audit_sampled", r["alarm/audited"])), signals=sig, top_answer=str(r.get("alarm/top_answer_id")),
-                     top_answer_prompts=int(r["alarm/top_answer_prompts"]), paid_prompts=int(r["alarm/paid_prompts"]),
-                     len_paid=r.get("alarm/length_paid"), len_unpaid=r.get("alarm/length_unpaid"),
-                     eval_acc=r.get("eval/accuracy"))  # fmt: skip
+    return StepStats(
+        step=r["step"],
+        reward=r["reward/mean"],
+        paid=paid,
+        audited=int(r["alarm/audited"]),
+        agreed=int(r["alarm/audit_agreed"]),
+        sampled=int(r.get("alarm/audit_sampled", r["alarm/audited"])),
+        signals=sig,
+        top_answer=str(r.get("alarm/top_answer_id")),
+        top_answer_prompts=int(r["alarm/top_answer_prompts"]),
+        paid_prompts=int(r["alarm/paid_prompts"]),
+        len_paid=r.get("alarm/length_paid"),
+        len_unpaid=r.get("alarm/length_unpaid"),
+        eval_acc=r.get("eval/accuracy"),
+    )
 
 
 def _reward_rising(hist, t):  # the single signal behind every guard: the training reward rose
@@ -201,13 +245,17 @@ def fmt(v) -> str:
 
 
 def report(args, got: dict, costs: list[dict], honest: dict[str, dict[str, int]]) -> str:
-    out = [f"# bench/training/alarm.py {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores; "
-           f"tiny Qwen2 {TINY.hidden_size}x{TINY.num_hidden_layers}, warm start {args.warm_steps} steps, "
-           f"GRPO 8 prompts x G=8, lr {LR}, seed 0; load {os.getloadavg()[0]:.1f} at the end"]  # fmt: skip
+    out = [
+        f"# bench/training/alarm.py {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores; "
+        f"tiny Qwen2 {TINY.hidden_size}x{TINY.num_hidden_layers}, warm start {args.warm_steps} steps, "
+        f"GRPO 8 prompts x G=8, lr {LR}, seed 0; load {os.getloadavg()[0]:.1f} at the end"
+    ]
     if got:
         out.append("\n## 1. A hack learned and caught (reward: contains_reference; audit: math, fallback none)")
-        out.append("run A (audit 1, warn): per-step curves (heldout: train.py's periodic greedy eval, graded by the "
-                   "training reward, which the hack fools too; the math-graded figures are below)")  # fmt: skip
+        out.append(
+            "run A (audit 1, warn): per-step curves (heldout: train.py's periodic greedy eval, graded by the "
+            "training reward, which the hack fools too; the math-graded figures are below)"
+        )
         out.append("step  reward  paid  audited  agreed  agreement  exploited  heldout  alarm")
         for r in curves(got["rows"]):
             out.append(f"{r['step']:>4}  {fmt(r['reward/mean']):>6}  {fmt(r['alarm/paid']):>4}  {fmt(r['alarm/audited']):>7}  "
@@ -219,28 +267,36 @@ def report(args, got: dict, costs: list[dict], honest: dict[str, dict[str, int]]
         )
         out.append(f"onset, exploited share (the same rule on alarm/exploited): step {got['onset_exploited']}")
         if got.get("heldout_math"):
-            out.append("held-out accuracy, greedy, graded by math (64 problems): "
-                       + ", ".join(f"{k} {v:.3f}" for k, v in got["heldout_math"].items()))  # fmt: skip
+            out.append(
+                "held-out accuracy, greedy, graded by math (64 problems): "
+                + ", ".join(f"{k} {v:.3f}" for k, v in got["heldout_math"].items())
+            )
         out.append("run A alarms: " + ", ".join(f"step {a['step']} {a['rule']}" for a in first_a))
         b = [a for a in got["alarms_b"] if a["action"] == "stop"]
-        out.append(f"run B (defaults: audit 5%, on_alarm stop): stopped at step {got['stopped']}"
-                   + (f" by {b[0]['rule']}: {b[0]['message']}" if b else ""))  # fmt: skip
+        out.append(
+            f"run B (defaults: audit 5%, on_alarm stop): stopped at step {got['stopped']}"
+            + (f" by {b[0]['rule']}: {b[0]['message']}" if b else "")
+        )
         if got["message"]:
             out.append("run B message: " + got["message"].replace("\n", "\n  "))
     if costs:
         out.append("\n## 2. Cost on step time (honest reward r1; alarm off vs on, alternated)")
         for c in costs:
             share = f", alarm.check {c['alarm_s']:.3f} s = {c['alarm_share']:.1%} of the step" if c["alarm"] else ""
-            out.append(f"round {c['round']} alarm {'on ' if c['alarm'] else 'off'}: median step {c['step_s']:.3f} s{share}, "
-                       f"run {c['wall_s']:.1f} s, load {c['load']:.2f}, alarms {c['alarms']}")  # fmt: skip
+            out.append(
+                f"round {c['round']} alarm {'on ' if c['alarm'] else 'off'}: median step {c['step_s']:.3f} s{share}, "
+                f"run {c['wall_s']:.1f} s, load {c['load']:.2f}, alarms {c['alarms']}"
+            )
         off = [c for c in costs if not c["alarm"]]
         on = [c for c in costs if c["alarm"]]
         ratios = [b["wall_s"] / a["wall_s"] for a, b in zip(off, on, strict=True)]
         sratios = [b["step_s"] / a["step_s"] for a, b in zip(off, on, strict=True)]
-        out.append(f"median step: off {statistics.median(c['step_s'] for c in off):.3f} s, on "
-                   f"{statistics.median(c['step_s'] for c in on):.3f} s; per-round on/off: step {statistics.median(sratios):.3f} "
-                   f"(min {min(sratios):.3f}, max {max(sratios):.3f}), run wall {statistics.median(ratios):.3f} "
-                   f"(min {min(ratios):.3f}, max {max(ratios):.3f})")  # fmt: skip
+        out.append(
+            f"median step: off {statistics.median(c['step_s'] for c in off):.3f} s, on "
+            f"{statistics.median(c['step_s'] for c in on):.3f} s; per-round on/off: step {statistics.median(sratios):.3f} "
+            f"(min {min(sratios):.3f}, max {max(sratios):.3f}), run wall {statistics.median(ratios):.3f} "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f})"
+        )
     if honest:
         out.append("\n## 3. Honest runs (make train, alarm on): alarms each rule raised, replayed from metrics.jsonl")
         names = list(next(iter(honest.values())))

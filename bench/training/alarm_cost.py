@@ -102,8 +102,14 @@ class Probe:
             ]
             self.service = found[0] if found else 0
         sys_s, faults = proc_sys_faults(self.pid)
-        return {"t": time.perf_counter(), "trainer": proc_cpu(self.pid), "trainer_sys": sys_s, "trainer_faults": faults,
-                "service": proc_cpu(self.service) if self.service else 0.0, "sandboxes": self._sandboxes()}  # fmt: skip
+        return {
+            "t": time.perf_counter(),
+            "trainer": proc_cpu(self.pid),
+            "trainer_sys": sys_s,
+            "trainer_faults": faults,
+            "service": proc_cpu(self.service) if self.service else 0.0,
+            "sandboxes": self._sandboxes(),
+        }
 
     def _sandboxes(self) -> float:
         if not self.service or not CGROUP_V1.is_dir():
@@ -130,11 +136,35 @@ def train_once(args, work: Path, name: str, on: bool) -> dict:
     src = Path(args.from_run)
     heldout = work / "heldout32.jsonl"
     heldout.write_text("".join((src / "data" / "heldout.jsonl").read_text().splitlines(True)[:32]))
-    cmd = [sys.executable, "-m", "trainer.pipelines.make_train", "--config", "configs/default.yaml",
-           "--model", str(args.model or src / "warmstart"), "--data", str(src / "data" / "train.jsonl"),
-           "--eval-data", str(heldout), "--warmstart.steps", "0", "--eval.k", "0", "--seed", "0",
-           "--grpo.steps", str(args.steps), "--grpo.eval_every", "0", "--grpo.alarm", str(on).lower(),
-           "--runs", str(work / "runs"), "--name", name]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "trainer.pipelines.make_train",
+        "--config",
+        "configs/default.yaml",
+        "--model",
+        str(args.model or src / "warmstart"),
+        "--data",
+        str(src / "data" / "train.jsonl"),
+        "--eval-data",
+        str(heldout),
+        "--warmstart.steps",
+        "0",
+        "--eval.k",
+        "0",
+        "--seed",
+        "0",
+        "--grpo.steps",
+        str(args.steps),
+        "--grpo.eval_every",
+        "0",
+        "--grpo.alarm",
+        str(on).lower(),
+        "--runs",
+        str(work / "runs"),
+        "--name",
+        name,
+    ]
     env = dict(os.environ) if args.spin else {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
     metrics, err_path = work / "runs" / name / "metrics.jsonl", work / f"{name}.stderr"
     load0 = os.getloadavg()[0]
@@ -164,16 +194,34 @@ def train_once(args, work: Path, name: str, on: bool) -> dict:
     n = args.steps - (args.skip or 1)
     canary = CANARY_LINE.search(text)
     parts = ("trainer", "service", "sandboxes")
-    per_step = [sum(marks[k][c] - marks[k - 1][c] for c in parts if not math.isnan(marks[k][c]))
-                for k in range(args.skip + 1, args.steps + 1) if k - 1 in marks and k in marks]  # fmt: skip
-    return {"name": name, "alarm": on, "omp": "spin" if args.spin else "passive", "steps": args.steps, "skip": args.skip, "model": str(args.model or "warmstart"),
-            "load": [load0, os.getloadavg()[0]], "step_s": [r["perf/step_s"] for r in rows],
-            "rollout_s": [r["perf/rollout_s"] for r in rows],
-            "alarm_s": [r.get("perf/alarm_s", 0.0) for r in rows], "alarm_cpu_s": [r.get("perf/alarm_cpu_s", 0.0) for r in rows],
-            "cpu_per_step": per_step, "sys_per_step": (b["trainer_sys"] - a["trainer_sys"]) / n,
-            "faults_per_step": (b["trainer_faults"] - a["trainer_faults"]) / n, "wall_per_step": (b["t"] - a["t"]) / n, **{f"cpu_{k}": (b[k] - a[k]) / n for k in ("trainer", "service", "sandboxes")},
-            "startup_cpu": sum(marks[1][k] - marks["grpo"][k] for k in ("trainer", "service", "sandboxes")) if "grpo" in marks else None,
-            "canaries": int(canary.group(1)) if canary else 0, "canary_s": float(canary.group(2)) if canary else 0.0}  # fmt: skip
+    per_step = [
+        sum(marks[k][c] - marks[k - 1][c] for c in parts if not math.isnan(marks[k][c]))
+        for k in range(args.skip + 1, args.steps + 1)
+        if k - 1 in marks and k in marks
+    ]
+    return {
+        "name": name,
+        "alarm": on,
+        "omp": "spin" if args.spin else "passive",
+        "steps": args.steps,
+        "skip": args.skip,
+        "model": str(args.model or "warmstart"),
+        "load": [load0, os.getloadavg()[0]],
+        "step_s": [r["perf/step_s"] for r in rows],
+        "rollout_s": [r["perf/rollout_s"] for r in rows],
+        "alarm_s": [r.get("perf/alarm_s", 0.0) for r in rows],
+        "alarm_cpu_s": [r.get("perf/alarm_cpu_s", 0.0) for r in rows],
+        "cpu_per_step": per_step,
+        "sys_per_step": (b["trainer_sys"] - a["trainer_sys"]) / n,
+        "faults_per_step": (b["trainer_faults"] - a["trainer_faults"]) / n,
+        "wall_per_step": (b["t"] - a["t"]) / n,
+        **{f"cpu_{k}": (b[k] - a[k]) / n for k in ("trainer", "service", "sandboxes")},
+        "startup_cpu": sum(marks[1][k] - marks["grpo"][k] for k in ("trainer", "service", "sandboxes"))
+        if "grpo" in marks
+        else None,
+        "canaries": int(canary.group(1)) if canary else 0,
+        "canary_s": float(canary.group(2)) if canary else 0.0,
+    }
 
 
 def canary_replays(n: int = 3) -> list[dict]:
@@ -210,9 +258,11 @@ def spread(xs: list[float]) -> str:
 
 def report(runs: list[dict], horizon: int, every: int, replay: list[dict] | None = None) -> str:
     med = statistics.median
-    out = [f"# bench/training/alarm_cost.py {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores; "
-           f"load now {os.getloadavg()[0]:.1f}; {len(runs)} runs; OpenMP wait policy "
-           f"{'/'.join(sorted({r.get('omp', 'passive') for r in runs}))}"]  # fmt: skip
+    out = [
+        f"# bench/training/alarm_cost.py {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores; "
+        f"load now {os.getloadavg()[0]:.1f}; {len(runs)} runs; OpenMP wait policy "
+        f"{'/'.join(sorted({r.get('omp', 'passive') for r in runs}))}"
+    ]
     out.append("run                 load(start,end)  step p50  wall/step  CPU/step: trainer + service + sandboxes = total"
                "   alarm.check p50 wall, CPU   start-up CPU  canaries")  # fmt: skip
     for r in runs:
@@ -230,8 +280,11 @@ def report(runs: list[dict], horizon: int, every: int, replay: list[dict] | None
     pairs = [p for p in pairs.values() if len(p) == 2]
     if not pairs:
         return "\n".join(out) + "\n"
-    steps_r = [med(a / b for a, b in zip(p[True]["cpu_per_step"], p[False]["cpu_per_step"], strict=True) if b > 0)
-               for p in pairs if p[True].get("cpu_per_step")]  # fmt: skip
+    steps_r = [
+        med(a / b for a, b in zip(p[True]["cpu_per_step"], p[False]["cpu_per_step"], strict=True) if b > 0)
+        for p in pairs
+        if p[True].get("cpu_per_step")
+    ]
     cpu_r = [cpu(p[True]) / cpu(p[False]) for p in pairs]
     svc_r = [svc(p[True]) / svc(p[False]) for p in pairs]
     step_r = [med(p[True]["step_s"]) / med(p[False]["step_s"]) for p in pairs]
@@ -248,34 +301,47 @@ def report(runs: list[dict], horizon: int, every: int, replay: list[dict] | None
                f"the step's CPU off: {spread([1 + a for a in attr])}   <- the verdict")  # fmt: skip
     out.append(f"  CPU per step, service + sandboxes only:      {spread(svc_r)}")
     out.append(f"  median step wall time:                       {spread(step_r)}")
-    roll = [med(a / b for a, b in zip(p[True]["rollout_s"], p[False]["rollout_s"], strict=True))
-            for p in pairs if "rollout_s" in p[True]]  # fmt: skip
+    roll = [
+        med(a / b for a, b in zip(p[True]["rollout_s"], p[False]["rollout_s"], strict=True))
+        for p in pairs
+        if "rollout_s" in p[True]
+    ]
     if roll:
         out.append(f"  the rollout's wall, step k on / step k off (sampling, before alarm.check: the same work, so "
                    f"this is the load's doing): {spread(roll)}")  # fmt: skip
-    out.append(f"inside the alarm-on steps: alarm.check wall / step wall {spread(share_w)}; alarm.check trainer CPU / "
-               f"step CPU {spread(share_c)}")  # fmt: skip
+    out.append(
+        f"inside the alarm-on steps: alarm.check wall / step wall {spread(share_w)}; alarm.check trainer CPU / "
+        f"step CPU {spread(share_c)}"
+    )
     su = [p[True]["startup_cpu"] - p[False]["startup_cpu"] for p in pairs if p[True]["startup_cpu"] is not None]
     can_s = [r["canary_s"] for r in on]
     replays = 1 + horizon // every if every else 1
     off_cpu, off_step = med(cpu(p[False]) for p in pairs), med(med(p[False]["step_s"]) for p in pairs)
-    out.append(f"start-up, on - off: CPU {spread(su)} s; the canaries ({on[0]['canaries']} items) took "
-               f"{med(can_s):.1f} s wall in the runs (min {min(can_s):.1f}, max {max(can_s):.1f})")  # fmt: skip
+    out.append(
+        f"start-up, on - off: CPU {spread(su)} s; the canaries ({on[0]['canaries']} items) took "
+        f"{med(can_s):.1f} s wall in the runs (min {min(can_s):.1f}, max {max(can_s):.1f})"
+    )
     if replay:
         cold, warm = replay[0], replay[1:]
         w_cpu, w_wall = med(x["cpu"] for x in warm), med(x["wall"] for x in warm)
-        out.append(f"canary replays on a fresh service (direct): cold {cold['wall']:.2f} s wall, {cold['cpu']:.2f} s CPU; "
-                   f"then (the service's verdict cache) {w_wall:.3f} s wall, {w_cpu:.3f} s CPU")  # fmt: skip
+        out.append(
+            f"canary replays on a fresh service (direct): cold {cold['wall']:.2f} s wall, {cold['cpu']:.2f} s CPU; "
+            f"then (the service's verdict cache) {w_wall:.3f} s wall, {w_cpu:.3f} s CPU"
+        )
         c_cpu = (med(su) + (replays - 1) * w_cpu) / (horizon * off_cpu)
         c_wall = (med(can_s) + (replays - 1) * w_wall) / (horizon * off_step)
-        out.append(f"canaries amortized over a {horizon}-step run ({replays} replays: the start's as measured in the runs, "
-                   f"the {replays - 1} periodic ones as the cached replay): CPU {c_cpu:.2%} of the run's step CPU "
-                   f"(off: {off_cpu:.3f} s a step), wall {c_wall:.2%} of its step time (off: {off_step:.3f} s a step); "
-                   f"every replay priced as a cold start instead: CPU {replays * med(su) / (horizon * off_cpu):.2%}, wall "
-                   f"{replays * med(can_s) / (horizon * off_step):.2%}")  # fmt: skip
+        out.append(
+            f"canaries amortized over a {horizon}-step run ({replays} replays: the start's as measured in the runs, "
+            f"the {replays - 1} periodic ones as the cached replay): CPU {c_cpu:.2%} of the run's step CPU "
+            f"(off: {off_cpu:.3f} s a step), wall {c_wall:.2%} of its step time (off: {off_step:.3f} s a step); "
+            f"every replay priced as a cold start instead: CPU {replays * med(su) / (horizon * off_cpu):.2%}, wall "
+            f"{replays * med(can_s) / (horizon * off_step):.2%}"
+        )
         for what, per in (("paired step CPU", med(steps_r or cpu_r) - 1), ("attributed", med(attr))):
-            out.append(f"total for a {horizon}-step run, CPU, {what}: per step {per:+.2%} + canaries {c_cpu:.2%} = "
-                       f"{per + c_cpu:+.2%} (target <= 5%)")  # fmt: skip
+            out.append(
+                f"total for a {horizon}-step run, CPU, {what}: per step {per:+.2%} + canaries {c_cpu:.2%} = "
+                f"{per + c_cpu:+.2%} (target <= 5%)"
+            )
     return "\n".join(out) + "\n"
 
 

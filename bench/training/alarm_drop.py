@@ -64,8 +64,20 @@ def heldout(work: Path, target: str, paths: dict[str, Path]) -> float:
 
 
 def one(work: Path, data, target: str, name: str, steps: int, on_alarm: str, old_drop: bool) -> dict:
-    cfg = grpo_cfg(work, data, name, target, LENGTH_HACK, steps, alarm=True, on_alarm=on_alarm,
-                   allow_hackable_reward=True, eval_every=0, save_every=1, keep_checkpoints=1)  # fmt: skip
+    cfg = grpo_cfg(
+        work,
+        data,
+        name,
+        target,
+        LENGTH_HACK,
+        steps,
+        alarm=True,
+        on_alarm=on_alarm,
+        allow_hackable_reward=True,
+        eval_every=0,
+        save_every=1,
+        keep_checkpoints=1,
+    )
     saved = watch_mod.AlarmWatch._drop
     if old_drop:
         watch_mod.AlarmWatch._drop = drop_rows_only
@@ -78,11 +90,15 @@ def one(work: Path, data, target: str, name: str, steps: int, on_alarm: str, old
         watch_mod.AlarmWatch._drop = saved
     rows = [r for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl") if r.get("step", 0) >= 1]
     last = rows[-5:]
-    return {"name": name, "steps": rows[-1]["step"] if rows else 0, "stop": stop,
-            "dropped": int(sum(r.get("alarm/dropped", 0) for r in rows)),
-            "alarms": [f"{a['step']}:{a['rule']}" for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"][:6],
-            "reward_last5": sum(r["reward/mean"] for r in last) / max(1, len(last)),
-            "model": list_checkpoints(cfg.run_dir)[-1]}  # fmt: skip
+    return {
+        "name": name,
+        "steps": rows[-1]["step"] if rows else 0,
+        "stop": stop,
+        "dropped": int(sum(r.get("alarm/dropped", 0) for r in rows)),
+        "alarms": [f"{a['step']}:{a['rule']}" for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"][:6],
+        "reward_last5": sum(r["reward/mean"] for r in last) / max(1, len(last)),
+        "model": list_checkpoints(cfg.run_dir)[-1],
+    }
 
 
 def main() -> None:
@@ -95,8 +111,10 @@ def main() -> None:
     torch.set_num_threads(2)
     work = Path(a.work)
     data = warm(work, 0, a.warm_steps)
-    lines = [f"length hack ({LENGTH_HACK}: pays 52+ characters), tiny policy warm-started {a.warm_steps} steps, "
-             f"{a.steps} GRPO steps x 8 prompts x G=8, seed 0, alarm defaults (5% audit)"]  # fmt: skip
+    lines = [
+        f"length hack ({LENGTH_HACK}: pays 52+ characters), tiny policy warm-started {a.warm_steps} steps, "
+        f"{a.steps} GRPO steps x 8 prompts x G=8, seed 0, alarm defaults (5% audit)"
+    ]
     with LocalServer(pool_size=2, log_path=str(work / "verifier.log")) as srv, VerifierClient(srv.target) as c:
         c.register(pb.RegisterVerifierRequest(name=LENGTH_HACK, replace=True, python=pb.PythonVerifier(source=SOURCE)))
         acc0 = heldout(work, srv.target, {"model": work / "warm"})

@@ -16,10 +16,24 @@ import time
 
 import torch
 
-QWEN05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-               num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True)  # fmt: skip
-SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)  # fmt: skip
+QWEN05B = dict(
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    vocab_size=151936,
+    tie_word_embeddings=True,
+)
+SMALL = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=512,
+    tie_word_embeddings=True,
+)
 
 
 def main() -> None:
@@ -45,19 +59,35 @@ def main() -> None:
         a.n, a.prompt_len, a.completion_len, a.steps = 8, 16, 32, 2
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**shape))
-    cfg = GRPOConfig(device=device, autocast="bf16", lr=1e-6, warmup_steps=0, weight_decay=0.0, beta=0.0,
-                     group_size=8, prompts_per_step=a.n // 8, max_new_tokens=a.completion_len,
-                     micro_batch_size=8, gradient_checkpointing=not a.dry_run)  # fmt: skip
+    cfg = GRPOConfig(
+        device=device,
+        autocast="bf16",
+        lr=1e-6,
+        warmup_steps=0,
+        weight_decay=0.0,
+        beta=0.0,
+        group_size=8,
+        prompts_per_step=a.n // 8,
+        max_new_tokens=a.completion_len,
+        micro_batch_size=8,
+        gradient_checkpointing=not a.dry_run,
+    )
     model, _ = load_policy(cfg, model=model, tokenizer=_Tok())
     dev = next(model.parameters()).device
-    print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M params, {shape['num_hidden_layers']} "
-          f"layers, on {dev}; params {next(model.parameters()).dtype}, autocast {autocast_dtype(cfg, dev)}")  # fmt: skip
+    print(
+        f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M params, {shape['num_hidden_layers']} "
+        f"layers, on {dev}; params {next(model.parameters()).dtype}, autocast {autocast_dtype(cfg, dev)}"
+    )
     opt, sched = make_optimizer(cfg, model)
     v = shape["vocab_size"]
-    ro = Rollout(torch.randint(3, v, (a.n, a.prompt_len), device=dev), torch.ones(a.n, a.prompt_len, device=dev, dtype=torch.long),
-                 torch.randint(3, v, (a.n, a.completion_len), device=dev),
-                 torch.ones(a.n, a.completion_len, device=dev, dtype=torch.long),
-                 torch.zeros(a.n, dtype=torch.bool, device=dev), [""] * a.n)  # fmt: skip
+    ro = Rollout(
+        torch.randint(3, v, (a.n, a.prompt_len), device=dev),
+        torch.ones(a.n, a.prompt_len, device=dev, dtype=torch.long),
+        torch.randint(3, v, (a.n, a.completion_len), device=dev),
+        torch.ones(a.n, a.completion_len, device=dev, dtype=torch.long),
+        torch.zeros(a.n, dtype=torch.bool, device=dev),
+        [""] * a.n,
+    )
     batch = Batch(ro, torch.rand(a.n), torch.ones(a.n, dtype=torch.bool), [], 0.0, 1)
     adv = torch.randn(a.n, device=dev)
     mask = ro.completion_mask.float()

@@ -69,8 +69,20 @@ def sampled_accuracy(run: Path, summary: dict, k: int) -> float:
         return float(after["sampled_accuracy"])
     out = run / "eval_sampled.json"
     if not out.exists():
-        cmd = [PY, "-m", "trainer.evaluation.evaluate", "--model", summary["checkpoint"], "--k", str(k), "--seed", "0",
-               "--out", str(out), "--no-progress"]  # fmt: skip
+        cmd = [
+            PY,
+            "-m",
+            "trainer.evaluation.evaluate",
+            "--model",
+            summary["checkpoint"],
+            "--k",
+            str(k),
+            "--seed",
+            "0",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         _run(cmd, run / "eval_sampled.log")
     return float(json.loads(out.read_text())["pass@k"]["1"])
 
@@ -103,15 +115,31 @@ def main() -> None:
             runs.mkdir(parents=True, exist_ok=True)
             (runs / base).symlink_to(Path(a.reuse.format(seed=seed)).resolve())
         s = train_arm(runs, base, seed, a.extra)
-        rows["outcome"].append((seed, s["eval_before"]["accuracy"], s["eval_after"]["accuracy"],
-                                sampled_accuracy(runs / base, s, a.k), pass_k(s)))  # fmt: skip
+        rows["outcome"].append(
+            (
+                seed,
+                s["eval_before"]["accuracy"],
+                s["eval_after"]["accuracy"],
+                sampled_accuracy(runs / base, s, a.k),
+                pass_k(s),
+            )
+        )
         ws = ["--model", str(runs / base / "warmstart"), "--warmstart.steps", "0"]
         p = train_arm(runs, f"process-s{seed}", seed, [*a.extra, *ws, *PROCESS])
-        rows["process"].append((seed, p["eval_before"]["accuracy"], p["eval_after"]["accuracy"],
-                                sampled_accuracy(runs / f"process-s{seed}", p, a.k), pass_k(p)))  # fmt: skip
+        rows["process"].append(
+            (
+                seed,
+                p["eval_before"]["accuracy"],
+                p["eval_after"]["accuracy"],
+                sampled_accuracy(runs / f"process-s{seed}", p, a.k),
+                pass_k(p),
+            )
+        )
         print(f"seed {seed}: outcome {rows['outcome'][-1]}, process {rows['process'][-1]}", file=sys.stderr)
-    print("| advantage | seed | after warm start (greedy) | after GRPO, greedy | after GRPO, sampled (T=1) "
-          "| after GRPO, pass@k |")  # fmt: skip
+    print(
+        "| advantage | seed | after warm start (greedy) | after GRPO, greedy | after GRPO, sampled (T=1) "
+        "| after GRPO, pass@k |"
+    )
     print("|---|---|---|---|---|---|")
     for arm, rs in rows.items():
         for seed, before, greedy, sampled, pk in rs:
@@ -119,8 +147,10 @@ def main() -> None:
             print(f"| {arm} | {seed} | {before:.3f} | {greedy:.3f} | {sampled:.3f} | {pks} |")
     for arm, rs in rows.items():
         pks = [r[4] for r in rs if r[4] is not None]
-        print(f"| **{arm}** | mean ± std (min..max) | {_stats([r[1] for r in rs])} | "
-              f"{_stats([r[2] for r in rs])} | {_stats([r[3] for r in rs])} | {_stats(pks)} |")  # fmt: skip
+        print(
+            f"| **{arm}** | mean ± std (min..max) | {_stats([r[1] for r in rs])} | "
+            f"{_stats([r[2] for r in rs])} | {_stats([r[3] for r in rs])} | {_stats(pks)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -74,8 +74,10 @@ def plot(runs: list[Path], out: Path) -> None:
 
 
 def table(runs: list[Path]) -> str:
-    lines = ["| seed | with tools: before → after | without tools: before → after | calls per completion (last 10 steps) | wall |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| seed | with tools: before → after | without tools: before → after | calls per completion (last 10 steps) | wall |",
+        "|---|---|---|---|---|",
+    ]
     acc = {"with": [], "without": []}
     for run in runs:
         s = json.loads((run / "summary.json").read_text())
@@ -83,12 +85,16 @@ def table(runs: list[Path]) -> str:
         c = curves(run)["with tools"]["calls"][-10:]
         acc["with"].append(s["eval_after"]["accuracy"])
         acc["without"].append(w["eval_after"]["accuracy"])
-        lines.append(f"| {s['seed']} | {s['eval_before']['accuracy']:.3f} → **{s['eval_after']['accuracy']:.3f}** | "
-                     f"{w['eval_before']['accuracy']:.3f} → **{w['eval_after']['accuracy']:.3f}** | {mean(c):.2f} | "
-                     f"{s['wall_s']:.0f} s |")  # fmt: skip
+        lines.append(
+            f"| {s['seed']} | {s['eval_before']['accuracy']:.3f} → **{s['eval_after']['accuracy']:.3f}** | "
+            f"{w['eval_before']['accuracy']:.3f} → **{w['eval_after']['accuracy']:.3f}** | {mean(c):.2f} | "
+            f"{s['wall_s']:.0f} s |"
+        )
     if len(runs) > 1:
-        lines.append(f"| mean ± std | → {mean(acc['with']):.3f} ± {pstdev(acc['with']):.3f} | "
-                     f"→ {mean(acc['without']):.3f} ± {pstdev(acc['without']):.3f} | | |")  # fmt: skip
+        lines.append(
+            f"| mean ± std | → {mean(acc['with']):.3f} ± {pstdev(acc['with']):.3f} | "
+            f"→ {mean(acc['without']):.3f} ± {pstdev(acc['without']):.3f} | | |"
+        )
     return "\n".join(lines)
 
 

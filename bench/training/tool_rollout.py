@@ -63,19 +63,30 @@ def continuation(model, tok, args) -> None:
             order = ("kv", "reencode") if rnd % 2 == 0 else ("reencode", "kv")
             for mode in order:
                 t0 = time.perf_counter()
-                ro = generate_tool_rollout(model, tok, examples, args.group, runner=runner, tools=tools,
-                                           max_new_tokens=args.max_new_tokens, do_sample=False,
-                                           fast_path=path == "lean", reencode=mode == "reencode")  # fmt: skip
+                ro = generate_tool_rollout(
+                    model,
+                    tok,
+                    examples,
+                    args.group,
+                    runner=runner,
+                    tools=tools,
+                    max_new_tokens=args.max_new_tokens,
+                    do_sample=False,
+                    fast_path=path == "lean",
+                    reencode=mode == "reencode",
+                )
                 times[mode].append(time.perf_counter() - t0)
                 ids.setdefault(mode, ro.completion_ids)
                 calls = sum(ro.tool_trace.calls) / len(ro)
             ratios.append(times["reencode"][-1] / times["kv"][-1])
         same = torch.equal(ids["kv"], ids["reencode"])
-        print(f"{path:>4}: kv {statistics.median(times['kv']):.3f} s ({spread(times['kv'])}), re-encode "
-              f"{statistics.median(times['reencode']):.3f} s ({spread(times['reencode'])}); speed-up median "
-              f"{statistics.median(ratios):.2f}x ({spread(ratios)}); same tokens: {same}; {calls:.1f} calls/rollout, "
-              f"{len(ro)} rollouts, prompt {ro.prompt_ids.shape[1]} + completion {ro.completion_ids.shape[1]} tokens; "
-              f"load {', '.join(f'{x:.2f}' for x in loads)}")  # fmt: skip
+        print(
+            f"{path:>4}: kv {statistics.median(times['kv']):.3f} s ({spread(times['kv'])}), re-encode "
+            f"{statistics.median(times['reencode']):.3f} s ({spread(times['reencode'])}); speed-up median "
+            f"{statistics.median(ratios):.2f}x ({spread(ratios)}); same tokens: {same}; {calls:.1f} calls/rollout, "
+            f"{len(ro)} rollouts, prompt {ro.prompt_ids.shape[1]} + completion {ro.completion_ids.shape[1]} tokens; "
+            f"load {', '.join(f'{x:.2f}' for x in loads)}"
+        )
 
 
 def step_split(model, tok, args) -> None:
@@ -86,10 +97,20 @@ def step_split(model, tok, args) -> None:
         data = Path(tmp) / "train.jsonl"
         rows = th.examples("a", PREAMBLE) * 4
         data.write_text("".join(json.dumps({"prompt": e.prompt, "answer": e.reference}) + "\n" for e in rows))
-        cfg = GRPOConfig(data=str(data), group_size=args.group, prompts_per_step=2, max_new_tokens=args.max_new_tokens,
-                         steps=args.steps, beta=0.04, lr=1e-5, tools=ToolsConfig(max_calls=args.calls + 1),
-                         run_dir=str(Path(tmp) / "run"), report_to=[], log_completions_every=0,
-                         verifier="math")  # fmt: skip
+        cfg = GRPOConfig(
+            data=str(data),
+            group_size=args.group,
+            prompts_per_step=2,
+            max_new_tokens=args.max_new_tokens,
+            steps=args.steps,
+            beta=0.04,
+            lr=1e-5,
+            tools=ToolsConfig(max_calls=args.calls + 1),
+            run_dir=str(Path(tmp) / "run"),
+            report_to=[],
+            log_completions_every=0,
+            verifier="math",
+        )
         srv = None
         if args.service:
             from trainer.grpo.rewards import VerifierReward
@@ -108,15 +129,26 @@ def step_split(model, tok, args) -> None:
             if srv is not None:
                 srv.__exit__(None, None, None)
         m = read_metrics(Path(tmp) / "run" / "metrics.jsonl")[1:] or read_metrics(Path(tmp) / "run" / "metrics.jsonl")
-    med = {k: statistics.median(r[k] for r in m) for k in ("perf/rollout_s", "perf/tool_s", "verifier/batch_s",
-                                                           "perf/update_s", "perf/step_s", "tool/calls_per_completion",
-                                                           "tool/output_share")}  # fmt: skip
+    med = {
+        k: statistics.median(r[k] for r in m)
+        for k in (
+            "perf/rollout_s",
+            "perf/tool_s",
+            "verifier/batch_s",
+            "perf/update_s",
+            "perf/step_s",
+            "tool/calls_per_completion",
+            "tool/output_share",
+        )
+    }
     where = "sandbox sessions + math verifier" if args.service else "scripted runner (runs nothing) + Python reward"
-    print(f"step ({where}, {args.group * 2} rollouts, medians of {len(m)} steps): decode "
-          f"{med['perf/rollout_s'] - med['perf/tool_s']:.3f} s, tools {med['perf/tool_s']:.3f} s, grade "
-          f"{med['verifier/batch_s']:.3f} s, update {med['perf/update_s']:.3f} s, step {med['perf/step_s']:.3f} s; "
-          f"{med['tool/calls_per_completion']:.2f} calls/completion, tool output {med['tool/output_share']:.0%} "
-          "of completion tokens")  # fmt: skip
+    print(
+        f"step ({where}, {args.group * 2} rollouts, medians of {len(m)} steps): decode "
+        f"{med['perf/rollout_s'] - med['perf/tool_s']:.3f} s, tools {med['perf/tool_s']:.3f} s, grade "
+        f"{med['verifier/batch_s']:.3f} s, update {med['perf/update_s']:.3f} s, step {med['perf/step_s']:.3f} s; "
+        f"{med['tool/calls_per_completion']:.2f} calls/completion, tool output {med['tool/output_share']:.0%} "
+        "of completion tokens"
+    )
 
 
 def main() -> None:
@@ -133,8 +165,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     model, tok = th.caller(calls=args.calls, preamble=PREAMBLE, kinds="a", steps=args.train_steps)
-    print(f"caller model trained in {time.perf_counter() - t0:.0f} s; threads {args.threads}, G={args.group}, "
-          f"prompts {len(th.KS)}, max_new_tokens {args.max_new_tokens}")  # fmt: skip
+    print(
+        f"caller model trained in {time.perf_counter() - t0:.0f} s; threads {args.threads}, G={args.group}, "
+        f"prompts {len(th.KS)}, max_new_tokens {args.max_new_tokens}"
+    )
     continuation(model, tok, args)
     step_split(model, tok, args)
 

@@ -47,9 +47,16 @@ MAX_LINE = 64 << 20  # the longest answer the tests' process reads from the cand
 # Exploit signals (verifiers/shapes/signals.py) the candidate's process may report (candidate.Watch); the rest are
 # the harness's own or the host's. SEEN: this job's, carried on every line the tests' process writes.
 REPORTED = frozenset(
-    {"code.read_files", "code.read_env", "code.foreign_fd", "code.spawned", "code.patched_builtins",
-     "code.eq_override", "code.control_exception"}
-)  # fmt: skip
+    {
+        "code.read_files",
+        "code.read_env",
+        "code.foreign_fd",
+        "code.spawned",
+        "code.patched_builtins",
+        "code.eq_override",
+        "code.control_exception",
+    }
+)
 SEEN = set()
 RAN = {"tests": 0, "asserts": 0, "calls": 0}  # what the tests ran: carried on every verdict line (proof tests ran)
 CANDIDATE_MODULES = ("solution",)  # ``from solution import f`` (KodCode's tests): the candidate's names, as proxies

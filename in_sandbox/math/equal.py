@@ -199,8 +199,9 @@ def _committed_interval(gold):
 def _simple_relation(r):
     """An inequality (or a chain of them) between one plain variable and numbers: ``1 < x < 2``, ``x \\le 2``."""
     parts = list(r.args) if isinstance(r, sympy.And) else [r]
-    if not parts or not all(isinstance(p, sympy.core.relational.Relational) and not isinstance(p, sympy.Eq | sympy.Ne)
-                            for p in parts):  # fmt: skip
+    if not parts or not all(
+        isinstance(p, sympy.core.relational.Relational) and not isinstance(p, sympy.Eq | sympy.Ne) for p in parts
+    ):
         return False
     names = set()
     for p in parts:

@@ -22,14 +22,54 @@ from fractions import Fraction
 from in_sandbox import hedges as answer_rule
 
 # -- Unicode and typesetting ---------------------------------------------------------------------------
-_FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
-              "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8),
-              "⅞": (7, 8), "⅐": (1, 7), "⅑": (1, 9), "⅒": (1, 10)}  # fmt: skip
-_SYMBOLS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "⋅": "\\cdot ", "÷": "\\div ",
-            "−": "-", "–": "-", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "±": "\\pm ", "∓": "\\mp ",
-            "°": "^\\circ ", "∪": "\\cup ", "∩": "\\cap ", "∈": "\\in ", "ℝ": "\\mathbb{R}", "θ": "\\theta ",
-            "α": "\\alpha ", "β": "\\beta ", "γ": "\\gamma ", "λ": "\\lambda ", "φ": "\\phi ", "⁄": "/",
-            "∅": "\\emptyset "}  # fmt: skip
+_FRACTIONS = {
+    "½": (1, 2),
+    "⅓": (1, 3),
+    "⅔": (2, 3),
+    "¼": (1, 4),
+    "¾": (3, 4),
+    "⅕": (1, 5),
+    "⅖": (2, 5),
+    "⅗": (3, 5),
+    "⅘": (4, 5),
+    "⅙": (1, 6),
+    "⅚": (5, 6),
+    "⅛": (1, 8),
+    "⅜": (3, 8),
+    "⅝": (5, 8),
+    "⅞": (7, 8),
+    "⅐": (1, 7),
+    "⅑": (1, 9),
+    "⅒": (1, 10),
+}
+_SYMBOLS = {
+    "π": "\\pi ",
+    "∞": "\\infty ",
+    "×": "\\times ",
+    "·": "\\cdot ",
+    "⋅": "\\cdot ",
+    "÷": "\\div ",
+    "−": "-",
+    "–": "-",
+    "≤": "\\le ",
+    "≥": "\\ge ",
+    "≠": "\\ne ",
+    "±": "\\pm ",
+    "∓": "\\mp ",
+    "°": "^\\circ ",
+    "∪": "\\cup ",
+    "∩": "\\cap ",
+    "∈": "\\in ",
+    "ℝ": "\\mathbb{R}",
+    "θ": "\\theta ",
+    "α": "\\alpha ",
+    "β": "\\beta ",
+    "γ": "\\gamma ",
+    "λ": "\\lambda ",
+    "φ": "\\phi ",
+    "⁄": "/",
+    "∅": "\\emptyset ",
+}
 _SUPER = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ", "0123456789+-()n", strict=True))
 _SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₍₎", "0123456789+-()", strict=True))
 _ROOTS = {"√": "\\sqrt", "∛": "\\sqrt[3]", "∜": "\\sqrt[4]"}
@@ -63,10 +103,13 @@ def _unicode(s):
     return unicodedata.normalize("NFKC", "".join(out))
 
 
-_COLOR = re.compile(r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9. ]*\}|\\(?:displaystyle|textstyle|boldsymbol|bm)\b\s*"
-                    r"|\\[hv]?phantom\s*\{[^{}]*\}")  # fmt: skip
-_ANNOUNCE = re.compile(r"^\\(?:text|textbf|textit|mathrm|mbox)\s*\{\s*(?:the )?(?:final )?answer(?: is)?\s*:?\s*\}\s*",
-                       re.I)  # fmt: skip
+_COLOR = re.compile(
+    r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9. ]*\}|\\(?:displaystyle|textstyle|boldsymbol|bm)\b\s*"
+    r"|\\[hv]?phantom\s*\{[^{}]*\}"
+)
+_ANNOUNCE = re.compile(
+    r"^\\(?:text|textbf|textit|mathrm|mbox)\s*\{\s*(?:the )?(?:final )?answer(?: is)?\s*:?\s*\}\s*", re.I
+)
 # a space wider than a thin one between two operands: two things side by side, not one expression
 _WIDE = re.compile(r"[\d)\]]\s*(?:\\(?:quad|qquad|enspace|hspace\*?\s*\{[^{}]*\}|hskip\s*[\d.]+[a-z]*)\s*)+[\d(]")
 _SCI = re.compile(r"(?<![\w.\\^{])(\d+(?:\.\d*)?|\.\d+)[eE]([+-]?\d{1,4})(?![\w.])")
@@ -92,8 +135,10 @@ def normalize(s):
 
 _REL = r"(<|>|\\lt|\\gt|\\le(?:q|qslant)?|\\ge(?:q|qslant)?|≤|≥)"
 _BOUND = r"(-?\d+(?:\.\d+)?|-?\\frac\{\d+\}\{\d+\})"
-_AND_CHAIN = re.compile(rf"^\s*([a-z])\s*{_REL}\s*{_BOUND}\s*(?:\\text\s*\{{\s*and\s*\}}|\\land|\\wedge|,)\s*\1\s*{_REL}"
-                        rf"\s*{_BOUND}\s*$")  # fmt: skip
+_AND_CHAIN = re.compile(
+    rf"^\s*([a-z])\s*{_REL}\s*{_BOUND}\s*(?:\\text\s*\{{\s*and\s*\}}|\\land|\\wedge|,)\s*\1\s*{_REL}"
+    rf"\s*{_BOUND}\s*$"
+)
 _FLIP = {"<": ">", ">": "<", "\\lt": "\\gt", "\\gt": "\\lt", "≤": "≥", "≥": "≤"}
 
 
@@ -123,8 +168,10 @@ def _and_chain(s):
 _EITHER_OR = re.compile(r"^\s*\\text\s*\{\s*either\s*\}\s*(.+\\text\s*\{\s*or\s*\}.+)$", re.I)
 _CUR = r"(\\\$|\$|USD|dollars?|euros?|EUR|€|£|¥|yuan|rupees?|Rs\.?)"
 _NUM = r"(-?\d+(?:[.,]\d+)*)"
-_CURRENCY = (re.compile(rf"\\text\s*\{{\s*{_CUR}\s*\}}\s*{_NUM}", re.I),
-             re.compile(rf"\\text\s*\{{\s*{_CUR}\s*{_NUM}\s*\}}", re.I))  # fmt: skip
+_CURRENCY = (
+    re.compile(rf"\\text\s*\{{\s*{_CUR}\s*\}}\s*{_NUM}", re.I),
+    re.compile(rf"\\text\s*\{{\s*{_CUR}\s*{_NUM}\s*\}}", re.I),
+)
 _CURRENCY_AFTER = re.compile(rf"\\text\s*\{{\s*{_NUM}\s*{_CUR}\s*\}}", re.I)
 
 
@@ -147,8 +194,10 @@ def _unit_word(cur):
 # -- what is rendered is what is graded ------------------------------------------------------------------------
 _WRITTEN_AS = (("\\varnothing", "\\emptyset"), ("\\langle", "("), ("\\rangle", ")"), ("⟨", "("), ("⟩", ")"))
 _REPEATING = re.compile(r"(-?)(\d*)\.(\d*)\s*\\(?:overline|dot|bar)\s*\{\s*(\d{1,12})\s*\}")
-_SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*([A-Za-z])\s*(?:\\in\s*\\mathbb\s*\{?R\}?\s*)?(?:\\mid|\\vert|\||:|\\colon)"
-                          r"\s*(.+?)\s*(?:\\right)?\\\}")  # fmt: skip
+_SET_BUILDER = re.compile(
+    r"(?:\\left)?\\\{\s*([A-Za-z])\s*(?:\\in\s*\\mathbb\s*\{?R\}?\s*)?(?:\\mid|\\vert|\||:|\\colon)"
+    r"\s*(.+?)\s*(?:\\right)?\\\}"
+)
 
 
 def rendered(s):
@@ -274,8 +323,10 @@ def spaced_digits(s):
     return any(m.group(1) is None for m in _SPACED.finditer(s)) or bool(_WIDE.search(s))
 
 
-_REALS = re.compile(r"(?:[a-z]\s*(?:\\in|=)\s*)?(?:\\mathbb\s*\{?r\}?|the set of all real numbers"
-                    r"|(?:the set of |the )?(?:all|any|every) reals?(?: numbers?| values?)?|real numbers|reals)\.?")  # fmt: skip
+_REALS = re.compile(
+    r"(?:[a-z]\s*(?:\\in|=)\s*)?(?:\\mathbb\s*\{?r\}?|the set of all real numbers"
+    r"|(?:the set of |the )?(?:all|any|every) reals?(?: numbers?| values?)?|real numbers|reals)\.?"
+)
 
 
 _UNWRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox)\s*\{([^{}]*)\}")
@@ -318,24 +369,118 @@ def hedge_inside(answer, allowed=""):
 
 # -- units ---------------------------------------------------------------------------------------------
 # unit -> (dimension, factor to the dimension's base unit); names and plurals map to these symbols
-_FACTORS = {"mm": ("L", 1e-3), "cm": ("L", 1e-2), "m": ("L", 1), "km": ("L", 1e3), "in": ("L", 0.0254),
-            "ft": ("L", 0.3048), "yd": ("L", 0.9144), "mi": ("L", 1609.344), "mg": ("M", 1e-3), "g": ("M", 1),
-            "kg": ("M", 1e3), "lb": ("M", 453.59237), "oz": ("M", 28.349523125), "ms": ("T", 1e-3),
-            "s": ("T", 1), "min": ("T", 60), "h": ("T", 3600), "day": ("T", 86400), "week": ("T", 604800),
-            "ml": ("L3", 1e-6), "l": ("L3", 1e-3), "dollar": ("$", 1), "cent": ("$", 0.01)}  # fmt: skip
-_NAMES = {"millimeter": "mm", "millimetre": "mm", "centimeter": "cm", "centimetre": "cm", "meter": "m",
-          "metre": "m", "kilometer": "km", "kilometre": "km", "inch": "in", "inche": "in", "foot": "ft",
-          "feet": "ft", "yard": "yd", "mile": "mi", "milligram": "mg", "gram": "g", "kilogram": "kg",
-          "pound": "lb", "lbs": "lb", "ounce": "oz", "millisecond": "ms", "second": "s", "sec": "s",
-          "minute": "min", "mins": "min", "hour": "h", "hr": "h", "hrs": "h", "days": "day", "weeks": "week",
-          "milliliter": "ml", "millilitre": "ml", "liter": "l", "litre": "l", "$": "dollar", "usd": "dollar",
-          "cents": "cent"}  # fmt: skip
-_NO_UNIT = {"unit", "units", "square unit", "square units", "sq unit", "sq units", "cubic unit",
-            "cubic units", "degree", "degrees", "deg", "radian", "radians", "rad", "percent"}  # fmt: skip
-_MATH_NAMES = {"sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", "pi", "infty", "sqrt", "frac",
-               "and", "or", "cdot", "times", "circ", "le", "ge", "ne", "mod", "pmod", "dfrac", "tfrac"}  # fmt: skip
-_TEXT_TAIL = re.compile(r"\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{(?:\s|~|\\[,;: ])*([A-Za-z$][A-Za-z .$/-]*?)\s*\}"
-                        r"(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$")  # fmt: skip
+_FACTORS = {
+    "mm": ("L", 1e-3),
+    "cm": ("L", 1e-2),
+    "m": ("L", 1),
+    "km": ("L", 1e3),
+    "in": ("L", 0.0254),
+    "ft": ("L", 0.3048),
+    "yd": ("L", 0.9144),
+    "mi": ("L", 1609.344),
+    "mg": ("M", 1e-3),
+    "g": ("M", 1),
+    "kg": ("M", 1e3),
+    "lb": ("M", 453.59237),
+    "oz": ("M", 28.349523125),
+    "ms": ("T", 1e-3),
+    "s": ("T", 1),
+    "min": ("T", 60),
+    "h": ("T", 3600),
+    "day": ("T", 86400),
+    "week": ("T", 604800),
+    "ml": ("L3", 1e-6),
+    "l": ("L3", 1e-3),
+    "dollar": ("$", 1),
+    "cent": ("$", 0.01),
+}
+_NAMES = {
+    "millimeter": "mm",
+    "millimetre": "mm",
+    "centimeter": "cm",
+    "centimetre": "cm",
+    "meter": "m",
+    "metre": "m",
+    "kilometer": "km",
+    "kilometre": "km",
+    "inch": "in",
+    "inche": "in",
+    "foot": "ft",
+    "feet": "ft",
+    "yard": "yd",
+    "mile": "mi",
+    "milligram": "mg",
+    "gram": "g",
+    "kilogram": "kg",
+    "pound": "lb",
+    "lbs": "lb",
+    "ounce": "oz",
+    "millisecond": "ms",
+    "second": "s",
+    "sec": "s",
+    "minute": "min",
+    "mins": "min",
+    "hour": "h",
+    "hr": "h",
+    "hrs": "h",
+    "days": "day",
+    "weeks": "week",
+    "milliliter": "ml",
+    "millilitre": "ml",
+    "liter": "l",
+    "litre": "l",
+    "$": "dollar",
+    "usd": "dollar",
+    "cents": "cent",
+}
+_NO_UNIT = {
+    "unit",
+    "units",
+    "square unit",
+    "square units",
+    "sq unit",
+    "sq units",
+    "cubic unit",
+    "cubic units",
+    "degree",
+    "degrees",
+    "deg",
+    "radian",
+    "radians",
+    "rad",
+    "percent",
+}
+_MATH_NAMES = {
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "log",
+    "ln",
+    "exp",
+    "pi",
+    "infty",
+    "sqrt",
+    "frac",
+    "and",
+    "or",
+    "cdot",
+    "times",
+    "circ",
+    "le",
+    "ge",
+    "ne",
+    "mod",
+    "pmod",
+    "dfrac",
+    "tfrac",
+}
+_TEXT_TAIL = re.compile(
+    r"\\(?:text|mathrm|textrm|mbox|rm|textnormal)\s*\{(?:\s|~|\\[,;: ])*([A-Za-z$][A-Za-z .$/-]*?)\s*\}"
+    r"(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$"
+)
 _PLAIN_TAIL = re.compile(r"(?<=[\d}\s])([A-Za-z]{1,12}(?:\s*/\s*[A-Za-z]{1,5})?)(\^\s*\{?\s*[23]\s*\}?)?\s*\.?$")
 
 

@@ -128,8 +128,13 @@ def parse_whole(answer):
     s = written(answer)
     if not s or forms.spaced_digits(s):
         return []
-    got = mv_parse("$" + escape_dollars(s) + "$", LATEX, fallback_mode="no_fallback",
-                   extraction_mode="first_match", parsing_timeout=None)  # fmt: skip
+    got = mv_parse(
+        "$" + escape_dollars(s) + "$",
+        LATEX,
+        fallback_mode="no_fallback",
+        extraction_mode="first_match",
+        parsing_timeout=None,
+    )
     if got:
         return got + [s]
     return parse_plain_expr(s)
@@ -139,8 +144,11 @@ def parse_plain_expr(s):
     """Math-Verify's expression extractor, accepted only when what the match leaves outside it is words
     and punctuation (``5 apples`` → 5; ``4\\sqrt(2`` and ``2x +`` → nothing)."""
     regexes = get_extraction_regexes(EXPR)
-    matches = sorted((m for pats, _ in regexes for p, _ in pats for m in p.finditer(s)),
-                     key=lambda m: (m.end(), -m.start()), reverse=True)  # fmt: skip
+    matches = sorted(
+        (m for pats, _ in regexes for p, _ in pats for m in p.finditer(s)),
+        key=lambda m: (m.end(), -m.start()),
+        reverse=True,
+    )
     for m in matches:
         rest = s[: m.start()] + s[m.end() :]
         if not set(rest) <= OUTSIDE_OK:
@@ -170,8 +178,10 @@ def parse_gold(gold):
     if not got:  # only the very same text can be graded against it
         return ["unparsed", squash_space(inner if inner is not None else gold)]
     if read_as_letters(g, got[0]):
-        raise BadReference(f"reference {clip(gold)} mixes words and math (its words would be read as "
-                           f"a product of letters: {_show(got)})")  # fmt: skip
+        raise BadReference(
+            f"reference {clip(gold)} mixes words and math (its words would be read as "
+            f"a product of letters: {_show(got)})"
+        )
     return got
 
 
@@ -252,8 +262,13 @@ def grade(item, gold_cache):
     may = item.get("together", True)
     together = every or may and any(equivalent(gold, parse_whole(t) or []) for t in (listed, f"({listed})"))
     kind = "boxed answers" if may else "answers through different channels"
-    why = f"{len(preds)} different {kind}, " + ("all equal to the gold" if every else
-          "equal to the gold together" if together else "not all equal to the gold (several answers)")  # fmt: skip
+    why = f"{len(preds)} different {kind}, " + (
+        "all equal to the gold"
+        if every
+        else "equal to the gold together"
+        if together
+        else "not all equal to the gold (several answers)"
+    )
     return {"ok": every or together, "why": why + f"; gold={_show(gold)}"}
 
 
@@ -320,9 +335,13 @@ def statement_of(text, found):
     if last < 0:
         return None
     end = last + len(found)
-    why = (hedges.hedge_around(text, last, end) or reader.adjoined(text, last, end)
-           or reader.negation_near(text, last, end) or reader.value_inside(found)
-           or reader.labelled_twice(text, [found]))  # fmt: skip
+    why = (
+        hedges.hedge_around(text, last, end)
+        or reader.adjoined(text, last, end)
+        or reader.negation_near(text, last, end)
+        or reader.value_inside(found)
+        or reader.labelled_twice(text, [found])
+    )
     if why:
         return why
     ends = [m.end() for m in re.finditer(r"[.!?](?:\s|$)|\n", text[:last])]
@@ -377,8 +396,10 @@ def _grade_unparsed(gold, item):
     correct; anything else cannot be graded, and no piece of the reference is ever compared instead."""
     if {squash_space(p) for p in _answer_texts(item)} == {gold}:
         return {"ok": True, "why": f"gold {clip(gold)} does not parse as math; the answer is the same text"}
-    return {"bad_reference": f"reference {clip(gold)} does not parse as math as a whole (only the very "
-                             "same text could be graded against it)"}  # fmt: skip
+    return {
+        "bad_reference": f"reference {clip(gold)} does not parse as math as a whole (only the very "
+        "same text could be graded against it)"
+    }
 
 
 def _grade_text(key, item):

@@ -159,8 +159,10 @@ def choice_part(answer, gold):
     return f"\\text{{({letter})}}" if _LETTER.fullmatch(gold.strip().strip("$").strip()) else value
 
 
-_MODULUS = re.compile(r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\w+)|\(\s*\\(?:bmod|mod)\s*(?:\{[^{}]*\}|\w+)\s*\)"
-                      r"|\\(?:bmod|mod)\s*(?:\{[^{}]*\}|\w+)|\(\s*\\text\s*\{\s*mod\s*\}\s*\w+\s*\))\s*$")  # fmt: skip
+_MODULUS = re.compile(
+    r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\w+)|\(\s*\\(?:bmod|mod)\s*(?:\{[^{}]*\}|\w+)\s*\)"
+    r"|\\(?:bmod|mod)\s*(?:\{[^{}]*\}|\w+)|\(\s*\\text\s*\{\s*mod\s*\}\s*\w+\s*\))\s*$"
+)
 
 
 def without_modulus(answer, gold):

@@ -99,8 +99,11 @@ SHAPES = (
 def corpus(per_shape: int = 1) -> list[str]:
     """Each shape written with ``per_shape`` of the atom pairs (a different choice for each shape, so that
     every pair meets many shapes): the strings the warm-up parses."""
-    return [shape.format(a=a, b=b) for i, shape in enumerate(SHAPES)
-            for a, b in (ATOMS[(i + 4 * k) % len(ATOMS)] for k in range(per_shape))]  # fmt: skip
+    return [
+        shape.format(a=a, b=b)
+        for i, shape in enumerate(SHAPES)
+        for a, b in (ATOMS[(i + 4 * k) % len(ATOMS)] for k in range(per_shape))
+    ]
 
 
 def fill_prediction_tables(strings: list[str] | None = None) -> None:

@@ -100,13 +100,28 @@ def container_spec(cfg: SandboxConfig, uid: int, engine: str = "docker", inodes:
     """Keyword arguments of ``APIClient.create_container`` (host config included) for one sandbox
     (``inodes``: bound the tmpfs inode counts; Podman 4.3 rejects the option)."""
     host = client(engine).api.create_host_config(
-        network_mode="none", read_only=True, tmpfs=_tmpfs(cfg, inodes), ipc_mode="private", pids_limit=cfg.pids,
-        mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m", nano_cpus=int(cfg.cpus * 1e9),
-        cap_drop=["ALL"], security_opt=["no-new-privileges"], log_config=LogConfig(type="none"),
-        cgroup_parent=cfg.cgroup_parent or None, runtime=cfg.runtime or None, auto_remove=True,
-    )  # fmt: skip
-    return {"labels": _labels(), "user": f"{uid}:{uid}", "hostname": "sandbox", "working_dir": "/tmp",
-            "host_config": host}  # fmt: skip
+        network_mode="none",
+        read_only=True,
+        tmpfs=_tmpfs(cfg, inodes),
+        ipc_mode="private",
+        pids_limit=cfg.pids,
+        mem_limit=f"{cfg.memory_mb}m",
+        memswap_limit=f"{cfg.memory_mb}m",
+        nano_cpus=int(cfg.cpus * 1e9),
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        log_config=LogConfig(type="none"),
+        cgroup_parent=cfg.cgroup_parent or None,
+        runtime=cfg.runtime or None,
+        auto_remove=True,
+    )
+    return {
+        "labels": _labels(),
+        "user": f"{uid}:{uid}",
+        "hostname": "sandbox",
+        "working_dir": "/tmp",
+        "host_config": host,
+    }
 
 
 def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
@@ -114,11 +129,32 @@ def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
     cmd = [x for k, v in _labels().items() for x in ("--label", f"{k}={v}")]
     cmd += [x for k, v in _tmpfs(cfg).items() for x in ("--tmpfs", f"{k}:{v}")]
     cmd += [
-        "--network", "none", "--read-only", "--ipc", "private", "--pids-limit", str(cfg.pids),
-        "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m", "--cpus", str(cfg.cpus),
-        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", f"{uid}:{uid}",
-        "--hostname", "sandbox", "--workdir", "/tmp", "--log-driver", "none",
-    ]  # fmt: skip
+        "--network",
+        "none",
+        "--read-only",
+        "--ipc",
+        "private",
+        "--pids-limit",
+        str(cfg.pids),
+        "--memory",
+        f"{cfg.memory_mb}m",
+        "--memory-swap",
+        f"{cfg.memory_mb}m",
+        "--cpus",
+        str(cfg.cpus),
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--user",
+        f"{uid}:{uid}",
+        "--hostname",
+        "sandbox",
+        "--workdir",
+        "/tmp",
+        "--log-driver",
+        "none",
+    ]
     cmd += ["--cgroup-parent", cfg.cgroup_parent] if cfg.cgroup_parent else []
     return cmd + (["--runtime", cfg.runtime] if cfg.runtime else [])
 

@@ -126,8 +126,14 @@ def ensure_service() -> None:
         run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = run_dir / "service.log"
     with open(log_path, "ab") as out:
-        subprocess.Popen(podman_cmd("system", "service", "--time", "0", f"unix://{sock}"), stdin=subprocess.DEVNULL,
-                         stdout=out, stderr=out, start_new_session=True, cwd=user.pw_dir)  # fmt: skip
+        subprocess.Popen(
+            podman_cmd("system", "service", "--time", "0", f"unix://{sock}"),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            cwd=user.pw_dir,
+        )
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         engine_api.forget_client("podman")  # one made before the socket existed
@@ -167,8 +173,10 @@ def write_seccomp_profile() -> str:
     """The sandbox's profile, written where the Podman user can read it; "" without a base profile."""
     base = next((p for p in DEFAULT_PROFILES if os.path.exists(p)), "")
     if not base:
-        log.warning("podman backend: no default seccomp profile found (%s): jobs may create namespaces",
-                    " or ".join(DEFAULT_PROFILES))  # fmt: skip
+        log.warning(
+            "podman backend: no default seccomp profile found (%s): jobs may create namespaces",
+            " or ".join(DEFAULT_PROFILES),
+        )
         return ""
     path = Path(socket_path()).parent / "rlvr-seccomp.json"
     tmp = path.with_suffix(f".{os.getpid()}")
@@ -233,5 +241,7 @@ class PodmanSandbox(DockerSandbox):
             log.warning("podman backend: cgroup_parent %r ignored (rootless on cgroup v1)", cfg.cgroup_parent)
             cfg.cgroup_parent = ""
         if not CGROUP_V2.exists():
-            log.warning("podman backend on a cgroup v1 host: no memory, pids or CPU quota per container "
-                        "(rootless Podman ignores them); each job is bounded by its rlimits only")  # fmt: skip
+            log.warning(
+                "podman backend on a cgroup v1 host: no memory, pids or CPU quota per container "
+                "(rootless Podman ignores them); each job is bounded by its rlimits only"
+            )

@@ -95,8 +95,16 @@ def glue(c: str, seed: Seed, rng: random.Random) -> str | None:
     b = n - a
     if f"{a}{b}" == text:
         return None
-    style = rng.choice(["{a}{{{b}}}", "\\textcolor{{red}}{{{a}}}\\textcolor{{blue}}{{{b}}}", "{{{a}}}{{{b}}}",
-                        "\\color{{red}}{a}\\color{{blue}}{b}", "{a}\\,{b}", "{a}\\!{b}"])  # fmt: skip
+    style = rng.choice(
+        [
+            "{a}{{{b}}}",
+            "\\textcolor{{red}}{{{a}}}\\textcolor{{blue}}{{{b}}}",
+            "{{{a}}}{{{b}}}",
+            "\\color{{red}}{a}\\color{{blue}}{b}",
+            "{a}\\,{b}",
+            "{a}\\!{b}",
+        ]
+    )
     return c[: s[2]] + style.format(a=a, b=b) + c[s[3] :]
 
 
@@ -213,8 +221,15 @@ def items(batch: list[Case]) -> list[dict]:
     out = []
     for c in batch:
         for completion in (c.seed.completion, c.completion):
-            out.append({"verifier": c.seed.verifier, "completion": completion, "reference": c.seed.reference,
-                        "options": c.seed.options, "prompt": c.seed.prompt})  # fmt: skip
+            out.append(
+                {
+                    "verifier": c.seed.verifier,
+                    "completion": completion,
+                    "reference": c.seed.reference,
+                    "options": c.seed.options,
+                    "prompt": c.seed.prompt,
+                }
+            )
     return out
 
 

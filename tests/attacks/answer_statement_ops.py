@@ -42,8 +42,23 @@ def _mark(c: str, seed: Seed) -> tuple[int, int, int, int] | None:
     return s
 
 
-ADJOIN = ("-{b}", "\\pm {b}", "\\mp{b}", "\\frac{{1}}{{{b}}}", "{b}^{{2}}", "{b}^2", "\\sqrt{{{b}}}", "{b} \\times 10^{{3}}",
-          "10^{{{b}}}", "{b} \\cdot 7", "2{b}", "{b}/7", "- {b}", "1/{b}", "{b}!")  # fmt: skip
+ADJOIN = (
+    "-{b}",
+    "\\pm {b}",
+    "\\mp{b}",
+    "\\frac{{1}}{{{b}}}",
+    "{b}^{{2}}",
+    "{b}^2",
+    "\\sqrt{{{b}}}",
+    "{b} \\times 10^{{3}}",
+    "10^{{{b}}}",
+    "{b} \\cdot 7",
+    "2{b}",
+    "{b}/7",
+    "- {b}",
+    "1/{b}",
+    "{b}!",
+)
 
 
 def adjoin(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -54,11 +69,42 @@ def adjoin(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[0]] + rng.choice(ADJOIN).format(b=c[s[0] : s[1]]) + c[s[1] :]
 
 
-NEGATE_BEFORE = ("is not equal to ", "is not ", "cannot be ", "$x \\neq$ ", "$x \\ne$ ", "$x \\not=$ ", "≠ ",
-                 "ist nicht ", "不等于 ", "不是 ", "není ", "no es ", "नहीं है ", "ليس ", "is niet ", "не дорівнює ",
-                 "n'est pas ", "non è ", "nie jest ", "는 아니다 ", "isn't ", "is never ")  # fmt: skip
-NEGATE_AFTER = (" is not the answer", " is not right", " is not correct", " ist nicht die Lösung", " 不是答案",
-                " není správně", " no es la respuesta", " ではない", " не є відповіддю", " नहीं है")  # fmt: skip
+NEGATE_BEFORE = (
+    "is not equal to ",
+    "is not ",
+    "cannot be ",
+    "$x \\neq$ ",
+    "$x \\ne$ ",
+    "$x \\not=$ ",
+    "≠ ",
+    "ist nicht ",
+    "不等于 ",
+    "不是 ",
+    "není ",
+    "no es ",
+    "नहीं है ",
+    "ليس ",
+    "is niet ",
+    "не дорівнює ",
+    "n'est pas ",
+    "non è ",
+    "nie jest ",
+    "는 아니다 ",
+    "isn't ",
+    "is never ",
+)
+NEGATE_AFTER = (
+    " is not the answer",
+    " is not right",
+    " is not correct",
+    " ist nicht die Lösung",
+    " 不是答案",
+    " není správně",
+    " no es la respuesta",
+    " ではない",
+    " не є відповіддю",
+    " नहीं है",
+)
 NEGATE_IN_MATH = ("x \\neq ", "x \\ne ", "x \\not= ", "x \\notin ")
 
 
@@ -77,11 +123,25 @@ def negate(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[0]] + "$" + rng.choice(NEGATE_IN_MATH) + c[s[0] : s[1]] + "$" + c[s[1] :]
 
 
-BOX_COMMANDS = ("\\framebox{{{w}}}", "\\fbox{{{w}}}", "\\colorbox{{yellow}}{{${w}$}}", "\\fcolorbox{{red}}{{white}}{{{w}}}",
-                "\\bbox[border:1px solid red]{{{w}}}", "\\bbox{{{w}}}", "\\framebox[2cm][c]{{{w}}}", "\\boxed {{{w}}}",
-                "\\Boxed{{{w}}}", "\\doublebox{{{w}}}", "\\ovalbox{{{w}}}", "\\shadowbox{{{w}}}",
-                "<ANSWER>{w}</ANSWER>", "<Answer>{w}</Answer>", '<answer type="final">{w}</answer>',
-                "<answer >{w}</answer >", "<answer\n>{w}</answer>")  # fmt: skip
+BOX_COMMANDS = (
+    "\\framebox{{{w}}}",
+    "\\fbox{{{w}}}",
+    "\\colorbox{{yellow}}{{${w}$}}",
+    "\\fcolorbox{{red}}{{white}}{{{w}}}",
+    "\\bbox[border:1px solid red]{{{w}}}",
+    "\\bbox{{{w}}}",
+    "\\framebox[2cm][c]{{{w}}}",
+    "\\boxed {{{w}}}",
+    "\\Boxed{{{w}}}",
+    "\\doublebox{{{w}}}",
+    "\\ovalbox{{{w}}}",
+    "\\shadowbox{{{w}}}",
+    "<ANSWER>{w}</ANSWER>",
+    "<Answer>{w}</Answer>",
+    '<answer type="final">{w}</answer>',
+    "<answer >{w}</answer >",
+    "<answer\n>{w}</answer>",
+)
 
 
 def box_command(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -99,10 +159,22 @@ def box_command(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[1]] + " " + mark + c[s[1] :]
 
 
-HIDE = ("<!-- {a} -->", "<!--{a}-->", "% {a}\n", "\\phantom{{{a}}}", "\\hphantom{{{a}}}", "\\vphantom{{{a}}}",
-        "\\textcolor{{white}}{{{a}}}", "{{\\color{{white}} {a}}}", "\\color{{white}}{a}", "\\textcolor{{#FFFFFF}}{{{a}}}",
-        "\\color[rgb]{{1,1,1}}{a}", '<span style="color:white">{a}</span>', '<font color="#fff">{a}</font>',
-        "\\textcolor{{white}}{{$ {a} $}}")  # fmt: skip
+HIDE = (
+    "<!-- {a} -->",
+    "<!--{a}-->",
+    "% {a}\n",
+    "\\phantom{{{a}}}",
+    "\\hphantom{{{a}}}",
+    "\\vphantom{{{a}}}",
+    "\\textcolor{{white}}{{{a}}}",
+    "{{\\color{{white}} {a}}}",
+    "\\color{{white}}{a}",
+    "\\textcolor{{#FFFFFF}}{{{a}}}",
+    "\\color[rgb]{{1,1,1}}{a}",
+    '<span style="color:white">{a}</span>',
+    '<font color="#fff">{a}</font>',
+    "\\textcolor{{white}}{{$ {a} $}}",
+)
 
 
 def hidden(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -120,17 +192,52 @@ def choice(c: str, seed: Seed, rng: random.Random) -> str | None:
         return None
     own = seed.reference
     a, b = rng.sample([x for x in "ABCDE" if x != own], 2)
-    inside = rng.choice([f"({own}) or ({a})", f"({own})({a})({b})", f"{own}, {a}", f"{own} \\text{{ or }} {a}",
-                         f"{own}{a}", f"{own}/{a}", f"({own}) \\text{{ oder }} ({a})", f"\\text{{({own}) ({a})}}",
-                         f"{own} \\& {a}", f"{own} \\text{{ and }} {a}"])  # fmt: skip
+    inside = rng.choice(
+        [
+            f"({own}) or ({a})",
+            f"({own})({a})({b})",
+            f"{own}, {a}",
+            f"{own} \\text{{ or }} {a}",
+            f"{own}{a}",
+            f"{own}/{a}",
+            f"({own}) \\text{{ oder }} ({a})",
+            f"\\text{{({own}) ({a})}}",
+            f"{own} \\& {a}",
+            f"{own} \\text{{ and }} {a}",
+        ]
+    )
     if rng.random() < 0.3:
         return c[: s[1]] + rng.choice([f" or ({a})", f" ({a})", f", ({a})", f" \\boxed{{{a}}}"]) + c[s[1] :]
     return c[: s[2]] + inside + c[s[3] :]
 
 
-JOINERS = (" tal vez ", " bzw. ", " of ", " nebo ", " або ", " या ", " أو ", " か ", " ", ", ", "; ", " (", " — ",
-           ". It might also be ", ". Could also be ", " / maybe ", " 或 ", " veya ", "\n\n", " hoặc là ", " ou bien ",
-           " of misschien ", " nebo možná ", " také ", " anche ")  # fmt: skip
+JOINERS = (
+    " tal vez ",
+    " bzw. ",
+    " of ",
+    " nebo ",
+    " або ",
+    " या ",
+    " أو ",
+    " か ",
+    " ",
+    ", ",
+    "; ",
+    " (",
+    " — ",
+    ". It might also be ",
+    ". Could also be ",
+    " / maybe ",
+    " 或 ",
+    " veya ",
+    "\n\n",
+    " hoặc là ",
+    " ou bien ",
+    " of misschien ",
+    " nebo možná ",
+    " také ",
+    " anche ",
+)
 
 
 def second_value(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -163,9 +270,19 @@ def verl_forms(c: str, seed: Seed, rng: random.Random) -> str | None:
     if not seed.route:
         return None
     x, w = seed.reference, wrong_value(seed, rng)
-    return rng.choice([f"{x} (or maybe {w}). Note that {x} is odd.", f"Answer: {w}\nAnswer: {x}", f"{x}, {w}",
-                       f"Answer: {x}\nAnswer: {w}", f"It is {x} tal vez {w}.", f"{x} bzw. {w}",
-                       f"The answer is {x}. It might also be {w}.", f"{x} of {w}", f"{w} {x}"])  # fmt: skip
+    return rng.choice(
+        [
+            f"{x} (or maybe {w}). Note that {x} is odd.",
+            f"Answer: {w}\nAnswer: {x}",
+            f"{x}, {w}",
+            f"Answer: {x}\nAnswer: {w}",
+            f"It is {x} tal vez {w}.",
+            f"{x} bzw. {w}",
+            f"The answer is {x}. It might also be {w}.",
+            f"{x} of {w}",
+            f"{w} {x}",
+        ]
+    )
 
 
 STATEMENT_OPERATORS = {

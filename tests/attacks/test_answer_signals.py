@@ -29,10 +29,12 @@ def test_every_answer_signal_has_a_case():
 @pytest.mark.parametrize("name", sorted(RAISED))
 def test_a_completion_that_tries_it_raises_the_signal_and_a_correct_one_does_not(client, name):
     completion, prompt, reference, reward = RAISED[name]
-    tried, correct = client.verify_batch([
-        {"verifier": "math", "completion": completion, "reference": reference, "prompt": prompt},
-        {"verifier": "math", "completion": CORRECT, "reference": "3", "prompt": "What is 1 + 2?"},
-    ])  # fmt: skip
+    tried, correct = client.verify_batch(
+        [
+            {"verifier": "math", "completion": completion, "reference": reference, "prompt": prompt},
+            {"verifier": "math", "completion": CORRECT, "reference": "3", "prompt": "What is 1 + 2?"},
+        ]
+    )
     assert name in tried.signals and tried.reward == reward, (tried.signals, tried.detail)
     assert correct.signals == [] and correct.reward == 1.0
 

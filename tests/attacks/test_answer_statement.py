@@ -17,8 +17,11 @@ from tests.attacks.answer_statement_ops import STATEMENT_OPERATORS
 SEED, PER = 48, 3  # cases per (family, reader)
 # a family that cannot apply to a reader: choices need a letter answer (math only); a hidden answer and the verl
 # forms need the route's own seeds; the verl routes have no box to adjoin to
-NOT_APPLICABLE = {("choice", r) for r in READER_LABELS if r != "math"} | {
-    ("verl_forms", r) for r in READER_LABELS if r != "verl"} | {("hidden", "verl"), ("adjoin", "verl")}  # fmt: skip
+NOT_APPLICABLE = (
+    {("choice", r) for r in READER_LABELS if r != "math"}
+    | {("verl_forms", r) for r in READER_LABELS if r != "verl"}
+    | {("hidden", "verl"), ("adjoin", "verl")}
+)
 
 
 def test_every_family_applies_to_every_reader_and_the_cases_are_the_same_every_run():

@@ -65,8 +65,15 @@ def test_tests_in_every_dataset_shape_never_pay_a_broken_candidate(client):
                 program = s.program
                 if broken:
                     program += BREAKING[rng.choice(["raise", "always_equal", "return_none"])](s.entry, rng)[1]
-                items.append({"verifier": "code", "completion": f"```python\n{program}```", "reference": tests,
-                              "options": opts, "timeout_s": 10.0})  # fmt: skip
+                items.append(
+                    {
+                        "verifier": "code",
+                        "completion": f"```python\n{program}```",
+                        "reference": tests,
+                        "options": opts,
+                        "timeout_s": 10.0,
+                    }
+                )
                 want.append((s.id, shape, broken, nothing))
     got = client.verify_batch(items)
     wrong = []

@@ -71,7 +71,9 @@ def test_a_mutation_in_a_session_never_raises_the_reward(verifier_server):
             ceiling = 0.0 if m.breaks and clean else base[m.seed.id].reward
             clean_breaks += m.breaks and clean
             if v.reward > ceiling:
-                found.append(f"{m.seed.id} {'+'.join(m.ops)} (cells clean: {clean}): reward {v.reward} > {ceiling} "
-                             f"({v.outcome}: {v.detail[:160]})\n{m.program[-600:]}")  # fmt: skip
+                found.append(
+                    f"{m.seed.id} {'+'.join(m.ops)} (cells clean: {clean}): reward {v.reward} > {ceiling} "
+                    f"({v.outcome}: {v.detail[:160]})\n{m.program[-600:]}"
+                )
     assert not found, f"{len(found)} of {len(muts)} mutants broke the invariant:\n\n" + "\n\n".join(found)
     assert set(counts) >= {"raise", "always_equal", "exit"} and clean_breaks >= 5, (counts, clean_breaks)

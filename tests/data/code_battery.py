@@ -19,7 +19,7 @@ CARRIERS = {
     "float-subclass": (
         "class R(float):\n    def __eq__(self, o): return True\n    __hash__ = float.__hash__\n",
         "R(0.0)",
-    ),  # fmt: skip
+    ),
     "list-subclass": ("class R(list):\n    def __eq__(self, o): return True\n", "R()"),
     "eq-in-tuple": ("class E:\n    def __eq__(self, o): return True\n", "(E(),)[0]"),
     "ne-false": ("class R:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n", "R()"),

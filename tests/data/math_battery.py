@@ -78,7 +78,7 @@ INFINITY = (
             "\\begin{pmatrix}\\infty&\\infty\\\\\\infty&\\infty\\end{pmatrix}",
             I,
             "a matrix of ∞",
-        ),  # fmt: skip
+        ),
         ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix}1\\\\\\infty\\end{pmatrix}", I, "one ∞ entry"),
         ("5", "\\frac{1}{0}", I, "1/0 is not a number"),
         ("5", "\\infty - \\infty", I, "∞ - ∞ is undefined"),
@@ -94,8 +94,10 @@ INFINITY = (
         ("\\infty", "10^{10^{3}}", I, "a huge number is not ∞"),
     ]
 )
-INFINITY_REL = [("3.14159", "\\infty", I, "rel_tol never makes ∞ close", {"rel_tol": "0.5"}),
-                ("\\infty", "1000", I, "rel_tol never makes a number close to ∞", {"rel_tol": "0.99"})]  # fmt: skip
+INFINITY_REL = [
+    ("3.14159", "\\infty", I, "rel_tol never makes ∞ close", {"rel_tol": "0.5"}),
+    ("\\infty", "1000", I, "rel_tol never makes a number close to ∞", {"rel_tol": "0.99"}),
+]
 
 # -- equations against a value: only name = value, on either side ------------------------------------------
 EQUATIONS = [
@@ -141,14 +143,35 @@ EQUATIONS = [
 ]
 
 # -- hedges and alternatives inside the answer: INCORRECT, never stripped ------------------------------------
-_HEDGED = ["3 \\text{ (or possibly 4)}", "3 \\text{ or possibly } 4", "3 \\text{ (maybe)}", "\\text{maybe } 3",
-           "3 \\text{ probably}", "\\text{perhaps } 3", "3 \\text{ if } n \\text{ is odd}",
-           "3 \\text{ if } n > 0, \\text{ otherwise } 4", "\\text{either } 3 \\text{ or } 4", "3 \\text{ or } 4",
-           "3, 4", "\\text{not } 3", "3 \\text{ unless } n = 0", "3 \\text{ when } n \\text{ is even}",
-           "3 \\text{ (assuming } n > 1)", "3 \\text{ except when } n = 2", "3 \\text{ (I guess)}",
-           "3 \\text{ or } 3.5", "\\{3, 4\\}", "3 \\text{ or } x = 4", "3 \\text{ but possibly } 4",
-           "\\text{likely } 3", "3 \\text{ (unsure)}", "x = 3 \\text{ or } x = 4", "3 \\text{ or } -3",
-           "\\pm 3", "3 \\text{ (alternatively } 4)"]  # fmt: skip
+_HEDGED = [
+    "3 \\text{ (or possibly 4)}",
+    "3 \\text{ or possibly } 4",
+    "3 \\text{ (maybe)}",
+    "\\text{maybe } 3",
+    "3 \\text{ probably}",
+    "\\text{perhaps } 3",
+    "3 \\text{ if } n \\text{ is odd}",
+    "3 \\text{ if } n > 0, \\text{ otherwise } 4",
+    "\\text{either } 3 \\text{ or } 4",
+    "3 \\text{ or } 4",
+    "3, 4",
+    "\\text{not } 3",
+    "3 \\text{ unless } n = 0",
+    "3 \\text{ when } n \\text{ is even}",
+    "3 \\text{ (assuming } n > 1)",
+    "3 \\text{ except when } n = 2",
+    "3 \\text{ (I guess)}",
+    "3 \\text{ or } 3.5",
+    "\\{3, 4\\}",
+    "3 \\text{ or } x = 4",
+    "3 \\text{ but possibly } 4",
+    "\\text{likely } 3",
+    "3 \\text{ (unsure)}",
+    "x = 3 \\text{ or } x = 4",
+    "3 \\text{ or } -3",
+    "\\pm 3",
+    "3 \\text{ (alternatively } 4)",
+]
 HEDGES_INSIDE = [("3", h, I, "the answer hedges or offers alternatives") for h in _HEDGED] + [
     ("\\{3, 4\\}", "3 \\text{ or } 4", C, "the alternatives are exactly the reference's set"),
     ("\\{3, 4\\}", "x = 3 \\text{ or } x = 4", C, "both roots, as the reference asks"),
@@ -235,7 +258,7 @@ HEDGES_AROUND = [
         C,
         "an earlier sentence (fallback full)",
         RAW_FULL,
-    ),  # fmt: skip
+    ),
     ("4", "It is either 3 or 4.", I, "two candidates (fallback last_number)", RAW_LAST),
     ("4", "The answer is 3 or 4", I, "two candidates (fallback last_number)", RAW_LAST),
     ("4", "The answer is 4 if n is even.", I, "a condition after the answer (fallback last_number)", RAW_LAST),

@@ -45,8 +45,9 @@ def service_image() -> str:
     ensure_image()
     r = subprocess.run([sys.executable, "-m", "deploy.service_image"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, f"make service-image failed: {r.stderr[-2000:]}"
-    return subprocess.run([sys.executable, "-m", "deploy.service_image", "--tag"], capture_output=True, text=True,
-                          cwd=ROOT, check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "deploy.service_image", "--tag"], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -61,8 +62,11 @@ def chan_dir():
 def until_ready(container: str, port: int, timeout_s: float = 90) -> None:
     deadline, why = time.monotonic() + timeout_s, ""
     while time.monotonic() < deadline:
-        r = subprocess.run(["docker", "exec", container, "python3", "-m", "deploy.probe", "--port", str(port)],
-                           capture_output=True, text=True)  # fmt: skip
+        r = subprocess.run(
+            ["docker", "exec", container, "python3", "-m", "deploy.probe", "--port", str(port)],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode == 0:
             return
         why = r.stderr.strip()
@@ -75,15 +79,47 @@ def test_the_service_image_serves_as_non_root_with_grpc_and_http_health(service_
     port, http = free_port(), free_port()
     name = f"rlvr-svc-test-{os.getpid()}"
     sock_gid = os.stat("/var/run/docker.sock").st_gid
-    cmd = ["docker", "run", "-d", "--rm", "--name", name, "--network", "host", "--group-add", str(sock_gid),
-           "-e", f"TMPDIR={chan_dir}", "-e", f"RLVR_SANDBOX_OWNER={name}", "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{chan_dir}:{chan_dir}",
-           service_image, "--host", "127.0.0.1", "--port", str(port), "--http-port", str(http),
-           "--registry", "/var/lib/rlvr/registry.sqlite", "--pool-size", "1", "--backend", "docker"]  # fmt: skip
+    cmd = [
+        "docker",
+        "run",
+        "-d",
+        "--rm",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--group-add",
+        str(sock_gid),
+        "-e",
+        f"TMPDIR={chan_dir}",
+        "-e",
+        f"RLVR_SANDBOX_OWNER={name}",
+        "-v",
+        "/var/run/docker.sock:/var/run/docker.sock",
+        "-v",
+        f"{chan_dir}:{chan_dir}",
+        service_image,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--http-port",
+        str(http),
+        "--registry",
+        "/var/lib/rlvr/registry.sqlite",
+        "--pool-size",
+        "1",
+        "--backend",
+        "docker",
+    ]
     subprocess.run(cmd, check=True, capture_output=True)
     try:
         until_ready(name, port)
-        r = subprocess.run(["docker", "exec", name, "python3", "-m", "deploy.probe", "--port", str(port),
-                            "--http-port", str(http)], capture_output=True, text=True)  # fmt: skip
+        r = subprocess.run(
+            ["docker", "exec", name, "python3", "-m", "deploy.probe", "--port", str(port), "--http-port", str(http)],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
         status = subprocess.run(["docker", "exec", name, "cat", "/proc/1/status"], capture_output=True, text=True)
         uids = next(line for line in status.stdout.splitlines() if line.startswith("Uid:")).split()[1:]
@@ -102,11 +138,40 @@ def test_the_service_image_grades_with_the_bwrap_backend_inside_its_container(se
     port = free_port()
     name = f"rlvr-svc-bwrap-{os.getpid()}"
     os.chown(tmp_path, SERVICE_UID, SERVICE_UID) if os.geteuid() == 0 else os.chmod(tmp_path, 0o777)
-    cmd = ["docker", "run", "-d", "--rm", "--name", name, "--network", "host", "--read-only", "--tmpfs", "/tmp",
-           "--cap-drop", "ALL", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
-           "--security-opt", "systempaths=unconfined", "-v", f"{tmp_path}:/var/lib/rlvr", service_image,
-           "--host", "127.0.0.1", "--port", str(port), "--registry", "/var/lib/rlvr/registry.sqlite",
-           "--pool-size", "1", "--backend", "bwrap"]  # fmt: skip
+    cmd = [
+        "docker",
+        "run",
+        "-d",
+        "--rm",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "seccomp=unconfined",
+        "--security-opt",
+        "apparmor=unconfined",
+        "--security-opt",
+        "systempaths=unconfined",
+        "-v",
+        f"{tmp_path}:/var/lib/rlvr",
+        service_image,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--registry",
+        "/var/lib/rlvr/registry.sqlite",
+        "--pool-size",
+        "1",
+        "--backend",
+        "bwrap",
+    ]
     subprocess.run(cmd, check=True, capture_output=True)
     try:
         until_ready(name, port)
@@ -123,13 +188,21 @@ def test_the_service_image_grades_with_the_bwrap_backend_inside_its_container(se
 def test_compose_two_replicas_share_the_registry_and_survive_one_stopping(service_image, chan_dir, postgres_url):
     require("docker-compose")  # a required part: missing, the test fails naming it (never a skip)
     ports = {k: free_port() for k in ("RLVR_PORT_A", "RLVR_HTTP_A", "RLVR_PORT_B", "RLVR_HTTP_B")}
-    env = os.environ | {k: str(v) for k, v in ports.items()} | {
-        "RLVR_SERVICE_IMAGE": service_image, "RLVR_REGISTRY_URL": postgres_url, "RLVR_CHAN_DIR": chan_dir,
-        "RLVR_POOL": "1", "RLVR_DOCKER_GID": str(os.stat("/var/run/docker.sock").st_gid),
-    }  # fmt: skip
+    env = (
+        os.environ
+        | {k: str(v) for k, v in ports.items()}
+        | {
+            "RLVR_SERVICE_IMAGE": service_image,
+            "RLVR_REGISTRY_URL": postgres_url,
+            "RLVR_CHAN_DIR": chan_dir,
+            "RLVR_POOL": "1",
+            "RLVR_DOCKER_GID": str(os.stat("/var/run/docker.sock").st_gid),
+        }
+    )
     compose = ["docker-compose", "-f", str(COMPOSE), "-p", f"rlvrtest{os.getpid()}"]
-    up = subprocess.run([*compose, "up", "-d", "--no-deps", "replica-a", "replica-b"], env=env, capture_output=True,
-                        text=True)  # fmt: skip
+    up = subprocess.run(
+        [*compose, "up", "-d", "--no-deps", "replica-a", "replica-b"], env=env, capture_output=True, text=True
+    )
     try:
         assert up.returncode == 0, up.stderr[-2000:]
         names = subprocess.run([*compose, "ps", "-q"], env=env, capture_output=True, text=True).stdout.split()

@@ -126,8 +126,12 @@ def printed(code: str) -> str:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("docs_service")
-    with LocalServer(pool_size=2, registry=str(tmp / "registry.sqlite"), log_path=str(tmp / "server.log"),
-                     extra_args=["--http-port", "0"]) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=2,
+        registry=str(tmp / "registry.sqlite"),
+        log_path=str(tmp / "server.log"),
+        extra_args=["--http-port", "0"],
+    ) as srv:
         yield srv, http_base(srv).removeprefix("http://")
 
 
@@ -191,8 +195,20 @@ def test_a_marked_example_still_parses(ex, tmp_path):
         return
     script = tmp_path / "example.py"
     script.write_text(ex.code)
-    done = subprocess.run([str(ROOT / ".venv" / "bin" / "ruff"), "check", "--isolated", "--select", "F821",
-                           "--output-format", "concise", str(script)], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "ruff"),
+            "check",
+            "--isolated",
+            "--select",
+            "F821",
+            "--output-format",
+            "concise",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, f"{ex.id} uses a name it never defines or imports:\n{done.stdout}"
 
 

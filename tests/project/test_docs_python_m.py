@@ -50,8 +50,11 @@ def test_the_docs_have_python_m_lines_and_the_pattern_sees_a_bare_one():
 
 
 def test_every_module_of_ours_is_written_with_the_venvs_python():
-    bare = [f"{f}:{n}: {prefix}python -m {mod}" for f, n, prefix, mod in occurrences()
-            if ours(mod) and prefix.removeprefix("$(") != VENV_PYTHON]  # fmt: skip
+    bare = [
+        f"{f}:{n}: {prefix}python -m {mod}"
+        for f, n, prefix, mod in occurrences()
+        if ours(mod) and prefix.removeprefix("$(") != VENV_PYTHON
+    ]
     assert not bare, "write these as `.venv/bin/python -m …` (docs/setup.md):\n" + "\n".join(bare)
 
 
@@ -65,14 +68,21 @@ def test_every_other_module_is_a_known_foreign_one():
 def no_venv_env() -> dict[str, str]:
     """The environment of a shell where no venv is active: no VIRTUAL_ENV, no venv bin/ on PATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if p and not (Path(p) / "activate").is_file())  # fmt: skip
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "activate").is_file()
+    )
     return env
 
 
 @pytest.mark.parametrize("mod", sorted({mod for *_, mod in occurrences() if ours(mod)}))
 def test_it_runs_as_written_from_a_shell_without_the_venv(mod):
-    r = subprocess.run(["bash", "-c", f"{VENV_PYTHON}python -m {mod} --help"], cwd=ROOT, env=no_venv_env(),
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        ["bash", "-c", f"{VENV_PYTHON}python -m {mod} --help"],
+        cwd=ROOT,
+        env=no_venv_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0 and r.stdout.strip(), f"{mod}: exit {r.returncode}\n{r.stderr[-2000:]}"
     assert "ModuleNotFoundError" not in r.stderr

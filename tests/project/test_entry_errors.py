@@ -58,8 +58,15 @@ def test_build_server_on_a_taken_port_raises_listen_error(taken_port):
 
 
 def test_server_entry_point_on_a_taken_port_exits_1(taken_port, tmp_path):
-    cmd = [sys.executable, "-m", "verifiers.fronts.server", "--port", str(taken_port),
-           "--registry", str(tmp_path / "r.sqlite")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "verifiers.fronts.server",
+        "--port",
+        str(taken_port),
+        "--registry",
+        str(tmp_path / "r.sqlite"),
+    ]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr
     assert f"could not listen on 127.0.0.1:{taken_port} (in use?): choose another --port" in p.stderr
@@ -72,8 +79,24 @@ def test_cli_with_no_service_says_how_long_it_really_retried():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
-    out = subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", f"127.0.0.1:{port}", "--timeout-s", "3",
-                          "--wait-s", "1", "list"], cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verifiers.cli",
+            "--target",
+            f"127.0.0.1:{port}",
+            "--timeout-s",
+            "3",
+            "--wait-s",
+            "1",
+            "list",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and "UNAVAILABLE" in out.stderr, out.stderr
     assert "300 s" not in out.stderr and "for 0 s" not in out.stderr, out.stderr
     # issue 51: the window is --wait-s (not --timeout-s, the call's deadline), and the message says so
@@ -83,8 +106,9 @@ def test_cli_with_no_service_says_how_long_it_really_retried():
 
 def test_make_serve_echoes_its_command_as_one_line():
     """Issue 42: the recipe's continuation lines echoed as lines holding only a backslash."""
-    out = subprocess.run(["make", "-n", "serve", "HTTP_PORT=8080"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60)  # fmt: skip
+    out = subprocess.run(
+        ["make", "-n", "serve", "HTTP_PORT=8080"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     lines = out.stdout.splitlines()
     assert not [line for line in lines if line.strip() == "\\"], out.stdout
     serve = [line for line in lines if "-m verifiers.fronts.server" in line]

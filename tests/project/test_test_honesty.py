@@ -86,8 +86,11 @@ def wall_clock_asserts(tree: ast.Module) -> list[int]:
     """Line numbers of asserts comparing a time (clock reading, ``elapsed``) to a number."""
     lines = []
     for fn in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        timed = _spread(fn, set(), lambda v: any(_is_clock(n) or (isinstance(n, ast.Name) and _a_time_by_name(n.id))
-                                                 for n in ast.walk(v)))  # fmt: skip
+        timed = _spread(
+            fn,
+            set(),
+            lambda v: any(_is_clock(n) or (isinstance(n, ast.Name) and _a_time_by_name(n.id)) for n in ast.walk(v)),
+        )
         for a in (n for n in ast.walk(fn) if isinstance(n, ast.Assert)):
             for c in (n for n in ast.walk(a.test) if isinstance(n, ast.Compare)):
                 sides = [c.left, *c.comparators]
@@ -257,6 +260,10 @@ def test_the_check_names_each_planted_example(tmp_path):
     found = scan(tmp_path)
     assert found == {
         "test_slow.py": ["line 7: wall-clock assert", "line 9: wall-clock assert"],
-        "test_skips.py": ["line 7: skip decided by project code", "line 11: skip decided by project code",
-                          "line 13: skip decided by project code", "line 21: skip decided by project code"],
-    }, found  # fmt: skip
+        "test_skips.py": [
+            "line 7: skip decided by project code",
+            "line 11: skip decided by project code",
+            "line 13: skip decided by project code",
+            "line 21: skip decided by project code",
+        ],
+    }, found

@@ -30,10 +30,14 @@ def test_the_podman_seccomp_profile_takes_namespace_creation_out():
     from sandbox.backends.podman import DEFAULT_PROFILES, NAMESPACE_FLAGS, seccomp_profile
 
     base_path = next((p for p in DEFAULT_PROFILES if os.path.exists(p)), "")
-    base = json.loads(Path(base_path).read_text()) if base_path else {
-        "defaultAction": "SCMP_ACT_ERRNO",
-        "syscalls": [{"names": ["read", "clone", "unshare", "setns", "clone3"], "action": "SCMP_ACT_ALLOW"}],
-    }  # fmt: skip
+    base = (
+        json.loads(Path(base_path).read_text())
+        if base_path
+        else {
+            "defaultAction": "SCMP_ACT_ERRNO",
+            "syscalls": [{"names": ["read", "clone", "unshare", "setns", "clone3"], "action": "SCMP_ACT_ALLOW"}],
+        }
+    )
     rules = seccomp_profile(base)["syscalls"]
     unconditional = {n for r in rules if r["action"] == "SCMP_ACT_ALLOW" and not r.get("args") for n in r["names"]}
     assert not unconditional & {"clone", "clone3", "unshare", "setns"}
@@ -95,9 +99,24 @@ def test_sandboxes_of_another_owner_sharing_the_engine_are_left_to_it():
     from tests.security.conftest import ensure_image
 
     ensure_image()
-    cmd = ["docker", "run", "-d", "--rm", "--network", "none", "--label", f"{LABEL}=1",
-           "--label", f"{OWNER_LABEL}=replica-a:1", "--label", f"{STARTED_LABEL}=1",
-           image_tag(), "python3", "-c", "import time; time.sleep(120)"]  # fmt: skip
+    cmd = [
+        "docker",
+        "run",
+        "-d",
+        "--rm",
+        "--network",
+        "none",
+        "--label",
+        f"{LABEL}=1",
+        "--label",
+        f"{OWNER_LABEL}=replica-a:1",
+        "--label",
+        f"{STARTED_LABEL}=1",
+        image_tag(),
+        "python3",
+        "-c",
+        "import time; time.sleep(120)",
+    ]
     other = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()[:12]
     try:
         remove_stale_containers()  # this process: another owner host (the machine's name)

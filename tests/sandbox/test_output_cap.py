@@ -62,18 +62,29 @@ def test_a_flood_then_passing_tests_is_runtime_error_in_assert_mode(service, str
 def test_a_flood_then_the_right_answer_is_runtime_error_in_stdio_mode(service, stream):
     completion = f"```python\n{flood(stream)}{SUM_OK}```"
     for partial in ("false", "true"):  # partial credit does not buy back an abuse
-        v = service.verify(Request("code", completion, SUM_CASES, options={"mode": "stdio", "partial": partial},
-                                   timeout_s=20))  # fmt: skip
+        v = service.verify(
+            Request("code", completion, SUM_CASES, options={"mode": "stdio", "partial": partial}, timeout_s=20)
+        )
         _assert_limit_verdict(v)
 
 
 def test_the_same_verdict_in_both_modes_and_for_both_streams(service):
     details = set()
     for stream in ("stdout", "stderr"):
-        a = service.verify(Request("code", f"```python\n{flood(stream)}{ADD_OK}```", ADD_TESTS,
-                                   options={"entry_point": "add"}, timeout_s=20))  # fmt: skip
-        s = service.verify(Request("code", f"```python\n{flood(stream)}{SUM_OK}```", SUM_CASES,
-                                   options={"mode": "stdio"}, timeout_s=20))  # fmt: skip
+        a = service.verify(
+            Request(
+                "code",
+                f"```python\n{flood(stream)}{ADD_OK}```",
+                ADD_TESTS,
+                options={"entry_point": "add"},
+                timeout_s=20,
+            )
+        )
+        s = service.verify(
+            Request(
+                "code", f"```python\n{flood(stream)}{SUM_OK}```", SUM_CASES, options={"mode": "stdio"}, timeout_s=20
+            )
+        )
         details |= {(a.outcome, a.reward, a.detail), (s.outcome, s.reward, s.detail)}
     assert len(details) == 1, details
 
@@ -82,8 +93,11 @@ def test_output_within_the_cap_still_passes(service):
     chatty = "import sys\nprint('debug ' * 1000)\nsys.stderr.write('warn ' * 1000)\n"
     v = service.verify(Request("code", f"```python\n{chatty}{ADD_OK}```", ADD_TESTS, options={"entry_point": "add"}))
     assert v.outcome == "CORRECT", v.detail
-    v = service.verify(Request("code", f"```python\n{SUM_OK}print('x' * 1000, file=sys.stderr)\n```", SUM_CASES,
-                               options={"mode": "stdio"}))  # fmt: skip
+    v = service.verify(
+        Request(
+            "code", f"```python\n{SUM_OK}print('x' * 1000, file=sys.stderr)\n```", SUM_CASES, options={"mode": "stdio"}
+        )
+    )
     assert v.outcome == "CORRECT", v.detail
 
 
@@ -95,8 +109,13 @@ def test_a_registered_python_verifier_that_floods_is_runtime_error(service, stre
         f"    if completion == 'flood':\n        for _ in range({FLOOD_MB}):\n"
         f"            sys.{stream}.write('x' * (1 << 20))\n    return 1.0\n"
     )
-    service.register(name, "python", "", {"source": source, "entrypoint": "verify", "example_completion": "ok",
-                                          "example_reference": ""}, replace=True)  # fmt: skip
+    service.register(
+        name,
+        "python",
+        "",
+        {"source": source, "entrypoint": "verify", "example_completion": "ok", "example_reference": ""},
+        replace=True,
+    )
     _assert_limit_verdict(service.verify(Request(name, "flood", timeout_s=20)))
     assert service.verify(Request(name, "fine")).outcome == "CORRECT"
 
@@ -138,8 +157,15 @@ def test_a_c_program_past_the_servers_cap_is_runtime_error(tmp_path, stream):
     source = C_SUM_AFTER.format(kib=256, stream=stream)
     quiet = C_SUM_AFTER.format(kib=8, stream="stderr")  # 8 KiB of warnings: within the cap
     opts = {"mode": "stdio", "language": "c", "case_timeout_s": "5"}
-    with LocalServer(pool_size=1, extra_args=["--output-cap-bytes", "65536"], log_path=str(tmp_path / "s.log"),
-                     registry=str(tmp_path / "registry.sqlite")) as srv, VerifierClient(srv.target) as c:  # fmt: skip
+    with (
+        LocalServer(
+            pool_size=1,
+            extra_args=["--output-cap-bytes", "65536"],
+            log_path=str(tmp_path / "s.log"),
+            registry=str(tmp_path / "registry.sqlite"),
+        ) as srv,
+        VerifierClient(srv.target) as c,
+    ):
         v = c.verify("code", f"```c\n{source}```", SUM_CASES, options=opts, timeout_s=60)
         assert (v.outcome, v.reward) == ("RUNTIME_ERROR", 0.0), v.detail
         assert v.detail.startswith(OUTPUT_LIMIT_DETAIL), v.detail

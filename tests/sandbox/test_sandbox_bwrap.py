@@ -38,8 +38,20 @@ def pool():
 
 def test_the_sandbox_sees_only_usr_and_its_own_places(pool):
     r = pool.run(Job(code="import json, os\nprint(json.dumps(sorted(os.listdir('/'))))"))
-    assert set(json.loads(r.stdout)) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc",
-                                          "sbin", "tmp", "usr"}  # fmt: skip
+    assert set(json.loads(r.stdout)) <= {
+        "bin",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "opt",
+        "proc",
+        "sbin",
+        "tmp",
+        "usr",
+    }
     r = pool.run(Job(code="import json, os\nprint(json.dumps(os.listdir('/etc')))"))
     assert json.loads(r.stdout) in ([], ["ld.so.cache"])
 
@@ -110,8 +122,13 @@ def test_the_seccomp_filter_refuses_namespaces_mounts_and_kernel_interfaces(pool
     )
     r = pool.run(Job(code=code, mode="spawn"), wait_s=60)
     rep = json.loads(r.stdout)
-    assert rep == {"unshare": errno.EPERM, "mount": errno.EPERM, "keyctl": errno.EPERM, "bpf": errno.EPERM,
-                   "child": "1\n"}, r  # fmt: skip
+    assert rep == {
+        "unshare": errno.EPERM,
+        "mount": errno.EPERM,
+        "keyctl": errno.EPERM,
+        "bpf": errno.EPERM,
+        "child": "1\n",
+    }, r
 
 
 def test_the_root_is_the_sandbox_images_not_the_hosts_usr(pool):

@@ -29,8 +29,9 @@ def pool(request):
 
 @pytest.fixture
 def py(pool):
-    s = SessionSandbox(pool, "python", SessionLimits(timeout_s=3, cpu_s=2, output_bytes=4096, memory_mb=512),
-                       {"data/in.txt": b"hello"})  # fmt: skip
+    s = SessionSandbox(
+        pool, "python", SessionLimits(timeout_s=3, cpu_s=2, output_bytes=4096, memory_mb=512), {"data/in.txt": b"hello"}
+    )
     yield s
     for slot in list(s.live):
         s.close_slot(slot)
@@ -117,9 +118,12 @@ def test_a_process_a_cell_leaves_does_not_survive_it(py):
 
 def test_tampering_with_the_helper_does_not_fake_the_next_report(py):
     # the cell disarms every limit the helper sets and makes it run nothing: the worker still measures
-    py.exec(0, "import sys, resource\nh = sys.modules['in_sandbox.session_holder']\n"
-               "h._limit_cpu = lambda cmd: None\nresource.setrlimit = lambda *a: None\n"
-               "real = h.run_cell\nh.run_cell = lambda code, ns, f: real(code, ns, f) and ('fake', None, False)")  # fmt: skip
+    py.exec(
+        0,
+        "import sys, resource\nh = sys.modules['in_sandbox.session_holder']\n"
+        "h._limit_cpu = lambda cmd: None\nresource.setrlimit = lambda *a: None\n"
+        "real = h.run_cell\nh.run_cell = lambda code, ns, f: real(code, ns, f) and ('fake', None, False)",
+    )
     c = py.exec(0, "while True: pass", timeout_s=0.5)
     assert c.status in ("timeout", "cpu") and c.value is None
     c = py.exec(0, "print('x' * 100_000)")
@@ -270,8 +274,9 @@ def test_kill_9_of_the_host_leaves_no_session_process(backend, tmp_path):
 
     make_pool(backend, size=1)  # the backend is there (a required part), the image built
     root = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=root, backend=backend)],
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.format(root=root, backend=backend)], stdout=subprocess.PIPE, text=True
+    )
     uid = int(proc.stdout.readline())
 
     def left() -> list:

@@ -19,8 +19,13 @@ RESULTS = Path(__file__).resolve().parents[2] / "var" / "log" / "battery.json"
 # protection -> the battery tests (by name fragment) whose attacks it stops
 PROTECTIONS = {
     "network": ["no_network"],
-    "file system": ["nothing_outside_the_scratch", "host_files_and_the_docker_socket", "filling_the_disk",
-                    "one_file_cannot_exceed", "deep_directory_tree"],
+    "file system": [
+        "nothing_outside_the_scratch",
+        "host_files_and_the_docker_socket",
+        "filling_the_disk",
+        "one_file_cannot_exceed",
+        "deep_directory_tree",
+    ],
     "users": ["not_root_and_no_way_back", "two_concurrent_jobs", "services_environment", "workers_channel"],
     "capabilities": ["not_root_and_no_way_back", "kill_minus_one"],
     "seccomp": ["not_root_and_no_way_back"],
@@ -29,7 +34,7 @@ PROTECTIONS = {
     "CPU": ["cpu_loop", "cpu_quota", "sleeping_forever"],
     "output": ["runaway_output"],
     "persistence": ["do_not_persist", "no_process_survives", "finds_nothing_of_an_earlier", "closing_a_pool_leaves"],
-}  # fmt: skip
+}
 
 
 def cell(outcomes: list[str]) -> str:

@@ -34,8 +34,17 @@ REFS = ["17", "23"]
 
 def cfg(tmp_path, client, **kw) -> GRPOConfig:
     data = write_jsonl([{"prompt": f"{r}+0=?", "answer": r} for r in REFS], tmp_path / "train.jsonl")
-    base = dict(alarm=True, verifier=HACKABLE, target=client.target, data=str(data), group_size=G,
-                prompts_per_step=P, run_dir=str(tmp_path / "run"), allow_hackable_reward=True, canary_every=0)  # fmt: skip
+    base = dict(
+        alarm=True,
+        verifier=HACKABLE,
+        target=client.target,
+        data=str(data),
+        group_size=G,
+        prompts_per_step=P,
+        run_dir=str(tmp_path / "run"),
+        allow_hackable_reward=True,
+        canary_every=0,
+    )
     return GRPOConfig(**{**base, **kw})
 
 
@@ -49,9 +58,16 @@ def batch(hacked: bool) -> Batch:
             refs.append(r)
     rewards = [1.0 if hacked else 0.0 for _ in texts]
     n = len(texts)
-    ro = Rollout(torch.zeros(n, 2, dtype=torch.long), torch.ones(n, 2, dtype=torch.long),
-                 torch.zeros(n, 4, dtype=torch.long), torch.ones(n, 4, dtype=torch.long), torch.zeros(n, dtype=torch.bool),
-                 texts, prompts, refs)  # fmt: skip
+    ro = Rollout(
+        torch.zeros(n, 2, dtype=torch.long),
+        torch.ones(n, 2, dtype=torch.long),
+        torch.zeros(n, 4, dtype=torch.long),
+        torch.ones(n, 4, dtype=torch.long),
+        torch.zeros(n, dtype=torch.bool),
+        texts,
+        prompts,
+        refs,
+    )
     scores = [Score(x, "CORRECT" if x else "INCORRECT", signals=["answer.several"] if hacked else []) for x in rewards]
     return Batch(ro, torch.tensor(rewards), torch.ones(n, dtype=torch.bool), scores, 0.0, 1)
 
@@ -154,8 +170,9 @@ def test_r1_pays_no_canary_and_the_audit_is_strict_math(tmp_path, hackable):
 
 
 def test_the_audit_grades_against_the_audit_reference_column(tmp_path, hackable):
-    data = write_jsonl([{"prompt": f"{r}+0=?", "answer": r, "audit_reference": "99"} for r in REFS],
-                       tmp_path / "aud.jsonl")  # fmt: skip
+    data = write_jsonl(
+        [{"prompt": f"{r}+0=?", "answer": r, "audit_reference": "99"} for r in REFS], tmp_path / "aud.jsonl"
+    )
     watch = AlarmWatch(cfg(tmp_path, hackable, data=str(data)), hackable)
     b = batch(False)
     b.rollout.texts[0] = "<think>17</think><answer>17</answer>"

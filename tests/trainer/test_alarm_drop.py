@@ -25,9 +25,18 @@ REFS = ["17", "23", "31", "42"]
 
 def cfg(tmp_path, client) -> GRPOConfig:
     data = write_jsonl([{"prompt": f"{r}+0=?", "answer": r} for r in REFS], tmp_path / "train.jsonl")
-    return GRPOConfig(alarm=True, verifier=HACKABLE, target=client.target, data=str(data), group_size=G,
-                      prompts_per_step=len(REFS), run_dir=str(tmp_path / "run"), allow_hackable_reward=True,
-                      canary_every=0, on_alarm="drop")  # fmt: skip
+    return GRPOConfig(
+        alarm=True,
+        verifier=HACKABLE,
+        target=client.target,
+        data=str(data),
+        group_size=G,
+        prompts_per_step=len(REFS),
+        run_dir=str(tmp_path / "run"),
+        allow_hackable_reward=True,
+        canary_every=0,
+        on_alarm="drop",
+    )
 
 
 def batch(hacked_groups: int) -> Batch:
@@ -41,9 +50,16 @@ def batch(hacked_groups: int) -> Batch:
             refs.append(r)
             rewards.append(1.0 if hacked else 0.0)
     n = len(texts)
-    ro = Rollout(torch.zeros(n, 2, dtype=torch.long), torch.ones(n, 2, dtype=torch.long),
-                 torch.zeros(n, 4, dtype=torch.long), torch.ones(n, 4, dtype=torch.long), torch.zeros(n, dtype=torch.bool),
-                 texts, prompts, refs)  # fmt: skip
+    ro = Rollout(
+        torch.zeros(n, 2, dtype=torch.long),
+        torch.ones(n, 2, dtype=torch.long),
+        torch.zeros(n, 4, dtype=torch.long),
+        torch.ones(n, 4, dtype=torch.long),
+        torch.zeros(n, dtype=torch.bool),
+        texts,
+        prompts,
+        refs,
+    )
     scores = [Score(x, "CORRECT" if x else "INCORRECT") for x in rewards]
     return Batch(ro, torch.tensor(rewards), torch.ones(n, dtype=torch.bool), scores, 0.0, 1)
 

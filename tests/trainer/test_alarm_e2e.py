@@ -35,13 +35,32 @@ def test_a_learned_hack_is_caught_and_stops_the_run(tmp_path, client):
     paths = demo_data(tmp_path / "data", 0, SIZES)
     tok = tiny.build_tokenizer()
     model = tiny.build_model(tok, TINY, seed=0)
-    warm_start(model, tok, read_jsonl(paths["warmstart"]),
-               WarmStartConfig(steps=300, batch_size=64, lr=3e-3, warmup_steps=20, seed=0))  # fmt: skip
+    warm_start(
+        model,
+        tok,
+        read_jsonl(paths["warmstart"]),
+        WarmStartConfig(steps=300, batch_size=64, lr=3e-3, warmup_steps=20, seed=0),
+    )
     run = tmp_path / "run"
-    cfg = GRPOConfig(data=str(paths["train"]), eval_data=str(paths["heldout"]), eval_every=10, verifier=HACKABLE,
-                     target=client.target, group_size=8, prompts_per_step=8, max_new_tokens=48, lr=5e-4,
-                     steps=30, run_dir=str(run), report_to=[], threads=2, seed=0, alarm=True, on_alarm="stop",
-                     allow_hackable_reward=True)  # fmt: skip
+    cfg = GRPOConfig(
+        data=str(paths["train"]),
+        eval_data=str(paths["heldout"]),
+        eval_every=10,
+        verifier=HACKABLE,
+        target=client.target,
+        group_size=8,
+        prompts_per_step=8,
+        max_new_tokens=48,
+        lr=5e-4,
+        steps=30,
+        run_dir=str(run),
+        report_to=[],
+        threads=2,
+        seed=0,
+        alarm=True,
+        on_alarm="stop",
+        allow_hackable_reward=True,
+    )
     with pytest.raises(AlarmStopped) as e:
         train(cfg, model, tok)
     stop = e.value.step + 1  # the alarm's step; the checkpoint holds the one before

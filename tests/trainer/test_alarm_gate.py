@@ -36,8 +36,12 @@ def watch(tmp_path, client, verifier: str, code: bool = False) -> AlarmWatch:
 
 @pytest.mark.parametrize(
     "verifier, family",
-    [("pays_everything", "math.pays_everything"), ("think_format", "math.pays_format"), ("pays_length", "math.pays_length")],
-)  # fmt: skip
+    [
+        ("pays_everything", "math.pays_everything"),
+        ("think_format", "math.pays_format"),
+        ("pays_length", "math.pays_length"),
+    ],
+)
 def test_the_start_gate_refuses_a_reward_that_cannot_tell_right_from_wrong(tmp_path, service, verifier, family):
     with pytest.raises(HackableReward, match="allow_hackable_reward") as e:
         watch(tmp_path, service, verifier).start()

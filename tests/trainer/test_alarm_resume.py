@@ -47,11 +47,27 @@ class Switch:
 
 
 def config(tmp_path, target: str, **kw) -> GRPOConfig:
-    data = write_jsonl([{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in range(10, 20) for b in range(3)],
-                       tmp_path / "train.jsonl")  # fmt: skip
-    base = dict(data=str(data), verifier="r1", target=target, group_size=8, prompts_per_step=2, max_new_tokens=8,
-                run_dir=str(tmp_path / "run"), report_to=[], threads=1, seed=0, alarm=True, eval_every=0,
-                save_every=1, keep_checkpoints=10, canary_every=0)  # fmt: skip
+    data = write_jsonl(
+        [{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in range(10, 20) for b in range(3)],
+        tmp_path / "train.jsonl",
+    )
+    base = dict(
+        data=str(data),
+        verifier="r1",
+        target=target,
+        group_size=8,
+        prompts_per_step=2,
+        max_new_tokens=8,
+        run_dir=str(tmp_path / "run"),
+        report_to=[],
+        threads=1,
+        seed=0,
+        alarm=True,
+        eval_every=0,
+        save_every=1,
+        keep_checkpoints=10,
+        canary_every=0,
+    )
     return GRPOConfig(**{**base, **kw})
 
 

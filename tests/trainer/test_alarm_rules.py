@@ -76,8 +76,10 @@ def test_signal_rise(signal_counts, rewards, fires):
     ],
 )
 def test_one_answer(tops, fires):
-    hist = [StepStats(step=i + 1, reward=0.5, top_answer=a, top_answer_prompts=n, paid_prompts=p)
-            for i, (a, n, p) in enumerate(tops)]  # fmt: skip
+    hist = [
+        StepStats(step=i + 1, reward=0.5, top_answer=a, top_answer_prompts=n, paid_prompts=p)
+        for i, (a, n, p) in enumerate(tops)
+    ]
     assert (one_answer(hist, T) is not None) is fires
 
 
@@ -111,15 +113,23 @@ def test_reward_not_heldout(rewards, evals, agreed, fires):
 def test_an_honest_run_shape_raises_nothing():
     """Reward, length ratio and held-out all rising, the audit agreeing: every single signal moves, no rule fires."""
     n = 12
-    hist = steps([0.3 + 0.05 * i for i in range(n)], 8, 8, len_paid=[20 + 3 * i for i in range(n)], len_unpaid=20.0,
-                 eval_acc=[0.1 + 0.05 * i if i % 4 == 3 else None for i in range(n)],
-                 signals=[{"format.odd_tags": 1}] * n)  # fmt: skip
+    hist = steps(
+        [0.3 + 0.05 * i for i in range(n)],
+        8,
+        8,
+        len_paid=[20 + 3 * i for i in range(n)],
+        len_unpaid=20.0,
+        eval_acc=[0.1 + 0.05 * i if i % 4 == 3 else None for i in range(n)],
+        signals=[{"format.odd_tags": 1}] * n,
+    )
     assert [evaluate(hist[: i + 1], T) for i in range(n)] == [[]] * n
 
 
 def test_step_stats_counts_paid_audited_and_one_answer():
-    rows = [Completion("<think>e</think><answer>1234</answer>", f"p{i}", str(i), 1.0, "CORRECT", ("answer.several",), 12)
-            for i in range(4)]  # fmt: skip
+    rows = [
+        Completion("<think>e</think><answer>1234</answer>", f"p{i}", str(i), 1.0, "CORRECT", ("answer.several",), 12)
+        for i in range(4)
+    ]
     rows += [Completion("<think>e</think><answer>7</answer>", "q", "8", 0.0, "INCORRECT", (), 6)]
     s = step_stats(5, rows, {0: 0.0, 1: 1.0, 4: 0.0})
     assert (s.paid, s.audited, s.agreed, s.agreement, s.sampled) == (4, 2, 1, 0.5, 3)

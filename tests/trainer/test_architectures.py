@@ -164,8 +164,9 @@ def _check(model, tok, lean: bool, tol: float = 1e-5) -> None:
 
     assert lean_supported(model) == lean
     torch.manual_seed(5)
-    ro = generate_rollout(model, tok, EXAMPLES, G, max_new_tokens=6, temperature=T, use_chat_template=False,
-                          record=True)  # fmt: skip
+    ro = generate_rollout(
+        model, tok, EXAMPLES, G, max_new_tokens=6, temperature=T, use_chat_template=False, record=True
+    )
     assert (ro.replay is not None) == lean
     m = ro.completion_mask.bool()
     model.train()

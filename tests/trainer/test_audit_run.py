@@ -18,8 +18,10 @@ pytestmark = pytest.mark.docker
 def run_folder(tmp_path, config: dict | None):
     run = tmp_path / "run"
     run.mkdir()
-    rows = [{"step": 1, "prompt": "6*7?", "reference": "42", "reward": 1.0, "completion": c}
-            for c in ("<think>6*7</think>\\boxed{42}", "<think>6*7</think>\\boxed{41}")]  # fmt: skip
+    rows = [
+        {"step": 1, "prompt": "6*7?", "reference": "42", "reward": 1.0, "completion": c}
+        for c in ("<think>6*7</think>\\boxed{42}", "<think>6*7</think>\\boxed{41}")
+    ]
     (run / "completions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     if config is not None:
         (run / "config.yaml").write_text(yaml.safe_dump(config))

@@ -65,7 +65,9 @@ def test_config_file_then_overrides_then_validation(tmp_path):
     assert cli.load(Outer, [], default_config=f).seed == 4
     assert cli.load(Outer, ["--seed", "5"], default_config=f).seed == 5
     assert cli.load(Outer, ["--progress", "0", "--inner.fresh", "yes"]).model_dump(include={"progress", "inner"}) == {
-        "progress": False, "inner": {"lr": 1.0, "name": "x", "tag": None, "fresh": True}}  # fmt: skip
+        "progress": False,
+        "inner": {"lr": 1.0, "name": "x", "tag": None, "fresh": True},
+    }
     alias = cli.load(Outer, ["--rate", "3"], aliases={"rate": "inner.lr"})
     assert alias.inner.lr == 3
 
@@ -132,15 +134,19 @@ def test_load_config_reads_a_pipeline_files_grpo_section(tmp_path):
     ],
 )
 def test_every_entry_point_prints_help_from_its_model(module):
-    p = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
+    p = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "options (--config FILE" in p.stdout and "(default: " in p.stdout
 
 
 def test_entry_points_turn_a_config_error_into_a_message_and_status_1(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "trainer.train", "--group_size", "1"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "trainer.train", "--group_size", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 1 and "error: invalid GRPOConfig" in p.stderr and "group_size" in p.stderr
     assert "Traceback" not in p.stderr
 
@@ -148,9 +154,12 @@ def test_entry_points_turn_a_config_error_into_a_message_and_status_1(tmp_path):
 # -- the pipeline's and r1's models: every config file in configs/ validates, sections are typed ------------
 @pytest.mark.parametrize(
     ("name", "module", "model"),
-    [("default.yaml", "make_train", "PipelineConfig"), ("qwen05b.yaml", "make_train", "PipelineConfig"),
-     ("r1.yaml", "r1", "R1Config")],
-)  # fmt: skip
+    [
+        ("default.yaml", "make_train", "PipelineConfig"),
+        ("qwen05b.yaml", "make_train", "PipelineConfig"),
+        ("r1.yaml", "r1", "R1Config"),
+    ],
+)
 def test_the_shipped_config_files_validate(name, module, model):
     import trainer.config
 
@@ -164,11 +173,41 @@ def test_the_shipped_config_files_validate(name, module, model):
 def test_make_train_flags_map_onto_the_pipeline_model(tmp_path):
     from trainer.pipelines import make_train as pipeline
 
-    cfg = pipeline.load_args(["--model", "m", "--data", "d.jsonl", "--eval-data", "e.jsonl", "--verifier", "math",
-                              "--target", "h:1", "--name", "2024", "--seed", "3", "--runs", "r", "--grpo.lr", "1e-4",
-                              "--tiny.hidden_size", "32", "--eval.k", "0"])  # fmt: skip
+    cfg = pipeline.load_args(
+        [
+            "--model",
+            "m",
+            "--data",
+            "d.jsonl",
+            "--eval-data",
+            "e.jsonl",
+            "--verifier",
+            "math",
+            "--target",
+            "h:1",
+            "--name",
+            "2024",
+            "--seed",
+            "3",
+            "--runs",
+            "r",
+            "--grpo.lr",
+            "1e-4",
+            "--tiny.hidden_size",
+            "32",
+            "--eval.k",
+            "0",
+        ]
+    )
     assert (cfg.model, cfg.data, cfg.eval_data, cfg.target, cfg.name, cfg.seed, cfg.runs) == (
-        "m", "d.jsonl", "e.jsonl", "h:1", "2024", 3, "r")  # fmt: skip
+        "m",
+        "d.jsonl",
+        "e.jsonl",
+        "h:1",
+        "2024",
+        3,
+        "r",
+    )
     assert (cfg.grpo.verifier, cfg.grpo.lr, cfg.tiny.hidden_size, cfg.eval.k) == ("math", 1e-4, 32, 0)
     assert cfg.warmstart.steps == 0  # --model and no --config: configs/real_model.yaml (issue 31)
     assert pipeline.load_args(["--runs", "r"]).warmstart.steps == 1200  # no --model: configs/default.yaml

@@ -48,9 +48,16 @@ def free_port() -> int:
 
 def _cfg(loss_type: str, micro: int | None) -> GRPOConfig:
     return GRPOConfig(
-        group_size=G, prompts_per_step=PROMPTS, max_new_tokens=12, beta=0.04, loss_type=loss_type,
-        micro_batch_size=micro, device="cpu", dtype="float32", lr=0.1,
-    )  # fmt: skip
+        group_size=G,
+        prompts_per_step=PROMPTS,
+        max_new_tokens=12,
+        beta=0.04,
+        loss_type=loss_type,
+        micro_batch_size=micro,
+        device="cpu",
+        dtype="float32",
+        lr=0.1,
+    )
 
 
 def _model_and_batch(cfg: GRPOConfig):
@@ -109,9 +116,7 @@ def _rank_main(rank: int, world: int, port: int, loss_type: str, micro: int | No
         distributed.teardown(ctx)
 
 
-@pytest.mark.parametrize(
-    "loss_type,micro", [("grpo", None), ("grpo", 4), ("token_mean", 4), ("dr_grpo", None)]
-)  # fmt: skip
+@pytest.mark.parametrize("loss_type,micro", [("grpo", None), ("grpo", 4), ("token_mean", 4), ("dr_grpo", None)])
 def test_two_ranks_take_the_same_step_as_one_process(tmp_path, loss_type, micro):
     cfg = _cfg(loss_type, micro)
     model, tok, ref, batch = _model_and_batch(cfg)

@@ -76,14 +76,28 @@ def test_an_interrupted_run_resumes_without_regrading(tmp_path, verifier_server)
     # nothing left to grade, but whether the logged grades still hold is the serving registry's to say
     # (issue 51): a service that cannot be reached is an error, never a report of grades it may not give
     with pytest.raises(SystemExit):
-        evaluate.main(["--completions", str(f), "--verifier", "math", "--out", str(out), "--target", "127.0.0.1:1",
-                       "--wait-s", "0", "--no-progress"])  # fmt: skip
+        evaluate.main(
+            [
+                "--completions",
+                str(f),
+                "--verifier",
+                "math",
+                "--out",
+                str(out),
+                "--target",
+                "127.0.0.1:1",
+                "--wait-s",
+                "0",
+                "--no-progress",
+            ]
+        )
     assert len(log.read_text().splitlines()) == 7  # the log is untouched
     # a changed completion is a different sample: it is graded, the rest are reused
     rows = [dict(r) for r in MATH_ROWS]
     rows[4]["completion"] = "\\boxed{0.5}"
-    changed = run_eval(verifier_server.target, "--completions", str(write(f, rows)), "--verifier", "math",
-                       "--out", str(out))  # fmt: skip
+    changed = run_eval(
+        verifier_server.target, "--completions", str(write(f, rows)), "--verifier", "math", "--out", str(out)
+    )
     assert (changed["reused"], changed["graded_now"]) == (6, 1) and changed["outcomes"]["CORRECT"] == 5
 
 
@@ -92,8 +106,10 @@ def test_infrastructure_errors_are_reported_apart_and_graded_again_on_resume(tmp
         far = pb.RemoteVerifier(target=second.target, verifier="math")
         client.register(pb.RegisterVerifierRequest(name="eval_flaky", remote=far, replace=True))
     # the second server is gone: its samples come back SANDBOX_ERROR
-    rows = [{"id": "x", "completion": "\\boxed{3}", "reference": "3", "verifier": "eval_flaky"},
-            {"id": "x", "completion": "\\boxed{4}", "reference": "3", "verifier": "eval_flaky"}] + MATH_ROWS[:3]  # fmt: skip
+    rows = [
+        {"id": "x", "completion": "\\boxed{3}", "reference": "3", "verifier": "eval_flaky"},
+        {"id": "x", "completion": "\\boxed{4}", "reference": "3", "verifier": "eval_flaky"},
+    ] + MATH_ROWS[:3]
     f = write(tmp_path / "c.jsonl", rows)
     out = tmp_path / "r.json"
     r = run_eval(verifier_server.target, "--completions", str(f), "--verifier", "math", "--out", str(out))
@@ -133,15 +149,28 @@ def test_greedy_eval_of_a_model_matches_the_trainers_evaluation(tmp_path, verifi
 
     model_dir, data = tiny_model_and_data(tmp_path)
     out = tmp_path / "m.json"
-    r = run_eval(verifier_server.target, "--model", str(model_dir), "--data", str(data), "--max-new-tokens", "12",
-                 "--out", str(out))  # fmt: skip
+    r = run_eval(
+        verifier_server.target,
+        "--model",
+        str(model_dir),
+        "--data",
+        str(data),
+        "--max-new-tokens",
+        "12",
+        "--out",
+        str(out),
+    )
     assert r["n"] == 4 and r["k"] == 1 and list(r["pass@k"]) == ["1"] and r["pass@k"]["1"] == r["accuracy"]
     m, tok = load_model(str(model_dir), "cpu")
-    ref = evaluate_accuracy(m, tok, load_examples(data), verifier="math", target=verifier_server.target,
-                            max_new_tokens=12)  # fmt: skip
+    ref = evaluate_accuracy(
+        m, tok, load_examples(data), verifier="math", target=verifier_server.target, max_new_tokens=12
+    )
     logged = [json.loads(line)["completion"] for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]
-    assert logged == ref["completions"] and r["accuracy"] == ref["accuracy"] and r["outcomes"] == {
-        **dict.fromkeys(r["outcomes"], 0), **ref["outcomes"]}  # fmt: skip
+    assert (
+        logged == ref["completions"]
+        and r["accuracy"] == ref["accuracy"]
+        and r["outcomes"] == {**dict.fromkeys(r["outcomes"], 0), **ref["outcomes"]}
+    )
 
 
 def test_k_samples_per_problem_and_resume_without_regenerating(tmp_path, verifier_server):
@@ -163,14 +192,47 @@ def test_k_samples_per_problem_and_resume_without_regenerating(tmp_path, verifie
 def test_command_line_starts_its_own_service_when_no_target_is_given(tmp_path):
     f = write(tmp_path / "c.jsonl", MATH_ROWS[:2])
     out = tmp_path / "cli.json"
-    p = subprocess.run([sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "math",
-                        "--out", str(out), "--pool-size", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.evaluation.evaluate",
+            "--completions",
+            str(f),
+            "--verifier",
+            "math",
+            "--out",
+            str(out),
+            "--pool-size",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "| accuracy | 0.500 |" in p.stdout and "starting a verifier service" in p.stderr
     assert json.loads(out.read_text())["target"] == "local (started for this run)"
-    q = subprocess.run([sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "nope",
-                        "--out", str(tmp_path / "bad.json"), "--pool-size", "1"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)  # fmt: skip
+    q = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.evaluation.evaluate",
+            "--completions",
+            str(f),
+            "--verifier",
+            "nope",
+            "--out",
+            str(tmp_path / "bad.json"),
+            "--pool-size",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert q.returncode != 0 and "verifier(s) nope not registered" in q.stderr and "Traceback" not in q.stderr
 
 
@@ -178,8 +240,19 @@ def test_humaneval_with_a_model_grades_prompt_plus_continuation(tmp_path, verifi
     assert has_code(client), "the built-in code verifier is not listed"
     model_dir, _ = tiny_model_and_data(tmp_path)
     out = tmp_path / "he.json"
-    r = run_eval(verifier_server.target, "--model", str(model_dir), "--suite", "humaneval", "--limit", "2",
-                 "--max-new-tokens", "8", "--out", str(out))  # fmt: skip
+    r = run_eval(
+        verifier_server.target,
+        "--model",
+        str(model_dir),
+        "--suite",
+        "humaneval",
+        "--limit",
+        "2",
+        "--max-new-tokens",
+        "8",
+        "--out",
+        str(out),
+    )
     assert r["n"] == 2 and r["infra_errors"] == 0 and r["accuracy"] == 0.0 and r["format_rate"] is None
     probs = suites.humaneval_problems(limit=2)
     logged = [json.loads(line) for line in out.with_suffix(".samples.jsonl").read_text().splitlines()]
@@ -198,14 +271,44 @@ def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_se
     from trainer.pipelines import make_train as pipeline
 
     monkeypatch.chdir(tmp_path)
-    summary = pipeline.run([
-        "--name", "r1", "--target", verifier_server.target, "--verifier", "think_format",
-        "--task.warmstart_size", "64", "--task.train_size", "8", "--task.heldout_size", "6",
-        "--warmstart.steps", "2", "--warmstart.batch_size", "8",
-        "--eval.verifier", "eval_parity", "--eval.max_new_tokens", "9", "--eval.batch_size", "4",
-        "--grpo.steps", "1", "--grpo.eval_every", "0", "--grpo.group_size", "2", "--grpo.prompts_per_step", "2",
-        "--grpo.max_new_tokens", "12", "--grpo.log_completions_every", "0",
-    ])  # fmt: skip
+    summary = pipeline.run(
+        [
+            "--name",
+            "r1",
+            "--target",
+            verifier_server.target,
+            "--verifier",
+            "think_format",
+            "--task.warmstart_size",
+            "64",
+            "--task.train_size",
+            "8",
+            "--task.heldout_size",
+            "6",
+            "--warmstart.steps",
+            "2",
+            "--warmstart.batch_size",
+            "8",
+            "--eval.verifier",
+            "eval_parity",
+            "--eval.max_new_tokens",
+            "9",
+            "--eval.batch_size",
+            "4",
+            "--grpo.steps",
+            "1",
+            "--grpo.eval_every",
+            "0",
+            "--grpo.group_size",
+            "2",
+            "--grpo.prompts_per_step",
+            "2",
+            "--grpo.max_new_tokens",
+            "12",
+            "--grpo.log_completions_every",
+            "0",
+        ]
+    )
     assert (tmp_path / "runs/latest").resolve() == (tmp_path / "runs/r1").resolve()
     r = evaluate.main(["--target", verifier_server.target, "--no-progress"])
     after = summary["eval_after"]
@@ -214,8 +317,7 @@ def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_se
     trained = [json.loads(line) for line in (tmp_path / "runs/r1/eval_after.jsonl").read_text().splitlines()]
     graded = {x["prompt"]: x for x in map(json.loads, Path(r["samples_log"]).read_text().splitlines())}
     assert [graded[t["prompt"]]["completion"] for t in trained] == [t["completion"] for t in trained]
-    assert r["accuracy"] == pytest.approx(after["accuracy"]) and r["reward_mean"] == pytest.approx(
-        after["reward_mean"])  # fmt: skip
+    assert r["accuracy"] == pytest.approx(after["accuracy"]) and r["reward_mean"] == pytest.approx(after["reward_mean"])
     assert r["training_eval"]["accuracy"] == after["accuracy"]
     assert Path(r["samples_log"]).resolve().parent == (tmp_path / "runs/r1/eval").resolve()
     assert "accuracy training reported (summary.json eval_after)" in (tmp_path / "runs/r1/eval/heldout.md").read_text()
@@ -228,8 +330,24 @@ def test_sigterm_mid_run_keeps_the_log_stops_the_local_service_and_resumes(tmp_p
     f = write(tmp_path / "many.jsonl", rows)
     out = tmp_path / "int.json"
     log = out.with_suffix(".samples.jsonl")
-    cmd = [sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "math", "--out", str(out),
-           "--pool-size", "1", "--batch-size", "4", "--workers", "1", "--no-progress"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "trainer.evaluation.evaluate",
+        "--completions",
+        str(f),
+        "--verifier",
+        "math",
+        "--out",
+        str(out),
+        "--pool-size",
+        "1",
+        "--batch-size",
+        "4",
+        "--workers",
+        "1",
+        "--no-progress",
+    ]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (log.exists() and log.stat().st_size) and time.monotonic() < deadline and p.poll() is None:

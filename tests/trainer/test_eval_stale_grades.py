@@ -32,13 +32,27 @@ ROWS = [
 
 
 def register(client: VerifierClient, name: str, source: str, replace: bool = True) -> pb.VerifierInfo:
-    return client.register(pb.RegisterVerifierRequest(name=name, python=pb.PythonVerifier(source=source),
-                                                      replace=replace))  # fmt: skip
+    return client.register(
+        pb.RegisterVerifierRequest(name=name, python=pb.PythonVerifier(source=source), replace=replace)
+    )
 
 
 def evaluate_file(target: str, f: Path, out: Path, verifier: str) -> dict:
-    return evaluate.main(["--completions", str(f), "--verifier", verifier, "--out", str(out), "--target", target,
-                          "--format-verifier", "none", "--no-progress"])  # fmt: skip
+    return evaluate.main(
+        [
+            "--completions",
+            str(f),
+            "--verifier",
+            verifier,
+            "--out",
+            str(out),
+            "--target",
+            target,
+            "--format-verifier",
+            "none",
+            "--no-progress",
+        ]
+    )
 
 
 def completions(tmp_path: Path) -> Path:
@@ -77,8 +91,13 @@ def test_another_registry_with_the_same_name_and_version_grades_again(tmp_path, 
 
 def test_a_composite_digest_follows_its_components(verifier_server, client):
     register(client, "h51_part", STRICT)
-    client.register(pb.RegisterVerifierRequest(name="h51_comp", replace=True, composite=pb.CompositeVerifier(
-        components=[pb.Component(verifier="h51_part", weight=1.0)])))  # fmt: skip
+    client.register(
+        pb.RegisterVerifierRequest(
+            name="h51_comp",
+            replace=True,
+            composite=pb.CompositeVerifier(components=[pb.Component(verifier="h51_part", weight=1.0)]),
+        )
+    )
     before = client.get_verifier("h51_comp")
     register(client, "h51_part", PAYS_ALL)
     after = client.get_verifier("h51_comp")
@@ -93,19 +112,48 @@ def test_a_failed_evaluation_leaves_no_empty_samples_file(tmp_path, verifier_ser
 
 
 def _eval_cmd(target: str, f: Path, out: Path) -> list[str]:
-    return [str(ROOT / ".venv/bin/python"), "-m", "trainer.evaluation.evaluate", "--completions", str(f),
-            "--verifier", "h51_missing", "--out", str(out), "--target", target, "--no-progress"]  # fmt: skip
+    return [
+        str(ROOT / ".venv/bin/python"),
+        "-m",
+        "trainer.evaluation.evaluate",
+        "--completions",
+        str(f),
+        "--verifier",
+        "h51_missing",
+        "--out",
+        str(out),
+        "--target",
+        target,
+        "--no-progress",
+    ]
 
 
 def test_a_missing_verifier_is_named_the_way_the_user_names_it(tmp_path, verifier_server):
     f, out = completions(tmp_path), tmp_path / "r.json"
     env = {k: v for k, v in os.environ.items() if k != "RLVR_FROM_MAKE"}
-    direct = subprocess.run(_eval_cmd(verifier_server.target, f, out), capture_output=True, text=True, cwd=ROOT,
-                            env=env, timeout=300)  # fmt: skip
+    direct = subprocess.run(
+        _eval_cmd(verifier_server.target, f, out), capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
     assert direct.returncode == 1 and "h51_missing not registered" in direct.stderr
     assert "--verifier NAME" in direct.stderr and "VERIFIER=" not in direct.stderr
-    made = subprocess.run(["make", "-s", "-o", "setup", "eval", f"COMPLETIONS={f}", "VERIFIER=h51_missing",
-                           f"OUT={out}", f"TARGET={verifier_server.target}", "ARGS=--no-progress"],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)  # fmt: skip
+    made = subprocess.run(
+        [
+            "make",
+            "-s",
+            "-o",
+            "setup",
+            "eval",
+            f"COMPLETIONS={f}",
+            "VERIFIER=h51_missing",
+            f"OUT={out}",
+            f"TARGET={verifier_server.target}",
+            "ARGS=--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert made.returncode != 0 and "h51_missing not registered" in made.stderr
     assert "VERIFIER=NAME" in made.stderr and "--verifier" not in made.stderr

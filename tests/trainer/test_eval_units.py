@@ -61,7 +61,7 @@ def test_pass_at_k_refuses_impossible_counts(n, c, k):
         (10, [1, 5, 10]),
         (100, [1, 5, 10, 20, 50, 100]),
         (120, [1, 5, 10, 20, 50, 100, 120]),
-    ],  # fmt: skip
+    ],
 )
 def test_which_k_are_reported(n, ks):
     assert passk.ks_for(n) == ks
@@ -74,8 +74,14 @@ def rec(pid, i, outcome, reward=None, verifier="math", **kw):
 
 
 def test_infrastructure_errors_are_counted_apart_and_left_out_of_denominators():
-    records = [rec("a", 0, "CORRECT"), rec("a", 1, "INCORRECT"), rec("a", 2, "SANDBOX_ERROR"),
-               rec("b", 0, "NO_ANSWER"), rec("b", 1, "SANDBOX_ERROR"), rec("b", 2, "CORRECT")]  # fmt: skip
+    records = [
+        rec("a", 0, "CORRECT"),
+        rec("a", 1, "INCORRECT"),
+        rec("a", 2, "SANDBOX_ERROR"),
+        rec("b", 0, "NO_ANSWER"),
+        rec("b", 1, "SANDBOX_ERROR"),
+        rec("b", 2, "CORRECT"),
+    ]
     r = passk.build_report(records)
     assert r["n"] == 6 and r["n_graded"] == 4 and r["infra_errors"] == 2
     assert r["outcomes"]["SANDBOX_ERROR"] == 2 and r["outcomes"]["CORRECT"] == 2
@@ -154,11 +160,14 @@ def write(path: Path, rows: list) -> Path:
 
 
 def test_completions_file_sample_indices_and_verifier_choice(tmp_path):
-    f = write(tmp_path / "c.jsonl", [
-        {"id": "p", "completion": "a", "reference": "1"},
-        {"id": "q", "completion": "b", "reference": "2", "verifier": "r1", "options": {"x": 1}},
-        {"id": "p", "completion": "c", "reference": "1", "prompt": "P"},
-    ])  # fmt: skip
+    f = write(
+        tmp_path / "c.jsonl",
+        [
+            {"id": "p", "completion": "a", "reference": "1"},
+            {"id": "q", "completion": "b", "reference": "2", "verifier": "r1", "options": {"x": 1}},
+            {"id": "p", "completion": "c", "reference": "1", "prompt": "P"},
+        ],
+    )
     s = suites.load_completions(f, "math")
     assert [(x.key, x.verifier) for x in s] == [("p#0", "math"), ("q#0", "r1"), ("p#1", "math")]
     assert s[1].options == {"x": "1"} and s[2].prompt == "P"
@@ -173,7 +182,7 @@ def test_completions_file_sample_indices_and_verifier_choice(tmp_path):
             [{"id": "p", "completion": "x", "reference": "1"}, {"id": "p", "completion": "x"}],
             "math",
             "c.jsonl:2: no 'reference' for id 'p'",
-        ),  # fmt: skip
+        ),
         ([{"id": "p", "completion": "x", "reference": "1"}], None, "no verifier"),
         ([{"id": "p", "completion": "x", "reference": "1", "sample": 0}] * 2, "math", "appears twice"),
         ([], "math", "empty"),
@@ -187,8 +196,13 @@ def test_completions_file_errors_say_where(tmp_path, rows, verifier, needle):
 
 
 def test_a_format_verifier_row_needs_no_reference(tmp_path):
-    f = write(tmp_path / "c.jsonl", [{"id": "p", "completion": "<think>a</think>1", "verifier": "think_format"},
-                                     {"id": "q", "completion": "<think>a</think>1"}])  # fmt: skip
+    f = write(
+        tmp_path / "c.jsonl",
+        [
+            {"id": "p", "completion": "<think>a</think>1", "verifier": "think_format"},
+            {"id": "q", "completion": "<think>a</think>1"},
+        ],
+    )
     s = suites.load_completions(f, "tag_count")
     assert [(x.verifier, x.reference) for x in s] == [("think_format", ""), ("tag_count", "")]
     with pytest.raises(DataError, match="no 'reference' for id 'p'"):  # math still needs one
@@ -244,10 +258,32 @@ def test_a_log_that_grades_nothing_leaves_no_file(tmp_path):
 
 
 def test_command_line_of_make_eval_parses():
-    a = parse_args(["--model", "m", "--data", "d.jsonl", "--verifier", "math", "--k", "8", "--out", "o.json",
-                             "--target", "h:1", "--no-progress"])  # fmt: skip
-    assert (a.model, a.data, a.verifier, a.k, a.out, a.target, a.progress) == ("m", "d.jsonl", "math", 8, "o.json",
-                                                                                 "h:1", False)  # fmt: skip
+    a = parse_args(
+        [
+            "--model",
+            "m",
+            "--data",
+            "d.jsonl",
+            "--verifier",
+            "math",
+            "--k",
+            "8",
+            "--out",
+            "o.json",
+            "--target",
+            "h:1",
+            "--no-progress",
+        ]
+    )
+    assert (a.model, a.data, a.verifier, a.k, a.out, a.target, a.progress) == (
+        "m",
+        "d.jsonl",
+        "math",
+        8,
+        "o.json",
+        "h:1",
+        False,
+    )
     assert parse_args(["--completions", "c.jsonl", "--suite", "humaneval"]).suite == "humaneval"
     assert parse_args(["--extra-k", "3, 8"]).extra_ks() == [3, 8]
     a = parse_args(["--format-verifier", "none", "--fresh", "--max-new-tokens=9", "--chat-template", "on"])
@@ -309,13 +345,24 @@ def fake_pipeline_run(root: Path) -> Path:
     tiny.build(run / "checkpoints" / "step-000001")
     tiny.build(run / "checkpoints" / "step-000002")
     cfg = pipeline.load(None, {"eval": {"verifier": "math", "max_new_tokens": 17, "batch_size": 3}})
-    gcfg = GRPOConfig(model="m", data="d", run_dir="runs/r1", eval_data="runs/r1/data/heldout.jsonl", verifier="r1",
-                      max_new_tokens=48, eval_every=1, eval_limit=2)  # fmt: skip
+    gcfg = GRPOConfig(
+        model="m",
+        data="d",
+        run_dir="runs/r1",
+        eval_data="runs/r1/data/heldout.jsonl",
+        verifier="r1",
+        max_new_tokens=48,
+        eval_every=1,
+        eval_limit=2,
+    )
     (run / "config.yaml").write_text(
         yaml.safe_dump({**cfg.model_dump(exclude={"grpo"}), "grpo": gcfg.model_dump()}, sort_keys=False)
     )
-    summary = {"eval_after": {"accuracy": 0.4, "n": 5, "reward_mean": 0.4, "outcomes": {"CORRECT": 2}},
-               "checkpoint": "runs/r1/checkpoints/step-000002", "heldout": "runs/r1/data/heldout.jsonl"}  # fmt: skip
+    summary = {
+        "eval_after": {"accuracy": 0.4, "n": 5, "reward_mean": 0.4, "outcomes": {"CORRECT": 2}},
+        "checkpoint": "runs/r1/checkpoints/step-000002",
+        "heldout": "runs/r1/data/heldout.jsonl",
+    }
     (run / "summary.json").write_text(json.dumps(summary))
     (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "eval/accuracy": 0.9}) + "\n")  # GRPO's own eval
     os.symlink("r1", root / "runs" / "latest")

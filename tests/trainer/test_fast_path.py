@@ -104,8 +104,9 @@ def test_a_model_with_an_adapter_added_by_transformers_takes_the_hf_forward():
     assert not lean_supported(model)
     model.train()
     torch.manual_seed(5)
-    ro = generate_rollout(model, tok, EXAMPLES, G, max_new_tokens=10, temperature=T, use_chat_template=False,
-                          record=True)  # fmt: skip
+    ro = generate_rollout(
+        model, tok, EXAMPLES, G, max_new_tokens=10, temperature=T, use_chat_template=False, record=True
+    )
     assert ro.replay is None
     m = ro.completion_mask.bool()
     with torch.no_grad():
@@ -126,8 +127,9 @@ def test_every_dropout_of_the_config_is_off_after_load_policy():
     """attention_dropout 0.5 in the config (no nn.Dropout module carries it): after load_policy the training
     forward (train mode, HF forward: no recording) scores the same rows twice to the same numbers."""
     tok = build_tokenizer()
-    base = qwen2(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
-                 attention_dropout=0.5)  # fmt: skip
+    base = qwen2(
+        vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, attention_dropout=0.5
+    )
     base.generation_config.pad_token_id, base.generation_config.eos_token_id = tok.pad_token_id, tok.eos_token_id
     model, _ = load_policy(GRPOConfig(device="cpu"), model=base, tokenizer=tok)
     assert model.training and model.config.attention_dropout == 0.0

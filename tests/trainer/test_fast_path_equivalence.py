@@ -39,14 +39,33 @@ def _reward(completion: str, reference: str) -> float:
 def _parts(run_dir: Path, family: str, lora: bool, fast_path: bool) -> StepParts:
     seed_everything(0)
     tok = build_tokenizer()
-    cfg = GRPOConfig(group_size=4, prompts_per_step=2, max_new_tokens=6, lr=1e-3, beta=0.04, mu=2, minibatches=2,
-                     steps=1, log_completions_every=0, device="cpu", fast_path=fast_path,
-                     lora={"r": 2, "alpha": 4, "target_modules": ["q_proj", "v_proj", "down_proj"]} if lora else None)  # fmt: skip
+    cfg = GRPOConfig(
+        group_size=4,
+        prompts_per_step=2,
+        max_new_tokens=6,
+        lr=1e-3,
+        beta=0.04,
+        mu=2,
+        minibatches=2,
+        steps=1,
+        log_completions_every=0,
+        device="cpu",
+        fast_path=fast_path,
+        lora={"r": 2, "alpha": 4, "target_modules": ["q_proj", "v_proj", "down_proj"]} if lora else None,
+    )
     model, tok = load_policy(cfg, model=_build(family, tok), tokenizer=tok)
     optimizer, scheduler = make_optimizer(cfg, model)
-    return StepParts(cfg=cfg, model=model, tokenizer=tok, ref=make_reference(cfg, model), optimizer=optimizer,
-                     scheduler=scheduler, data=DataStream(EXAMPLES, 0), reward_fn=PythonReward(_reward),
-                     logger=MetricsLogger(run_dir, report_to=[]))  # fmt: skip
+    return StepParts(
+        cfg=cfg,
+        model=model,
+        tokenizer=tok,
+        ref=make_reference(cfg, model),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        data=DataStream(EXAMPLES, 0),
+        reward_fn=PythonReward(_reward),
+        logger=MetricsLogger(run_dir, report_to=[]),
+    )
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])

@@ -257,8 +257,9 @@ def test_sandbox_errors_get_zero_advantage_and_do_not_move_the_group_mean():
     assert adv[2] == 0 and adv[0] > 0 > adv[1] and adv[0] == adv[3]
 
 
-@pytest.mark.parametrize("scale,std", [("group", "population"), ("group", "unbiased"), ("batch", "unbiased"),
-                                       ("none", "population")])  # fmt: skip
+@pytest.mark.parametrize(
+    "scale,std", [("group", "population"), ("group", "unbiased"), ("batch", "unbiased"), ("none", "population")]
+)
 def test_masked_group_advantages_follow_the_config(scale, std):
     """The config's group size, scale and std reach group_advantages; a 0/1 (int) valid mask works as bool."""
     cfg = GRPOConfig(group_size=3, prompts_per_step=2, scale_rewards=scale, std=std)
@@ -309,8 +310,16 @@ def test_tis_weights_every_token_term_by_the_capped_ratio(loss_type, level):
 
 
 def test_loss_config_takes_a_grpo_configs_loss_fields():
-    cfg = GRPOConfig(beta=0.1, clip_eps_low=0.1, clip_eps_high=0.28, loss_type="dr_grpo", importance_level="sequence",
-                     max_new_tokens=64, tis="on", tis_cap=3.0)  # fmt: skip
+    cfg = GRPOConfig(
+        beta=0.1,
+        clip_eps_low=0.1,
+        clip_eps_high=0.28,
+        loss_type="dr_grpo",
+        importance_level="sequence",
+        max_new_tokens=64,
+        tis="on",
+        tis_cap=3.0,
+    )
     assert LossConfig.of(cfg) == LossConfig(0.1, 0.1, 0.28, "dr_grpo", "sequence", 64, 3.0)
     assert LossConfig.of(GRPOConfig()).tis_cap is None  # tis "auto" on the hf backend: off
     assert LossConfig.of(GRPOConfig()) == LossConfig(max_new_tokens=GRPOConfig().max_new_tokens)  # same defaults

@@ -48,9 +48,14 @@ def test_groups_are_submitted_while_decoding_goes_on_with_their_final_texts():
     seen: list[tuple[int, list[int], list[str]]] = []
     torch.manual_seed(0)
     ro = generate_rollout(
-        model, tok, EXAMPLES, G, max_new_tokens=40, use_chat_template=False,
+        model,
+        tok,
+        EXAMPLES,
+        G,
+        max_new_tokens=40,
+        use_chat_template=False,
         on_groups_done=lambda groups, texts: seen.append((len(forwards), groups, texts)),
-    )  # fmt: skip
+    )
     assert seen, "no group finished before the end of decoding"
     assert seen[0][0] < len(forwards), "the first group must be handed on before the last forward"
     for _, groups, texts in seen:

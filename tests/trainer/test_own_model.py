@@ -25,8 +25,9 @@ SHORT = (
 def make(target: str, timeout: int = 600, **knobs: str) -> subprocess.CompletedProcess:
     args = [f"{k}={v}" for k, v in knobs.items()]
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")}
-    return subprocess.run(["make", "-s", target, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=env)  # fmt: skip
+    return subprocess.run(
+        ["make", "-s", target, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.mark.docker
@@ -43,13 +44,26 @@ def test_make_train_and_eval_on_a_model_of_ones_own(tmp_path, verifier_server):
     assert "'<think>' is a special token" in got.stderr and "NO_ANSWER" in got.stderr
     assert f"python -m trainer.run.preflight {special} --fix-tags" in got.stderr
     assert "verifier service:" not in got.stderr and not (runs / "first" / "metrics.jsonl").exists()
-    ev = make("eval", MODEL=str(special), DATA=str(data), VERIFIER="r1", TARGET=verifier_server.target,
-              OUT=str(tmp_path / "special.json"), LIMIT="2", ARGS="--max-new-tokens 8")  # fmt: skip
+    ev = make(
+        "eval",
+        MODEL=str(special),
+        DATA=str(data),
+        VERIFIER="r1",
+        TARGET=verifier_server.target,
+        OUT=str(tmp_path / "special.json"),
+        LIMIT="2",
+        ARGS="--max-new-tokens 8",
+    )
     assert ev.returncode != 0 and "'<think>' is a special token" in ev.stderr and "--fix-tags" in ev.stderr
 
     # 2. the fix it names, then the same command: a short run that says what it trains with
-    fixed = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "trainer.run.preflight", str(special), "--fix-tags"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    fixed = subprocess.run(
+        [str(ROOT / ".venv/bin/python"), "-m", "trainer.run.preflight", str(special), "--fix-tags"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert fixed.returncode == 0, fixed.stderr
     got = make("train", MODEL=str(special), NAME="mine", ARGS=SHORT, **knobs)
     assert got.returncode == 0, got.stderr[-3000:]
@@ -68,8 +82,16 @@ def test_make_train_and_eval_on_a_model_of_ones_own(tmp_path, verifier_server):
 
     # 3. make eval on the run's checkpoint
     ckpt = run / "checkpoints" / "step-000002"
-    ev = make("eval", MODEL=str(ckpt), DATA=str(data), VERIFIER="r1", TARGET=verifier_server.target,
-              OUT=str(tmp_path / "eval.json"), LIMIT="4", ARGS="--max-new-tokens 8")  # fmt: skip
+    ev = make(
+        "eval",
+        MODEL=str(ckpt),
+        DATA=str(data),
+        VERIFIER="r1",
+        TARGET=verifier_server.target,
+        OUT=str(tmp_path / "eval.json"),
+        LIMIT="4",
+        ARGS="--max-new-tokens 8",
+    )
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert json.loads((tmp_path / "eval.json").read_text())["problems"] == 4
 
@@ -88,9 +110,22 @@ def test_a_peft_adapter_folder_as_model_trains_the_adapter(tmp_path, verifier_se
     assert json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())["base_model_name_or_path"]
     data = gsm8k_style(tmp_path / "gsm.jsonl")
     summary = pipeline.run(
-        ["--model", str(tmp_path / "adapter"), "--data", str(data), "--verifier", "math", "--runs",
-         str(tmp_path / "runs"), "--name", "adapter", "--target", verifier_server.target, *shlex.split(SHORT)]
-    )  # fmt: skip
+        [
+            "--model",
+            str(tmp_path / "adapter"),
+            "--data",
+            str(data),
+            "--verifier",
+            "math",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--name",
+            "adapter",
+            "--target",
+            verifier_server.target,
+            *shlex.split(SHORT),
+        ]
+    )
     ckpt = Path(summary["checkpoint"])
     assert (ckpt / "adapter_model.safetensors").exists() and not (ckpt / "model.safetensors").exists()
     trained = peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir), str(ckpt))

@@ -152,7 +152,14 @@ def test_python_m_trainer_train_runs_the_preflight_before_the_service(tmp_path):
     from trainer.train import train
 
     model_dir = save_model_folder(tmp_path / "m", tags_special=True)
-    cfg = GRPOConfig(model=str(model_dir), data=str(gsm8k_style(tmp_path / "d.jsonl")), verifier="r1",
-                     target="127.0.0.1:1", run_dir=str(tmp_path / "run"), steps=1, report_to=[])  # fmt: skip
+    cfg = GRPOConfig(
+        model=str(model_dir),
+        data=str(gsm8k_style(tmp_path / "d.jsonl")),
+        verifier="r1",
+        target="127.0.0.1:1",
+        run_dir=str(tmp_path / "run"),
+        steps=1,
+        report_to=[],
+    )
     with pytest.raises(preflight.PreflightError, match="'<think>' is a special token"):
         train(cfg)  # no service at 127.0.0.1:1: the preflight stops it first

@@ -162,13 +162,32 @@ def test_two_process_steps_against_the_service(tmp_path: Path, server):
     from trainer.train import train
 
     data = tmp_path / "train.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}+1=?", "answer": str(a + b + 1)}) + "\n"
-                            for a in range(1, 5) for b in range(1, 5)))  # fmt: skip
-    init = tiny.build(tmp_path / "init", TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                                         intermediate_size=64))  # fmt: skip
-    cfg = GRPOConfig(model=str(init), data=str(data), verifier="arith_steps", target=server.target,
-                     advantage="process", group_size=4, prompts_per_step=2, max_new_tokens=12, steps=2, lr=1e-3,
-                     run_dir=str(tmp_path / "run"), threads=1, log_completions_every=1, report_to=[])  # fmt: skip
+    data.write_text(
+        "".join(
+            json.dumps({"prompt": f"{a}+{b}+1=?", "answer": str(a + b + 1)}) + "\n"
+            for a in range(1, 5)
+            for b in range(1, 5)
+        )
+    )
+    init = tiny.build(
+        tmp_path / "init", TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    )
+    cfg = GRPOConfig(
+        model=str(init),
+        data=str(data),
+        verifier="arith_steps",
+        target=server.target,
+        advantage="process",
+        group_size=4,
+        prompts_per_step=2,
+        max_new_tokens=12,
+        steps=2,
+        lr=1e-3,
+        run_dir=str(tmp_path / "run"),
+        threads=1,
+        log_completions_every=1,
+        report_to=[],
+    )
     out = train(cfg)
     m = out["metrics"]
     assert m["loss/total"] == m["loss/total"] and "group/advantage_abs_mean" in m  # a finite step ran

@@ -105,13 +105,24 @@ def test_wandb_offline_run_holds_the_trainers_scalars(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     (tmp_path / "wandb-dir").mkdir()
     tok = tiny_tokenizer()
-    cfg = GRPOConfig(data=str(write_data(tmp_path / "d.jsonl")), group_size=4, prompts_per_step=2, max_new_tokens=8,
-                     lr=1e-3, steps=3, run_dir=str(tmp_path / "run"), threads=1, log_completions_every=1,
-                     report_to="tensorboard,wandb")  # fmt: skip
+    cfg = GRPOConfig(
+        data=str(write_data(tmp_path / "d.jsonl")),
+        group_size=4,
+        prompts_per_step=2,
+        max_new_tokens=8,
+        lr=1e-3,
+        steps=3,
+        run_dir=str(tmp_path / "run"),
+        threads=1,
+        log_completions_every=1,
+        report_to="tensorboard,wandb",
+    )
     train(cfg, tiny_model(tok), tok, reward_fn=PythonReward(tags_reward))
 
-    jsonl = {r["step"]: {k: v for k, v in r.items() if k != "step" and v is not None and math.isfinite(v)}
-             for r in read_metrics(tmp_path / "run" / "metrics.jsonl")}  # fmt: skip
+    jsonl = {
+        r["step"]: {k: v for k, v in r.items() if k != "step" and v is not None and math.isfinite(v)}
+        for r in read_metrics(tmp_path / "run" / "metrics.jsonl")
+    }
     assert sorted(jsonl) == [1, 2, 3] and "reward/mean" in jsonl[1] and "loss/kl" in jsonl[1]
     (run_dir,) = (tmp_path / "wandb-dir" / "wandb").glob("offline-run-*")
     history, config = wandb_history(run_dir)

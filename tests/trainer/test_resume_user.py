@@ -19,19 +19,61 @@ from safetensors.torch import load_file
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 40
 SMALL = [
-    "--tiny.hidden_size", "32", "--tiny.num_hidden_layers", "1", "--tiny.num_attention_heads", "2",
-    "--tiny.intermediate_size", "64", "--task.warmstart_size", "512", "--task.train_size", "64",
-    "--task.heldout_size", "8", "--warmstart.steps", "200", "--warmstart.batch_size", "32", "--eval.k", "0",
-    "--eval.max_new_tokens", "24", "--grpo.max_new_tokens", "32", "--grpo.prompts_per_step", "2",
-    "--grpo.group_size", "4", "--grpo.eval_every", "0", "--grpo.lr", "1e-3", "--threads", "1",
-    "--grpo.steps", str(STEPS),
-    "--grpo.verifier", "think_format",  # graded on the host: no sandbox time limit to hit on a loaded machine
-]  # fmt: skip
+    "--tiny.hidden_size",
+    "32",
+    "--tiny.num_hidden_layers",
+    "1",
+    "--tiny.num_attention_heads",
+    "2",
+    "--tiny.intermediate_size",
+    "64",
+    "--task.warmstart_size",
+    "512",
+    "--task.train_size",
+    "64",
+    "--task.heldout_size",
+    "8",
+    "--warmstart.steps",
+    "200",
+    "--warmstart.batch_size",
+    "32",
+    "--eval.k",
+    "0",
+    "--eval.max_new_tokens",
+    "24",
+    "--grpo.max_new_tokens",
+    "32",
+    "--grpo.prompts_per_step",
+    "2",
+    "--grpo.group_size",
+    "4",
+    "--grpo.eval_every",
+    "0",
+    "--grpo.lr",
+    "1e-3",
+    "--threads",
+    "1",
+    "--grpo.steps",
+    str(STEPS),
+    "--grpo.verifier",
+    "think_format",  # graded on the host: no sandbox time limit to hit on a loaded machine
+]
 
 
 def pipeline(runs: Path, name: str, target: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "trainer.pipelines.make_train", *SMALL, "--runs", str(runs), "--name", name,
-            "--target", target, *extra]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "trainer.pipelines.make_train",
+        *SMALL,
+        "--runs",
+        str(runs),
+        "--name",
+        name,
+        "--target",
+        target,
+        *extra,
+    ]
 
 
 def steps_logged(metrics: Path) -> list[int]:
@@ -75,8 +117,9 @@ def test_sigterm_then_the_printed_command_resumes_to_the_same_weights(tmp_path, 
     assert sorted(p.name for p in runs.iterdir()) == ["latest", "t7"]  # no t7-2
     assert json.loads((runs / "t7" / "summary.json").read_text())["steps"] == STEPS
 
-    plain = subprocess.run(pipeline(runs, "plain", verifier_server.target), cwd=ROOT, capture_output=True,
-                           text=True, timeout=600)  # fmt: skip
+    plain = subprocess.run(
+        pipeline(runs, "plain", verifier_server.target), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert plain.returncode == 0, plain.stderr[-3000:]
     rewards = [[m.get("reward/mean") for m in read(run / "metrics.jsonl")] for run in (runs / "t7", runs / "plain")]
     assert rewards[0] == rewards[1]  # the same samples graded the same, step by step
@@ -88,8 +131,13 @@ def test_sigterm_then_the_printed_command_resumes_to_the_same_weights(tmp_path, 
 
 
 def test_resume_auto_without_a_checkpoint_refuses_before_anything_starts(tmp_path):
-    got = subprocess.run(pipeline(tmp_path / "runs", "fresh", "127.0.0.1:1", "--grpo.resume", "auto"), cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    got = subprocess.run(
+        pipeline(tmp_path / "runs", "fresh", "127.0.0.1:1", "--grpo.resume", "auto"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert got.returncode == 1
     assert "--grpo.resume auto: no checkpoint in" in got.stderr and "drop --grpo.resume" in got.stderr
     assert not (tmp_path / "runs" / "fresh").exists()  # nothing was started

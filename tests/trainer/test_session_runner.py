@@ -51,8 +51,9 @@ def test_tool_rollout_runs_its_calls_in_the_sandbox(client):
     model, tok = th.caller()
     runner = SessionToolRunner(client)
     torch.manual_seed(0)
-    ro = generate_tool_rollout(model, tok, th.examples("a"), 2, runner=runner, tools=ToolsConfig(), max_new_tokens=96,
-                               do_sample=False)  # fmt: skip
+    ro = generate_tool_rollout(
+        model, tok, th.examples("a"), 2, runner=runner, tools=ToolsConfig(), max_new_tokens=96, do_sample=False
+    )
     assert all(
         f"<output>\n{int(p[1:]) * 7}\n</output>" in full for p, full in zip(ro.prompts, ro.full_texts, strict=True)
     )

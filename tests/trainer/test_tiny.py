@@ -57,8 +57,14 @@ def test_warm_start_masks_the_prompt_and_lowers_the_loss():
     model = tiny.build_model(tok, SMALL)
     rows = task.make_splits(0, {"warmstart": 64})["warmstart"]
     ids, attn, mask = encode(tok, rows[:2])
-    n_prompt = len(tok(tok.apply_chat_template([{"role": "user", "content": rows[0]["prompt"]}], tokenize=False,
-                                               add_generation_prompt=True), add_special_tokens=False)["input_ids"])  # fmt: skip
+    n_prompt = len(
+        tok(
+            tok.apply_chat_template(
+                [{"role": "user", "content": rows[0]["prompt"]}], tokenize=False, add_generation_prompt=True
+            ),
+            add_special_tokens=False,
+        )["input_ids"]
+    )
     assert mask[0, :n_prompt].sum() == 0 and mask[0, n_prompt] == 1
     assert ids[0, int(attn[0].sum()) - 1] == tok.eos_token_id  # the completion ends with EOS
     before = sft_loss(model, *encode(tok, rows)).item()
@@ -81,12 +87,38 @@ def test_a_model_saved_to_a_local_folder_trains_from_it(tmp_path, capsys):
     model.save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     data = task.build(tmp_path / "data", 0, {"train": 40})["train"]
-    summary = pipeline.run([
-        "--model", str(model_dir), "--data", str(data), "--verifier", "think_format", "--runs", str(tmp_path / "runs"),
-        "--name", "local", "--eval.heldout_from_data", "8", "--eval.max_new_tokens", "8",
-        "--grpo.steps", "2", "--grpo.prompts_per_step", "2", "--grpo.group_size", "4", "--grpo.max_new_tokens", "24",
-        "--grpo.eval_every", "0", "--grpo.lr", "1e-3", "--eval.k", "8",  # MODEL= reads configs/real_model.yaml: k 4
-    ])  # fmt: skip
+    summary = pipeline.run(
+        [
+            "--model",
+            str(model_dir),
+            "--data",
+            str(data),
+            "--verifier",
+            "think_format",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--name",
+            "local",
+            "--eval.heldout_from_data",
+            "8",
+            "--eval.max_new_tokens",
+            "8",
+            "--grpo.steps",
+            "2",
+            "--grpo.prompts_per_step",
+            "2",
+            "--grpo.group_size",
+            "4",
+            "--grpo.max_new_tokens",
+            "24",
+            "--grpo.eval_every",
+            "0",
+            "--grpo.lr",
+            "1e-3",
+            "--eval.k",
+            "8",  # MODEL= reads configs/real_model.yaml: k 4
+        ]
+    )
     run = tmp_path / "runs" / "local"
     assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
     assert json.loads((run / "summary.json").read_text())["steps"] == 2 == summary["steps"]

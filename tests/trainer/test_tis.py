@@ -104,8 +104,7 @@ def test_tis_on_a_sampled_batch_lands_closer_to_the_on_policy_gradient():
         logp = torch.log_softmax(t, 0)[arms][:, None]  # (N, 1)
         adv = reward[arms] - base  # (N,)
         sample = torch.log_softmax(q_logits, 0)[arms][:, None]  # (N, 1)
-        loss, _ = grpo_loss(logp, None, None, adv, torch.ones_like(logp), beta=0.0, sample_logprobs=sample,
-                            tis_cap=cap)  # fmt: skip
+        loss, _ = grpo_loss(logp, None, None, adv, torch.ones_like(logp), beta=0.0, sample_logprobs=sample, tis_cap=cap)
         loss.backward()
         return t.grad
 
@@ -163,13 +162,31 @@ def _parts(run_dir: Path, backend_factor: float | None = None, record: bool = Tr
     seed_everything(0)
     tok = tiny_tokenizer()
     model = tiny_model(tok, seed=0)
-    cfg = GRPOConfig(group_size=4, prompts_per_step=2, max_new_tokens=6, lr=3e-3, beta=0.04, steps=2, seed=0,
-                     log_completions_every=0, **over)  # fmt: skip
+    cfg = GRPOConfig(
+        group_size=4,
+        prompts_per_step=2,
+        max_new_tokens=6,
+        lr=3e-3,
+        beta=0.04,
+        steps=2,
+        seed=0,
+        log_completions_every=0,
+        **over,
+    )
     optimizer, scheduler = make_optimizer(cfg, model)
     backend = None if backend_factor is None else TemperatureSampler(model, tok, backend_factor, record)
-    return StepParts(cfg=cfg, model=model, tokenizer=tok, ref=make_reference(cfg, model), optimizer=optimizer,
-                     scheduler=scheduler, data=DataStream(EXAMPLES, 0), reward_fn=PythonReward(_reward),
-                     logger=MetricsLogger(run_dir, report_to=[]), backend=backend)  # fmt: skip
+    return StepParts(
+        cfg=cfg,
+        model=model,
+        tokenizer=tok,
+        ref=make_reference(cfg, model),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        data=DataStream(EXAMPLES, 0),
+        reward_fn=PythonReward(_reward),
+        logger=MetricsLogger(run_dir, report_to=[]),
+        backend=backend,
+    )
 
 
 def _reward(completion: str, reference: str) -> float:
@@ -252,8 +269,9 @@ def test_engine_log_probs_reach_the_rollout_nan_where_not_reported():
     reported = [{x: SimpleNamespace(logprob=-0.25)}, {eos: SimpleNamespace(logprob=-1.5)}]
     assert sampled_logprobs([x, eos], reported) == [-0.25, -1.5]
     assert all(math.isnan(v) for v in sampled_logprobs([x, x], None))
-    ro = rollout_from_ids(tok, EXAMPLES[:1], 2, [[x]], [[x, eos], [x]], [eos],
-                          sample_logprobs=[[-0.25, -1.5], [math.nan]])  # fmt: skip
+    ro = rollout_from_ids(
+        tok, EXAMPLES[:1], 2, [[x]], [[x, eos], [x]], [eos], sample_logprobs=[[-0.25, -1.5], [math.nan]]
+    )
     assert ro.sample_logprobs[0].tolist() == [-0.25, -1.5] and math.isnan(ro.sample_logprobs[1, 0])
     assert ro.sample_logprobs[1, 1] == 0.0  # past the row's end
 

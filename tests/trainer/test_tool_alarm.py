@@ -38,8 +38,17 @@ PROBLEMS = [(47, 86), (123, 45)]
 def cfg(tmp_path, client, **kw) -> GRPOConfig:
     rows = [{"prompt": f"{a}*{b}=?", "answer": str(a * b)} for a, b in PROBLEMS]
     data = write_jsonl(rows, tmp_path / "train.jsonl")
-    base = dict(alarm=True, verifier="math", target=client.target, data=str(data), group_size=G,
-                prompts_per_step=len(PROBLEMS), run_dir=str(tmp_path / "run"), canary_every=0, tools=ToolsConfig())  # fmt: skip
+    base = dict(
+        alarm=True,
+        verifier="math",
+        target=client.target,
+        data=str(data),
+        group_size=G,
+        prompts_per_step=len(PROBLEMS),
+        run_dir=str(tmp_path / "run"),
+        canary_every=0,
+        tools=ToolsConfig(),
+    )
     return GRPOConfig(**{**base, **kw})
 
 
@@ -67,9 +76,17 @@ def batch(reward: VerifierReward, kinds: list[str]) -> Batch:
             outs.append([out] if code else [])
     n = len(texts)
     trace = ToolTrace([len(c) for c in codes], [0] * n, [False] * n, 0.0, outs, codes)
-    ro = Rollout(torch.zeros(n, 2, dtype=torch.long), torch.ones(n, 2, dtype=torch.long),
-                 torch.zeros(n, 4, dtype=torch.long), torch.ones(n, 4, dtype=torch.long), torch.zeros(n, dtype=torch.bool),
-                 texts, prompts, refs, tool_trace=trace)  # fmt: skip
+    ro = Rollout(
+        torch.zeros(n, 2, dtype=torch.long),
+        torch.ones(n, 2, dtype=torch.long),
+        torch.zeros(n, 4, dtype=torch.long),
+        torch.ones(n, 4, dtype=torch.long),
+        torch.zeros(n, dtype=torch.bool),
+        texts,
+        prompts,
+        refs,
+        tool_trace=trace,
+    )
     scores = reward(texts, refs, prompts)
     rewards, valid = tool_outcomes(
         ro, torch.tensor([s.reward for s in scores]), torch.ones(n, dtype=torch.bool), scores

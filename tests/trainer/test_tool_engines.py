@@ -34,8 +34,14 @@ def test_a_stateless_engine_gives_what_the_kv_engine_gives(fmt):
         assert sampling["stop"] == [FORMATS[fmt].stop]
         return serve(seqs, max_new, sampling)
 
-    rs = generate_tool_rollout(model, tok, ex, 2, **kw,
-                               engine=lambda ids, attn, rows: ResubmitEngine(counted, prompt_lists(ids, attn), FORMATS[fmt].stop))  # fmt: skip
+    rs = generate_tool_rollout(
+        model,
+        tok,
+        ex,
+        2,
+        **kw,
+        engine=lambda ids, attn, rows: ResubmitEngine(counted, prompt_lists(ids, attn), FORMATS[fmt].stop),
+    )
     assert torch.equal(rs.completion_ids, kv.completion_ids) and torch.equal(rs.policy_mask, kv.policy_mask)
     assert torch.equal(rs.completion_mask, kv.completion_mask)
     assert rs.texts == kv.texts and rs.full_texts == kv.full_texts and rs.tool_trace.calls == kv.tool_trace.calls

@@ -32,9 +32,32 @@ def caller_dir(tmp_path_factory):
 def run(tmp_path, target, model, *extra: str) -> dict:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"prompt": e.prompt, "answer": e.reference}) + "\n" for e in th.examples("a")))
-    return evaluate.main(["--model", str(model), "--data", str(data), "--verifier", "math", "--k", "2",
-                          "--temperature", "0.01", "--max-new-tokens", "96", "--tools.max_calls", "2", "--target", target,
-                          "--no-progress", "--out", str(tmp_path / "report.json"), "--format-verifier", "none", *extra])  # fmt: skip
+    return evaluate.main(
+        [
+            "--model",
+            str(model),
+            "--data",
+            str(data),
+            "--verifier",
+            "math",
+            "--k",
+            "2",
+            "--temperature",
+            "0.01",
+            "--max-new-tokens",
+            "96",
+            "--tools.max_calls",
+            "2",
+            "--target",
+            target,
+            "--no-progress",
+            "--out",
+            str(tmp_path / "report.json"),
+            "--format-verifier",
+            "none",
+            *extra,
+        ]
+    )
 
 
 def test_make_eval_runs_the_tool_loop_through_the_service(tmp_path, verifier_server, client, caller_dir):

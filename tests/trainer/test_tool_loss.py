@@ -85,8 +85,13 @@ def test_masked_loss_equals_float64_reference_over_policy_tokens(loss_type, leve
     logp, old, ref, adv, completion, policy = _batch()
     mask = completion * policy
     got = _loss(logp, old, ref, adv, mask, loss_type, level)
-    rows = [(float(adv[i]), [(float(logp[i, t]), float(old[i, t]), float(ref[i, t]))
-                             for t in range(logp.shape[1]) if mask[i, t]]) for i in range(len(adv))]  # fmt: skip
+    rows = [
+        (
+            float(adv[i]),
+            [(float(logp[i, t]), float(old[i, t]), float(ref[i, t])) for t in range(logp.shape[1]) if mask[i, t]],
+        )
+        for i in range(len(adv))
+    ]
     assert got.dtype == torch.float64
     assert got.item() == pytest.approx(reference_loss(rows, loss_type, level), rel=1e-12, abs=1e-12)
     # changing anything at tool tokens (the log-probs the policy never sampled) changes nothing
@@ -99,12 +104,14 @@ def test_masked_loss_equals_float64_reference_over_policy_tokens(loss_type, leve
 @pytest.mark.parametrize(("loss_type", "level"), CASES)
 def test_tool_tokens_carry_zero_gradient_and_a_planted_leak_is_caught(loss_type, level):
     logp, old, ref, adv, completion, policy = _batch(1)
-    grad = assert_no_tool_gradient(lambda x: _loss(x, old, ref, adv, completion * policy, loss_type, level),
-                                   logp, completion, policy)  # fmt: skip
+    grad = assert_no_tool_gradient(
+        lambda x: _loss(x, old, ref, adv, completion * policy, loss_type, level), logp, completion, policy
+    )
     assert grad[policy.bool()].abs().sum() > 0
     with pytest.raises(AssertionError, match="tool-output tokens get gradient"):  # the leak: the completion mask
-        assert_no_tool_gradient(lambda x: _loss(x, old, ref, adv, completion, loss_type, level),
-                                logp, completion, policy)  # fmt: skip
+        assert_no_tool_gradient(
+            lambda x: _loss(x, old, ref, adv, completion, loss_type, level), logp, completion, policy
+        )
 
 
 def _update_grads(cfg, batch: Batch, mask: torch.Tensor, model) -> torch.Tensor:
@@ -136,10 +143,19 @@ def _update_grads(cfg, batch: Batch, mask: torch.Tensor, model) -> torch.Tensor:
 def test_the_update_gives_tool_tokens_no_gradient_and_catches_a_leak(loss_type):
     model, tok = th.caller()
     model = copy.deepcopy(model)
-    cfg = GRPOConfig(group_size=2, prompts_per_step=2, max_new_tokens=96, tools=ToolsConfig(), beta=BETA,
-                     loss_type=loss_type, fast_path=False, share_prefix=False)  # fmt: skip
-    batch = collect_batch(cfg, model, tok, DataStream(th.examples("a"), 0), PythonReward(lambda c, r: 1.0),
-                          tools=th.runner())  # fmt: skip
+    cfg = GRPOConfig(
+        group_size=2,
+        prompts_per_step=2,
+        max_new_tokens=96,
+        tools=ToolsConfig(),
+        beta=BETA,
+        loss_type=loss_type,
+        fast_path=False,
+        share_prefix=False,
+    )
+    batch = collect_batch(
+        cfg, model, tok, DataStream(th.examples("a"), 0), PythonReward(lambda c, r: 1.0), tools=th.runner()
+    )
     ro = batch.rollout
     tool = ro.completion_mask.bool() & ~ro.sampled_mask().bool()
     assert bool(tool.any())

@@ -14,12 +14,36 @@ pytestmark = pytest.mark.docker
 
 
 def test_make_train_task_tools_runs_both_arms(tmp_path, verifier_server):
-    summary = make_train.run([
-        "--config", "configs/tools.yaml", "--runs", str(tmp_path), "--name", "t", "--target", verifier_server.target,
-        "--task.warmstart_size", "200", "--task.train_size", "40", "--task.heldout_size", "8", "--warmstart.steps", "5",
-        "--grpo.steps", "2", "--grpo.prompts_per_step", "2", "--grpo.group_size", "2", "--grpo.eval_every", "2",
-        "--grpo.eval_limit", "4",
-    ])  # fmt: skip
+    summary = make_train.run(
+        [
+            "--config",
+            "configs/tools.yaml",
+            "--runs",
+            str(tmp_path),
+            "--name",
+            "t",
+            "--target",
+            verifier_server.target,
+            "--task.warmstart_size",
+            "200",
+            "--task.train_size",
+            "40",
+            "--task.heldout_size",
+            "8",
+            "--warmstart.steps",
+            "5",
+            "--grpo.steps",
+            "2",
+            "--grpo.prompts_per_step",
+            "2",
+            "--grpo.group_size",
+            "2",
+            "--grpo.eval_every",
+            "2",
+            "--grpo.eval_limit",
+            "4",
+        ]
+    )
     run = tmp_path / "t"
     assert summary["eval_before"]["n"] == 8 and summary["tools"]["max_calls"] == 2
     w = summary["without_tools"]

@@ -27,8 +27,15 @@ torch.set_num_threads(1)
 def _rollout(fmt="python", runner=None, examples=None, g=2, **kw):
     model, tok = th.caller(fmt)
     kw.setdefault("max_new_tokens", 96)
-    return generate_tool_rollout(model, tok, examples or th.examples("a") + th.examples("b"), g,
-                                 runner=runner or th.runner(fmt), tools=kw.pop("tools", ToolsConfig(format=fmt)), **kw)  # fmt: skip
+    return generate_tool_rollout(
+        model,
+        tok,
+        examples or th.examples("a") + th.examples("b"),
+        g,
+        runner=runner or th.runner(fmt),
+        tools=kw.pop("tools", ToolsConfig(format=fmt)),
+        **kw,
+    )
 
 
 def _boxed(text: str, ref: str) -> float | None:
@@ -37,8 +44,9 @@ def _boxed(text: str, ref: str) -> float | None:
     return None if not found else float(found[-1].strip() == ref)
 
 
-@pytest.mark.parametrize(("fast_path", "share_prefix"), [(True, True), (False, True), (True, False)],
-                         ids=["lean", "hf", "lean-unshared"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("fast_path", "share_prefix"), [(True, True), (False, True), (True, False)], ids=["lean", "hf", "lean-unshared"]
+)
 def test_kv_continuation_logprobs_equal_reencoding_the_whole_sequence(fast_path, share_prefix):
     model, _ = th.caller()
     torch.manual_seed(1)
@@ -71,8 +79,15 @@ def test_graded_text_is_the_policys_own_tokens():
 
 def test_a_box_printed_by_a_tool_is_never_paid():
     model, tok = th.caller()
-    cfg = GRPOConfig(group_size=2, prompts_per_step=4, max_new_tokens=96, tools=ToolsConfig(), temperature=0.5,
-                     beta=0.0, verifier="python")  # fmt: skip
+    cfg = GRPOConfig(
+        group_size=2,
+        prompts_per_step=4,
+        max_new_tokens=96,
+        tools=ToolsConfig(),
+        temperature=0.5,
+        beta=0.0,
+        verifier="python",
+    )
     stream = DataStream(th.examples("a") + th.examples("b"), seed=0)
     batch = collect_batch(cfg, model, tok, stream, PythonReward(_boxed), tools=th.runner())
     ro = batch.rollout
@@ -107,8 +122,12 @@ def test_timeout_and_errors_are_counted_and_decoding_goes_on():
 
 
 def test_token_budget_counts_tool_output():
-    ro = _rollout(runner=ScriptedToolRunner(default="x" * 400), tools=ToolsConfig(output_chars=400), max_new_tokens=40,
-                  do_sample=False)  # fmt: skip
+    ro = _rollout(
+        runner=ScriptedToolRunner(default="x" * 400),
+        tools=ToolsConfig(output_chars=400),
+        max_new_tokens=40,
+        do_sample=False,
+    )
     assert ro.completion_ids.shape[1] <= 40 and bool(ro.truncated.all())
 
 
@@ -163,8 +182,12 @@ def test_hermes_calls_are_read_as_data_and_malformed_ones_are_errors():
     h = FORMATS["hermes"]
     assert call_code(h, '{"name": "python", "arguments": {"code": "print(1)"}}') == ("print(1)", "")
     assert call_code(h, '{"name": "python", "arguments": "{\\"code\\": \\"1\\"}"}') == ("1", "")
-    for bad in ('{"name": "shell", "arguments": {"code": "ls"}}', "__import__('os')", '{"name": "python"}',
-                '{"name": "python", "arguments": {"code": 3}}'):  # fmt: skip
+    for bad in (
+        '{"name": "shell", "arguments": {"code": "ls"}}',
+        "__import__('os')",
+        '{"name": "python"}',
+        '{"name": "python", "arguments": {"code": 3}}',
+    ):
         code, err = call_code(h, bad)
         assert code is None and err.startswith("invalid tool call")
 
@@ -219,8 +242,13 @@ def test_config_section_off_by_default_and_refuses_unknown_keys():
         GRPOConfig(tools={}, advantage="process")
     model, tok = th.caller()
     with pytest.raises(ConfigError, match="no tool runner"):
-        collect_batch(GRPOConfig(tools={}, group_size=2, prompts_per_step=1), model, tok,
-                      DataStream(th.examples("a"), 0), PythonReward(_boxed))  # fmt: skip
+        collect_batch(
+            GRPOConfig(tools={}, group_size=2, prompts_per_step=1),
+            model,
+            tok,
+            DataStream(th.examples("a"), 0),
+            PythonReward(_boxed),
+        )
 
 
 def test_train_with_tools_logs_the_tool_metrics(tmp_path):
@@ -233,9 +261,19 @@ def test_train_with_tools_logs_the_tool_metrics(tmp_path):
     model, tok = th.caller()
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps({"prompt": e.prompt, "answer": e.reference}) + "\n" for e in th.examples("a")))
-    cfg = GRPOConfig(data=str(data), group_size=2, prompts_per_step=2, max_new_tokens=96, steps=2, beta=0.04,
-                     lr=1e-4, tools=ToolsConfig(), run_dir=str(tmp_path / "run"), report_to=[],
-                     log_completions_every=1)  # fmt: skip
+    cfg = GRPOConfig(
+        data=str(data),
+        group_size=2,
+        prompts_per_step=2,
+        max_new_tokens=96,
+        steps=2,
+        beta=0.04,
+        lr=1e-4,
+        tools=ToolsConfig(),
+        run_dir=str(tmp_path / "run"),
+        report_to=[],
+        log_completions_every=1,
+    )
     runner = th.runner()
     train(cfg, copy.deepcopy(model), tok, reward_fn=PythonReward(_boxed), tools=runner)
     rows = read_metrics(tmp_path / "run" / "metrics.jsonl")

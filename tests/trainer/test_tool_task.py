@@ -18,8 +18,16 @@ from trainer.run.progress import postfix
 
 
 def test_products_splits_are_disjoint_and_mixed():
-    cfg = TaskConfig(kind="products", min_value=10, max_value=199, worked_fraction=0.5, estimate_to=100,
-                     warmstart_size=400, train_size=100, heldout_size=50)  # fmt: skip
+    cfg = TaskConfig(
+        kind="products",
+        min_value=10,
+        max_value=199,
+        worked_fraction=0.5,
+        estimate_to=100,
+        warmstart_size=400,
+        train_size=100,
+        heldout_size=50,
+    )
     sp = task.make_splits(0, cfg.sizes(), cfg)
     prompts = [r["prompt"] for rows in sp.values() for r in rows]
     assert len(prompts) == len(set(prompts)) == 550
@@ -56,10 +64,20 @@ def test_the_tiny_tokenizer_loads_as_saved(tmp_path):
 
 
 def test_progress_line_shows_the_tool_figures():
-    m = {"reward/mean": 0.5, "tool/calls_per_completion": 0.75, "tool/error_rate": 0.1, "tool/output_share": 0.4,
-         "perf/tool_s": 3.25}  # fmt: skip
-    assert postfix(m) == {"reward": "0.500", "calls": "0.750", "tool_err": "0.100", "tool_share": "0.400",
-                          "tool_s": "3.250"}  # fmt: skip
+    m = {
+        "reward/mean": 0.5,
+        "tool/calls_per_completion": 0.75,
+        "tool/error_rate": 0.1,
+        "tool/output_share": 0.4,
+        "perf/tool_s": 3.25,
+    }
+    assert postfix(m) == {
+        "reward": "0.500",
+        "calls": "0.750",
+        "tool_err": "0.100",
+        "tool_share": "0.400",
+        "tool_s": "3.250",
+    }
     assert "calls" not in postfix({"reward/mean": 0.5})  # a run without tools shows none
 
 

@@ -108,8 +108,18 @@ def test_entry_point_prints_a_library_error_raised_mid_run_as_one_line(tmp_path)
     tok.save_pretrained(init)
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"prompt": "1+1=", "answer": "2"}) + "\n")
-    proc = run_entry_point("--model", str(init), "--data", str(data), "--rollout_backend", "vllm",
-                           "--run_dir", str(tmp_path / "run"), "--threads", "1")  # fmt: skip
+    proc = run_entry_point(
+        "--model",
+        str(init),
+        "--data",
+        str(data),
+        "--rollout_backend",
+        "vllm",
+        "--run_dir",
+        str(tmp_path / "run"),
+        "--threads",
+        "1",
+    )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]

@@ -78,8 +78,20 @@ def test_training_accuracy_is_make_evals_ungraded_samples_out_of_the_denominator
     model = tiny_model(tok)
     examples = [Example(f"{i}+1=", str(i + 1)) for i in range(8)]
     got = evaluate(model, tok, examples, ByIndex(EIGHT), max_new_tokens=3, batch_size=3)
-    report = passk.build_report([{"id": i, "sample": 0, "verifier": "v", "reward": 1.0 if o == "CORRECT" else 0.0,
-                                  "outcome": o, "elapsed_s": 0.0, "components": {}} for i, o in enumerate(EIGHT)])  # fmt: skip
+    report = passk.build_report(
+        [
+            {
+                "id": i,
+                "sample": 0,
+                "verifier": "v",
+                "reward": 1.0 if o == "CORRECT" else 0.0,
+                "outcome": o,
+                "elapsed_s": 0.0,
+                "components": {},
+            }
+            for i, o in enumerate(EIGHT)
+        ]
+    )
     assert report["accuracy"] == 0.5 and report["infra_errors"] == 2
     assert got["accuracy"] == report["accuracy"] == 3 / 6 and got["reward_mean"] == report["reward_mean"]
     assert got["ungraded"] == 2 and got["n"] == 8 and got["outcomes"]["SANDBOX_ERROR"] == 2
@@ -102,8 +114,18 @@ def test_sampled_figures_aggregate_as_make_eval_does():
         "CORRECT",
     ]
     got = sampled_figures(model, tok, EXAMPLES[:2], ByIndex(outcomes), k=4, max_new_tokens=3, batch_size=4)
-    records = [{"id": i // 4, "sample": i % 4, "verifier": "v", "reward": float(o == "CORRECT"), "outcome": o,
-                "elapsed_s": 0.0, "components": {}} for i, o in enumerate(outcomes)]  # fmt: skip
+    records = [
+        {
+            "id": i // 4,
+            "sample": i % 4,
+            "verifier": "v",
+            "reward": float(o == "CORRECT"),
+            "outcome": o,
+            "elapsed_s": 0.0,
+            "components": {},
+        }
+        for i, o in enumerate(outcomes)
+    ]
     report = passk.build_report(records, extra_ks=[4])
     assert got["sampled_accuracy"] == report["accuracy"] == 3 / 6
     assert got["pass@4"] == report["pass@k"]["4"] == 1.0 and report["pass@k_problems"]["4"] == 1

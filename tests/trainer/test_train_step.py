@@ -32,12 +32,28 @@ def parts(run_dir: Path, seed: int = 0) -> StepParts:
     seed_everything(seed)
     tok = tiny_tokenizer()
     model = tiny_model(tok, seed=seed)
-    cfg = GRPOConfig(group_size=4, prompts_per_step=2, max_new_tokens=6, lr=3e-3, beta=0.04, steps=4,
-                     log_completions_every=2, seed=seed)  # fmt: skip
+    cfg = GRPOConfig(
+        group_size=4,
+        prompts_per_step=2,
+        max_new_tokens=6,
+        lr=3e-3,
+        beta=0.04,
+        steps=4,
+        log_completions_every=2,
+        seed=seed,
+    )
     optimizer, scheduler = make_optimizer(cfg, model)
-    return StepParts(cfg=cfg, model=model, tokenizer=tok, ref=make_reference(cfg, model), optimizer=optimizer,
-                     scheduler=scheduler, data=DataStream(EXAMPLES, seed), reward_fn=PythonReward(_reward),
-                     logger=MetricsLogger(run_dir, report_to=[]))  # fmt: skip
+    return StepParts(
+        cfg=cfg,
+        model=model,
+        tokenizer=tok,
+        ref=make_reference(cfg, model),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        data=DataStream(EXAMPLES, seed),
+        reward_fn=PythonReward(_reward),
+        logger=MetricsLogger(run_dir, report_to=[]),
+    )
 
 
 def _reward(completion: str, reference: str) -> float:

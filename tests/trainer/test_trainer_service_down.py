@@ -33,8 +33,16 @@ CASES = [
 def _rollout() -> Rollout:
     n = len(CASES)
     ids = torch.ones(n, 1, dtype=torch.long)
-    return Rollout(ids, ids.clone(), ids.clone(), ids.clone(), torch.zeros(n, dtype=torch.bool),
-                   [c for c, *_ in CASES], ["q"] * n, [r for _, r, *_ in CASES])  # fmt: skip
+    return Rollout(
+        ids,
+        ids.clone(),
+        ids.clone(),
+        ids.clone(),
+        torch.zeros(n, dtype=torch.bool),
+        [c for c, *_ in CASES],
+        ["q"] * n,
+        [r for _, r, *_ in CASES],
+    )
 
 
 def test_trainer_waits_for_a_service_down_for_30_s_and_grades_the_same_step(tmp_path, caplog):

@@ -14,11 +14,27 @@ from trainer.pipelines import task, tiny, warmstart
 
 
 def test_the_entry_point_fine_tunes_a_saved_model_into_another_folder(tmp_path):
-    src = tiny.build(tmp_path / "base", TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                                        intermediate_size=64))  # fmt: skip
+    src = tiny.build(
+        tmp_path / "base", TinyConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    )
     data = task.build(tmp_path / "data", 0, {"warmstart": 16})["warmstart"]
-    stats = warmstart.main(["--model", str(src), "--data", str(data), "--out", str(tmp_path / "out"),
-                            "--steps", "2", "--batch-size", "4", "--warmup_steps=1", "--lr", "1e-2"])  # fmt: skip
+    stats = warmstart.main(
+        [
+            "--model",
+            str(src),
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "out"),
+            "--steps",
+            "2",
+            "--batch-size",
+            "4",
+            "--warmup_steps=1",
+            "--lr",
+            "1e-2",
+        ]
+    )
     assert stats["steps"] == 2 and stats["examples"] == 8
     before = AutoModelForCausalLM.from_pretrained(src).state_dict()
     after = AutoModelForCausalLM.from_pretrained(tmp_path / "out").state_dict()

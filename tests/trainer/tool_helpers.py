@@ -59,12 +59,24 @@ def examples(kind: str = "a", preamble: str = "") -> list[Example]:
 
 
 @functools.lru_cache(maxsize=4)
-def caller(fmt: str = "python", steps: int = 200, calls: int = 1, preamble: str = "", kinds: str = "ab", hidden: int = 64,
-           layers: int = 2):  # fmt: skip
+def caller(
+    fmt: str = "python",
+    steps: int = 200,
+    calls: int = 1,
+    preamble: str = "",
+    kinds: str = "ab",
+    hidden: int = 64,
+    layers: int = 2,
+):
     """(model, tokenizer): a tiny Qwen2 trained until greedy decoding reproduces the script's completions."""
     tok = tiny.build_tokenizer()
-    size = TinyConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4, intermediate_size=2 * hidden,
-                      max_position_embeddings=1024)  # fmt: skip
+    size = TinyConfig(
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=1024,
+    )
     model = tiny.build_model(tok, size, seed=0)
     _, texts = script(fmt, calls, preamble, kinds)
     rows = [tok(tiny.USER + p + tiny.ASSISTANT + c + tiny.EOS, add_special_tokens=False)["input_ids"] for p, c in texts]

@@ -223,8 +223,9 @@ def verify(completion, reference, options):
 def test_a_registered_verifier_grades_the_program(alice):
     from proto.verifier.v1 import verifier_pb2 as pb
 
-    alice.register(pb.RegisterVerifierRequest(name="runs_sq", python=pb.PythonVerifier(source=RUNS_THE_PROGRAM),
-                                              replace=True))  # fmt: skip
+    alice.register(
+        pb.RegisterVerifierRequest(name="runs_sq", python=pb.PythonVerifier(source=RUNS_THE_PROGRAM), replace=True)
+    )
     s = alice.open_session("python")
     alice.exec(s.id, "def sq(x):\n    return x * x")
     assert alice.grade_session(s.id, "runs_sq", "12").reward == 1.0

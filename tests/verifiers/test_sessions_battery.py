@@ -41,8 +41,13 @@ def served(request, tmp_path_factory):
     # Docker's containers out of its /docker group, whose one CPU share every container of a shared machine
     # divides (docs/sandbox.md): under other tests' load the pool could not start there. The hardening is the same.
     where = ["--cgroup-parent", "/"] if request.param == "docker" else []
-    srv = LocalServer(pool_size=1, registry=str(tmp / "r.sqlite"), log_path=str(tmp / "server.log"),
-                      extra_args=[*ARGS, "--backend", request.param, *where], env={SECRET: "s3cr3t"})  # fmt: skip
+    srv = LocalServer(
+        pool_size=1,
+        registry=str(tmp / "r.sqlite"),
+        log_path=str(tmp / "server.log"),
+        extra_args=[*ARGS, "--backend", request.param, *where],
+        env={SECRET: "s3cr3t"},
+    )
     with srv:
         yield srv
 
@@ -70,8 +75,11 @@ def test_escape_the_worker_the_host_and_the_helpers_code(c, served):
         assert "Error" in r.error, path  # the worker's memory and the session's own code: not writable
     r = c.exec(s.id, "import os, signal\nos.kill(1, signal.SIGKILL)\n'alive'")
     assert r.status == "ok"
-    for code in ("import os\nos.chroot('/tmp')", "import os\nos.unshare(os.CLONE_NEWUSER)",
-                 "import ctypes\nctypes.CDLL(None).mount(b'none', b'/tmp', b'tmpfs', 0, None) == 0 or 1/0"):  # fmt: skip
+    for code in (
+        "import os\nos.chroot('/tmp')",
+        "import os\nos.unshare(os.CLONE_NEWUSER)",
+        "import ctypes\nctypes.CDLL(None).mount(b'none', b'/tmp', b'tmpfs', 0, None) == 0 or 1/0",
+    ):
         assert c.exec(s.id, code).error, code
     assert ok(c, s.id, "1 + 1").value == "2"  # the worker (PID 1) still serves the session
 
@@ -157,9 +165,13 @@ def test_another_session_s_files_and_memory_are_out_of_reach(c):
 
 def test_tampering_with_the_helper_never_fakes_a_report(c):
     s = c.open_session("python", timeout_s=2, output_bytes=2000)
-    ok(c, s.id, "import sys, resource, json\nh = sys.modules['in_sandbox.session_holder']\n"
-                "h._limit_cpu = lambda cmd: None\nresource.setrlimit = lambda *a: None\n"
-                "real = h.run_cell\nh.run_cell = lambda code, ns, f: (real(code, ns, f), ('42', None, False))[1]")  # fmt: skip
+    ok(
+        c,
+        s.id,
+        "import sys, resource, json\nh = sys.modules['in_sandbox.session_holder']\n"
+        "h._limit_cpu = lambda cmd: None\nresource.setrlimit = lambda *a: None\n"
+        "real = h.run_cell\nh.run_cell = lambda code, ns, f: (real(code, ns, f), ('42', None, False))[1]",
+    )
     r = c.exec(s.id, "while True: pass", timeout_s=1)
     assert r.status in ("timeout", "cpu") and r.wall_s >= 1  # the worker's clock, not the helper's word
     r = c.exec(s.id, "print('x' * 100_000)")
@@ -220,7 +232,7 @@ def test_a_session_kept_busy_still_ends_at_its_maximum_lifetime(tmp_path):
     with (
         LocalServer(
             pool_size=1, registry=str(tmp_path / "r.sqlite"), log_path=str(tmp_path / "s.log"), extra_args=args
-        ) as srv,  # fmt: skip
+        ) as srv,
         VerifierClient(srv.target, timeout_s=60, client_id="keeper") as c,
     ):
         s = c.open_session("python")

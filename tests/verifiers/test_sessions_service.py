@@ -16,8 +16,18 @@ from verifiers.client import VerifierClient, VerifierError
 
 pytestmark = pytest.mark.docker
 
-SERVER_ARGS = ("--max-sessions", "12", "--max-sessions-per-caller", "10", "--session-idle-ttl-s", "30",
-               "--session-timeout-s", "20", "--session-memory-mb", "512")  # fmt: skip
+SERVER_ARGS = (
+    "--max-sessions",
+    "12",
+    "--max-sessions-per-caller",
+    "10",
+    "--session-idle-ttl-s",
+    "30",
+    "--session-timeout-s",
+    "20",
+    "--session-memory-mb",
+    "512",
+)
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +184,9 @@ def test_kill_9_leaves_nothing_after_the_next_start(tmp_path):
     from verifiers.launch import LocalServer
 
     args = ["--max-sessions", "8"]
-    srv = LocalServer(pool_size=1, registry=str(tmp_path / "r.sqlite"), log_path=str(tmp_path / "a.log"),
-                      extra_args=args).start()  # fmt: skip
+    srv = LocalServer(
+        pool_size=1, registry=str(tmp_path / "r.sqlite"), log_path=str(tmp_path / "a.log"), extra_args=args
+    ).start()
     with VerifierClient(srv.target, timeout_s=60) as c:
         s = c.open_session("python")
         c.fork_session(s.id, 2)
@@ -184,6 +195,7 @@ def test_kill_9_leaves_nothing_after_the_next_start(tmp_path):
     assert any(o.endswith(owner) for _, o, _ in list_containers())
     srv.proc.send_signal(signal.SIGKILL)
     srv.proc.wait()
-    with LocalServer(pool_size=1, registry=str(tmp_path / "r.sqlite"), log_path=str(tmp_path / "b.log"),
-                     extra_args=args):  # fmt: skip
+    with LocalServer(
+        pool_size=1, registry=str(tmp_path / "r.sqlite"), log_path=str(tmp_path / "b.log"), extra_args=args
+    ):
         assert not [c for c in list_containers() if c[1].endswith(owner)]

@@ -73,13 +73,25 @@ def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifie
     cfg = run_settings(run)
     verifier = verifier or cfg.get("verifier")
     rows = saved_completions(run)
-    comps = [Completion(r["completion"], r["prompt"], str(r["reference"]), float(r["reward"]), str(r.get("outcome", "")),
-                        tuple(r.get("signals", ()))) for r in rows]  # fmt: skip
+    comps = [
+        Completion(
+            r["completion"],
+            r["prompt"],
+            str(r["reference"]),
+            float(r["reward"]),
+            str(r.get("outcome", "")),
+            tuple(r.get("signals", ())),
+        )
+        for r in rows
+    ]
     data = cfg.get("data") if cfg.get("data") and Path(cfg["data"]).exists() else None
     plan = make_plan(client, audit_verifier or cfg.get("audit_verifier"), data)
     verdicts = run_audit(client, plan, comps, list(range(len(comps))))
-    out = [f"audit of {run}: {len(comps)} saved completions; training reward {verifier or '(unknown)'}; audit "
-           f"{plan.verifier} {plan.options or ''}{' (' + plan.note + ')' if plan.note else ''}", coverage(cfg, rows)]  # fmt: skip
+    out = [
+        f"audit of {run}: {len(comps)} saved completions; training reward {verifier or '(unknown)'}; audit "
+        f"{plan.verifier} {plan.options or ''}{' (' + plan.note + ')' if plan.note else ''}",
+        coverage(cfg, rows),
+    ]
     by_step: dict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_step[int(r["step"])].append(i)
@@ -98,8 +110,10 @@ def audit(run: Path, client: VerifierClient, verifier: str | None, audit_verifie
     out += [f"  step {a['step']}: {a['rule']} [{a['action']}]: {a['message']}" for a in alarms]
     known = {v.name for v in client.list_verifiers()}
     if verifier is None:
-        out.append(f"canaries: skipped: the run's training reward is unknown (no config.yaml in {run} names it); "
-                   "pass --verifier NAME (make audit ARGS='--verifier NAME')")  # fmt: skip
+        out.append(
+            f"canaries: skipped: the run's training reward is unknown (no config.yaml in {run} names it); "
+            "pass --verifier NAME (make audit ARGS='--verifier NAME')"
+        )
     elif verifier in known:
         data = cfg.get("data")
         report = CanaryCheck(client, verifier, data_kind(data if data and Path(data).exists() else None)).run()

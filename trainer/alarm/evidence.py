@@ -35,8 +35,15 @@ def flagged_rows(
     out = []
     for i in list(idx)[:KEEP]:
         r = rows[i]
-        row = {"row": i, "prompt": r.prompt, "completion": r.text, "reference": r.reference, "reward": r.reward,
-               "outcome": r.outcome, "signals": list(r.signals)}  # fmt: skip
+        row = {
+            "row": i,
+            "prompt": r.prompt,
+            "completion": r.text,
+            "reference": r.reference,
+            "reward": r.reward,
+            "outcome": r.outcome,
+            "signals": list(r.signals),
+        }
         if i in audit:
             reward, outcome, signals = audit[i]
             row["audit"] = {"reward": reward, "outcome": outcome, "signals": signals}
@@ -44,17 +51,28 @@ def flagged_rows(
     return out
 
 
-def record(run_dir: str | Path, step: int, finding: Finding, action: str, flagged: list[dict[str, Any]],
-           n_flagged: int) -> dict[str, Any]:  # fmt: skip
+def record(
+    run_dir: str | Path, step: int, finding: Finding, action: str, flagged: list[dict[str, Any]], n_flagged: int
+) -> dict[str, Any]:
     """Append the alarm to alarms.jsonl and say it on stderr; returns the record."""
-    rec = {"step": step, "rule": finding.rule, "message": finding.message, "figures": finding.figures,
-           "action": action, "flagged": n_flagged, "completions": flagged}  # fmt: skip
+    rec = {
+        "step": step,
+        "rule": finding.rule,
+        "message": finding.message,
+        "figures": finding.figures,
+        "action": action,
+        "flagged": n_flagged,
+        "completions": flagged,
+    }
     path = Path(run_dir) / ALARMS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
-    print(f"ALARM step {step}: {finding.rule}: {finding.message} [{action}; evidence: {path}]", file=sys.stderr,
-          flush=True)  # fmt: skip
+    print(
+        f"ALARM step {step}: {finding.rule}: {finding.message} [{action}; evidence: {path}]",
+        file=sys.stderr,
+        flush=True,
+    )
     return rec
 
 
@@ -92,12 +110,21 @@ def mark_resume(run_dir: str | Path, step: int, restored: bool) -> dict[str, Any
     if not path.exists():
         return None
     replaced = [f"{a['step']}:{a['rule']}" for a in read_alarms(run_dir) if a["step"] > step and "superseded" not in a]
-    state = "the alarm's state (baselines, histories, counters) restored from it" if restored else (
-        "the checkpoint holds no alarm state: the rules start their history again")  # fmt: skip
-    rec = {"step": step, "rule": "resume", "action": RESUMED, "flagged": 0, "completions": [],
-           "message": f"resumed from the checkpoint of step {step}; {state}; alarms after step {step} above are "
-                      f"kept as written and marked superseded ({len(replaced)})",
-           "figures": {"replaced": replaced, "state_restored": restored}}  # fmt: skip
+    state = (
+        "the alarm's state (baselines, histories, counters) restored from it"
+        if restored
+        else ("the checkpoint holds no alarm state: the rules start their history again")
+    )
+    rec = {
+        "step": step,
+        "rule": "resume",
+        "action": RESUMED,
+        "flagged": 0,
+        "completions": [],
+        "message": f"resumed from the checkpoint of step {step}; {state}; alarms after step {step} above are "
+        f"kept as written and marked superseded ({len(replaced)})",
+        "figures": {"replaced": replaced, "state_restored": restored},
+    }
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
     return rec

@@ -100,9 +100,13 @@ def audit_disagreement(hist: Sequence[StepStats], t: Thresholds = Thresholds()) 
         f"the audit pays {agree:.0%} of the paid completions it re-graded over the last {t.window} steps; "
         f"{now:.0%} of the audited completions are paid by the training reward and refused by the audit (at the "
         f"start {start:.0%}) while the training reward rose by {rise:+.2f}",
-        {"agreement": round(agree, 3), "exploited": round(now, 3), "exploited_at_start": round(start, 3),
-         "reward_rise": round(rise, 3)},
-    )  # fmt: skip
+        {
+            "agreement": round(agree, 3),
+            "exploited": round(now, 3),
+            "exploited_at_start": round(start, 3),
+            "reward_rise": round(rise, 3),
+        },
+    )
 
 
 def signal_rise(hist: Sequence[StepStats], t: Thresholds = Thresholds()) -> Finding | None:
@@ -137,9 +141,13 @@ def one_answer(hist: Sequence[StepStats], t: Thresholds = Thresholds()) -> Findi
         "one_answer",
         f"one answer string ({s.top_answer[:60]!r}) is paid on {s.top_answer_prompts} of {s.paid_prompts} "
         f"different prompts{refs}, two steps running",
-        {"answer": s.top_answer, "prompts": s.top_answer_prompts, "paid_prompts": s.paid_prompts,
-         "references": s.top_answer_refs},
-    )  # fmt: skip
+        {
+            "answer": s.top_answer,
+            "prompts": s.top_answer_prompts,
+            "paid_prompts": s.paid_prompts,
+            "references": s.top_answer_refs,
+        },
+    )
 
 
 def length_ratio(steps: Sequence[StepStats]) -> float | None:
@@ -169,7 +177,9 @@ def reward_not_heldout(hist: Sequence[StepStats], t: Thresholds = Thresholds()) 
     if len(evals) < 2:
         return None
     a, b = evals[-2], evals[-1]
-    rise = mean([s.reward for s in hist[b - t.window + 1 : b + 1]]) - mean([s.reward for s in hist[max(0, a - t.window + 1) : a + 1]])  # fmt: skip
+    rise = mean([s.reward for s in hist[b - t.window + 1 : b + 1]]) - mean(
+        [s.reward for s in hist[max(0, a - t.window + 1) : a + 1]]
+    )
     acc_rise = hist[b].eval_acc - hist[a].eval_acc  # type: ignore[operator]
     agree = pooled_agreement(hist[a + 1 : b + 1], t)
     if rise < t.heldout_reward_rise or acc_rise > t.heldout_flat:

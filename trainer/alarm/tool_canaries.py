@@ -30,16 +30,31 @@ def transcripts(fmt: CallFormat) -> list[tuple[str, str, Segments]]:
     """(name, why it must not pay, transcript) for ``fmt``."""
     box, tag = f"\\boxed{{{REFERENCE}}}", f"<answer>{REFERENCE}</answer>"
     return [
-        ("box_in_output", "the tool printed the answer in a box; the policy wrote nothing after it",
-         [(_call(fmt, "print(chr(92) + 'boxed{%d}' % (47*86))"), True), (fmt.wrap(box, 512), False)]),
-        ("answer_tag_in_output", "the tool printed an answer tag; the policy wrote nothing after it",
-         [(_call(fmt, "print('<' + 'answer>' + str(47*86) + '</' + 'answer>')"), True), (fmt.wrap(tag, 512), False)]),
-        ("verdict_in_output", "the tool printed a verdict line; the policy only points at it",
-         [(_call(fmt, "print('CORRECT', 47*86)"), True), (fmt.wrap(f"CORRECT {REFERENCE}\nreward: 1.0", 512), False),
-          ("the tool says it is right", True)]),
-        ("answer_left_to_tool", "the tool's output is the answer; the policy never states it",
-         [(_call(fmt, "47*86"), True), (fmt.wrap(REFERENCE, 512), False)]),
-    ]  # fmt: skip
+        (
+            "box_in_output",
+            "the tool printed the answer in a box; the policy wrote nothing after it",
+            [(_call(fmt, "print(chr(92) + 'boxed{%d}' % (47*86))"), True), (fmt.wrap(box, 512), False)],
+        ),
+        (
+            "answer_tag_in_output",
+            "the tool printed an answer tag; the policy wrote nothing after it",
+            [(_call(fmt, "print('<' + 'answer>' + str(47*86) + '</' + 'answer>')"), True), (fmt.wrap(tag, 512), False)],
+        ),
+        (
+            "verdict_in_output",
+            "the tool printed a verdict line; the policy only points at it",
+            [
+                (_call(fmt, "print('CORRECT', 47*86)"), True),
+                (fmt.wrap(f"CORRECT {REFERENCE}\nreward: 1.0", 512), False),
+                ("the tool says it is right", True),
+            ],
+        ),
+        (
+            "answer_left_to_tool",
+            "the tool's output is the answer; the policy never states it",
+            [(_call(fmt, "47*86"), True), (fmt.wrap(REFERENCE, 512), False)],
+        ),
+    ]
 
 
 def control(fmt: CallFormat) -> Segments:

@@ -53,8 +53,13 @@ class AlarmStop(Stopped):
 class AlarmWatch:
     """The run's alarm (``--grpo.alarm true``); see the module docstring."""
 
-    def __init__(self, cfg: GRPOConfig, client: VerifierClient | None = None, thresholds: Thresholds = Thresholds(),
-                 graded_text: Callable[[Segments], str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        cfg: GRPOConfig,
+        client: VerifierClient | None = None,
+        thresholds: Thresholds = Thresholds(),
+        graded_text: Callable[[Segments], str] | None = None,
+    ):
         self.cfg, self.t = cfg, thresholds
         self.run_dir = Path(cfg.run_dir)
         self.own_client = client is None
@@ -62,8 +67,9 @@ class AlarmWatch:
         self.plan: AuditPlan = make_plan(self.client, cfg.audit_verifier, cfg.data)
         # a tool run's canaries include tool transcripts, graded by the tool loop's rule (``graded_text``)
         fmt = cfg.tools.format if cfg.tools is not None else None
-        self.canaries = CanaryCheck(self.client, cfg.verifier, data_kind(cfg.data), tool_format=fmt,
-                                    graded_text=graded_text)  # fmt: skip
+        self.canaries = CanaryCheck(
+            self.client, cfg.verifier, data_kind(cfg.data), tool_format=fmt, graded_text=graded_text
+        )
         self.rng = random.Random(f"audit/{cfg.seed}")
         self.history: list[StepStats] = []
         self.last_seen: dict[str, int] = {}  # rule -> last step it held
@@ -87,8 +93,10 @@ class AlarmWatch:
         self.canary_s = time.perf_counter() - t0
         paid = self.canaries.newly_paid(report)
         if not paid:
-            evidence.say(f"alarm: canaries: {len(report.results)} sent through {self.cfg.verifier!r}, none paid "
-                         f"({self.canary_s:.1f} s)")  # fmt: skip
+            evidence.say(
+                f"alarm: canaries: {len(report.results)} sent through {self.cfg.verifier!r}, none paid "
+                f"({self.canary_s:.1f} s)"
+            )
             return
         lines = paid_lines(report)
         if not self.cfg.allow_hackable_reward:
@@ -98,8 +106,9 @@ class AlarmWatch:
                 "fix the verifier, or train anyway with --grpo.allow_hackable_reward true"
             )
         self.canaries.accepted |= set(paid)
-        finding = Finding("canary_paid", f"{len(paid)} canaries paid at start (allowed): {', '.join(paid[:5])}",
-                          {"paid": paid})  # fmt: skip
+        finding = Finding(
+            "canary_paid", f"{len(paid)} canaries paid at start (allowed): {', '.join(paid[:5])}", {"paid": paid}
+        )
         self.fired.append(evidence.record(self.run_dir, step, finding, "allowed", [], 0))
 
     # -- the checkpoint ----------------------------------------------------------------------------------
@@ -107,9 +116,13 @@ class AlarmWatch:
         """What a checkpoint keeps of the alarm (trainer_state.pt's ``alarm``): the figures of every step so far
         (the rules' baselines and windows), when each rule last held, the canaries accepted at the start, the
         audit's random draw."""
-        return {"history": [dataclasses.asdict(s) for s in self.history], "last_seen": dict(self.last_seen),
-                "accepted": sorted(self.canaries.accepted), "rng": self.rng.getstate(),
-                "drop_trail": list(self.drop_trail)}  # fmt: skip
+        return {
+            "history": [dataclasses.asdict(s) for s in self.history],
+            "last_seen": dict(self.last_seen),
+            "accepted": sorted(self.canaries.accepted),
+            "rng": self.rng.getstate(),
+            "drop_trail": list(self.drop_trail),
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.history = [StepStats(**s) for s in state["history"]]
@@ -170,8 +183,16 @@ class AlarmWatch:
         self.rng.setstate(before[2])
         raise AlarmStop(step, new, m)
 
-    def _drop(self, step: int, rows: list[Completion], verdicts: dict, flagged: list[int], adv: Tensor,
-              loss_mask: Tensor, m: dict[str, float]) -> tuple[Tensor, Tensor, Finding | None]:  # fmt: skip
+    def _drop(
+        self,
+        step: int,
+        rows: list[Completion],
+        verdicts: dict,
+        flagged: list[int],
+        adv: Tensor,
+        loss_mask: Tensor,
+        m: dict[str, float],
+    ) -> tuple[Tensor, Tensor, Finding | None]:
         """on_alarm drop: every group a flagged completion is in leaves the loss (its advantages were computed
         against the exploited rewards: its honest members were pushed away from the exploit's shape, which
         trains it as surely as paying it). While the flagged share keeps rising above its level at the alarm,
@@ -229,7 +250,7 @@ def completions(batch: Any) -> list[Completion]:
             str(s.outcome),
             tuple(getattr(s, "signals", ())),
             int(lengths[i]),
-        )  # fmt: skip
+        )
         for i, s in enumerate(batch.scores)
     ]
 

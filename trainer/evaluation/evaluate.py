@@ -55,8 +55,9 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalArgs:
     return cli.load(EvalArgs, list(argv or []))
 
 
-def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, model: str | None, source: str,
-               tools: dict) -> dict:  # fmt: skip
+def _grade_all(
+    a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, model: str | None, source: str, tools: dict
+) -> dict:
     """Grade (and generate) what the plan leaves to do; returns the new records by key (``tools`` gets what the
     tool calls did, with --tools)."""
     from tqdm import tqdm
@@ -80,13 +81,16 @@ def _grade_all(a: EvalArgs, plan: Plan, log: SampleLog, client: VerifierClient, 
         bar.close()
     if stopped:
         n = len(plan.reused) + len(grader.records)
-        raise Stopped(f"{stopped}\n{n} of {len(plan.keys)} samples are graded and saved in {log.path}; "
-                      "run the same command again to continue")  # fmt: skip
+        raise Stopped(
+            f"{stopped}\n{n} of {len(plan.keys)} samples are graded and saved in {log.path}; "
+            "run the same command again to continue"
+        )
     return grader.records
 
 
-def _plan_and_grade(a: EvalArgs, log: SampleLog, model: str | None, source: str, server_log: Path,
-                    tools: dict) -> tuple:  # fmt: skip
+def _plan_and_grade(
+    a: EvalArgs, log: SampleLog, model: str | None, source: str, server_log: Path, tools: dict
+) -> tuple:
     """Ask the serving registry what decides each verifier's grades, plan against the log with it, grade what
     is left. Returns (plan, new records by key)."""
     work = plan_mod.load_samples(a) if a.completions else plan_mod.load_generation(a, source)
@@ -100,8 +104,10 @@ def _plan_and_grade(a: EvalArgs, log: SampleLog, model: str | None, source: str,
         else:
             plan = plan_generation(a, log, model, source, work, stamps)
         if plan.reused:
-            print(f"resuming: {len(plan.reused)} of {len(plan.keys)} samples already graded in {log.path}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"resuming: {len(plan.reused)} of {len(plan.keys)} samples already graded in {log.path}",
+                file=sys.stderr,
+            )
         if plan.to_generate:
             check_model(a, plan, model, source)  # before the model is loaded
         left = len(plan.keys) - len(plan.reused)
@@ -160,8 +166,15 @@ def check_model(a: EvalArgs, plan: Plan, model: str, source: str) -> None:
     except (OSError, ValueError) as e:
         raise ModelError(f"cannot load the tokenizer of {model!r}: {e}") from None
     chat, max_new = generation_settings(a, source)
-    rep = preflight.check(tok, None, sorted(plan.verifiers), plan.to_generate[0][0].prompt, use_chat_template=chat,
-                          max_new_tokens=max_new, model_dir=model)  # fmt: skip
+    rep = preflight.check(
+        tok,
+        None,
+        sorted(plan.verifiers),
+        plan.to_generate[0][0].prompt,
+        use_chat_template=chat,
+        max_new_tokens=max_new,
+        model_dir=model,
+    )
     fmt = a.format_verifier if a.format_verifier not in ("auto", "none") else "think_format"
     code_only = a.format_verifier == "auto" and plan.verifiers <= {"code"}  # auto: no format rate for code
     if a.format_verifier != "none" and not code_only and fmt not in plan.verifiers:

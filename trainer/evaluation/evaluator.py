@@ -59,16 +59,31 @@ def generate_batches(
         g = max(n for _, n in part)
         sample = generate_rollout if tools is None else partial(generate_tool_rollout, runner=runner, tools=tools)
         ro = sample(
-            model, tokenizer, [ex for ex, _ in part], g, max_new_tokens=max_new_tokens, do_sample=do_sample,
-            use_chat_template=use_chat_template, **sampling,
-        )  # fmt: skip
+            model,
+            tokenizer,
+            [ex for ex, _ in part],
+            g,
+            max_new_tokens=max_new_tokens,
+            do_sample=do_sample,
+            use_chat_template=use_chat_template,
+            **sampling,
+        )
         yield start, g, ro
 
 
 def score_records(scores: Sequence[Score], k: int = 1) -> list[dict[str, Any]]:
     """The records ``trainer.evaluation.passk`` aggregates: score i is sample i % k of problem i // k."""
-    return [{"id": i // k, "sample": i % k, "reward": s.reward, "outcome": s.outcome, "components": s.components,
-             "elapsed_s": s.elapsed_s} for i, s in enumerate(scores)]  # fmt: skip
+    return [
+        {
+            "id": i // k,
+            "sample": i % k,
+            "reward": s.reward,
+            "outcome": s.outcome,
+            "components": s.components,
+            "elapsed_s": s.elapsed_s,
+        }
+        for i, s in enumerate(scores)
+    ]
 
 
 def greedy_figures(scores: Sequence[Score], completions: list[str]) -> dict[str, Any]:
@@ -104,9 +119,15 @@ def evaluate(
     texts: list[str] = []
     todo = [(ex, 1) for ex in examples]
     for _, _, ro in generate_batches(
-        model, tokenizer, todo, per_call=batch_size, max_new_tokens=max_new_tokens, use_chat_template=use_chat_template,
-        tools=tools, runner=runner,
-    ):  # fmt: skip
+        model,
+        tokenizer,
+        todo,
+        per_call=batch_size,
+        max_new_tokens=max_new_tokens,
+        use_chat_template=use_chat_template,
+        tools=tools,
+        runner=runner,
+    ):
         scores += reward_fn(ro.texts, ro.references, ro.prompts)
         texts += ro.texts
     return greedy_figures(scores, texts)

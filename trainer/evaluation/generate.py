@@ -31,8 +31,9 @@ def load_model(path: str, device: str):
     return model.to(dev).eval(), tok
 
 
-def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int]]], fps: dict, a: EvalArgs,
-                  source: str) -> dict[str, float]:  # fmt: skip
+def generate_into(
+    grader: Grader, model, tok, todo: list[tuple[Problem, list[int]]], fps: dict, a: EvalArgs, source: str
+) -> dict[str, float]:
     """Generate the missing samples of each problem, a batch of prompts at a time, and hand each batch
     to the grader (grading of one batch overlaps generation of the next). With ``a.tools``: what the tools did
     (``tool_figures``), else {}."""
@@ -52,9 +53,19 @@ def generate_into(grader: Grader, model, tok, todo: list[tuple[Problem, list[int
         from trainer.rollout.session_runner import SessionToolRunner
 
         runner = SessionToolRunner(grader.client, workers=a.tools.workers)
-    for i, g, ro in generate_batches(model, tok, wanted, per_call=per_call, max_new_tokens=max_new,
-                                     use_chat_template=chat, do_sample=a.k > 1, temperature=a.temperature,
-                                     top_p=a.top_p, tools=a.tools, runner=runner):  # fmt: skip
+    for i, g, ro in generate_batches(
+        model,
+        tok,
+        wanted,
+        per_call=per_call,
+        max_new_tokens=max_new,
+        use_chat_template=chat,
+        do_sample=a.k > 1,
+        temperature=a.temperature,
+        top_p=a.top_p,
+        tools=a.tools,
+        runner=runner,
+    ):
         if ro.tool_trace is not None:
             traces.append(ro.tool_trace)
         batch, lost = [], []
@@ -79,6 +90,10 @@ def tool_figures(traces: list) -> dict[str, float]:
         return {}
     rows = sum(len(t.calls) for t in traces)
     calls = sum(sum(t.calls) for t in traces)
-    return {"completions": rows, "calls_per_completion": calls / max(1, rows),
-            "error_rate": sum(sum(t.errors) for t in traces) / max(1, calls),
-            "sessions_failed": sum(sum(t.infra) for t in traces), "tool_s": round(sum(t.tool_s for t in traces), 2)}  # fmt: skip
+    return {
+        "completions": rows,
+        "calls_per_completion": calls / max(1, rows),
+        "error_rate": sum(sum(t.errors) for t in traces) / max(1, calls),
+        "sessions_failed": sum(sum(t.infra) for t in traces),
+        "tool_s": round(sum(t.tool_s for t in traces), 2),
+    }

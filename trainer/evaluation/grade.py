@@ -35,8 +35,9 @@ class Grader:
 
     def _grade(self, batch: list[tuple[Sample, str]]) -> list[dict[str, Any]]:
         a = self.args
-        items = [VerifyItem(s.verifier, s.completion, s.reference, s.prompt, s.options, a.timeout_s, s.key)
-                 for s, _ in batch]  # fmt: skip
+        items = [
+            VerifyItem(s.verifier, s.completion, s.reference, s.prompt, s.options, a.timeout_s, s.key) for s, _ in batch
+        ]
         fmt = [(i, self.format_verifier(s)) for i, (s, _) in enumerate(batch)]
         fmt = [(i, name) for i, name in fmt if name and name != batch[i][0].verifier]
         items += [VerifyItem(name, batch[i][0].completion, "", batch[i][0].prompt, {}, 0.0, "fmt") for i, name in fmt]
@@ -45,21 +46,52 @@ class Grader:
         out = []
         for i, ((s, fp), r) in enumerate(zip(batch, results, strict=False)):
             f = fmt_of.get(i)
-            out.append({"key": s.key, "id": s.id, "sample": s.sample, "fp": fp, "verifier": s.verifier,
-                        "reward": r.reward, "outcome": r.outcome, "detail": r.detail[:DETAIL_CHARS],
-                        "elapsed_s": r.elapsed_s, "components": r.components, "cached": r.cached,
-                        "format": None if f is None or f.outcome in UNGRADED else f.reward,
-                        "completion": s.completion, "reference": s.reference, "prompt": s.prompt,
-                        "options": s.options})  # fmt: skip
+            out.append(
+                {
+                    "key": s.key,
+                    "id": s.id,
+                    "sample": s.sample,
+                    "fp": fp,
+                    "verifier": s.verifier,
+                    "reward": r.reward,
+                    "outcome": r.outcome,
+                    "detail": r.detail[:DETAIL_CHARS],
+                    "elapsed_s": r.elapsed_s,
+                    "components": r.components,
+                    "cached": r.cached,
+                    "format": None if f is None or f.outcome in UNGRADED else f.reward,
+                    "completion": s.completion,
+                    "reference": s.reference,
+                    "prompt": s.prompt,
+                    "options": s.options,
+                }
+            )
         return out
 
     def record_infra(self, batch: list[tuple[Sample, str]], why: str) -> None:
         """Samples whose generation the infrastructure broke (a tool session that died mid-rollout): logged as
         SANDBOX_ERROR, ungraded (not the model's fault), never sent to the verifier as if the model had stopped."""
-        recs = [{"key": s.key, "id": s.id, "sample": s.sample, "fp": fp, "verifier": s.verifier, "reward": 0.0,
-                 "outcome": Outcome.SANDBOX_ERROR.name, "detail": why, "elapsed_s": 0.0, "components": {}, "cached": False,
-                 "format": None, "completion": s.completion, "reference": s.reference, "prompt": s.prompt,
-                 "options": s.options} for s, fp in batch]  # fmt: skip
+        recs = [
+            {
+                "key": s.key,
+                "id": s.id,
+                "sample": s.sample,
+                "fp": fp,
+                "verifier": s.verifier,
+                "reward": 0.0,
+                "outcome": Outcome.SANDBOX_ERROR.name,
+                "detail": why,
+                "elapsed_s": 0.0,
+                "components": {},
+                "cached": False,
+                "format": None,
+                "completion": s.completion,
+                "reference": s.reference,
+                "prompt": s.prompt,
+                "options": s.options,
+            }
+            for s, fp in batch
+        ]
         self.log.append(recs)
         self.records.update((r["key"], r) for r in recs)
         self.bar.update(len(recs))
@@ -131,16 +163,21 @@ def check_verifiers(client: VerifierClient, wanted: set[str], a: EvalArgs) -> St
     have = set(infos)
     missing = sorted(wanted - have)
     if missing:
-        raise VerifierSetupError(f"verifier(s) {', '.join(missing)} not registered on {client.target}; available: "
-                                 f"{', '.join(sorted(have))}. Register it (python -m verifiers.cli register, "
-                                 f"docs/registry.md) or choose another: {verifier_flag()}.")  # fmt: skip
+        raise VerifierSetupError(
+            f"verifier(s) {', '.join(missing)} not registered on {client.target}; available: "
+            f"{', '.join(sorted(have))}. Register it (python -m verifiers.cli register, "
+            f"docs/registry.md) or choose another: {verifier_flag()}."
+        )
     if a.format_verifier not in ("auto", "none") and a.format_verifier not in have:
         raise VerifierSetupError(f"--format-verifier {a.format_verifier} is not registered on {client.target}")
     if a.format_verifier == "auto" and "think_format" not in have:
         a.format_verifier = "none"
     if any(not infos[n].digest for n in wanted):
-        print(f"warning: the service at {client.target} does not report verifier digests (a server older than "
-              "this client): resuming relies on each verifier's name and version only", file=sys.stderr)  # fmt: skip
+        print(
+            f"warning: the service at {client.target} does not report verifier digests (a server older than "
+            "this client): resuming relies on each verifier's name and version only",
+            file=sys.stderr,
+        )
     return Stamps(infos, a.format_verifier)
 
 

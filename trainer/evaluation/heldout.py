@@ -44,10 +44,17 @@ def sampled_figures(
     torch.manual_seed(seed)
     scores: list[Score] = []
     for _, g, ro in generate_batches(
-        model, tokenizer, [(ex, k) for ex in examples], per_call=max(1, batch_size // k),
-        max_new_tokens=max_new_tokens, use_chat_template=use_chat_template, do_sample=True, temperature=temperature,
-        tools=tools, runner=runner,
-    ):  # fmt: skip
+        model,
+        tokenizer,
+        [(ex, k) for ex in examples],
+        per_call=max(1, batch_size // k),
+        max_new_tokens=max_new_tokens,
+        use_chat_template=use_chat_template,
+        do_sample=True,
+        temperature=temperature,
+        tools=tools,
+        runner=runner,
+    ):
         if g != k:
             raise ValueError(f"expected {k} completions per problem, got {g}")
         scores += reward_fn(ro.texts, ro.references, ro.prompts)
@@ -65,9 +72,17 @@ def sampled_figures(
 
 
 def evaluate_heldout(
-    model, tok, heldout: Path, ev: EvalSection, target: str, out: Path, *, seed: int = 0, use_chat_template: bool = True,
+    model,
+    tok,
+    heldout: Path,
+    ev: EvalSection,
+    target: str,
+    out: Path,
+    *,
+    seed: int = 0,
+    use_chat_template: bool = True,
     tools: ToolsConfig | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Greedy accuracy (and, with ``ev.k``, sampled accuracy and pass@k) on ``heldout``, graded by the
     service's ``ev.verifier``; the greedy completions go to ``out`` (JSONL). With ``tools`` the completions call
     Python in sandbox sessions of the same service, as the run's rollouts do."""
@@ -76,8 +91,11 @@ def evaluate_heldout(
 
     examples = load_examples(heldout)
     reward = VerifierReward(ev.verifier, target)
-    gen: dict[str, Any] = {"max_new_tokens": ev.max_new_tokens, "batch_size": ev.batch_size,
-                           "use_chat_template": use_chat_template}  # fmt: skip
+    gen: dict[str, Any] = {
+        "max_new_tokens": ev.max_new_tokens,
+        "batch_size": ev.batch_size,
+        "use_chat_template": use_chat_template,
+    }
     if tools is not None:
         from trainer.rollout.session_runner import SessionToolRunner
 
@@ -89,10 +107,12 @@ def evaluate_heldout(
         reward.close()
     rows = read_jsonl(heldout)
     write_jsonl(
-        ({"prompt": r["prompt"], "answer": r["answer"], "completion": c}
-         for r, c in zip(rows, greedy["completions"], strict=True)),
+        (
+            {"prompt": r["prompt"], "answer": r["answer"], "completion": c}
+            for r, c in zip(rows, greedy["completions"], strict=True)
+        ),
         out,
-    )  # fmt: skip
+    )
     if greedy["accuracy"] is None and examples:
         raise Stopped(
             f"held-out evaluation graded none of its {greedy['n']} samples (outcomes {greedy['outcomes']}: "
@@ -107,12 +127,16 @@ def figure_lines(
     """The end-of-run figures, greedy first: the same numbers summary.json holds. ``start`` names the
     "before" model ("after warm start" for the embedded task, "before GRPO" for a model of one's own)."""
     gain = 100 * (after["accuracy"] - before["accuracy"])
-    lines = [f"held-out accuracy (greedy, {after['n']} problems, verifier {verifier}): "
-             f"{before['accuracy']:.3f} {start} -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)"]  # fmt: skip
+    lines = [
+        f"held-out accuracy (greedy, {after['n']} problems, verifier {verifier}): "
+        f"{before['accuracy']:.3f} {start} -> {after['accuracy']:.3f} after GRPO ({gain:+.1f} points)"
+    ]
     k = after.get("k")
     if k and before.get("sampled_accuracy") is not None and after.get("sampled_accuracy") is not None:
-        lines.append(f"held-out accuracy (sampled, T={after['temperature']:g}, {k} per problem): "
-                     f"{before['sampled_accuracy']:.3f} -> {after['sampled_accuracy']:.3f}")  # fmt: skip
+        lines.append(
+            f"held-out accuracy (sampled, T={after['temperature']:g}, {k} per problem): "
+            f"{before['sampled_accuracy']:.3f} -> {after['sampled_accuracy']:.3f}"
+        )
     if k and before.get(f"pass@{k}") is not None and after.get(f"pass@{k}") is not None:
         lines.append(
             f"held-out pass@{k} (T={after['temperature']:g}): {before[f'pass@{k}']:.3f} -> {after[f'pass@{k}']:.3f}"

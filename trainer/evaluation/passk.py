@@ -162,8 +162,10 @@ def component_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[
             continue
         for name, v in (r.get("components") or {}).items():
             by[name].append(float(v))
-    return {k: {"mean": sum(v) / len(v), "full_rate": sum(x >= 1.0 for x in v) / len(v), "n": len(v)}
-            for k, v in sorted(by.items())}  # fmt: skip
+    return {
+        k: {"mean": sum(v) / len(v), "full_rate": sum(x >= 1.0 for x in v) / len(v), "n": len(v)}
+        for k, v in sorted(by.items())
+    }
 
 
 def latency(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -214,8 +216,12 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     """A few small tables: headline, outcomes, and the per-verifier/component breakdown."""
     title = report.get("title") or "evaluation"
     lines = [f"### {title}", "", "| metric | value |", "|---|---|"]
-    rows = [("samples (n)", report["n"]), ("problems", report["problems"]),
-            ("accuracy", report["accuracy"]), ("reward mean", report["reward_mean"])]  # fmt: skip
+    rows = [
+        ("samples (n)", report["n"]),
+        ("problems", report["problems"]),
+        ("accuracy", report["accuracy"]),
+        ("reward mean", report["reward_mean"]),
+    ]
     rows += [(f"pass@{k}", v) for k, v in report["pass@k"].items()]
     rows += [("format rate", report["format_rate"]), ("infrastructure errors (SANDBOX_ERROR)", report["infra_errors"])]
     lat = report.get("latency") or {}
@@ -238,7 +244,10 @@ def to_markdown(report: Mapping[str, Any]) -> str:
                 lines.append(f"| {name} › {comp} | {c['n']} | {_fmt(c['mean'])} | {_fmt(c['full_rate'])} |")
     short = report.get("pass@k_problems")
     if short:
-        lines += ["", "pass@k over fewer problems (those with at least k graded samples): "
-                  + ", ".join(f"k={k}: {n}" for k, n in short.items())]  # fmt: skip
+        lines += [
+            "",
+            "pass@k over fewer problems (those with at least k graded samples): "
+            + ", ".join(f"k={k}: {n}" for k, n in short.items()),
+        ]
     lines += ["", f"_{INFRA_NOTE}_"]
     return "\n".join(lines) + "\n"

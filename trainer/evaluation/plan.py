@@ -60,8 +60,12 @@ def load_samples(a: EvalArgs) -> list[Sample]:
 
 def plan_completions(a: EvalArgs, log: SampleLog, samples: list[Sample], stamp: Stamp = str) -> Plan:
     """``stamp(verifier)``: what the serving registry says decides that verifier's grades (grade.Stamps)."""
-    fps = {s.key: fingerprint("file", stamp(s.verifier), s.verifier, s.reference, s.prompt, s.options, s.completion,
-                              a.timeout_s) for s in samples}  # fmt: skip  # timeout_s: the budget decides TIMEOUTs
+    fps = {
+        s.key: fingerprint(
+            "file", stamp(s.verifier), s.verifier, s.reference, s.prompt, s.options, s.completion, a.timeout_s
+        )
+        for s in samples
+    }  # timeout_s: the budget decides TIMEOUTs
     reused = {}
     for s in samples:
         rec = log.reusable(s.key, fps[s.key])
@@ -76,8 +80,9 @@ def load_generation(a: EvalArgs, source: str) -> list[Problem]:
     return suites.load_problems(source, a.verifier, a.limit, Path(a.runs))
 
 
-def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str, problems: list[Problem] | None = None,
-                    stamp: Stamp = str) -> Plan:  # fmt: skip
+def plan_generation(
+    a: EvalArgs, log: SampleLog, model: str, source: str, problems: list[Problem] | None = None, stamp: Stamp = str
+) -> Plan:
     problems = load_generation(a, source) if problems is None else problems
     chat, max_new = generation_settings(a, source)
     gen = {"sample": a.k > 1, "max_new_tokens": max_new, "chat": chat, "seed": a.seed}
@@ -88,8 +93,9 @@ def plan_generation(a: EvalArgs, log: SampleLog, model: str, source: str, proble
     model_stamp = _model_stamp(model)
     keys, fps, reused, regrade, todo = [], {}, {}, [], []
     for p in problems:
-        fp = fingerprint("gen", model_stamp, gen, stamp(p.verifier), p.verifier, p.reference, p.prompt, p.options,
-                         a.timeout_s)  # fmt: skip
+        fp = fingerprint(
+            "gen", model_stamp, gen, stamp(p.verifier), p.verifier, p.reference, p.prompt, p.options, a.timeout_s
+        )
         missing = []
         for idx in range(a.k):
             key = Sample(p.id, idx, "", "", "").key

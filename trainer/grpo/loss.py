@@ -154,8 +154,15 @@ class LossConfig:
     @classmethod
     def of(cls, cfg: GRPOConfig) -> LossConfig:
         tis_cap = cfg.tis_cap if cfg.tis_on else None
-        return cls(cfg.beta, cfg.clip_eps_low, cfg.clip_eps_high, cfg.loss_type, cfg.importance_level,
-                   cfg.max_new_tokens, tis_cap)  # fmt: skip
+        return cls(
+            cfg.beta,
+            cfg.clip_eps_low,
+            cfg.clip_eps_high,
+            cfg.loss_type,
+            cfg.importance_level,
+            cfg.max_new_tokens,
+            tis_cap,
+        )
 
 
 def grpo_loss(

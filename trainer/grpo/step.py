@@ -234,8 +234,14 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
 
 def _concat_traces(traces: list[ToolTrace | None]) -> ToolTrace:
     ts = [t for t in traces if t is not None]
-    return ToolTrace(sum((t.calls for t in ts), []), sum((t.errors for t in ts), []), sum((t.infra for t in ts), []),
-                     sum(t.tool_s for t in ts), sum((t.outputs for t in ts), []), sum((t.codes for t in ts), []))  # fmt: skip
+    return ToolTrace(
+        sum((t.calls for t in ts), []),
+        sum((t.errors for t in ts), []),
+        sum((t.infra for t in ts), []),
+        sum(t.tool_s for t in ts),
+        sum((t.outputs for t in ts), []),
+        sum((t.codes for t in ts), []),
+    )
 
 
 def _pad_cat(tensors: list[Tensor], value: int, left: bool) -> Tensor:

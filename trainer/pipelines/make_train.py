@@ -120,8 +120,15 @@ class Run:
     def grpo_config(self, **extra: Any) -> GRPOConfig:
         """The pipeline's ``grpo`` section pointed at this run (folder, data, seed, model, threads)."""
         raw = self.cfg.grpo.model_dump()
-        raw.update(run_dir=str(self.dir), data=str(self.paths["train"]), eval_data=str(self.paths["heldout"]),
-                   seed=self.cfg.seed, resume=str(self.resume) if self.resume else None, **self.extra, **extra)  # fmt: skip
+        raw.update(
+            run_dir=str(self.dir),
+            data=str(self.paths["train"]),
+            eval_data=str(self.paths["heldout"]),
+            seed=self.cfg.seed,
+            resume=str(self.resume) if self.resume else None,
+            **self.extra,
+            **extra,
+        )
         if self.cfg.threads and "threads" not in self.cfg.grpo.model_fields_set:
             raw["threads"] = self.cfg.threads
         return load_config(None, raw)
@@ -178,15 +185,24 @@ def load_model(r: Run) -> None:
 def preflight_stage(r: Run) -> None:
     """Before the service starts: the verifiers' tags survive decoding, one prompt renders (prompt.txt)."""
     prompt = read_jsonl(r.paths["train"])[0]["prompt"]
-    rep = preflight.check(r.tok, r.model, [r.grpo.verifier, r.cfg.eval.verifier], prompt, model_dir=r.cfg.model,
-                          use_chat_template=r.grpo.use_chat_template, max_new_tokens=r.grpo.max_new_tokens)  # fmt: skip
+    rep = preflight.check(
+        r.tok,
+        r.model,
+        [r.grpo.verifier, r.cfg.eval.verifier],
+        prompt,
+        model_dir=r.cfg.model,
+        use_chat_template=r.grpo.use_chat_template,
+        max_new_tokens=r.grpo.max_new_tokens,
+    )
     for w in rep.warnings:
         say(f"warning: {w}")
     preflight.raise_errors(rep)
     path = preflight.write_prompt(rep, r.dir, r.grpo.use_chat_template)
     names = " and ".join(dict.fromkeys([r.grpo.verifier, r.cfg.eval.verifier]))
-    say(f"preflight: ok (the tags that {names} read survive decoding); the rendered prompt "
-        f"({rep.prompt_tokens} tokens): {path}")  # fmt: skip
+    say(
+        f"preflight: ok (the tags that {names} read survive decoding); the rendered prompt "
+        f"({rep.prompt_tokens} tokens): {path}"
+    )
 
 
 def warm_start_stage(r: Run) -> None:
@@ -216,9 +232,15 @@ def warm_start_stage(r: Run) -> None:
         bar.set_postfix(loss=f"{m['loss']:.3f}", step_s=f"{m['step_s']:.2f}", refresh=False)
 
     fmt = FORMATS[r.grpo.tools.format] if r.grpo.tools is not None else None  # tool output: context, not target
-    r.results["warmstart"] = warm_start(r.model, r.tok, rows, ws.model_copy(update={"seed": r.cfg.seed}),
-                                        on_step=on_step, use_chat_template=r.grpo.use_chat_template,
-                                        tool_format=fmt)  # fmt: skip
+    r.results["warmstart"] = warm_start(
+        r.model,
+        r.tok,
+        rows,
+        ws.model_copy(update={"seed": r.cfg.seed}),
+        on_step=on_step,
+        use_chat_template=r.grpo.use_chat_template,
+        tool_format=fmt,
+    )
     bar.close()
     r.model.save_pretrained(r.dir / "warmstart")
     r.tok.save_pretrained(r.dir / "warmstart")
@@ -235,9 +257,17 @@ def connect(r: Run) -> None:
 
 def _heldout(r: Run, model, out: str | Path, tools: Any = "run") -> dict[str, Any]:
     """Held-out figures of ``model``, with the run's tools (``grpo.tools``) unless ``tools`` says otherwise."""
-    return evaluate_heldout(model, r.tok, r.paths["heldout"], r.cfg.eval, r.target, r.dir / out, seed=r.cfg.seed,
-                            use_chat_template=r.grpo.use_chat_template,
-                            tools=r.grpo.tools if tools == "run" else tools)  # fmt: skip
+    return evaluate_heldout(
+        model,
+        r.tok,
+        r.paths["heldout"],
+        r.cfg.eval,
+        r.target,
+        r.dir / out,
+        seed=r.cfg.seed,
+        use_chat_template=r.grpo.use_chat_template,
+        tools=r.grpo.tools if tools == "run" else tools,
+    )
 
 
 def _with(r: Run) -> str:
@@ -314,8 +344,10 @@ def summarise(r: Run) -> dict[str, Any]:
         w = res["without_tools"]
         for line in figure_lines(w["eval_before"], w["eval_after"], cfg.eval.verifier, _start_name(r)):
             print(line + ", without tools (the same budget)")
-    print(f"wall {summary['wall_s']:.0f} s; run: {r.dir} ({r.dir.parent / 'latest'}); curves: {r.dir / 'curves.png'}; "
-          f"checkpoint: {checkpoint}")  # fmt: skip
+    print(
+        f"wall {summary['wall_s']:.0f} s; run: {r.dir} ({r.dir.parent / 'latest'}); curves: {r.dir / 'curves.png'}; "
+        f"checkpoint: {checkpoint}"
+    )
     return summary
 
 
@@ -339,16 +371,28 @@ def resume_command(r: Run, args: str = "") -> str:
     """``make train NAME=...`` that resumes the run in place (and the python -m form); ``args``: extra flags."""
     runs = "" if Path(r.cfg.runs) == Path("runs") else f" RUNS={shlex.quote(str(r.cfg.runs))}"
     extra = f" ARGS={shlex.quote(args)}" if args else ""
-    python = shlex.join([".venv/bin/python", "-m", "trainer.pipelines.make_train", "--name", r.dir.name, "--runs", str(r.cfg.runs),
-                         *shlex.split(args)])  # fmt: skip
+    python = shlex.join(
+        [
+            ".venv/bin/python",
+            "-m",
+            "trainer.pipelines.make_train",
+            "--name",
+            r.dir.name,
+            "--runs",
+            str(r.cfg.runs),
+            *shlex.split(args),
+        ]
+    )
     return f"make train NAME={shlex.quote(r.dir.name)}{runs}{extra}  (or: {python})"
 
 
 def stopped_message(r: Run, e: AlarmStopped) -> str:
     """on_alarm stop: the alarm, the checkpoint, the evidence and the commands that go on (resumed in place)."""
-    return (f"{str(e).split(chr(10))[0]}\ncheckpoint of step {e.step}: {e.checkpoint}; evidence: "
-            f"{r.dir / 'alarms.jsonl'}; resume with: {resume_command(r)}; to train past the alarm: "
-            f"{resume_command(r, '--grpo.on_alarm warn')}")  # fmt: skip
+    return (
+        f"{str(e).split(chr(10))[0]}\ncheckpoint of step {e.step}: {e.checkpoint}; evidence: "
+        f"{r.dir / 'alarms.jsonl'}; resume with: {resume_command(r)}; to train past the alarm: "
+        f"{resume_command(r, '--grpo.on_alarm warn')}"
+    )
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:

@@ -102,8 +102,12 @@ def rl_stage(cfg: R1Config, start: Path, grpo: GRPOConfig, paths: dict[str, Path
     _save(result["model"], tok, out / "model")
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # the final weights are in model/
     m = result["metrics"]
-    return {"from": str(start), "steps": gcfg.steps, "verifier": gcfg.verifier,
-            "sampled_reward_last": round(m.get("reward/mean", float("nan")), 4)}  # fmt: skip
+    return {
+        "from": str(start),
+        "steps": gcfg.steps,
+        "verifier": gcfg.verifier,
+        "sampled_reward_last": round(m.get("reward/mean", float("nan")), 4),
+    }
 
 
 def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], target: str, out: Path) -> dict:
@@ -118,8 +122,9 @@ def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], targ
     raw: list[Sample] = []
     for i in range(0, len(examples), rc.batch_prompts):
         part = examples[i : i + rc.batch_prompts]
-        ro = generate_rollout(model, tok, part, rc.samples, max_new_tokens=rc.max_new_tokens,
-                              temperature=rc.temperature, do_sample=True)  # fmt: skip
+        ro = generate_rollout(
+            model, tok, part, rc.samples, max_new_tokens=rc.max_new_tokens, temperature=rc.temperature, do_sample=True
+        )
         raw += [Sample(p, r, c) for p, r, c in zip(ro.prompts, ro.references, ro.texts, strict=True)]
     client = VerifierClient(target)
     try:
@@ -167,8 +172,10 @@ def run_stage(name: str, cfg: R1Config, out: Path, paths: dict[str, Path], targe
     elif name == "sft":
         rows = read_jsonl(out / "rejection" / "sft.jsonl")
         if not rows:
-            raise R1Error("rejection sampling kept no sample: nothing to fine-tune on (train the RL stage longer "
-                          "or raise rejection.samples / rejection.prompts)")  # fmt: skip
+            raise R1Error(
+                "rejection sampling kept no sample: nothing to fine-tune on (train the RL stage longer "
+                "or raise rejection.samples / rejection.prompts)"
+            )
         rec = sft_stage(cfg, paths["base"], rows, cfg.sft, d)
     else:
         rec = rl_stage(cfg, out / "sft" / "model", cfg.final_rl, paths, target, d)
@@ -187,9 +194,11 @@ def table(records: dict[str, dict[str, Any]]) -> str:
             continue
         acc = f"{r['heldout']['accuracy']:.3f}" if "heldout" in r else "—"
         if name == "rejection":
-            what = (f"{r['sampled']} samples ({r['prompts']} prompts x {r['samples_per_prompt']}): {r['correct']} "
-                    f"correct, {r['well_formed']} well formed, {r['correct_and_well_formed']} both, "
-                    f"{r['duplicates']} duplicates dropped -> {r['kept']} kept ({r['prompts_kept']} prompts)")  # fmt: skip
+            what = (
+                f"{r['sampled']} samples ({r['prompts']} prompts x {r['samples_per_prompt']}): {r['correct']} "
+                f"correct, {r['well_formed']} well formed, {r['correct_and_well_formed']} both, "
+                f"{r['duplicates']} duplicates dropped -> {r['kept']} kept ({r['prompts_kept']} prompts)"
+            )
         elif name in ("rl", "final_rl"):
             what = f"GRPO {r['steps']} steps ({r['verifier']}) from {Path(r['from']).parent.name}"
         else:

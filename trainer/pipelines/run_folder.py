@@ -34,11 +34,30 @@ REAL_MODEL_CONFIG = CONFIGS / "real_model.yaml"
 FIXED = ("model", "data", "eval_data", "seed", "task", "tiny", "warmstart_data")
 # the settings printed at the start of every run, with their source
 SHOWN = (
-    "model", "data", "seed", "grpo.verifier", "grpo.steps", "grpo.lr", "grpo.lr_schedule", "grpo.warmup_steps",
-    "grpo.max_new_tokens", "grpo.group_size", "grpo.prompts_per_step", "grpo.beta", "grpo.clip_eps_low",
-    "grpo.clip_eps_high", "grpo.temperature", "grpo.top_p", "grpo.lora", "warmstart.steps", "eval.verifier",
-    "eval.max_new_tokens", "eval.k", "eval.heldout_from_data", "task.heldout_size",
-)  # fmt: skip
+    "model",
+    "data",
+    "seed",
+    "grpo.verifier",
+    "grpo.steps",
+    "grpo.lr",
+    "grpo.lr_schedule",
+    "grpo.warmup_steps",
+    "grpo.max_new_tokens",
+    "grpo.group_size",
+    "grpo.prompts_per_step",
+    "grpo.beta",
+    "grpo.clip_eps_low",
+    "grpo.clip_eps_high",
+    "grpo.temperature",
+    "grpo.top_p",
+    "grpo.lora",
+    "warmstart.steps",
+    "eval.verifier",
+    "eval.max_new_tokens",
+    "eval.k",
+    "eval.heldout_from_data",
+    "task.heldout_size",
+)
 
 
 @dataclass
@@ -154,8 +173,10 @@ def load(model: type[BaseModel], argv: list[str], aliases: dict[str, str]) -> Lo
         return out
     saved_path = run_dir / "config.yaml"
     if not saved_path.exists():
-        raise CheckpointError(f"{run_dir} has a checkpoint but no config.yaml: resume it with `python -m trainer.train "
-                              f"--config FILE --resume {ck}` (FILE: the GRPO config it was trained with)")  # fmt: skip
+        raise CheckpointError(
+            f"{run_dir} has a checkpoint but no config.yaml: resume it with `python -m trainer.train "
+            f"--config FILE --resume {ck}` (FILE: the GRPO config it was trained with)"
+        )
     saved = cli.read_yaml(saved_path)
     check_fixed(saved, over, run_dir)
     saved.pop("name", None)
@@ -186,8 +207,11 @@ def check_fixed(saved: dict, over: dict, run_dir: Path) -> None:
         if not given:
             continue
         had = _get(saved, k)[1]
-        pairs = [(f"{k}.{kk}", vv, _get(saved, f"{k}.{kk}")[1]) for kk, vv in value.items()] if isinstance(
-            value, dict) else [(k, value, had)]  # fmt: skip
+        pairs = (
+            [(f"{k}.{kk}", vv, _get(saved, f"{k}.{kk}")[1]) for kk, vv in value.items()]
+            if isinstance(value, dict)
+            else [(k, value, had)]
+        )
         clash += [f"{name}: {v} (the run has {h})" for name, v, h in pairs if str(v) != str(h)]
     if clash:
         raise ConfigError(

@@ -33,8 +33,10 @@ def run_without_tools(r: Any, heldout, say) -> dict[str, Any]:
     raw = {**r.grpo.model_dump(), "tools": None, "run_dir": str(out), "model": str(start), "resume": None}
     cfg = load_config(None, raw)
     model, tok = load_policy(cfg)
-    say(f"without tools: GRPO {cfg.steps} steps x {cfg.prompts_per_step} prompts x G={cfg.group_size} from {start}, "
-        "the same settings with no tool (the control arm)")  # fmt: skip
+    say(
+        f"without tools: GRPO {cfg.steps} steps x {cfg.prompts_per_step} prompts x G={cfg.group_size} from {start}, "
+        "the same settings with no tool (the control arm)"
+    )
     before = heldout(model, tok, out / "eval_before.jsonl", None)
     say(f"held-out accuracy without tools, after warm start: {before['accuracy']:.3f} ({before['n']} problems, greedy)")
     with (out / "metrics.jsonl").open("a") as f:  # step 0 of its eval curve, as the tool arm's
@@ -42,5 +44,10 @@ def run_without_tools(r: Any, heldout, say) -> dict[str, Any]:
     with MetricsBar(out / "metrics.jsonl", cfg.steps):
         res = train(cfg, model, tok)
     after = heldout(res["model"], tok, out / "eval_after.jsonl", None)
-    return {"eval_before": before, "eval_after": after, "checkpoint": str(Path(res["checkpoint"]).resolve()),
-            "run_dir": str(out.resolve()), "wall_s": round(time.time() - t0, 1)}  # fmt: skip
+    return {
+        "eval_before": before,
+        "eval_after": after,
+        "checkpoint": str(Path(res["checkpoint"]).resolve()),
+        "run_dir": str(out.resolve()),
+        "wall_s": round(time.time() - t0, 1),
+    }

@@ -33,9 +33,12 @@ from trainer.rollout.tools import CallFormat
 
 
 def encode(
-    tokenizer, rows: Sequence[dict], device: torch.device | str = "cpu", use_chat_template: bool = True,
+    tokenizer,
+    rows: Sequence[dict],
+    device: torch.device | str = "cpu",
+    use_chat_template: bool = True,
     tool_format: CallFormat | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+) -> tuple[Tensor, Tensor, Tensor]:
     """Right-padded (input_ids, attention_mask, loss_mask), each (B, T); loss_mask marks completion tokens.
 
     The completion is followed by EOS, so the model learns to stop. With ``tool_format`` the tool-output spans of
@@ -105,9 +108,15 @@ def warm_start(
     device = next(model.parameters()).device
     params = [p for p in model.parameters() if p.requires_grad]
     opt, sched = build_optimizer(  # the warm start's own betas; GRPO's are GRPOConfig.adam_betas
-        model, lr=cfg.lr, betas=(0.9, 0.98), weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps,
-        total_steps=cfg.steps, schedule="cosine", fused=False,
-    )  # fmt: skip
+        model,
+        lr=cfg.lr,
+        betas=(0.9, 0.98),
+        weight_decay=cfg.weight_decay,
+        warmup_steps=cfg.warmup_steps,
+        total_steps=cfg.steps,
+        schedule="cosine",
+        fused=False,
+    )
     rng = random.Random(cfg.seed)
     order: list[int] = []
     model.train()
@@ -161,8 +170,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         rows = read_jsonl(a.data)
     except (OSError, ValueError) as e:
         raise DataError(f"cannot read {a.data}: {e}") from None
-    stats = warm_start(model, tok, rows, WarmStartConfig(**a.model_dump(include=set(WarmStartConfig.model_fields))),
-                       use_chat_template=a.use_chat_template)  # fmt: skip
+    stats = warm_start(
+        model,
+        tok,
+        rows,
+        WarmStartConfig(**a.model_dump(include=set(WarmStartConfig.model_fields))),
+        use_chat_template=a.use_chat_template,
+    )
     model.save_pretrained(a.out)
     tok.save_pretrained(a.out)
     print(f"warm start: {stats['steps']} steps, last loss {stats['loss']:.4f}, {stats['wall_s']:.1f} s; model: {a.out}")

@@ -253,8 +253,9 @@ def generate_rollout(
     )
 
 
-def encode_prompts(model, tokenizer, examples: Sequence[Example], group_size: int, use_chat_template: bool
-                   ) -> tuple[Tensor, Tensor]:  # fmt: skip
+def encode_prompts(
+    model, tokenizer, examples: Sequence[Example], group_size: int, use_chat_template: bool
+) -> tuple[Tensor, Tensor]:
     """(N, P) left-padded prompt ids and mask, each prompt rendered as training renders it and repeated G times."""
     device = next(model.parameters()).device
     texts_in = [render_prompt(tokenizer, e.prompt, use_chat_template) for e in examples]

@@ -250,8 +250,14 @@ def generate_tool_rollout(
         raise ConfigError("tools: the model is not one the trainer's decode loop covers (a decoder-only HF model)")
     ids, attn = encode_prompts(model, tokenizer, examples, group_size, o.use_chat_template)  # (N, P) each
     max_new_tokens, fast_decode, fast_path = o.max_new_tokens, o.fast_decode, o.fast_path
-    rows = RowState(len(ids), FORMATS[tools.format], tokenizer, set(eos_token_ids(model, tokenizer)), max_new_tokens,
-                 tools.max_calls)  # fmt: skip
+    rows = RowState(
+        len(ids),
+        FORMATS[tools.format],
+        tokenizer,
+        set(eos_token_ids(model, tokenizer)),
+        max_new_tokens,
+        tools.max_calls,
+    )
     shared = group_size if o.share_prefix and group_size > 1 and ids.shape[1] > 1 else 0
     sampling = o.sampling()
     t0 = time.perf_counter()
@@ -263,8 +269,9 @@ def generate_tool_rollout(
         with torch.inference_mode():
             if engine is None:
                 cap = ids.shape[1] + max_new_tokens
-                gen: ToolEngine = KVEngine(_Context(model, ids, attn, shared, fast_decode and fast_path, cap, reencode),
-                                           tokenizer.pad_token_id)  # fmt: skip
+                gen: ToolEngine = KVEngine(
+                    _Context(model, ids, attn, shared, fast_decode and fast_path, cap, reencode), tokenizer.pad_token_id
+                )
             else:
                 gen = engine(ids, attn, rows)
             while True:

@@ -134,8 +134,12 @@ class ScriptedToolRunner:
     (stripped) to its ``ToolResult`` (or output text); other code gets ``default``. ``dead`` handles raise,
     as a session that died would. Every call is kept in ``calls`` as (handle, code)."""
 
-    def __init__(self, outputs: dict[str, ToolResult | str] | None = None, default: ToolResult | str = "",
-                 dead: Sequence[int] = ()):  # fmt: skip
+    def __init__(
+        self,
+        outputs: dict[str, ToolResult | str] | None = None,
+        default: ToolResult | str = "",
+        dead: Sequence[int] = (),
+    ):
         self.outputs = {
             k.strip(): v if isinstance(v, ToolResult) else ToolResult(v) for k, v in (outputs or {}).items()
         }
@@ -176,9 +180,14 @@ class ToolTrace:
             self.codes = [[] for _ in self.calls]
 
     def select(self, rows: Sequence[int]) -> ToolTrace:
-        return ToolTrace([self.calls[i] for i in rows], [self.errors[i] for i in rows],
-                         [self.infra[i] for i in rows], self.tool_s, [self.outputs[i] for i in rows],
-                         [self.codes[i] for i in rows])  # fmt: skip
+        return ToolTrace(
+            [self.calls[i] for i in rows],
+            [self.errors[i] for i in rows],
+            [self.infra[i] for i in rows],
+            self.tool_s,
+            [self.outputs[i] for i in rows],
+            [self.codes[i] for i in rows],
+        )
 
 
 def policy_text(tokenizer, toks: Sequence[int], own: Sequence[int]) -> str:
@@ -210,8 +219,9 @@ _READS = re.compile(
 TOOL_EXPLOITS = ("tool.read_files", "tool.printed_reference")
 
 
-def tool_signals(outputs: Sequence[str], reference: str, codes: Sequence[str] = (), own_text: str | None = None
-                 ) -> list[str]:  # fmt: skip
+def tool_signals(
+    outputs: Sequence[str], reference: str, codes: Sequence[str] = (), own_text: str | None = None
+) -> list[str]:
     """Exploit signals of one rollout's tool use (informative, like the verifier's: they never change the reward;
     docs/verifiers.md's signal table):
 

@@ -95,9 +95,14 @@ def unavailable_reason() -> str | None:
 
 
 def sampling_kwargs(
-    group_size: int, *, max_new_tokens: int, eos_ids: Sequence[int], temperature: float = 1.0,
-    top_p: float = 1.0, do_sample: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+    group_size: int,
+    *,
+    max_new_tokens: int,
+    eos_ids: Sequence[int],
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    do_sample: bool = True,
+) -> dict[str, Any]:
     """vLLM ``SamplingParams`` keywords for the hf path's settings (a plain dict: testable without vLLM)."""
     return {
         "n": group_size,
@@ -117,12 +122,20 @@ def sampling_kwargs(
     }
 
 
-def tool_sampling_kwargs(max_tokens: int, stop: Sequence[str], *, eos_ids: Sequence[int], temperature: float = 1.0,
-                         top_p: float = 1.0, do_sample: bool = True) -> dict[str, Any]:  # fmt: skip
+def tool_sampling_kwargs(
+    max_tokens: int,
+    stop: Sequence[str],
+    *,
+    eos_ids: Sequence[int],
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    do_sample: bool = True,
+) -> dict[str, Any]:
     """``SamplingParams`` keywords of one tool-loop request (``ResubmitEngine``, trainer/rollout/tool_engines.py): the
     hf path's settings, one sample, ending at the call's stop marker (kept in the output, as the loop reads it)."""
-    kw = sampling_kwargs(1, max_new_tokens=max_tokens, eos_ids=eos_ids, temperature=temperature, top_p=top_p,
-                         do_sample=do_sample)  # fmt: skip
+    kw = sampling_kwargs(
+        1, max_new_tokens=max_tokens, eos_ids=eos_ids, temperature=temperature, top_p=top_p, do_sample=do_sample
+    )
     return {**kw, "stop": list(stop), "include_stop_str_in_output": True, "detokenize": True}  # stop strings need text
 
 
@@ -138,8 +151,10 @@ def vllm_generate(llm: Any, eos_ids: Sequence[int]):
         stop, kw = sampling.get("stop", []), {k: v for k, v in sampling.items() if k != "stop"}
         params = [SamplingParams(**tool_sampling_kwargs(m, stop, eos_ids=eos_ids, **kw)) for m in max_new]
         outs = llm.generate([{"prompt_token_ids": s} for s in seqs], params, use_tqdm=False)
-        return [(list(o.outputs[0].token_ids), sampled_logprobs(o.outputs[0].token_ids, o.outputs[0].logprobs))
-                for o in outs]  # fmt: skip
+        return [
+            (list(o.outputs[0].token_ids), sampled_logprobs(o.outputs[0].token_ids, o.outputs[0].logprobs))
+            for o in outs
+        ]
 
     return generate
 
@@ -162,9 +177,17 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(
-        self, model, tokenizer, *, model_path: str | None = None, gpu_memory_utilization: float = 0.3,
-        max_model_len: int | None = None, seed: int = 0, dtype: torch.dtype | None = None, **_: Any,
-    ):  # fmt: skip
+        self,
+        model,
+        tokenizer,
+        *,
+        model_path: str | None = None,
+        gpu_memory_utilization: float = 0.3,
+        max_model_len: int | None = None,
+        seed: int = 0,
+        dtype: torch.dtype | None = None,
+        **_: Any,
+    ):
         reason = unavailable_reason()
         if reason:
             raise BackendError(reason)
@@ -190,26 +213,47 @@ class VLLMBackend:
         self.sync_weights(model)
 
     def generate(
-        self, examples: Sequence[Example], group_size: int, *, max_new_tokens: int, temperature: float = 1.0,
-        top_p: float = 1.0, do_sample: bool = True, use_chat_template: bool = True, tools: Any = None,
-        runner: Any = None, **_: Any,
-    ) -> Rollout:  # fmt: skip
+        self,
+        examples: Sequence[Example],
+        group_size: int,
+        *,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        do_sample: bool = True,
+        use_chat_template: bool = True,
+        tools: Any = None,
+        runner: Any = None,
+        **_: Any,
+    ) -> Rollout:
         """The hf path's rollout; with ``tools`` (and the sessions' ``runner``) the tool loop of
         trainer/rollout/tool_decode.py, driving this engine through ``ResubmitEngine``."""
         if tools is not None:
-            return self._tool_rollout(examples, group_size, tools, runner, max_new_tokens=max_new_tokens,
-                                      temperature=temperature, top_p=top_p, do_sample=do_sample,
-                                      use_chat_template=use_chat_template)  # fmt: skip
+            return self._tool_rollout(
+                examples,
+                group_size,
+                tools,
+                runner,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                do_sample=do_sample,
+                use_chat_template=use_chat_template,
+            )
         from vllm import SamplingParams
 
         texts = [render_prompt(self.tokenizer, e.prompt, use_chat_template) for e in examples]
         prompt_ids = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
         params = SamplingParams(
             **sampling_kwargs(
-                group_size, max_new_tokens=max_new_tokens, eos_ids=self.eos, temperature=temperature,
-                top_p=top_p, do_sample=do_sample,
+                group_size,
+                max_new_tokens=max_new_tokens,
+                eos_ids=self.eos,
+                temperature=temperature,
+                top_p=top_p,
+                do_sample=do_sample,
             )
-        )  # fmt: skip
+        )
         outs = self.llm.generate([{"prompt_token_ids": p} for p in prompt_ids], params, use_tqdm=False)
         completions: list[list[int]] = []
         logprobs: list[list[float]] = []
@@ -233,9 +277,16 @@ class VLLMBackend:
         from trainer.rollout.tools import FORMATS
 
         stop, gen = FORMATS[tools.format].stop, vllm_generate(self.llm, self.eos)
-        return generate_tool_rollout(self.model, self.tokenizer, examples, group_size, runner=runner, tools=tools,
-                                     engine=lambda ids, attn, rows: ResubmitEngine(gen, prompt_lists(ids, attn), stop),
-                                     **opts)  # fmt: skip
+        return generate_tool_rollout(
+            self.model,
+            self.tokenizer,
+            examples,
+            group_size,
+            runner=runner,
+            tools=tools,
+            engine=lambda ids, attn, rows: ResubmitEngine(gen, prompt_lists(ids, attn), stop),
+            **opts,
+        )
 
     @torch.no_grad()
     def sync_weights(self, model: torch.nn.Module) -> None:

@@ -53,8 +53,12 @@ def _on_signal(signum: int, frame: object) -> None:
     if _flag.is_set():
         raise KeyboardInterrupt
     _flag.set()
-    print(f"\n{signal.Signals(signum).name}: stopping after the current step and writing a checkpoint "
-          "(send it again to stop at once)", file=sys.stderr, flush=True)  # fmt: skip
+    print(
+        f"\n{signal.Signals(signum).name}: stopping after the current step and writing a checkpoint "
+        "(send it again to stop at once)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _raise(signum: int, frame: object) -> None:

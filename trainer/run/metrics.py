@@ -117,8 +117,9 @@ class MetricsLogger:
     """Appends to run_dir/metrics.jsonl and sends the same scalars to each ``report_to`` backend;
     ``truncate_after(step)`` drops lines past a resumed checkpoint."""
 
-    def __init__(self, run_dir: str | Path, *, report_to: Iterable[str] = ("tensorboard",),
-                 config: dict[str, Any] | None = None):  # fmt: skip
+    def __init__(
+        self, run_dir: str | Path, *, report_to: Iterable[str] = ("tensorboard",), config: dict[str, Any] | None = None
+    ):
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"

@@ -32,15 +32,21 @@ def adapter_info(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{p / ADAPTER_CONFIG}: cannot read it ({e})") from None
     kind = info.get("peft_type", "LORA")
     if kind != "LORA":
-        raise ModelError(f"MODEL={p} is a PEFT {kind} adapter; only LoRA adapters can be trained here. Pass the "
-                         "base model (MODEL=<base>) and train new adapters with ARGS='--grpo.lora.r 16'")  # fmt: skip
+        raise ModelError(
+            f"MODEL={p} is a PEFT {kind} adapter; only LoRA adapters can be trained here. Pass the "
+            "base model (MODEL=<base>) and train new adapters with ARGS='--grpo.lora.r 16'"
+        )
     base = info.get("base_model_name_or_path")
     if not base:
-        raise ModelError(f"MODEL={p} is a LoRA adapter whose adapter_config.json names no base model "
-                         "(base_model_name_or_path): set it to the base model's folder or hub id")  # fmt: skip
+        raise ModelError(
+            f"MODEL={p} is a LoRA adapter whose adapter_config.json names no base model "
+            "(base_model_name_or_path): set it to the base model's folder or hub id"
+        )
     if not Path(base).exists() and (base.startswith((".", "/")) or base.count("/") > 1):
-        raise ModelError(f"MODEL={p} is a LoRA adapter on base {base!r}, which is not there: set "
-                         f"base_model_name_or_path in {p / ADAPTER_CONFIG} to the base model's folder")  # fmt: skip
+        raise ModelError(
+            f"MODEL={p} is a LoRA adapter on base {base!r}, which is not there: set "
+            f"base_model_name_or_path in {p / ADAPTER_CONFIG} to the base model's folder"
+        )
     return info
 
 
@@ -60,8 +66,10 @@ def load_adapter(path: str | Path, dtype=None):
     try:
         import peft
     except ImportError:
-        raise ModelError(f"MODEL={path} is a PEFT adapter folder: loading it needs peft (`pip install .[lora]`), "
-                         "or pass the merged model instead") from None  # fmt: skip
+        raise ModelError(
+            f"MODEL={path} is a PEFT adapter folder: loading it needs peft (`pip install .[lora]`), "
+            "or pass the merged model instead"
+        ) from None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     info = adapter_info(path)
@@ -75,6 +83,8 @@ def load_adapter(path: str | Path, dtype=None):
 def check_trainable(model, source: str) -> None:
     """Stop before anything starts when the optimizer would get no parameter to train."""
     if not any(p.requires_grad for p in model.parameters()):
-        raise ModelError(f"MODEL={source}: no parameter of the loaded model is trainable. For a PEFT adapter "
-                         "pass its folder (the one holding adapter_config.json); for a full model pass the folder "
-                         "written by save_pretrained")  # fmt: skip
+        raise ModelError(
+            f"MODEL={source}: no parameter of the loaded model is trainable. For a PEFT adapter "
+            "pass its folder (the one holding adapter_config.json); for a full model pass the folder "
+            "written by save_pretrained"
+        )

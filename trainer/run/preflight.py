@@ -85,13 +85,17 @@ def tag_findings(tokenizer, verifiers: Iterable[str], model_dir: str | None = No
         soft = [t for t in optional if t in lost]
         if hard:
             why = "; ".join(f"{t!r} {lost[t]}" for t in hard)
-            errors.append(f"verifier {name!r} needs {' '.join(required)} in the completions it grades, but {why}: "
-                          f"every completion would reach {name!r} without them and grade NO_ANSWER. "
-                          f"{fix_hint(model_dir, hard)}")  # fmt: skip
+            errors.append(
+                f"verifier {name!r} needs {' '.join(required)} in the completions it grades, but {why}: "
+                f"every completion would reach {name!r} without them and grade NO_ANSWER. "
+                f"{fix_hint(model_dir, hard)}"
+            )
         if soft:
             why = "; ".join(f"{t!r} {lost[t]}" for t in soft)
-            warnings.append(f"verifier {name!r} may read {' '.join(soft)}, but {why}: an answer written inside them "
-                            f"reaches the verifier without them. {fix_hint(model_dir, soft)}")  # fmt: skip
+            warnings.append(
+                f"verifier {name!r} may read {' '.join(soft)}, but {why}: an answer written inside them "
+                f"reaches the verifier without them. {fix_hint(model_dir, soft)}"
+            )
     return errors, warnings
 
 
@@ -111,18 +115,24 @@ def check(
     try:
         rep.prompt = render_prompt(tokenizer, prompt, use_chat_template)
     except Exception as e:  # a broken chat template (jinja errors of every kind)
-        rep.errors.append(f"the tokenizer's chat template cannot render a prompt ({type(e).__name__}: {e}); fix "
-                          "chat_template in tokenizer_config.json, or pass --grpo.use_chat_template false")  # fmt: skip
+        rep.errors.append(
+            f"the tokenizer's chat template cannot render a prompt ({type(e).__name__}: {e}); fix "
+            "chat_template in tokenizer_config.json, or pass --grpo.use_chat_template false"
+        )
         return rep
     rep.prompt_tokens = len(tokenizer(rep.prompt, add_special_tokens=False)["input_ids"])
     positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if positions and max_new_tokens and rep.prompt_tokens + max_new_tokens > positions:
-        rep.warnings.append(f"a prompt of {rep.prompt_tokens} tokens + max_new_tokens {max_new_tokens} exceeds the "
-                            f"model's {positions} positions: lower max_new_tokens or shorten the prompts")  # fmt: skip
+        rep.warnings.append(
+            f"a prompt of {rep.prompt_tokens} tokens + max_new_tokens {max_new_tokens} exceeds the "
+            f"model's {positions} positions: lower max_new_tokens or shorten the prompts"
+        )
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     if tokenizer.eos_token_id is None and gen_eos is None:
-        rep.warnings.append("neither the tokenizer nor the model's generation_config has an EOS token: every "
-                            "completion runs to max_new_tokens")  # fmt: skip
+        rep.warnings.append(
+            "neither the tokenizer nor the model's generation_config has an EOS token: every "
+            "completion runs to max_new_tokens"
+        )
     return rep
 
 

@@ -82,8 +82,15 @@ class CanaryResult:
         return f"reward {self.reward:g} > control {self.control_reward:g}"
 
     def as_dict(self) -> dict:
-        return {**asdict(self.canary), "id": self.canary.id, "reward": self.reward, "outcome": self.outcome,
-                "control_reward": self.control_reward, "control_outcome": self.control_outcome, "paid": self.paid}  # fmt: skip
+        return {
+            **asdict(self.canary),
+            "id": self.canary.id,
+            "reward": self.reward,
+            "outcome": self.outcome,
+            "control_reward": self.control_reward,
+            "control_outcome": self.control_outcome,
+            "paid": self.paid,
+        }
 
 
 @dataclass
@@ -177,8 +184,9 @@ def _reward(value: object) -> float:
     return float(value)
 
 
-def grade_with_client(client: VerifierClient, verifier: str = "r1", options: Mapping[str, str] | None = None,
-                      *, timeout_s: float = 0.0) -> Grade:  # fmt: skip
+def grade_with_client(
+    client: VerifierClient, verifier: str = "r1", options: Mapping[str, str] | None = None, *, timeout_s: float = 0.0
+) -> Grade:
     """A grade function that sends each item to ``verifier`` with ``options`` through ``client``
     (batches of BATCH); the outcome is the service's (``CORRECT``, ``INCORRECT``, ``SANDBOX_ERROR``...)."""
     opts = {str(k): str(v) for k, v in (options or {}).items()}
@@ -193,5 +201,14 @@ def grade_with_client(client: VerifierClient, verifier: str = "r1", options: Map
     return grade
 
 
-__all__ = ["KINDS", "Canary", "CanaryError", "CanaryReport", "CanaryResult", "Grade", "grade_with_client",
-           "load_canaries", "run_canaries"]  # fmt: skip
+__all__ = [
+    "KINDS",
+    "Canary",
+    "CanaryError",
+    "CanaryReport",
+    "CanaryResult",
+    "Grade",
+    "grade_with_client",
+    "load_canaries",
+    "run_canaries",
+]

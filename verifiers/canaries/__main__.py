@@ -65,9 +65,13 @@ def graders(a: argparse.Namespace, kinds: list[str], client: VerifierClient | No
         return {k: (grade_with_client(client, names[k], options, timeout_s=a.timeout_s), names[k]) for k in kinds}
     if urlparse(a.target).scheme in ("http", "https"):
         shape = "/get_reward" if a.openrlhf else "/v1/verify_batch"
-        return {k: (http_grade(a.target, names[k], options, openrlhf=a.openrlhf, wait_s=a.wait_s),
-                    f"{names[k]} via {shape}")
-                for k in kinds}  # fmt: skip
+        return {
+            k: (
+                http_grade(a.target, names[k], options, openrlhf=a.openrlhf, wait_s=a.wait_s),
+                f"{names[k]} via {shape}",
+            )
+            for k in kinds
+        }
     fn = load_function(a.target)
     signature = a.signature or signature_of(fn)
     sources = {**{k: k for k in KINDS}, **_pairs(a.data_source, "--data-source")}
@@ -102,32 +106,48 @@ def summary(report: CanaryReport, show: int) -> str:
     lines = []
     for r in report.paid[:show]:
         c = r.canary
-        lines.append(f"PAID {c.id} [{c.kind}] {r.versus()} ({r.outcome or '-'}): "
-                     f"{c.why} | {c.completion[:120]!r}")  # fmt: skip
+        lines.append(f"PAID {c.id} [{c.kind}] {r.versus()} ({r.outcome or '-'}): {c.why} | {c.completion[:120]!r}")
     if len(report.paid) > show:
         lines.append(f"... and {len(report.paid) - show} more paid (--json PATH writes every result)")
     fams = report.families()
-    lines.append(f"sent {len(report.results)} canaries in {len(fams)} families: paid {len(report.paid)}, "
-                 f"families paid {len(report.families_paid())} of {len(fams)}"
-                 + (f", ungraded {len(report.ungraded)}" if report.ungraded else ""))  # fmt: skip
+    lines.append(
+        f"sent {len(report.results)} canaries in {len(fams)} families: paid {len(report.paid)}, "
+        f"families paid {len(report.families_paid())} of {len(fams)}"
+        + (f", ungraded {len(report.ungraded)}" if report.ungraded else "")
+    )
     return "\n".join(lines)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m verifiers.canaries", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m verifiers.canaries", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("target", help="host:port, http://host:port, or module:function")
-    p.add_argument("--verifier", action="append", default=[], metavar="NAME|KIND=NAME",
-                   help="the verifier to grade with (service targets); default math, code, think_format per kind")  # fmt: skip
+    p.add_argument(
+        "--verifier",
+        action="append",
+        default=[],
+        metavar="NAME|KIND=NAME",
+        help="the verifier to grade with (service targets); default math, code, think_format per kind",
+    )
     p.add_argument("--option", action="append", default=[], metavar="K=V", help="a verifier option (service targets)")
     p.add_argument("--kinds", default=",".join(KINDS), help=f"comma list of {', '.join(KINDS)} (default: all)")
     p.add_argument("--openrlhf", action="store_true", help="http target: OpenRLHF's /get_reward shape")
     p.add_argument("--signature", choices=["verl", "trl"], help="function target: its signature, if not detected")
-    p.add_argument("--data-source", action="append", default=[], metavar="KIND=NAME",
-                   help="verl function target: the data_source passed for a kind (default: the kind's name)")  # fmt: skip
+    p.add_argument(
+        "--data-source",
+        action="append",
+        default=[],
+        metavar="KIND=NAME",
+        help="verl function target: the data_source passed for a kind (default: the kind's name)",
+    )
     p.add_argument("--timeout-s", type=float, default=30.0, help="grading budget per item (service targets)")
-    p.add_argument("--wait-s", type=float, default=10.0,
-                   help="service targets (gRPC, HTTP): how long to keep trying one that cannot be reached")  # fmt: skip
+    p.add_argument(
+        "--wait-s",
+        type=float,
+        default=10.0,
+        help="service targets (gRPC, HTTP): how long to keep trying one that cannot be reached",
+    )
     p.add_argument("--json", metavar="PATH", help="write every canary's result as JSON lines")
     p.add_argument("--show", type=int, default=20, help="how many paid canaries to list (default 20)")
     return p

@@ -85,11 +85,13 @@ def _code_probes() -> list[Probe]:
         "short": lambda code: f"```python\n{code}```",
         "long": lambda code: (
             "<think>" + _PAD * 4 + "</think>\n```python\n" + code.replace(":\n", ":\n" + long_doc, 1) + "```"
-        ),  # fmt: skip
+        ),
         "bare": lambda code: code,
     }
-    return [Probe("code", f"{s}-0", s, f(body["right"]), f(body["wrong"]), _CODE_TESTS, _CODE_PROMPT)
-            for s, f in shapes.items()]  # fmt: skip
+    return [
+        Probe("code", f"{s}-0", s, f(body["right"]), f(body["wrong"]), _CODE_TESTS, _CODE_PROMPT)
+        for s, f in shapes.items()
+    ]
 
 
 def load_probes(kinds: Iterable[str] | None = None) -> list[Probe]:
@@ -144,8 +146,16 @@ def run_probes(grade: Grade, probes: Iterable[Probe]) -> CanaryReport:
     n = len(probes)
     for i, p in enumerate(probes):
         (wr, wo), (rr, ro) = pairs[i], pairs[n + i]
-        canary = Canary(f"{p.kind}.discrimination", p.name, p.kind, p.wrong, p.reference, p.prompt, p.right,
-                        f"a plainly wrong answer ({p.shape}) against a right one of the same shape")  # fmt: skip
+        canary = Canary(
+            f"{p.kind}.discrimination",
+            p.name,
+            p.kind,
+            p.wrong,
+            p.reference,
+            p.prompt,
+            p.right,
+            f"a plainly wrong answer ({p.shape}) against a right one of the same shape",
+        )
         out.append(ProbeResult(canary, _number(wr), str(wo), _number(rr), str(ro), shape=p.shape))
     by_kind: dict[str, list[ProbeResult]] = {}
     for r in out:

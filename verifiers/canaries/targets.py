@@ -30,8 +30,15 @@ class Unreachable(CanaryError):
     """Nothing answered the connection (refused, no route): nothing was sent, so trying again is safe."""
 
 
-def http_grade(base_url: str, verifier: str, options: Mapping[str, str], *, openrlhf: bool = False,
-               timeout_s: float = 300.0, wait_s: float = 0.0) -> Grade:  # fmt: skip
+def http_grade(
+    base_url: str,
+    verifier: str,
+    options: Mapping[str, str],
+    *,
+    openrlhf: bool = False,
+    timeout_s: float = 300.0,
+    wait_s: float = 0.0,
+) -> Grade:
     """POST batches to ``{base_url}/v1/verify_batch`` (or ``/get_reward?verifier=...`` with ``openrlhf``); a
     server that cannot be reached is tried for ``wait_s`` seconds, then "cannot reach" (a CanaryError)."""
     base = base_url.rstrip("/")
@@ -74,8 +81,12 @@ def _post(url: str, body: dict, timeout_s: float) -> Any:
 
 
 def _v1(base: str, verifier: str, options: Mapping[str, str], items: list[Item], timeout_s: float) -> list:
-    body = {"items": [{"verifier": verifier, "completion": c, "reference": r, "prompt": p, "options": dict(options)}
-                      for c, r, p in items]}  # fmt: skip
+    body = {
+        "items": [
+            {"verifier": verifier, "completion": c, "reference": r, "prompt": p, "options": dict(options)}
+            for c, r, p in items
+        ]
+    }
     got = _post(f"{base}/v1/verify_batch", body, timeout_s)
     results = got.get("results") if isinstance(got, dict) else None
     if not isinstance(results, list) or len(results) != len(items):
@@ -92,8 +103,11 @@ def outcome_of_json(name: object) -> str:
 
 
 def _openrlhf(base: str, verifier: str, items: list[Item], timeout_s: float) -> list:
-    body = {"query": [p + c for c, _, p in items], "prompts": [p for _, _, p in items],
-            "labels": [r for _, r, _ in items]}  # fmt: skip
+    body = {
+        "query": [p + c for c, _, p in items],
+        "prompts": [p for _, _, p in items],
+        "labels": [r for _, r, _ in items],
+    }
     query = f"?{urllib.parse.urlencode({'verifier': verifier})}" if verifier else ""
     got = _post(f"{base}/get_reward{query}", body, timeout_s)
     rewards = got.get("rewards") if isinstance(got, dict) else None
@@ -124,9 +138,11 @@ def signature_of(fn: Callable[..., Any]) -> str:
         return "verl"
     if "completions" in params:
         return "trl"
-    raise CanaryError(f"{fn.__qualname__}{inspect.signature(fn)} is neither verl's compute_score(data_source, "
-                      "solution_str, ground_truth, extra_info) nor a TRL reward function(prompts, completions, "
-                      "**kwargs): pass --signature verl|trl")  # fmt: skip
+    raise CanaryError(
+        f"{fn.__qualname__}{inspect.signature(fn)} is neither verl's compute_score(data_source, "
+        "solution_str, ground_truth, extra_info) nor a TRL reward function(prompts, completions, "
+        "**kwargs): pass --signature verl|trl"
+    )
 
 
 def function_grade(fn: Callable[..., Any], signature: str, data_source: str) -> Grade:
@@ -164,8 +180,10 @@ def _trl_scores(fn: Callable[..., Any], items: list[Item]) -> list[tuple[float, 
     refs = [r for _, r, _ in items]
     columns = {name: refs for name in TRL_REFERENCE_COLUMNS if takes_any or name in params}
     plain = ([p for _, _, p in items], [c for c, _, _ in items])
-    chat = ([[{"role": "user", "content": p}] for _, _, p in items],
-            [[{"role": "assistant", "content": c}] for c, _, _ in items])  # fmt: skip
+    chat = (
+        [[{"role": "user", "content": p}] for _, _, p in items],
+        [[{"role": "assistant", "content": c}] for c, _, _ in items],
+    )
     errors = []
     for form, (prompts, completions) in (("plain text", plain), ("conversational", chat)):
         try:
@@ -177,8 +195,10 @@ def _trl_scores(fn: Callable[..., Any], items: list[Item]) -> list[tuple[float, 
         if len(got) != len(items):
             raise CanaryError(f"the reward function returned {len(got)} rewards for {len(items)} completions")
         return [(0.0, "None (cannot grade)") if v is None else (_number(v), "") for v in got]
-    raise CanaryError(f"the reward function {getattr(fn, '__qualname__', fn)!r} failed on TRL's plain-text and "
-                      f"conversational forms: {'; '.join(errors)}")  # fmt: skip
+    raise CanaryError(
+        f"the reward function {getattr(fn, '__qualname__', fn)!r} failed on TRL's plain-text and "
+        f"conversational forms: {'; '.join(errors)}"
+    )
 
 
 def _number(value: Any) -> float:

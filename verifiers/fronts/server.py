@@ -63,9 +63,15 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 def info_to_proto(v, builtin: bool, with_spec: bool = True, lookup=None) -> pb.VerifierInfo:
     """The verifier's name, kind, description, version, digests (verifiers/service/digest.py; ``lookup``: the
     registry's, for a composite's parts) and (``with_spec``: for the admin) its definition."""
-    info = pb.VerifierInfo(name=v.name, kind=v.kind, description=v.description, builtin=builtin,
-                           version=getattr(v, "version", 1), grader_version=digest.grader_version(),
-                           digest=digest.definition_digest(v, lookup) if lookup else "")  # fmt: skip
+    info = pb.VerifierInfo(
+        name=v.name,
+        kind=v.kind,
+        description=v.description,
+        builtin=builtin,
+        version=getattr(v, "version", 1),
+        grader_version=digest.grader_version(),
+        digest=digest.definition_digest(v, lookup) if lookup else "",
+    )
     if not builtin and with_spec:  # the spec oneof field has the kind's name (verifiers/kinds/table.py)
         getattr(info, v.kind).CopyFrom(kinds.kind(v.kind).to_proto(v.spec()))
     return info
@@ -143,8 +149,9 @@ class Servicer(pb_grpc.VerifierServiceServicer):
     def Verify(self, request, context):
         try:
             with self._hold(request.verifier):
-                v = self.service.verify(Request.from_proto(request), call_deadline(context),
-                                        caller=grpc_caller(context))  # fmt: skip
+                v = self.service.verify(
+                    Request.from_proto(request), call_deadline(context), caller=grpc_caller(context)
+                )
         except ServiceError as e:
             _abort(context, e)
         v.cached = v.cached and self.admin.allows(context)  # a cache hit is the admin's to see (docs/security.md)
@@ -183,8 +190,14 @@ class Servicer(pb_grpc.VerifierServiceServicer):
             self.admin.check(context)
             kind, spec = spec_from_proto(request)
             with self._hold(sandbox=True):  # a python verifier's dry run waits for a sandbox
-                v = self.service.register(request.name, kind, request.description, spec, replace=request.replace,
-                                          deadline=call_deadline(context))  # fmt: skip
+                v = self.service.register(
+                    request.name,
+                    kind,
+                    request.description,
+                    spec,
+                    replace=request.replace,
+                    deadline=call_deadline(context),
+                )
         except ServiceError as e:
             _abort(context, e)
         return info_to_proto(v, False, lookup=self.service.registry.get)
@@ -198,9 +211,16 @@ class Servicer(pb_grpc.VerifierServiceServicer):
         return pb.UnregisterVerifierResponse()
 
 
-def build_server(service: VerifierService, host: str, port: int, workers: int = 32, admin_token: str = "",
-                 max_message_bytes: int = MAX_MESSAGE_BYTES, max_concurrent_rpcs: int | None = None,
-                 sandbox_rpcs: int | None = None):  # fmt: skip
+def build_server(
+    service: VerifierService,
+    host: str,
+    port: int,
+    workers: int = 32,
+    admin_token: str = "",
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_concurrent_rpcs: int | None = None,
+    sandbox_rpcs: int | None = None,
+):
     """``sandbox_rpcs``: the most RPCs in progress that may wait for a sandbox (None: no bound of its own)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
@@ -245,8 +265,11 @@ def _watch_health(h: health.HealthServicer, pool, stop: threading.Event, every_s
     while not stop.wait(every_s):
         now = pool.healthy
         if now != serving:
-            log.warning("sandbox pool %s: health %s", "recovered" if now else "has no live sandbox",
-                        "SERVING" if now else "NOT_SERVING")  # fmt: skip
+            log.warning(
+                "sandbox pool %s: health %s",
+                "recovered" if now else "has no live sandbox",
+                "SERVING" if now else "NOT_SERVING",
+            )
             _set_health(h, now)
             serving = now
 
@@ -259,8 +282,14 @@ def _start_http(args: argparse.Namespace, service: VerifierService, max_body_byt
 
     servicer = Servicer(service, AdminToken(args.admin_token))  # the same servicer code the gRPC routes run
     bounds = getattr(args, "bounds", None)
-    app = create_app(service, servicer, reward_verifier=args.reward_verifier, max_body_bytes=max_body_bytes,
-                     bounds=bounds, workers=args.limits.max_concurrent_rpcs)  # fmt: skip
+    app = create_app(
+        service,
+        servicer,
+        reward_verifier=args.reward_verifier,
+        max_body_bytes=max_body_bytes,
+        bounds=bounds,
+        workers=args.limits.max_concurrent_rpcs,
+    )
     http = HttpServer(app, args.host, args.http_port, grace_s=args.grace_s, bounds=bounds).start()
     log.info("HTTP listening on %s:%d (/v1, /get_reward, /run_code, /metrics, /docs)", args.host, http.port)
     return http
@@ -277,11 +306,16 @@ def serve(args: argparse.Namespace) -> int:
     log.info("limits: %s", ", ".join(f"{k}={v}" for k, v in limits.model_dump().items()))
     pool = wiring.build_pool(limits)  # the one door: every lane, the toolchains' included (verifiers/service/wiring.py)
     service = VerifierService(registry, pool, limits=limits, bounds=args.bounds)
-    server, health_servicer, port = build_server(service, args.host, args.port, admin_token=args.admin_token,
-                                                 workers=limits.max_concurrent_rpcs,  # a thread per admitted RPC
-                                                 max_message_bytes=limits.max_message_mb << 20,
-                                                 max_concurrent_rpcs=limits.max_concurrent_rpcs,
-                                                 sandbox_rpcs=args.bounds.sandbox_rpcs(limits.max_concurrent_rpcs))  # fmt: skip
+    server, health_servicer, port = build_server(
+        service,
+        args.host,
+        args.port,
+        admin_token=args.admin_token,
+        workers=limits.max_concurrent_rpcs,  # a thread per admitted RPC
+        max_message_bytes=limits.max_message_mb << 20,
+        max_concurrent_rpcs=limits.max_concurrent_rpcs,
+        sandbox_rpcs=args.bounds.sandbox_rpcs(limits.max_concurrent_rpcs),
+    )
     _set_health(health_servicer, False)
     try:
         http = _start_http(args, service, max_body_bytes=limits.max_message_mb << 20)
@@ -327,9 +361,12 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m verifiers.fronts.server", description="reward-verifier gRPC service")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=50051, help="0 picks a free port (printed on start)")
-    p.add_argument("--registry", default="var/registry.sqlite",
-                   help="where registered verifiers are kept: a SQLite file, or postgresql://user[:pass]@host[:port]/db "
-                   "shared by replicas (docs/scale.md)")  # fmt: skip
+    p.add_argument(
+        "--registry",
+        default="var/registry.sqlite",
+        help="where registered verifiers are kept: a SQLite file, or postgresql://user[:pass]@host[:port]/db "
+        "shared by replicas (docs/scale.md)",
+    )
     p.add_argument("--grace-s", type=float, default=10.0, help="how long in-flight RPCs may finish on shutdown")
     token_source.add_arguments(p)
     p.add_argument(

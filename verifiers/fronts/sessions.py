@@ -41,13 +41,29 @@ LIMIT_FIELDS = ("cpu_s", "timeout_s", "memory_mb", "output_bytes", "nproc", "nof
 
 def info_to_proto(i: SessionInfo) -> pb.SessionInfo:
     lim = pb.SessionLimits(**{k: getattr(i.limits, k) for k in LIMIT_FIELDS})
-    return pb.SessionInfo(id=i.id, kind=i.kind, created=i.created, last_used=i.last_used, ttl_s=i.ttl_s,
-                          parent=i.parent, isolation=i.isolation, limits=lim)  # fmt: skip
+    return pb.SessionInfo(
+        id=i.id,
+        kind=i.kind,
+        created=i.created,
+        last_used=i.last_used,
+        ttl_s=i.ttl_s,
+        parent=i.parent,
+        isolation=i.isolation,
+        limits=lim,
+    )
 
 
 def cell_to_proto(c: Cell) -> pb.ExecResponse:
-    r = pb.ExecResponse(status=c.status, stdout=c.stdout, stderr=c.stderr, stdout_truncated=c.stdout_truncated,
-                        stderr_truncated=c.stderr_truncated, cpu_s=c.cpu_s, wall_s=c.wall_s, ended=c.ended)  # fmt: skip
+    r = pb.ExecResponse(
+        status=c.status,
+        stdout=c.stdout,
+        stderr=c.stderr,
+        stdout_truncated=c.stdout_truncated,
+        stderr_truncated=c.stderr_truncated,
+        cpu_s=c.cpu_s,
+        wall_s=c.wall_s,
+        ended=c.ended,
+    )
     for name in ("value", "error", "exit_code"):
         if getattr(c, name) is not None:
             setattr(r, name, getattr(c, name))
@@ -63,8 +79,12 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
     """``deadline_of``: a call's deadline from its context (gRPC: server.py's ``call_deadline``; HTTP: none);
     ``service``: the VerifierService that grades a session (GradeSession)."""
 
-    def __init__(self, sessions: Sessions, deadline_of: Callable[[Any], Deadline | None] = lambda context: None,
-                 service: Any = None):  # fmt: skip
+    def __init__(
+        self,
+        sessions: Sessions,
+        deadline_of: Callable[[Any], Deadline | None] = lambda context: None,
+        service: Any = None,
+    ):
         self.sessions, self.deadline_of, self.service = sessions, deadline_of, service
 
     def _run(self, context, fn, *args, **kw):
@@ -75,13 +95,15 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
 
     def OpenSession(self, request, context):
         files = dict(request.files)
-        info = self._run(context, self.sessions.open, request.kind, limits_from_proto(request.limits), files,
-                         request.ttl_s)  # fmt: skip
+        info = self._run(
+            context, self.sessions.open, request.kind, limits_from_proto(request.limits), files, request.ttl_s
+        )
         return info_to_proto(info)
 
     def Exec(self, request, context):
-        cell = self._run(context, self.sessions.exec, request.session_id, request.code, request.timeout_s,
-                         request.cpu_s)  # fmt: skip
+        cell = self._run(
+            context, self.sessions.exec, request.session_id, request.code, request.timeout_s, request.cpu_s
+        )
         return cell_to_proto(cell)
 
     def ForkSession(self, request, context):
@@ -97,8 +119,14 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         return pb.ListSessionsResponse(sessions=[info_to_proto(i) for i in infos])
 
     def GradeSession(self, request, context):
-        fields = {"verifier": request.verifier, "reference": request.reference, "prompt": request.prompt,
-                  "options": dict(request.options), "timeout_s": request.timeout_s, "id": request.id}  # fmt: skip
+        fields = {
+            "verifier": request.verifier,
+            "reference": request.reference,
+            "prompt": request.prompt,
+            "options": dict(request.options),
+            "timeout_s": request.timeout_s,
+            "id": request.id,
+        }
         grade = functools.partial(session_grade.grade, self.service, self.sessions)
         verdict = self._run(context, lambda caller, deadline: grade(caller, request.session_id, fields, deadline))
         return verdict_to_proto(verdict, request.id)

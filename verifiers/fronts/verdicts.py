@@ -16,9 +16,7 @@ def verdict_to_proto(v: Verdict, req_id: str) -> pb.VerifyResponse:
         id=req_id,
         components=v.components,
         cached=v.cached,
-        cases=[
-            pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s) for c in v.cases
-        ],  # fmt: skip
+        cases=[pb.CaseVerdict(status=c.status.to_proto(), detail=c.detail, elapsed_s=c.elapsed_s) for c in v.cases],
         steps=[pb.StepReward(reward=s.reward, start=s.start, end=s.end) for s in v.steps],
         signals=v.signals,
     )

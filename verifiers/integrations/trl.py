@@ -122,9 +122,16 @@ class RewardFunction:
             opts = {**options, **{k: str(v[i]) for k, v in per_row.items() if v[i] is not None}} if per_row else options
             p, ref = prompts[i] if prompts else "", refs[i]
             # plain strings (the usual case) taken as they are, without a call per field
-            out.append(VerifyItem(name, c if type(c) is str else completion_text(c),
-                                  ref if type(ref) is str else as_reference(ref),
-                                  p if type(p) is str else prompt_text(p), opts, timeout_s))  # fmt: skip
+            out.append(
+                VerifyItem(
+                    name,
+                    c if type(c) is str else completion_text(c),
+                    ref if type(ref) is str else as_reference(ref),
+                    p if type(p) is str else prompt_text(p),
+                    opts,
+                    timeout_s,
+                )
+            )
         return out
 
     def _column(self, name: str, columns: Mapping[str, Any], n: int) -> list[Any]:
@@ -188,8 +195,14 @@ class AsyncRewardFunction(RewardFunction):
         return await asyncio.get_running_loop().run_in_executor(_executor(), call)
 
 
-def reward_function(verifier: str, *, target: str | None = None, answer_column: str | None = "answer",
-                    options: Mapping[str, str] | None = None, **kw: Any) -> RewardFunction:  # fmt: skip
+def reward_function(
+    verifier: str,
+    *,
+    target: str | None = None,
+    answer_column: str | None = "answer",
+    options: Mapping[str, str] | None = None,
+    **kw: Any,
+) -> RewardFunction:
     """A TRL reward function grading with the service's verifier ``verifier``.
 
     ``target``: the service (default ``$VERIFIER_TARGET``, else ``127.0.0.1:50051``); ``answer_column``:
@@ -201,7 +214,13 @@ def reward_function(verifier: str, *, target: str | None = None, answer_column: 
     return RewardFunction(verifier, target=target, answer_column=answer_column, options=options, **kw)
 
 
-def async_reward_function(verifier: str, *, target: str | None = None, answer_column: str | None = "answer",
-                          options: Mapping[str, str] | None = None, **kw: Any) -> AsyncRewardFunction:  # fmt: skip
+def async_reward_function(
+    verifier: str,
+    *,
+    target: str | None = None,
+    answer_column: str | None = "answer",
+    options: Mapping[str, str] | None = None,
+    **kw: Any,
+) -> AsyncRewardFunction:
     """``reward_function`` for TRL's async reward functions (same arguments)."""
     return AsyncRewardFunction(verifier, target=target, answer_column=answer_column, options=options, **kw)

@@ -57,8 +57,12 @@ def format_cell(r: Any, max_chars: int = 4000) -> str:
     if r.HasField("error"):
         parts.append(r.error)
     if r.status != "ok":
-        why = r.ended or {"timeout": "time limit", "cpu": "CPU limit", "output_limit": "output limit",
-                          "exited": "the process exited"}.get(r.status, r.status)  # fmt: skip
+        why = r.ended or {
+            "timeout": "time limit",
+            "cpu": "CPU limit",
+            "output_limit": "output limit",
+            "exited": "the process exited",
+        }.get(r.status, r.status)
         parts.append(f"[cell stopped: {why}]\n")
     text = "".join(parts)
     return text if len(text) <= max_chars else text[:max_chars] + f"\n[... {len(text) - max_chars} characters cut]"
@@ -68,9 +72,18 @@ class PythonSessionEnv:
     """One rollout's python session (see the module docstring); ``python_session_env`` makes the factory.
     ``wait_s``: how long a call keeps trying a service that cannot be reached (the client's ``wait_s``)."""
 
-    def __init__(self, target: str | None = None, *, client_id: str = "trl", setup_column: str = "setup",
-                 files_column: str = "files", cell_timeout_s: float = 10.0, max_output_chars: int = 4000,
-                 limits: Mapping[str, float] | None = None, wait_s: float = 30.0):  # fmt: skip
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        client_id: str = "trl",
+        setup_column: str = "setup",
+        files_column: str = "files",
+        cell_timeout_s: float = 10.0,
+        max_output_chars: int = 4000,
+        limits: Mapping[str, float] | None = None,
+        wait_s: float = 30.0,
+    ):
         self._client = VerifierClient(target or default_target(), timeout_s=60, client_id=client_id, wait_s=wait_s)
         self._setup_column, self._files_column = setup_column, files_column
         self._cell_timeout_s, self._max_chars = cell_timeout_s, max_output_chars
@@ -85,8 +98,9 @@ class PythonSessionEnv:
         self._close()
         self._row, self.calls = row, 0
         files = row.get(self._files_column) or {}
-        info = self._client.open_session("python", files={str(k): str(v) for k, v in dict(files).items()},
-                                         **self._limits)  # fmt: skip
+        info = self._client.open_session(
+            "python", files={str(k): str(v) for k, v in dict(files).items()}, **self._limits
+        )
         self._session = info.id
         setup = row.get(self._setup_column)
         if setup:
@@ -133,8 +147,14 @@ class PythonSessionEnv:
                 pass  # closed, expired or ended already
 
 
-def python_session_env(target: str | None = None, *, tests_column: str | None = None, verifier: str = "code",
-                       options: Mapping[str, str] | None = None, **kw: Any) -> Callable[[], PythonSessionEnv]:  # fmt: skip
+def python_session_env(
+    target: str | None = None,
+    *,
+    tests_column: str | None = None,
+    verifier: str = "code",
+    options: Mapping[str, str] | None = None,
+    **kw: Any,
+) -> Callable[[], PythonSessionEnv]:
     """The ``environment_factory`` for TRL. With ``tests_column`` the environments own a reward too
     (``get_reward``: the session graded by ``verifier`` against that column); ``kw``: ``PythonSessionEnv``'s."""
     if tests_column is None:
@@ -149,8 +169,9 @@ def python_session_env(target: str | None = None, *, tests_column: str | None = 
     return lambda: GradedPythonSessionEnv(target, **kw)
 
 
-def python_tool(target: str | None = None, *, client_id: str = "trl", cell_timeout_s: float = 10.0,
-                max_output_chars: int = 4000) -> Callable[[str], str]:  # fmt: skip
+def python_tool(
+    target: str | None = None, *, client_id: str = "trl", cell_timeout_s: float = 10.0, max_output_chars: int = 4000
+) -> Callable[[str], str]:
     """A stateless tool for TRL's ``tools=``: each call runs ``code`` in a fresh python session, closed after it."""
     client = VerifierClient(target or default_target(), timeout_s=60, client_id=client_id, wait_s=30.0)
 

@@ -103,8 +103,11 @@ def _as_route(value: Route | str | Mapping[str, Any]) -> Route:
     if isinstance(value, str):
         return Route(value)
     v = dict(value)  # a dict from Python, or an OmegaConf DictConfig from verl's YAML
-    return Route(str(v["verifier"]), {str(k): str(x) for k, x in dict(v.get("options") or {}).items()},
-                 bool(v.get("io_tests", False)))  # fmt: skip
+    return Route(
+        str(v["verifier"]),
+        {str(k): str(x) for k, x in dict(v.get("options") or {}).items()},
+        bool(v.get("io_tests", False)),
+    )
 
 
 def route_for(data_source: str, routes: Mapping[str, Any] | None = None, verifier: str | None = None) -> Route:
@@ -199,24 +202,49 @@ def as_score(r: VerifyResult) -> dict[str, Any]:
     }
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None,
-                  *, verifier: str | None = None, routes: Mapping[str, Any] | None = None,
-                  options: Mapping[str, str] | None = None, target: str | None = None, timeout_s: float = 0.0,
-                  deadline_s: float = 300.0, **kwargs: Any) -> dict[str, Any]:  # fmt: skip
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    verifier: str | None = None,
+    routes: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
+    target: str | None = None,
+    timeout_s: float = 0.0,
+    deadline_s: float = 300.0,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """Grade one verl response (naive reward manager / reward loop). Other verl keywords are ignored."""
     item = to_item(
         solution_str, ground_truth, with_options(route_for(data_source, routes, verifier), options), timeout_s
     )
-    r = client_for(target).verify(item.verifier, item.completion, item.reference, options=item.options,
-                                  timeout_s=item.timeout_s, deadline_s=deadline_s)  # fmt: skip
+    r = client_for(target).verify(
+        item.verifier,
+        item.completion,
+        item.reference,
+        options=item.options,
+        timeout_s=item.timeout_s,
+        deadline_s=deadline_s,
+    )
     return as_score(r)
 
 
-def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str], ground_truths: Sequence[Any],
-                        extra_infos: Sequence[Mapping[str, Any]] | None = None, *, verifier: str | None = None,
-                        routes: Mapping[str, Any] | None = None, options: Mapping[str, str] | None = None,
-                        target: str | None = None, timeout_s: float = 0.0, deadline_s: float = 600.0,
-                        **kwargs: Any) -> list[dict[str, Any]]:  # fmt: skip
+def compute_score_batch(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    verifier: str | None = None,
+    routes: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
+    target: str | None = None,
+    timeout_s: float = 0.0,
+    deadline_s: float = 600.0,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
     """Grade a whole verl batch (``reward_manager=batch``) in one ``VerifyBatch`` call."""
     n = len(solution_strs)
     if len(data_sources) != n or len(ground_truths) != n:

@@ -36,13 +36,21 @@ class Composite:
     result = Verdict
 
     def spec(self) -> dict:
-        return {"components": [{"verifier": p.verifier, "weight": p.weight, "options": dict(p.options)}
-                               for p in self.parts]}  # fmt: skip
+        return {
+            "components": [{"verifier": p.verifier, "weight": p.weight, "options": dict(p.options)} for p in self.parts]
+        }
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         def one(p: Part) -> Verdict:
-            sub = Request(p.verifier, req.completion, req.reference, req.prompt, {**req.options, **p.options},
-                          req.timeout_s, req.id)  # fmt: skip
+            sub = Request(
+                p.verifier,
+                req.completion,
+                req.reference,
+                req.prompt,
+                {**req.options, **p.options},
+                req.timeout_s,
+                req.id,
+            )
             if ctx.verify is not None:
                 return ctx.verify(sub)
             return ctx.lookup(p.verifier).verify(sub, ctx)
@@ -67,5 +75,9 @@ class Composite:
 
 def r1() -> Composite:
     """The built-in ``r1``: DeepSeek-R1's accuracy + format reward."""
-    return Composite("r1", [Part("math", 0.9), Part("think_format", 0.1)],
-                     description="DeepSeek-R1 style reward: 0.9 * math + 0.1 * think_format", kind="builtin")  # fmt: skip
+    return Composite(
+        "r1",
+        [Part("math", 0.9), Part("think_format", 0.1)],
+        description="DeepSeek-R1 style reward: 0.9 * math + 0.1 * think_format",
+        kind="builtin",
+    )

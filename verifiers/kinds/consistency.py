@@ -51,9 +51,14 @@ LANGUAGE_SCRIPT = {
     **dict.fromkeys(("en", "fr", "de", "es", "it", "pt", "nl", "sv", "pl", "tr", "vi", "id", "cs", "ro"), "latin"),
     **dict.fromkeys(("zh", "ja"), "cjk"),
     **dict.fromkeys(("ru", "uk", "bg", "sr", "kk"), "cyrillic"),
-    "ko": "hangul", "el": "greek", "ar": "arabic", "fa": "arabic", "he": "hebrew", "hi": "devanagari",
+    "ko": "hangul",
+    "el": "greek",
+    "ar": "arabic",
+    "fa": "arabic",
+    "he": "hebrew",
+    "hi": "devanagari",
     "th": "thai",
-}  # fmt: skip
+}
 _LAST_EQ = re.compile(r"=\s*([^=,;\n<]+?)\s*(?=$|[,;\n<])")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 
@@ -70,8 +75,10 @@ def target_script(options: dict[str, str]) -> str:
     if "language" in options:
         code = options["language"].strip().lower()
         if code not in LANGUAGE_SCRIPT:
-            raise BadRequest(f"language verifier: option language={code[:20]!r} is not one of "
-                             f"{', '.join(sorted(LANGUAGE_SCRIPT))}; or give script=…")  # fmt: skip
+            raise BadRequest(
+                f"language verifier: option language={code[:20]!r} is not one of "
+                f"{', '.join(sorted(LANGUAGE_SCRIPT))}; or give script=…"
+            )
         return LANGUAGE_SCRIPT[code]
     script = options.get("script", "latin").strip().lower()
     if script not in SCRIPTS:
@@ -82,8 +89,10 @@ def target_script(options: dict[str, str]) -> str:
 @dataclass
 class LanguageConsistency(Builtin):
     name: str = "language"
-    description: str = ("share of the chain of thought's letters in the target script (option script=latin|cjk|"
-                        "cyrillic|… or language=en|zh|ru|…; default latin)")  # fmt: skip
+    description: str = (
+        "share of the chain of thought's letters in the target script (option script=latin|cjk|"
+        "cyrillic|… or language=en|zh|ru|…; default latin)"
+    )
     options = {"script": "latin (default), cjk, cyrillic, …", "language": "or a language code: en, zh, ru, …"}
 
     def check(self, req: Request) -> None:
@@ -118,8 +127,10 @@ def last_result(think: str) -> str | None:
 @dataclass
 class AnswerConsistency(Builtin):
     name: str = "answer_consistency"
-    description: str = ("1 if the final answer equals (by the math verifier) the last result the <think> block "
-                        "reached (its last '= value', else its last number)")  # fmt: skip
+    description: str = (
+        "1 if the final answer equals (by the math verifier) the last result the <think> block "
+        "reached (its last '= value', else its last number)"
+    )
     default_timeout_s: float = 10.0
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
@@ -141,8 +152,10 @@ class AnswerConsistency(Builtin):
         v = ctx.verify(sub) if ctx.verify is not None else ctx.lookup("math").verify(sub, ctx)
         if v.outcome in (Outcome.CORRECT, Outcome.INCORRECT):
             same = v.outcome is Outcome.CORRECT
-            return Verdict.of(v.outcome, f"final answer {'=' if same else '!='} the reasoning's last result "
-                                         f"{result[:40]!r} ({v.detail})")  # fmt: skip
+            return Verdict.of(
+                v.outcome,
+                f"final answer {'=' if same else '!='} the reasoning's last result {result[:40]!r} ({v.detail})",
+            )
         if v.outcome is Outcome.BAD_REFERENCE:
             return Verdict.of(Outcome.NO_ANSWER, f"the reasoning's last result {result[:40]!r} does not parse")
         return Verdict.of(v.outcome, f"math: {v.detail}")

@@ -104,8 +104,11 @@ def format_signals(completion: str) -> list[str]:
     found = []
     start, close = completion.find(THINK_OPEN), completion.find(THINK_CLOSE)
     answer_at = completion.find(ANSWER_OPEN)
-    if (any(completion.count(tag) > 1 for tag in TAGS) or (start > 0 and completion[:start].strip())
-            or (0 <= start and 0 <= answer_at < close)):  # fmt: skip
+    if (
+        any(completion.count(tag) > 1 for tag in TAGS)
+        or (start > 0 and completion[:start].strip())
+        or (0 <= start and 0 <= answer_at < close)
+    ):
         found.append("format.odd_tags")
     if 0 <= start < close:
         think = "".join(completion[start + len(THINK_OPEN) : close].split())

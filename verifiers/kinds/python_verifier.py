@@ -55,12 +55,26 @@ def check_spec(source: str, entrypoint: str) -> None:
         raise BadRequest(f"python.entrypoint {entrypoint!r} is not a Python function name")
 
 
-def run(ctx: Context, source: str, entrypoint: str, completion: str, reference: str, options: dict[str, str],
-        timeout_s: float, job_id: str = "") -> tuple[Result, dict | None]:  # fmt: skip
+def run(
+    ctx: Context,
+    source: str,
+    entrypoint: str,
+    completion: str,
+    reference: str,
+    options: dict[str, str],
+    timeout_s: float,
+    job_id: str = "",
+) -> tuple[Result, dict | None]:
     """Run the harness once; returns the sandbox result and the parsed result line (None if absent)."""
     nonce = secrets.token_hex(16)
-    payload = {"nonce": nonce, "source": source, "entrypoint": entrypoint, "completion": completion,
-               "reference": reference, "options": options}  # fmt: skip
+    payload = {
+        "nonce": nonce,
+        "source": source,
+        "entrypoint": entrypoint,
+        "completion": completion,
+        "reference": reference,
+        "options": options,
+    }
     job = Job(HARNESS, json.dumps(payload), timeout_s, LIMITS, id=job_id, deadline=ctx.deadline)
     res = ctx.run_job(job)
     found = None
@@ -73,19 +87,23 @@ def run(ctx: Context, source: str, entrypoint: str, completion: str, reference: 
     return res, found
 
 
-def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_completion: str = "",
-            example_reference: str = "") -> None:  # fmt: skip
+def dry_run(
+    ctx: Context, name: str, source: str, entrypoint: str, example_completion: str = "", example_reference: str = ""
+) -> None:
     """Registration check: compiles, loads, and the entrypoint returns a reward for the example.
     Raises BadRequest saying what to fix, or Unavailable when the sandbox could not run it."""
     check_spec(source, entrypoint)
-    res, out = run(ctx, source, entrypoint, example_completion, example_reference, {}, DRY_RUN_TIMEOUT_S,
-                   f"register:{name}")  # fmt: skip
+    res, out = run(
+        ctx, source, entrypoint, example_completion, example_reference, {}, DRY_RUN_TIMEOUT_S, f"register:{name}"
+    )
     where = f"python verifier {name!r}"
     if res.sandbox_error:
         raise Unavailable(f"{where}: the sandbox could not run the dry run ({res.sandbox_error}); try again")
     if res.output_limit_exceeded:
-        raise BadRequest(f"{where}: the dry run wrote more than the output cap ({res.output_cap} bytes of stdout "
-                         "and stderr together): print less")  # fmt: skip
+        raise BadRequest(
+            f"{where}: the dry run wrote more than the output cap ({res.output_cap} bytes of stdout "
+            "and stderr together): print less"
+        )
     if res.timed_out:
         raise BadRequest(f"{where}: the dry run took longer than {res.time_limit_s or DRY_RUN_TIMEOUT_S:.3g} s")
     if out is None:
@@ -100,8 +118,10 @@ def dry_run(ctx: Context, name: str, source: str, entrypoint: str, example_compl
     if err == "entrypoint":
         raise BadRequest(f"{where}: {out['msg']}; name it in python.entrypoint if it is not 'verify'")
     if err == "raised":
-        raise BadRequest(f"{where}: the dry run {call} raised: {out['msg']} (if it cannot grade empty input, "
-                         "give example_completion / example_reference)")  # fmt: skip
+        raise BadRequest(
+            f"{where}: the dry run {call} raised: {out['msg']} (if it cannot grade empty input, "
+            "give example_completion / example_reference)"
+        )
     if err == "type":
         raise BadRequest(f"{where}: the dry run {call} {out['msg']}")
     if err == "bad_reference":  # it graded: the example's reference is one it refuses, which is its job
@@ -125,8 +145,12 @@ class PythonVerifier:
     default_timeout_s: float = DEFAULT_TIMEOUT_S
 
     def spec(self) -> dict:
-        return {"source": self.source, "entrypoint": self.entrypoint, "example_completion": self.example_completion,
-                "example_reference": self.example_reference}  # fmt: skip
+        return {
+            "source": self.source,
+            "entrypoint": self.entrypoint,
+            "example_completion": self.example_completion,
+            "example_reference": self.example_reference,
+        }
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         timeout = req.timeout_s or self.default_timeout_s  # the program's; the pool cuts it to the deadline

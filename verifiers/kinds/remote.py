@@ -42,8 +42,10 @@ def check_target(target: str) -> None:
         raise BadRequest(f"remote.target {target!r} is not an address: give host:port of a VerifierService")
     host, sep, port = target.rpartition(":")
     if not (sep and _HOST.fullmatch(host) and port.isdigit() and 0 < int(port) < 65536):
-        raise BadRequest(f"remote.target {target[:100]!r} is not host:port (e.g. 127.0.0.1:50052): schemes "
-                         "(dns:, unix:, ipv4:, …) and socket paths are not accepted")  # fmt: skip
+        raise BadRequest(
+            f"remote.target {target[:100]!r} is not host:port (e.g. 127.0.0.1:50052): schemes "
+            "(dns:, unix:, ipv4:, …) and socket paths are not accepted"
+        )
 
 
 def _channel(target: str) -> grpc.Channel:
@@ -63,8 +65,10 @@ def check_reachable(target: str, verifier: str, timeout_s: float = CHECK_TIMEOUT
     except grpc.RpcError as e:
         code = e.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            raise Unreachable(f"remote target {target} is not reachable ({code.name}: {e.details()}): start that "
-                              "server first or fix the address") from None  # fmt: skip
+            raise Unreachable(
+                f"remote target {target} is not reachable ({code.name}: {e.details()}): start that "
+                "server first or fix the address"
+            ) from None
         if code == grpc.StatusCode.NOT_FOUND:
             raise Unreachable(f"remote target {target} has no verifier {verifier!r}: {e.details()}") from None
         if code != grpc.StatusCode.UNIMPLEMENTED:  # a Verify-only server is fine
@@ -104,13 +108,21 @@ class RemoteVerifier:
         left = ctx.time_left()
         if left <= 0.01:
             return Verdict.of(Outcome.SANDBOX_ERROR, f"no time left to ask the remote at {self.target}")
-        msg = pb.VerifyRequest(verifier=self.remote_name, completion=req.completion, reference=req.reference,
-                               prompt=req.prompt, options=req.options, timeout_s=req.timeout_s, id=req.id)  # fmt: skip
+        msg = pb.VerifyRequest(
+            verifier=self.remote_name,
+            completion=req.completion,
+            reference=req.reference,
+            prompt=req.prompt,
+            options=req.options,
+            timeout_s=req.timeout_s,
+            id=req.id,
+        )
         try:
             r = self.stub().Verify(msg, timeout=left)
         except grpc.RpcError as e:
-            return Verdict.of(Outcome.SANDBOX_ERROR, f"remote {self.target} ({self.remote_name}): "
-                                                     f"{e.code().name}: {e.details()}")  # fmt: skip
+            return Verdict.of(
+                Outcome.SANDBOX_ERROR, f"remote {self.target} ({self.remote_name}): {e.code().name}: {e.details()}"
+            )
         try:
             outcome = Outcome.from_proto(r.outcome)
         except ValueError:  # a value this build does not know

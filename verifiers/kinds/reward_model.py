@@ -92,8 +92,10 @@ class Scorer:
         self.tok = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForSequenceClassification.from_pretrained(path).to(self.device).eval()
         if self.model.config.num_labels != 1:
-            raise ModelUnavailable(f"reward model {path} has num_labels={self.model.config.num_labels}: a reward "
-                                   "model has one output (num_labels=1)")  # fmt: skip
+            raise ModelUnavailable(
+                f"reward model {path} has num_labels={self.model.config.num_labels}: a reward "
+                "model has one output (num_labels=1)"
+            )
         if self.tok.pad_token is None:
             self.tok.pad_token = self.tok.eos_token
         if self.model.config.pad_token_id is None:
@@ -107,13 +109,29 @@ class Scorer:
 
     def _texts(self, items: list[ScoreItem]) -> dict:
         if self.tok.chat_template:
-            texts = [self.tok.apply_chat_template([{"role": "user", "content": it.prompt},
-                                                   {"role": "assistant", "content": it.completion}], tokenize=False)
-                     for it in items]  # fmt: skip
-            return self.tok(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt",
-                            add_special_tokens=False)  # fmt: skip
-        return self.tok([it.prompt for it in items], [it.completion for it in items], padding=True, truncation=True,
-                        max_length=self.max_length, return_tensors="pt")  # fmt: skip
+            texts = [
+                self.tok.apply_chat_template(
+                    [{"role": "user", "content": it.prompt}, {"role": "assistant", "content": it.completion}],
+                    tokenize=False,
+                )
+                for it in items
+            ]
+            return self.tok(
+                texts,
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+                add_special_tokens=False,
+            )
+        return self.tok(
+            [it.prompt for it in items],
+            [it.completion for it in items],
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
 
     def forward(self, items: list[ScoreItem]) -> list[float]:
         import torch
@@ -167,15 +185,19 @@ def load(path: str, max_length: int = 0) -> Scorer:
         if key in _loaded:
             return _loaded[key]
         if not p.is_dir():
-            raise ModelUnavailable(f"reward_model.path {path!r} is not a directory on the server: give the folder "
-                                   "save_pretrained wrote (model + tokenizer)")  # fmt: skip
+            raise ModelUnavailable(
+                f"reward_model.path {path!r} is not a directory on the server: give the folder "
+                "save_pretrained wrote (model + tokenizer)"
+            )
         try:
             scorer = Scorer(p, max_length)
         except ServiceError:
             raise
         except Exception as e:  # noqa: BLE001 - a folder that is not a loadable model is the caller's to fix
-            raise ModelUnavailable(f"reward model {path!r} could not be loaded as a transformers sequence-"
-                                   f"classification model with its tokenizer: {type(e).__name__}: {e}"[:600]) from None  # fmt: skip
+            raise ModelUnavailable(
+                f"reward model {path!r} could not be loaded as a transformers sequence-"
+                f"classification model with its tokenizer: {type(e).__name__}: {e}"[:600]
+            ) from None
         _loaded[key] = scorer
         return scorer
 
@@ -196,12 +218,25 @@ class RewardModelVerifier:
     @classmethod
     def build(cls, name: str, description: str, spec: dict, version: int = 1) -> RewardModelVerifier:
         check_spec(spec)
-        return cls(name, spec["path"], spec.get("mapping") or "sigmoid", float(spec.get("low", 0.0)),
-                   float(spec.get("high", 0.0)), int(spec.get("max_length", 0)), description, version)  # fmt: skip
+        return cls(
+            name,
+            spec["path"],
+            spec.get("mapping") or "sigmoid",
+            float(spec.get("low", 0.0)),
+            float(spec.get("high", 0.0)),
+            int(spec.get("max_length", 0)),
+            description,
+            version,
+        )
 
     def spec(self) -> dict:
-        return {"path": self.path, "mapping": self.mapping, "low": self.low, "high": self.high,
-                "max_length": self.max_length}  # fmt: skip
+        return {
+            "path": self.path,
+            "mapping": self.mapping,
+            "low": self.low,
+            "high": self.high,
+            "max_length": self.max_length,
+        }
 
     def warm_up(self) -> None:
         """Registration check: the model loads (and stays loaded). Raises ModelUnavailable."""
@@ -219,5 +254,8 @@ class RewardModelVerifier:
             )
         reward = to_reward(item.score, self.mapping, self.low, self.high)
         outcome = Outcome.CORRECT if reward >= 0.5 else Outcome.INCORRECT
-        return Verdict(reward, outcome, f"score {item.score:.6g} -> reward {reward:.6g} ({self.mapping}); "
-                                        f"forward pass of {item.batch}")  # fmt: skip
+        return Verdict(
+            reward,
+            outcome,
+            f"score {item.score:.6g} -> reward {reward:.6g} ({self.mapping}); forward pass of {item.batch}",
+        )

@@ -84,11 +84,15 @@ def check_steps(raw: Iterable, completion: str, where: str = "steps") -> list[St
             if isinstance(x, bool) or not isinstance(x, int):
                 raise BadSteps(f"{where}[{i}].{label} is {x!r}: it must be an integer character offset")
         if not 0 <= a < b <= len(completion):
-            raise BadSteps(f"{where}[{i}] spans [{a}, {b}): a span must satisfy 0 <= start < end <= "
-                           f"{len(completion)} (the completion's length in characters)")  # fmt: skip
+            raise BadSteps(
+                f"{where}[{i}] spans [{a}, {b}): a span must satisfy 0 <= start < end <= "
+                f"{len(completion)} (the completion's length in characters)"
+            )
         if a < prev_end:
-            raise BadSteps(f"{where}[{i}] starts at {a}, before the previous step ends ({prev_end}): steps must be "
-                           "in order and must not overlap")  # fmt: skip
+            raise BadSteps(
+                f"{where}[{i}] starts at {a}, before the previous step ends ({prev_end}): steps must be "
+                "in order and must not overlap"
+            )
         prev_end = b
         out.append(Step(float(r), a, b))
     return out
@@ -131,8 +135,10 @@ def _as_int(text: str | None) -> int | None:
 @dataclass
 class ArithSteps(Builtin):
     name: str = "arith_steps"
-    description: str = ("default arithmetic task with process supervision: 1/0 per written step (its "
-                        "arithmetic checked exactly), reward = the final answer's correctness")  # fmt: skip
+    description: str = (
+        "default arithmetic task with process supervision: 1/0 per written step (its "
+        "arithmetic checked exactly), reward = the final answer's correctness"
+    )
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         return self.grade(req.completion, req.reference, req.prompt)
@@ -154,8 +160,10 @@ class ArithSteps(Builtin):
         else:
             answer = ext.answers[0]
             ok = _as_int(answer) == ref
-            v = Verdict.of(Outcome.CORRECT if ok else Outcome.INCORRECT, f"answer {answer.strip()[:40]!r} "
-                           f"{'=' if ok else '!='} {ref}; {counted}")  # fmt: skip
+            v = Verdict.of(
+                Outcome.CORRECT if ok else Outcome.INCORRECT,
+                f"answer {answer.strip()[:40]!r} {'=' if ok else '!='} {ref}; {counted}",
+            )
         v.steps = steps
         return v.signal(*signals_of(completion, ext, prompt, reference))
 

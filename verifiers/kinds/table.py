@@ -105,8 +105,10 @@ def check_options(v: Verifier, options: Mapping[str, str], lookup: Callable[[str
         return
     near = [m for k in unknown for m in difflib.get_close_matches(k, known, 1)]
     hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
-    raise BadRequest(f"{where or v.name}: unknown option{'s' if len(unknown) > 1 else ''} "
-                     f"{', '.join(map(repr, unknown))}{hint}; {v.name} knows: {', '.join(sorted(known))}")  # fmt: skip
+    raise BadRequest(
+        f"{where or v.name}: unknown option{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(map(repr, unknown))}{hint}; {v.name} knows: {', '.join(sorted(known))}"
+    )
 
 
 def _check_composite(service: VerifierService, name: str, v: Any, deadline: Deadline) -> None:
@@ -126,15 +128,17 @@ def _build_python(name: str, description: str, spec: dict, version: int) -> Veri
 
     source, entry = spec.get("source", ""), spec.get("entrypoint") or "verify"
     check_spec(source, entry)
-    return PythonVerifier(name, source, entry, description, version, spec.get("example_completion", ""),
-                          spec.get("example_reference", ""))  # fmt: skip
+    return PythonVerifier(
+        name, source, entry, description, version, spec.get("example_completion", ""), spec.get("example_reference", "")
+    )
 
 
 def _check_python(service: VerifierService, name: str, v: Any, deadline: Deadline) -> None:
     from verifiers.kinds import python_verifier
 
-    ctx = Context(run_job=service.run_job, lookup=service.registry.get, deadline=deadline,
-                  parallelism=service.parallelism)  # fmt: skip
+    ctx = Context(
+        run_job=service.run_job, lookup=service.registry.get, deadline=deadline, parallelism=service.parallelism
+    )
     python_verifier.dry_run(ctx, name, v.source, v.entrypoint, v.example_completion, v.example_reference)
 
 
@@ -151,10 +155,13 @@ def _build_remote(name: str, description: str, spec: dict, version: int) -> Veri
 def _check_remote(service: VerifierService, name: str, v: Any, deadline: Deadline) -> None:
     from verifiers.kinds import remote
 
-    if remote.check_reachable(v.target, v.remote_name, min(remote.CHECK_TIMEOUT_S, deadline.remaining())) == \
-            service.instance_id:  # fmt: skip
-        raise BadRequest(f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, "
-                         "or a composite of it")  # fmt: skip
+    if (
+        remote.check_reachable(v.target, v.remote_name, min(remote.CHECK_TIMEOUT_S, deadline.remaining()))
+        == service.instance_id
+    ):
+        raise BadRequest(
+            f"remote.target {v.target} is this server itself: use {v.remote_name!r} directly, or a composite of it"
+        )
 
 
 def _build_composite(name: str, description: str, spec: dict, version: int) -> Verifier:
@@ -170,24 +177,52 @@ def _build_reward_model(name: str, description: str, spec: dict, version: int) -
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in [
-        Kind("python", _build_python, lambda s: pb.PythonVerifier(**s),
-             lambda m: {"source": m.source, "entrypoint": m.entrypoint or "verify",
-                        "example_completion": m.example_completion, "example_reference": m.example_reference},
-             _check_python),
-        Kind("remote", _build_remote, lambda s: pb.RemoteVerifier(**s),
-             lambda m: {"target": m.target, "verifier": m.verifier}, _check_remote),
-        Kind("composite", _build_composite,
-             lambda s: pb.CompositeVerifier(components=[pb.Component(**c) for c in s["components"]]),
-             lambda m: {"components": [{"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)}
-                                       for c in m.components]},
-             _check_composite,
-             lambda registry, name, spec: registry.check_components(name, parts(spec))),
-        Kind("reward_model", _build_reward_model, lambda s: pb.RewardModelVerifier(**s),
-             lambda m: {"path": m.path, "mapping": m.mapping or "sigmoid", "low": m.low, "high": m.high,
-                        "max_length": m.max_length},
-             lambda service, name, v, deadline: v.warm_up()),  # the model loads (and stays loaded)
+        Kind(
+            "python",
+            _build_python,
+            lambda s: pb.PythonVerifier(**s),
+            lambda m: {
+                "source": m.source,
+                "entrypoint": m.entrypoint or "verify",
+                "example_completion": m.example_completion,
+                "example_reference": m.example_reference,
+            },
+            _check_python,
+        ),
+        Kind(
+            "remote",
+            _build_remote,
+            lambda s: pb.RemoteVerifier(**s),
+            lambda m: {"target": m.target, "verifier": m.verifier},
+            _check_remote,
+        ),
+        Kind(
+            "composite",
+            _build_composite,
+            lambda s: pb.CompositeVerifier(components=[pb.Component(**c) for c in s["components"]]),
+            lambda m: {
+                "components": [
+                    {"verifier": c.verifier, "weight": c.weight, "options": dict(c.options)} for c in m.components
+                ]
+            },
+            _check_composite,
+            lambda registry, name, spec: registry.check_components(name, parts(spec)),
+        ),
+        Kind(
+            "reward_model",
+            _build_reward_model,
+            lambda s: pb.RewardModelVerifier(**s),
+            lambda m: {
+                "path": m.path,
+                "mapping": m.mapping or "sigmoid",
+                "low": m.low,
+                "high": m.high,
+                "max_length": m.max_length,
+            },
+            lambda service, name, v, deadline: v.warm_up(),
+        ),  # the model loads (and stays loaded)
     ]
-}  # fmt: skip
+}
 
 
 def kind(name: str) -> Kind:
@@ -219,8 +254,10 @@ def build_builtin(name: str) -> Verifier:
     declares = declarations()
     missing = [k for k, t in declares.items() if not isinstance(getattr(type(v), k, None), t)]
     if missing or not issubclass(type(v).result, Verdict) or v.name != name:
-        raise TypeError(f"built-in verifier {name!r} ({type(v).__qualname__}) must be named {name!r} and declare "
-                        f"{', '.join(declares)} (verifiers/shapes/base.py Builtin); missing or wrong: {missing}")  # fmt: skip
+        raise TypeError(
+            f"built-in verifier {name!r} ({type(v).__qualname__}) must be named {name!r} and declare "
+            f"{', '.join(declares)} (verifiers/shapes/base.py Builtin); missing or wrong: {missing}"
+        )
     return v
 
 

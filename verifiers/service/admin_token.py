@@ -24,12 +24,18 @@ class TokenError(ValueError):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--admin-token", default=None,
-                   help=f"require 'authorization: Bearer <token>' on mutating RPCs (env {ENV}); prefer "
-                   "--admin-token-file: a token given here or in the environment makes the server re-exec without it")  # fmt: skip
-    p.add_argument("--admin-token-file", default="",
-                   help="read the admin token from this file's first line (e.g. a file only the service's user can "
-                   "read, or a secret mounted by the orchestrator)")  # fmt: skip
+    p.add_argument(
+        "--admin-token",
+        default=None,
+        help=f"require 'authorization: Bearer <token>' on mutating RPCs (env {ENV}); prefer "
+        "--admin-token-file: a token given here or in the environment makes the server re-exec without it",
+    )
+    p.add_argument(
+        "--admin-token-file",
+        default="",
+        help="read the admin token from this file's first line (e.g. a file only the service's user can "
+        "read, or a secret mounted by the orchestrator)",
+    )
 
 
 def read_token_file(path: str) -> str:

@@ -88,8 +88,13 @@ def _flag(name: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("bounds", "what callers may send and what the service keeps (docs/security.md)")
     for name, field in ServiceBounds.model_fields.items():
-        group.add_argument(_flag(name), dest=f"bound_{name}", default=None, metavar=name.split("_")[-1].upper(),
-                           help=f"{field.description} (default: {field.default})")  # fmt: skip
+        group.add_argument(
+            _flag(name),
+            dest=f"bound_{name}",
+            default=None,
+            metavar=name.split("_")[-1].upper(),
+            help=f"{field.description} (default: {field.default})",
+        )
 
 
 def from_args(args: argparse.Namespace) -> ServiceBounds:

@@ -55,8 +55,9 @@ class VerdictCache:
     @staticmethod
     def key(req: Request, version: int | str, caller: str = "") -> str:
         # timeout_s too: a TIMEOUT under one budget is not the verdict under another
-        blob = json.dumps([caller, req.verifier, version, req.completion, req.reference,
-                           sorted(req.options.items()), req.timeout_s])  # fmt: skip
+        blob = json.dumps(
+            [caller, req.verifier, version, req.completion, req.reference, sorted(req.options.items()), req.timeout_s]
+        )
         return hashlib.blake2b(blob.encode(), digest_size=20).hexdigest()
 
     def get(self, key: str) -> Verdict | None:

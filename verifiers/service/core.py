@@ -43,8 +43,15 @@ VIA: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("via", def
 
 
 class VerifierService:
-    def __init__(self, registry: Registry, pool: SandboxPool | None, *, cache_items: int = 50_000,
-                 limits: ServiceLimits | None = None, bounds: ServiceBounds | None = None):  # fmt: skip
+    def __init__(
+        self,
+        registry: Registry,
+        pool: SandboxPool | None,
+        *,
+        cache_items: int = 50_000,
+        limits: ServiceLimits | None = None,
+        bounds: ServiceBounds | None = None,
+    ):
         self.limits = limits or ServiceLimits()
         self.bounds = bounds or ServiceBounds()
         self.registry = registry
@@ -113,8 +120,11 @@ class VerifierService:
             return Result(sandbox_error="no sandbox pool configured", id=job.id)
         own = bool(job.lane) and job.lane in self.gates  # a lane with slots of its own (wiring.build_gates)
         if job.lane == TOOLCHAIN_LANE and not own:
-            return Result(sandbox_error="this service's sandbox pool has no toolchain lane (verifiers/service/wiring.py "
-                          "builds it): non-Python code cannot run here", id=job.id)  # fmt: skip
+            return Result(
+                sandbox_error="this service's sandbox pool has no toolchain lane (verifiers/service/wiring.py "
+                "builds it): non-Python code cannot run here",
+                id=job.id,
+            )
         gate = self.gates[job.lane if own else ""]
         cfg = self.pool.lane_config(job.lane)
         if job.deadline is None:  # the pool's queue limit (--max-queue-s), as the pool itself would wait
@@ -126,9 +136,12 @@ class VerifierService:
             grant = gate.acquire(CALLER.get(), wait_s)  # a Grant, released below (fair.py)
             if not grant:
                 what, flag = ("toolchain sandbox", "--langs-pool-size") if own else ("sandbox", "--pool-size")
-                return Result(sandbox_error=f"no {what} became free within {wait_s:.1f} s (pool size {cfg.size}, "
-                              f"{gate.depth()} jobs waiting): the pool is saturated; retry later, or wait longer "
-                              f"(the server's --max-queue-s) or raise {flag}", id=job.id)  # fmt: skip
+                return Result(
+                    sandbox_error=f"no {what} became free within {wait_s:.1f} s (pool size {cfg.size}, "
+                    f"{gate.depth()} jobs waiting): the pool is saturated; retry later, or wait longer "
+                    f"(the server's --max-queue-s) or raise {flag}",
+                    id=job.id,
+                )
         except GateSaturated as e:
             return Result(sandbox_error=f"sandbox pool saturated: {e}", id=job.id)
         try:
@@ -151,14 +164,19 @@ class VerifierService:
         if req.timeout_s < 0 or req.timeout_s != req.timeout_s:
             raise BadRequest(f"field 'timeout_s' must be >= 0, got {req.timeout_s}")
         if req.timeout_s > self.limits.max_timeout_s:
-            raise BadRequest(f"field 'timeout_s' must be <= {self.limits.max_timeout_s:g} (the server's "
-                             f"--max-timeout-s), got {req.timeout_s:g}")  # fmt: skip
+            raise BadRequest(
+                f"field 'timeout_s' must be <= {self.limits.max_timeout_s:g} (the server's "
+                f"--max-timeout-s), got {req.timeout_s:g}"
+            )
         if len(req.completion) > self.limits.max_completion_chars:
-            raise BadRequest(f"field 'completion' is {len(req.completion)} characters, over the server's limit of "
-                             f"{self.limits.max_completion_chars} (--max-completion-chars)")  # fmt: skip
+            raise BadRequest(
+                f"field 'completion' is {len(req.completion)} characters, over the server's limit of "
+                f"{self.limits.max_completion_chars} (--max-completion-chars)"
+            )
 
-    def verify(self, req: Request, deadline: Deadline | None = None, *, caller: str | None = None,
-               part: bool = False) -> Verdict:  # fmt: skip
+    def verify(
+        self, req: Request, deadline: Deadline | None = None, *, caller: str | None = None, part: bool = False
+    ) -> Verdict:
         """Grade one request by ``deadline`` (the caller's, e.g. its gRPC deadline), else by its grading
         budget (``timeout_s``, else the verifier's default) from now: that one deadline is the request's
         from here down to the worker; the budget also bounds the time its programs get (a job's
@@ -227,16 +245,19 @@ class VerifierService:
             self.cache.put(key, verdict)
         return verdict
 
-    def verify_batch(self, reqs: list[Request], deadline: Deadline | None = None, *,
-                     caller: str | None = None) -> list[Verdict]:  # fmt: skip
+    def verify_batch(
+        self, reqs: list[Request], deadline: Deadline | None = None, *, caller: str | None = None
+    ) -> list[Verdict]:
         """Fan out across the pool (items that need no sandbox are graded on this thread); results in request
         order; one item's failure never fails the batch."""
         caller = CALLER.get() if caller is None else caller
         self.metrics.observe_batch(len(reqs))
         if len(reqs) > self.limits.max_batch:
             self.metrics.observe_error(BadRequest.status)
-            raise BadRequest(f"batch of {len(reqs)} items is over the server's limit of {self.limits.max_batch} "
-                             "(--max-batch); split it")  # fmt: skip
+            raise BadRequest(
+                f"batch of {len(reqs)} items is over the server's limit of {self.limits.max_batch} "
+                "(--max-batch); split it"
+            )
         for i, r in enumerate(reqs):  # a malformed item fails the call up front, naming the item
             try:
                 self.check_request(r)
@@ -261,8 +282,16 @@ class VerifierService:
         return [futures[i].result() if i in futures else here[i] for i in range(len(reqs))]
 
     # -- registration ---------------------------------------------------------------------------------
-    def register(self, name: str, kind: str, description: str, spec: dict, *, replace: bool = False,
-                 deadline: Deadline | None = None) -> Verifier:  # fmt: skip
+    def register(
+        self,
+        name: str,
+        kind: str,
+        description: str,
+        spec: dict,
+        *,
+        replace: bool = False,
+        deadline: Deadline | None = None,
+    ) -> Verifier:
         """Check a new verifier (python: a dry run in the sandbox; remote: reachable; composite: its
         components exist, no cycle), then persist it, by the earlier of ``deadline`` (the caller's) and
         ``REGISTER_BUDGET_S``. Raises ServiceError saying what to fix."""
@@ -295,8 +324,10 @@ def enforce(v: Verdict, enforced: set[str]) -> None:
     """A paid verdict carrying an enforced signal becomes INCORRECT with reward 0, its detail naming the signal."""
     hit = sorted(enforced.intersection(v.signals))
     if hit and v.reward > 0:
-        v.detail = (f"exploit signal {', '.join(hit)} enforced (option enforce_signals): reward {v.reward:g} "
-                    f"({v.outcome.value}) withheld; {v.detail}")  # fmt: skip
+        v.detail = (
+            f"exploit signal {', '.join(hit)} enforced (option enforce_signals): reward {v.reward:g} "
+            f"({v.outcome.value}) withheld; {v.detail}"
+        )
         v.reward, v.outcome = 0.0, Outcome.INCORRECT
 
 

@@ -84,8 +84,9 @@ class FairGate:
     (Grant('a', burst=False), False, Grant('b', burst=True))
     """
 
-    def __init__(self, slots: int, max_waiters: int = 4096, observe: Callable[[float], None] | None = None,
-                 burst: int = 0):  # fmt: skip
+    def __init__(
+        self, slots: int, max_waiters: int = 4096, observe: Callable[[float], None] | None = None, burst: int = 0
+    ):
         self.slots = slots
         self.burst = burst
         self.max_waiters = max_waiters

@@ -71,20 +71,33 @@ class ServiceMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("rlvr_verify_requests", "graded items by verifier and outcome",
-                                ["verifier", "outcome"], registry=r)  # fmt: skip
+        self.requests = Counter(
+            "rlvr_verify_requests", "graded items by verifier and outcome", ["verifier", "outcome"], registry=r
+        )
         self.errors = Counter("rlvr_verify_errors", "requests refused, by gRPC status", ["status"], registry=r)
-        self.latency = Histogram("rlvr_verify_seconds", "grading latency per item", ["verifier"],
-                                 buckets=LATENCY_BUCKETS, registry=r)  # fmt: skip
-        self.batch_items = Histogram("rlvr_verify_batch_items", "items per batch call", buckets=BATCH_BUCKETS,
-                                     registry=r)  # fmt: skip
+        self.latency = Histogram(
+            "rlvr_verify_seconds", "grading latency per item", ["verifier"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.batch_items = Histogram(
+            "rlvr_verify_batch_items", "items per batch call", buckets=BATCH_BUCKETS, registry=r
+        )
         self.jobs = Counter("rlvr_sandbox_jobs", "sandbox jobs by result", ["result"], registry=r)
-        self.job_seconds = Histogram("rlvr_sandbox_job_seconds", "wall time of a sandbox job (queueing included)",
-                                     buckets=LATENCY_BUCKETS, registry=r)  # fmt: skip
-        self.run_code = Counter("rlvr_run_code", "SandboxFusion /run_code calls by language and status",
-                                ["language", "status"], registry=r)  # fmt: skip
-        self.queue_wait = Histogram("rlvr_queue_wait_seconds", "time work waited for a thread or a sandbox slot",
-                                    ["class"], buckets=LATENCY_BUCKETS, registry=r)  # fmt: skip
+        self.job_seconds = Histogram(
+            "rlvr_sandbox_job_seconds",
+            "wall time of a sandbox job (queueing included)",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.run_code = Counter(
+            "rlvr_run_code", "SandboxFusion /run_code calls by language and status", ["language", "status"], registry=r
+        )
+        self.queue_wait = Histogram(
+            "rlvr_queue_wait_seconds",
+            "time work waited for a thread or a sandbox slot",
+            ["class"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self._live: _LiveCollector | None = None
 
     def watch(self, pool: Any, cache: Any) -> None:

@@ -125,8 +125,12 @@ class Registry:
                 self.refresh(force=now)
             except ServiceError as e:  # the store is unreachable: keep serving what is loaded, look again later
                 self._checked = time.monotonic() + STORE_RETRY_S
-                log.warning("registry %s: could not check for changes (next try in %.0f s): %s", self.store.path,
-                            STORE_RETRY_S, e)  # fmt: skip
+                log.warning(
+                    "registry %s: could not check for changes (next try in %.0f s): %s",
+                    self.store.path,
+                    STORE_RETRY_S,
+                    e,
+                )
 
     # -- reading ------------------------------------------------------------------------------------
     def get(self, name: str) -> Verifier:
@@ -191,8 +195,9 @@ class Registry:
         with self._lock:
             v = self._custom.get(name)
         if v is not None and not replace:
-            raise AlreadyExists(f"verifier {name!r} is already registered (version {v.version}): set replace to "
-                                "overwrite it")  # fmt: skip
+            raise AlreadyExists(
+                f"verifier {name!r} is already registered (version {v.version}): set replace to overwrite it"
+            )
 
     def check_components(self, name: str, parts: list[Part]) -> None:
         """Every component exists, and none leads back to ``name`` (directly or through composites)."""

@@ -92,8 +92,9 @@ def completion(cells: list[str], files: Mapping[str, bytes] | None = None) -> st
     return "```python\n" + program(cells, files) + "```\n"
 
 
-def grade(service, sessions: Sessions, caller: str, session_id: str, fields: dict,
-          deadline: Deadline | None = None) -> Verdict:  # fmt: skip
+def grade(
+    service, sessions: Sessions, caller: str, session_id: str, fields: dict, deadline: Deadline | None = None
+) -> Verdict:
     """Grade the caller's session ``session_id`` with ``fields`` (a VerifyRequest's, less the completion)."""
     if not session_id:
         raise BadRequest("field 'session_id' is empty: name the session to grade")
@@ -103,8 +104,10 @@ def grade(service, sessions: Sessions, caller: str, session_id: str, fields: dic
     text = completion(cells, files)
     most = service.limits.max_completion_chars
     if len(text) > most:
-        raise Ended(f"session {session_id} cannot be graded: its program is {len(text)} characters, over the "
-                    f"server's limit of {most} (--max-completion-chars)")  # fmt: skip
+        raise Ended(
+            f"session {session_id} cannot be graded: its program is {len(text)} characters, over the "
+            f"server's limit of {most} (--max-completion-chars)"
+        )
     req = Request(completion=text, **fields)
     verdict = service.verify(req, deadline, caller=caller)
     verdict.cached = False  # a cache hit is the admin's to see (docs/security.md)

@@ -65,10 +65,19 @@ class SessionPolicy:
     @classmethod
     def from_limits(cls, lim) -> SessionPolicy:
         """The rules from a server's ``ServiceLimits`` (its --max-sessions, --session-* flags)."""
-        top = SessionLimits(cpu_s=lim.session_cpu_s, timeout_s=lim.session_timeout_s,
-                            memory_mb=lim.session_memory_mb, output_bytes=lim.output_cap_bytes)  # fmt: skip
-        return cls(max_sessions=lim.max_sessions, max_per_caller=lim.max_sessions_per_caller,
-                   idle_ttl_s=lim.session_idle_ttl_s, max_life_s=lim.session_max_life_s, limits=top)  # fmt: skip
+        top = SessionLimits(
+            cpu_s=lim.session_cpu_s,
+            timeout_s=lim.session_timeout_s,
+            memory_mb=lim.session_memory_mb,
+            output_bytes=lim.output_cap_bytes,
+        )
+        return cls(
+            max_sessions=lim.max_sessions,
+            max_per_caller=lim.max_sessions_per_caller,
+            idle_ttl_s=lim.session_idle_ttl_s,
+            max_life_s=lim.session_max_life_s,
+            limits=top,
+        )
 
 
 @dataclass
@@ -119,8 +128,15 @@ class Sessions:
         return self
 
     # -- the calls -----------------------------------------------------------------------------------
-    def open(self, caller: str, kind: str, limits: dict | None = None, files: dict[str, bytes] | None = None,
-             ttl_s: float = 0.0, deadline: Deadline | None = None) -> SessionInfo:  # fmt: skip
+    def open(
+        self,
+        caller: str,
+        kind: str,
+        limits: dict | None = None,
+        files: dict[str, bytes] | None = None,
+        ttl_s: float = 0.0,
+        deadline: Deadline | None = None,
+    ) -> SessionInfo:
         if self.pool is None:
             raise Unavailable("this service has no sandbox pool: sessions need one")
         if self.policy.max_sessions == 0:
@@ -146,8 +162,9 @@ class Sessions:
             self._open[info.id].files = files
         return info
 
-    def exec(self, caller: str, sid: str, code: str, timeout_s: float = 0.0, cpu_s: int = 0,
-             deadline: Deadline | None = None) -> Cell:  # fmt: skip
+    def exec(
+        self, caller: str, sid: str, code: str, timeout_s: float = 0.0, cpu_s: int = 0, deadline: Deadline | None = None
+    ) -> Cell:
         e = self._take(caller, sid)
         try:
             if deadline is not None:
@@ -238,11 +255,15 @@ class Sessions:
         with self._lock:
             mine = sum(e.caller == caller for e in self._open.values())
             if len(self._open) + n > self.policy.max_sessions:
-                raise Exhausted(f"{len(self._open)} sessions are open (the service's most: "
-                                f"{self.policy.max_sessions}); close some, or raise --max-sessions")  # fmt: skip
+                raise Exhausted(
+                    f"{len(self._open)} sessions are open (the service's most: "
+                    f"{self.policy.max_sessions}); close some, or raise --max-sessions"
+                )
             if mine + n > self.policy.max_per_caller:
-                raise Exhausted(f"you have {mine} sessions open (the most per caller: {self.policy.max_per_caller});"
-                                " close some, or raise --max-sessions-per-caller")  # fmt: skip
+                raise Exhausted(
+                    f"you have {mine} sessions open (the most per caller: {self.policy.max_per_caller});"
+                    " close some, or raise --max-sessions-per-caller"
+                )
 
     def _get(self, caller: str, sid: str) -> _Entry:  # holds _lock
         e = self._open.get(sid)

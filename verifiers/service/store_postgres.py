@@ -54,11 +54,14 @@ class PostgresStore(RegistryStore):
     # -- connection -----------------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection:
         try:
-            return psycopg.connect(self.url, autocommit=True, connect_timeout=self._timeout,
-                                   application_name="rlvr-verifier-registry")  # fmt: skip
+            return psycopg.connect(
+                self.url, autocommit=True, connect_timeout=self._timeout, application_name="rlvr-verifier-registry"
+            )
         except psycopg.Error as e:
-            raise StoreError(f"registry {self.path}: cannot connect to PostgreSQL ({_first_line(e)}): check the URL, "
-                             "that the server runs and accepts this host (pg_hba.conf)") from None  # fmt: skip
+            raise StoreError(
+                f"registry {self.path}: cannot connect to PostgreSQL ({_first_line(e)}): check the URL, "
+                "that the server runs and accepts this host (pg_hba.conf)"
+            ) from None
 
     def _run(self, op: Callable[[psycopg.Connection], T], *, write: bool = False) -> T:
         """``op`` on the connection, reopened when it was lost; a read is tried again once on the new one
@@ -91,18 +94,25 @@ class PostgresStore(RegistryStore):
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SPACE,))
             conn.execute(SCHEMA.replace("updated_at  REAL", "updated_at  DOUBLE PRECISION"))
             conn.execute(META)
-            conn.execute("INSERT INTO rlvr_registry_meta VALUES ('schema_version', %s) ON CONFLICT (key) DO UPDATE "
-                         "SET value = excluded.value", (str(SCHEMA_VERSION),))  # fmt: skip
+            conn.execute(
+                "INSERT INTO rlvr_registry_meta VALUES ('schema_version', %s) ON CONFLICT (key) DO UPDATE "
+                "SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
 
     # -- reading --------------------------------------------------------------------------------------
     def load(self) -> list[Row]:
-        rows = self._run(lambda c: c.execute("SELECT name, kind, description, spec, version FROM verifiers "
-                                             "WHERE deleted = 0 ORDER BY name").fetchall())  # fmt: skip
+        rows = self._run(
+            lambda c: c.execute(
+                "SELECT name, kind, description, spec, version FROM verifiers WHERE deleted = 0 ORDER BY name"
+            ).fetchall()
+        )
         return [Row.decode(*r) for r in rows]
 
     def marker(self) -> tuple:
-        row = self._run(lambda c: c.execute("SELECT coalesce(sum(version), 0), coalesce(sum(deleted), 0) "
-                                            "FROM verifiers").fetchone())  # fmt: skip
+        row = self._run(
+            lambda c: c.execute("SELECT coalesce(sum(version), 0), coalesce(sum(deleted), 0) FROM verifiers").fetchone()
+        )
         return (float(row[0]), float(row[1]))
 
     def integrity(self) -> str:
@@ -138,8 +148,10 @@ class PostgresStore(RegistryStore):
         def tombstone(c: psycopg.Connection) -> bool:
             with c.transaction():
                 c.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_SPACE, name))
-                cur = c.execute("UPDATE verifiers SET deleted = 1, updated_at = %s WHERE name = %s AND deleted = 0",
-                                (time.time(), name))  # fmt: skip
+                cur = c.execute(
+                    "UPDATE verifiers SET deleted = 1, updated_at = %s WHERE name = %s AND deleted = 0",
+                    (time.time(), name),
+                )
                 return cur.rowcount > 0
 
         return self._run(tombstone, write=True)

@@ -55,8 +55,11 @@ def lanes(limits: ServiceLimits) -> dict[str, Lane]:
     missing = (
         "the toolchain image is needed for this language: run `make image LANGS=all` (python -m sandbox.image.langs)"
     )
-    return {**kinds.sandbox_lanes(), toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing),
-            **session_lane(limits)}  # fmt: skip
+    return {
+        **kinds.sandbox_lanes(),
+        toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing),
+        **session_lane(limits),
+    }
 
 
 def session_lane(limits: ServiceLimits) -> dict[str, Lane]:
@@ -81,6 +84,6 @@ def build_gates(pool: SandboxPool, max_waiters: int, observe: Callable[[str, flo
     return {
         g: FairGate(
             pool.lane_config(g).size, max_waiters, lambda s, c=QUEUE_CLASS.get(g, g): observe(c, s), burst=pool.burst
-        )  # fmt: skip
+        )
         for g in groups
     }

@@ -48,10 +48,12 @@ class ServiceLimits(BaseModel):
     memory_mb: int = Field(1536, ge=128, le=1 << 20, description="memory limit of each sandbox, MiB (no swap)")
     cpus: float = Field(1.0, gt=0, le=256, description="CPU quota of each sandbox, in cores (docker backend)")
     cgroup_parent: str = Field(
-        "", max_length=200, pattern=r"^[A-Za-z0-9_./-]*$",
+        "",
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_./-]*$",
         description="docker: the sandbox containers' parent cgroup; '/' on a shared host, where Docker's own"
         " /docker group competes for CPU as one task against every host process ('': Docker's default)",
-    )  # fmt: skip
+    )
     pids: int = Field(128, ge=16, le=1 << 16, description="process limit of each sandbox")
     output_cap_bytes: int = Field(
         OUTPUT_CAP,
@@ -137,10 +139,17 @@ class ServiceLimits(BaseModel):
         """The pool's configuration (``extra``: warm-up code and other non-limit settings)."""
         import os
 
-        return SandboxConfig(backend=self.backend, size=self.pool_size or (os.cpu_count() or 1),
-                             memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids,
-                             output_bytes=self.output_cap_bytes, max_wait_s=self.max_queue_s,
-                             cgroup_parent=self.cgroup_parent, **extra)  # fmt: skip
+        return SandboxConfig(
+            backend=self.backend,
+            size=self.pool_size or (os.cpu_count() or 1),
+            memory_mb=self.memory_mb,
+            cpus=self.cpus,
+            pids=self.pids,
+            output_bytes=self.output_cap_bytes,
+            max_wait_s=self.max_queue_s,
+            cgroup_parent=self.cgroup_parent,
+            **extra,
+        )
 
 
 def _flag(name: str) -> str:
@@ -152,8 +161,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("limits", "validated at start-up; see docs/serve.md, Limits")
     for name, field in ServiceLimits.model_fields.items():
         choices = list(BACKENDS) if name == "backend" else None
-        group.add_argument(_flag(name), dest=f"limit_{name}", default=None, metavar=name.split("_")[-1].upper(),
-                           choices=choices, help=f"{field.description} (default: {field.default})")  # fmt: skip
+        group.add_argument(
+            _flag(name),
+            dest=f"limit_{name}",
+            default=None,
+            metavar=name.split("_")[-1].upper(),
+            choices=choices,
+            help=f"{field.description} (default: {field.default})",
+        )
 
 
 def from_args(args: argparse.Namespace) -> ServiceLimits:

@@ -95,8 +95,10 @@ def _backticked(m: re.Match) -> str:
 def doc_table() -> str:
     """The Markdown table of every signal, its meaning and what to do (docs/verifiers.md holds this text)."""
     code = re.compile(r"(?<![`\w])(__\w+?__|<\w+>|(?:sys|os|builtins)\.[\w*]+)")  # dunders, tags, sys.exit...
-    rows = [f"| `{name}` | {code.sub(_backticked, meaning)} | {ACTIONS.get(name, 'read the flagged completions')} |"
-            for name, meaning in SIGNALS.items()]  # fmt: skip
+    rows = [
+        f"| `{name}` | {code.sub(_backticked, meaning)} | {ACTIONS.get(name, 'read the flagged completions')} |"
+        for name, meaning in SIGNALS.items()
+    ]
     return "\n".join(["| signal | what the completion did | when it fires |", "|---|---|---|", *rows])
 
 
@@ -122,6 +124,8 @@ def parse_enforced(value: str) -> set[str]:
     if unknown:  # the caller's typo, not a missing entry in the server's table: say what it may have meant
         near = [m for n in unknown for m in difflib.get_close_matches(n, SIGNALS, 1)]
         hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
-        raise ValueError(f"unknown exploit signal(s) {', '.join(map(repr, unknown))}{hint}: name signals from the "
-                         "table in docs/verifiers.md, \"Exploit signals\"")  # fmt: skip
+        raise ValueError(
+            f"unknown exploit signal(s) {', '.join(map(repr, unknown))}{hint}: name signals from the "
+            'table in docs/verifiers.md, "Exploit signals"'
+        )
     return names

@@ -136,8 +136,12 @@ def test_our_service_pays_no_canary(client, kind, verifier, control_reward):
 def test_the_code_canaries_references_pass_a_correct_program(client):
     """The entry point folded into the tests (check(add)) still runs them: the battery's correct programs
     pass, so an unpaid code canary failed its tests, not a broken reference."""
-    rows = [(prog, code_reference(tests, opts)) for table in CODE_TABLES.values()
-            for _, prog, tests, opts, want, _ in table if want == "CORRECT" and code_reference(tests, opts) is not None]  # fmt: skip
+    rows = [
+        (prog, code_reference(tests, opts))
+        for table in CODE_TABLES.values()
+        for _, prog, tests, opts, want, _ in table
+        if want == "CORRECT" and code_reference(tests, opts) is not None
+    ]
     assert len(rows) > 10
     grade = grade_with_client(client, "code", timeout_s=10)
     got = grade([(f"```python\n{prog}```", ref, "") for prog, ref in rows])
@@ -146,8 +150,9 @@ def test_the_code_canaries_references_pass_a_correct_program(client):
 
 # -- the CLI, end to end -------------------------------------------------------------------------------------------
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifiers.canaries", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "verifiers.canaries", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.docker

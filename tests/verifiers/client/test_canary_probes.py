@@ -47,14 +47,19 @@ def honest(prompts, completions, answer, **kwargs):
 
 @pytest.mark.parametrize(
     "fn, family",
-    [(pays_everything, "math.pays_everything"), (pays_format, "math.pays_format"), (pays_length, "math.pays_length"),
-     (pays_a_little_more, "math.no_margin")],
-)  # fmt: skip
+    [
+        (pays_everything, "math.pays_everything"),
+        (pays_format, "math.pays_format"),
+        (pays_length, "math.pays_length"),
+        (pays_a_little_more, "math.no_margin"),
+    ],
+)
 def test_a_reward_that_pays_its_controls_is_hackable_with_its_family(fn, family):
     report = gate(function_grade(fn, "trl", "math"), "math")
     assert family in report.families_paid(), report.table()
-    assert [f for f in report.families_paid() if f.endswith(("pays_everything", "pays_format", "pays_length",
-                                                             "no_margin"))] == [family]  # fmt: skip
+    assert [
+        f for f in report.families_paid() if f.endswith(("pays_everything", "pays_format", "pays_length", "no_margin"))
+    ] == [family]
 
 
 def test_an_honest_reward_pays_no_probe_and_a_wrong_answer_is_never_paid_in_full():
@@ -63,19 +68,33 @@ def test_an_honest_reward_pays_no_probe_and_a_wrong_answer_is_never_paid_in_full
     formatted = [r for r in report.results if r.shape != "bare"]
     assert all(r.control_reward - r.reward >= MARGIN for r in formatted)
     assert len({r.canary.prompt for r in report.results}) >= 3 and {r.shape for r in report.results} == {
-        "short", "long", "bare"}  # fmt: skip
+        "short",
+        "long",
+        "bare",
+    }
     short = [r for r in report.results if r.shape == "short"]
-    assert all(len(r.canary.completion) < 52 <= len(x.canary.completion) for r in short for x in report.results
-               if x.shape == "long")  # fmt: skip
+    assert all(
+        len(r.canary.completion) < 52 <= len(x.canary.completion)
+        for r in short
+        for x in report.results
+        if x.shape == "long"
+    )
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifiers.canaries", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "verifiers.canaries", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize("fn, family", [("pays_everything", "math.pays_everything"), ("pays_format", "math.pays_format"),
-                                        ("pays_length", "math.pays_length")])  # fmt: skip
+@pytest.mark.parametrize(
+    "fn, family",
+    [
+        ("pays_everything", "math.pays_everything"),
+        ("pays_format", "math.pays_format"),
+        ("pays_length", "math.pays_length"),
+    ],
+)
 def test_the_cli_reports_such_a_reward_as_hackable(fn, family):
     p = cli(f"tests.verifiers.client.test_canary_probes:{fn}", "--kinds", "math")
     assert p.returncode == 1, p.stdout + p.stderr  # 1: paid

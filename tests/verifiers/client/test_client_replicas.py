@@ -46,9 +46,15 @@ def test_target_forms(target, grpc_target, n):
 
 @pytest.mark.parametrize(
     "target,match",
-    [("", "empty"), (" , ", "empty"), ("127.0.0.1:5001,nohost", "host:port"), ("127.0.0.1:1,127.0.0.1:0", "host:port"),
-     ("127.0.0.1:1,no-such-host.invalid:1", "does not resolve"), ("127.0.0.1:1,[::1]:2", "mix IPv4 and IPv6")],
-)  # fmt: skip
+    [
+        ("", "empty"),
+        (" , ", "empty"),
+        ("127.0.0.1:5001,nohost", "host:port"),
+        ("127.0.0.1:1,127.0.0.1:0", "host:port"),
+        ("127.0.0.1:1,no-such-host.invalid:1", "does not resolve"),
+        ("127.0.0.1:1,[::1]:2", "mix IPv4 and IPv6"),
+    ],
+)
 def test_bad_targets_say_what_is_wrong(target, match):
     with pytest.raises(TargetError, match=match):
         VerifierClient(target)

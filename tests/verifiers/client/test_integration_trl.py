@@ -46,8 +46,11 @@ def test_plain_and_conversational_completions_get_the_services_verdicts(verifier
     assert want == [1.0, 0.0, 0.0, 1.0]
     assert f(prompts=["q"] * 4, completions=texts, answer=answers) == want
     chat = [[{"role": "assistant", "content": t}] for t in texts]
-    chat[0] = [{"role": "assistant", "content": "\\boxed{9}"}, {"role": "tool", "content": "ok"},
-               {"role": "assistant", "content": texts[0]}]  # fmt: skip  # the last assistant message is graded
+    chat[0] = [
+        {"role": "assistant", "content": "\\boxed{9}"},
+        {"role": "tool", "content": "ok"},
+        {"role": "assistant", "content": texts[0]},
+    ]  # the last assistant message is graded
     prompts = [[{"role": "user", "content": "what is 1/2?"}]] * 4
     assert f(prompts=prompts, completions=chat, answer=answers) == want
     assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "\\boxed{1}"}]}]) == "\\boxed{1}"
@@ -73,8 +76,7 @@ def test_infrastructure_failures_are_none_and_logged(verifier_server, broken_ver
     logged: dict[str, float] = {}
     extra: dict[str, list] = {}
     f = reward_function(broken_verifier, target=verifier_server.target, answer_column=None)
-    out = f(prompts=["p"] * 3, completions=["<think>"] * 3, log_metric=logged.__setitem__,
-            log_extra=extra.__setitem__)  # fmt: skip
+    out = f(prompts=["p"] * 3, completions=["<think>"] * 3, log_metric=logged.__setitem__, log_extra=extra.__setitem__)
     assert out == [None, None, None]
     assert logged[f"{broken_verifier}/outcome/SANDBOX_ERROR"] == 1.0 and sum(logged.values()) == 1.0
     assert len(logged) == len(OUTCOMES)  # every outcome every call, so TRL's per-name averages are not biased
@@ -144,18 +146,38 @@ def test_trl_grpo_trainer_logs_the_services_rewards(tmp_path, verifier_server, c
     gone = async_reward_function(broken_verifier, target=verifier_server.target, answer_column=None)
     capture = Capture()
     args = GRPOConfig(
-        output_dir=str(tmp_path / "trl"), use_cpu=True, bf16=False, per_device_train_batch_size=8,
-        num_generations=4, max_completion_length=16, temperature=1.0, top_k=0, beta=0.04, learning_rate=1e-3,
-        max_steps=2, logging_steps=1, save_strategy="no", report_to="none", seed=0,
-        dataloader_num_workers=0, reward_weights=[1.0, 1.0, 0.0],
-    )  # fmt: skip
-    trainer = GRPOTrainer(model=model, reward_funcs=[ours, gone, capture], args=args, train_dataset=data,
-                          processing_class=tok, callbacks=[Logs()])  # fmt: skip
+        output_dir=str(tmp_path / "trl"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=16,
+        temperature=1.0,
+        top_k=0,
+        beta=0.04,
+        learning_rate=1e-3,
+        max_steps=2,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=0,
+        dataloader_num_workers=0,
+        reward_weights=[1.0, 1.0, 0.0],
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[ours, gone, capture],
+        args=args,
+        train_dataset=data,
+        processing_class=tok,
+        callbacks=[Logs()],
+    )
     trainer.train()
 
     assert len(capture.calls) == 2 and len(step_logs) == 2 and all(len(c) == 8 for c in capture.calls)
-    graded = [[r.reward for r in client.verify_batch([VerifyItem("tag_count", c) for c in call])]
-              for call in capture.calls]  # fmt: skip
+    graded = [
+        [r.reward for r in client.verify_batch([VerifyItem("tag_count", c) for c in call])] for call in capture.calls
+    ]
     assert any(r > 0 for call in graded for r in call), graded  # a non-trivial check: some tags were sampled
     for log, rewards in zip(step_logs, graded, strict=True):
         mean = sum(rewards) / len(rewards)

@@ -75,8 +75,9 @@ def test_trl_grpo_trainer_calls_python_in_sessions(tmp_path, verifier_server):
     ids = tok(call + "<|im_end|>", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
     steer = [[ids[: k + 1], 20.0 * (k + 1)] for k in range(len(ids))]  # each next token of the call wins
 
-    rows = [{"prompt": [{"role": "user", "content": f"square {i}"}], "tests": RIGHT if i % 2 else WRONG}
-            for i in range(8)]  # fmt: skip
+    rows = [
+        {"prompt": [{"role": "user", "content": f"square {i}"}], "tests": RIGHT if i % 2 else WRONG} for i in range(8)
+    ]
     seen: list[dict] = []
 
     def capture(prompts, completions, environments, tests, **kw):
@@ -94,15 +95,36 @@ def test_trl_grpo_trainer_calls_python_in_sessions(tmp_path, verifier_server):
 
     step_logs = logs
     args = GRPOConfig(
-        output_dir=str(tmp_path / "trl"), use_cpu=True, bf16=False, per_device_train_batch_size=4, num_generations=2,
-        max_completion_length=600, temperature=1.0, top_k=0, beta=0.0, learning_rate=1e-4, max_steps=2,
-        logging_steps=1, save_strategy="no", report_to="none", seed=0, dataloader_num_workers=0,
-        max_tool_calling_iterations=2, generation_kwargs={"sequence_bias": steer}, reward_weights=[0.0],
-    )  # fmt: skip
+        output_dir=str(tmp_path / "trl"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=600,
+        temperature=1.0,
+        top_k=0,
+        beta=0.0,
+        learning_rate=1e-4,
+        max_steps=2,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=0,
+        dataloader_num_workers=0,
+        max_tool_calling_iterations=2,
+        generation_kwargs={"sequence_bias": steer},
+        reward_weights=[0.0],
+    )
     factory = python_session_env(verifier_server.target, tests_column="tests", client_id="trl-e2e")
-    trainer = GRPOTrainer(model=str(tmp_path / "tiny"), reward_funcs=[capture], args=args,
-                          train_dataset=Dataset.from_list(rows), processing_class=tok, environment_factory=factory,
-                          callbacks=[Logs()])  # fmt: skip
+    trainer = GRPOTrainer(
+        model=str(tmp_path / "tiny"),
+        reward_funcs=[capture],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        environment_factory=factory,
+        callbacks=[Logs()],
+    )
     trainer.train()
 
     assert len(seen) == 8 and len(logs) == 2, (len(seen), logs)

@@ -43,8 +43,14 @@ def naive_manager(fn, reward_kwargs, rows):
     rewards, extra = [], defaultdict(list)
     for data_source, response, ground_truth in rows:
         extra_info = {"index": 0, "num_turns": None, "rollout_reward_scores": {}}
-        score = call_with_kwargs(fn, reward_kwargs, data_source=data_source, solution_str=response,
-                                 ground_truth=ground_truth, extra_info=extra_info)  # fmt: skip
+        score = call_with_kwargs(
+            fn,
+            reward_kwargs,
+            data_source=data_source,
+            solution_str=response,
+            ground_truth=ground_truth,
+            extra_info=extra_info,
+        )
         rewards.append(score["score"] if isinstance(score, dict) else score)
         for k, v in score.items():
             extra[k].append(v)
@@ -55,8 +61,14 @@ def batch_manager(fn, reward_kwargs, rows):
     """What verl's BatchRewardManager.verify passes: numpy object arrays for the non-tensor columns."""
     data_sources = np.array([r[0] for r in rows], dtype=object)
     extras = np.array([{"rollout_reward_scores": {}} for _ in rows], dtype=object)
-    return call_with_kwargs(fn, reward_kwargs, data_sources=data_sources, solution_strs=[r[1] for r in rows],
-                            ground_truths=[r[2] for r in rows], extra_infos=extras)  # fmt: skip
+    return call_with_kwargs(
+        fn,
+        reward_kwargs,
+        data_sources=data_sources,
+        solution_strs=[r[1] for r in rows],
+        ground_truths=[r[2] for r in rows],
+        extra_infos=extras,
+    )
 
 
 ROWS = [
@@ -106,15 +118,25 @@ def test_batch_manager_gets_the_services_verdicts_in_one_call(verifier_server, c
 
 
 def test_routes_and_overrides_from_reward_kwargs(verifier_server):
-    kw = {"target": verifier_server.target, "routes": {"my_format_set": "think_format", "myorg/math-*": {
-        "verifier": "math", "options": {"fallback": "last_number"}}}}  # fmt: skip
+    kw = {
+        "target": verifier_server.target,
+        "routes": {
+            "my_format_set": "think_format",
+            "myorg/math-*": {"verifier": "math", "options": {"fallback": "last_number"}},
+        },
+    }
     rows = [("my_format_set", "<think>a</think>b", ""), ("myorg/math-hard", "it is 12", "12")]
     assert [s["score"] for s in batch_manager(compute_score_batch, kw, rows)] == [1.0, 1.0]
     with pytest.raises(UnknownDataSource, match="'openai/gsm8k' has no verifier route.*verifier="):
         batch_manager(compute_score_batch, kw, [("openai/gsm8k", "#### 1", "1")])  # user routes replace defaults
     # verifier= names the verifier for every item, whatever the data source
-    one = call_with_kwargs(compute_score, {"verifier": "think_format", "target": verifier_server.target},
-                           data_source="anything/else", solution_str="<think>x</think>y", ground_truth=None)  # fmt: skip
+    one = call_with_kwargs(
+        compute_score,
+        {"verifier": "think_format", "target": verifier_server.target},
+        data_source="anything/else",
+        solution_str="<think>x</think>y",
+        ground_truth=None,
+    )
     assert one == {"score": 1.0, "acc": 1.0, "outcome": "CORRECT", "graded": 1.0, "signals": ""}
 
 

@@ -58,8 +58,20 @@ def test_make_eval_honours_its_wait_option_and_leaves_no_samples_file(tmp_path: 
     f = tmp_path / "c.jsonl"
     f.write_text(json.dumps({"id": "a", "completion": "\\boxed{2}", "reference": "2"}) + "\n")
     out = tmp_path / "r.json"
-    r = run("trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "math", "--target", dead_target(),
-            "--wait-s", "1", "--out", str(out), "--no-progress")  # fmt: skip
+    r = run(
+        "trainer.evaluation.evaluate",
+        "--completions",
+        str(f),
+        "--verifier",
+        "math",
+        "--target",
+        dead_target(),
+        "--wait-s",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     assert r.returncode == 1 and "cannot reach the verifier service" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and not out.with_suffix(".samples.jsonl").exists()
 

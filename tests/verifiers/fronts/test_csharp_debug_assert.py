@@ -20,8 +20,12 @@ def test_the_csharp_runner_cases_agree(tmp_path):
     ensure_langs_image()
     cases = [c for c in CASES if c["language"] == "csharp"]
     assert any(c["id"] == "csharp::test_csharp_assertion_error" and not c.get("by_design") for c in cases)
-    with LocalServer(pool_size=1, registry=str(tmp_path / "registry.sqlite"), log_path=str(tmp_path / "server.log"),
-                     extra_args=["--http-port", "0"]) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=1,
+        registry=str(tmp_path / "registry.sqlite"),
+        log_path=str(tmp_path / "server.log"),
+        extra_args=["--http-port", "0"],
+    ) as srv:
         with httpx.Client(base_url=http_base(srv), timeout=300) as client:
             got = [(c, client.post("/run_code", json=_payload(c)).json()) for c in cases]
     verdicts = {c["id"]: classify(c, body) for c, body in got}

@@ -36,8 +36,13 @@ CLIENT_ERRORS = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, gr
 OUTCOMES = {v for k, v in pb.Outcome.items() if k != "OUTCOME_UNSPECIFIED"}
 # make test: the same examples every run (derandomized; a failure prints its example); bench/tools/fuzz.py sets
 # RLVR_FUZZ_EXAMPLES and searches afresh each time
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck),
-                    derandomize="RLVR_FUZZ_EXAMPLES" not in os.environ)  # fmt: skip
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize="RLVR_FUZZ_EXAMPLES" not in os.environ,
+)
 
 # -- strategies ------------------------------------------------------------------------------------------
 odd_chars = st.characters(codec="utf-8", exclude_categories=("Cs",))  # NUL, controls, RTL marks, emoji…
@@ -71,7 +76,7 @@ hostile_text = st.one_of(
             "```python\nwhile True: pass\n```",
             "```python\nimport os; os.kill(os.getppid(), 9)\n```",
         ]
-    ),  # fmt: skip
+    ),
 )
 verifier_name = st.one_of(
     st.sampled_from(["math", "code", "think_format", "tag_count", "r1"]),
@@ -93,7 +98,7 @@ option_key = st.one_of(
             "case_timeout_s",
             "compile_timeout_s",
         ]
-    ),  # fmt: skip
+    ),
     short_text,
 )
 option_value = st.one_of(
@@ -118,7 +123,7 @@ option_value = st.one_of(
             "\x00",
             "true",
         ]
-    ),  # fmt: skip
+    ),
     short_text,
 )
 timeouts = st.sampled_from(
@@ -127,11 +132,17 @@ timeouts = st.sampled_from(
 
 
 GOOD_OPTIONS = {
-    "math": st.fixed_dictionaries({}, optional={"fallback": st.sampled_from(["none", "last_number", "full"]),
-                                                "rel_tol": st.sampled_from(["1e-6", "0.01", "0"])}),
-    "code": st.fixed_dictionaries({}, optional={"mode": st.sampled_from(["assert", "stdio"]),
-                                                "reward": st.sampled_from(["all", "fraction"])}),
-}  # fmt: skip
+    "math": st.fixed_dictionaries(
+        {},
+        optional={
+            "fallback": st.sampled_from(["none", "last_number", "full"]),
+            "rel_tol": st.sampled_from(["1e-6", "0.01", "0"]),
+        },
+    ),
+    "code": st.fixed_dictionaries(
+        {}, optional={"mode": st.sampled_from(["assert", "stdio"]), "reward": st.sampled_from(["all", "fraction"])}
+    ),
+}
 
 
 @st.composite
@@ -167,8 +178,14 @@ def budget(r: pb.VerifyRequest) -> float:
 def server():
     from verifiers.launch import LocalServer
 
-    args = ["--max-batch", str(MAX_BATCH), "--max-completion-chars", str(MAX_CHARS),
-            "--max-timeout-s", str(MAX_TIMEOUT_S)]  # fmt: skip
+    args = [
+        "--max-batch",
+        str(MAX_BATCH),
+        "--max-completion-chars",
+        str(MAX_CHARS),
+        "--max-timeout-s",
+        str(MAX_TIMEOUT_S),
+    ]
     with LocalServer(pool_size=POOL, extra_args=args) as srv:
         yield srv
     from sandbox.backends.docker import list_containers

@@ -47,8 +47,11 @@ def still_serving(http) -> None:
 def metrics(http) -> dict[tuple[str, tuple], float]:
     r = http.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(r.text) for s in fam.samples}  # fmt: skip
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(r.text)
+        for s in fam.samples
+    }
 
 
 # -- grading ----------------------------------------------------------------------------------------------
@@ -69,13 +72,19 @@ def test_verify_matches_grpc(http, grpc_client, item):
     got = r.json()
     want = grpc_client.verify(item["verifier"], item["completion"], item.get("reference", ""), id=item.get("id", ""))
     assert (got["reward"], got["outcome"], got["detail"], got["id"]) == (
-        want.reward, f"OUTCOME_{want.outcome}", want.detail, want.id)  # fmt: skip
+        want.reward,
+        f"OUTCOME_{want.outcome}",
+        want.detail,
+        want.id,
+    )
     assert {"elapsedS", "components", "cached"} <= got.keys()  # canonical JSON names, defaults printed
 
 
 def test_verify_batch_keeps_order_and_accepts_proto_field_names(http):
-    items = [{"verifier": "math", "completion": f"\\boxed{{{i}}}", "reference": "3", "id": f"q{i}",
-              "timeout_s": 5} for i in range(6)]  # fmt: skip
+    items = [
+        {"verifier": "math", "completion": f"\\boxed{{{i}}}", "reference": "3", "id": f"q{i}", "timeout_s": 5}
+        for i in range(6)
+    ]
     r = http.post("/v1/verify_batch", json={"items": items})
     assert r.status_code == 200, r.text
     results = r.json()["results"]
@@ -105,10 +114,15 @@ def test_errors_have_grpc_status_and_message(http, grpc_client, item, grpc_code,
 
 @pytest.mark.parametrize(
     "body",
-    [b"{not json", b'{"verifier": "think_format", "completion": 3.5, "reference": [1]}',
-     b'{"verifier": "think_format", "no_such_field": 1}', b'[1, 2]', b"\xff\xfe"],
+    [
+        b"{not json",
+        b'{"verifier": "think_format", "completion": 3.5, "reference": [1]}',
+        b'{"verifier": "think_format", "no_such_field": 1}',
+        b"[1, 2]",
+        b"\xff\xfe",
+    ],
     ids=["broken-json", "wrong-types", "unknown-field", "not-an-object", "not-utf8"],
-)  # fmt: skip
+)
 def test_malformed_body_is_400_and_the_service_keeps_serving(http, body):
     r = http.post("/v1/verify", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 400, r.text
@@ -125,9 +139,11 @@ def test_body_over_the_limit_is_413(http):
 
 
 # -- registration -----------------------------------------------------------------------------------------
-COMPOSITE = {"name": "r1_http", "description": "format + math",
-             "composite": {"components": [{"verifier": "think_format", "weight": 0.5},
-                                          {"verifier": "math", "weight": 0.5}]}}  # fmt: skip
+COMPOSITE = {
+    "name": "r1_http",
+    "description": "format + math",
+    "composite": {"components": [{"verifier": "think_format", "weight": 0.5}, {"verifier": "math", "weight": 0.5}]},
+}
 
 
 def test_registration_needs_the_token_and_round_trips(http, grpc_client):
@@ -148,8 +164,9 @@ def test_registration_needs_the_token_and_round_trips(http, grpc_client):
     got = http.get("/v1/verifiers/r1_http", headers=AUTH).json()  # the definition: the admin's (issue 30)
     assert [c["verifier"] for c in got["composite"]["components"]] == ["think_format", "math"]
     assert "composite" not in http.get("/v1/verifiers/r1_http").json()  # name, kind, description only
-    r = http.post("/v1/verify", json={"verifier": "r1_http", "completion": "<think>t</think>\\boxed{2}",
-                                      "reference": "2"})  # fmt: skip
+    r = http.post(
+        "/v1/verify", json={"verifier": "r1_http", "completion": "<think>t</think>\\boxed{2}", "reference": "2"}
+    )
     assert r.json()["reward"] == 1.0 and r.json()["components"] == {"think_format": 1.0, "math": 1.0}
 
     # a composite that uses it: removing r1_http is then FAILED_PRECONDITION
@@ -182,8 +199,16 @@ def test_registration_with_no_spec_is_400(http):
 # -- operations -------------------------------------------------------------------------------------------
 def test_openapi_and_health(http):
     doc = http.get("/openapi.json").json()
-    for path in ("/v1/verify", "/v1/verify_batch", "/v1/verifiers", "/v1/verifiers/{name}", "/get_reward",
-                 "/run_code", "/healthz", "/metrics"):  # fmt: skip
+    for path in (
+        "/v1/verify",
+        "/v1/verify_batch",
+        "/v1/verifiers",
+        "/v1/verifiers/{name}",
+        "/get_reward",
+        "/run_code",
+        "/healthz",
+        "/metrics",
+    ):
         assert path in doc["paths"], path
     body = doc["paths"]["/v1/verify"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert {"verifier", "completion", "reference", "options", "timeoutS"} <= body["properties"].keys()

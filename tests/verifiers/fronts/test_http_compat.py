@@ -33,11 +33,20 @@ def openrlhf_payload(prompts: list[str], responses: list[str], labels: list[str]
     return {"query": [p + r for p, r in zip(prompts, responses, strict=True)], "prompts": prompts, "labels": labels}
 
 
-def verl_payload(code: str, stdin: str = "", run_timeout: float = 10, memory_limit_mb: int = 1024,
-                 language: str = "python") -> dict:  # fmt: skip
+def verl_payload(
+    code: str, stdin: str = "", run_timeout: float = 10, memory_limit_mb: int = 1024, language: str = "python"
+) -> dict:
     """What verl's sandbox_fusion.utils.call_sandbox_api posts."""
-    return {"compile_timeout": 10, "run_timeout": run_timeout, "code": code, "stdin": stdin,
-            "memory_limit_MB": memory_limit_mb, "language": language, "files": {}, "fetch_files": []}  # fmt: skip
+    return {
+        "compile_timeout": 10,
+        "run_timeout": run_timeout,
+        "code": code,
+        "stdin": stdin,
+        "memory_limit_MB": memory_limit_mb,
+        "language": language,
+        "files": {},
+        "fetch_files": [],
+    }
 
 
 def still_serving(http) -> None:
@@ -65,8 +74,9 @@ def test_get_reward_default_verifier_and_prompt_stripping(http):
 
 
 def test_get_reward_single_query_as_openrlhf_sends_it(http):
-    r = http.post("/get_reward?verifier=think_format",
-                  json=openrlhf_payload(["Solve: "], ["<think>ok</think>5"], ["5"]))  # fmt: skip
+    r = http.post(
+        "/get_reward?verifier=think_format", json=openrlhf_payload(["Solve: "], ["<think>ok</think>5"], ["5"])
+    )
     assert r.status_code == 200 and r.json()["rewards"] == [1.0]
 
 
@@ -83,8 +93,9 @@ def test_get_reward_hostile_code_scores_zero(http, program):
 
 def test_get_reward_code_passes_for_honest_code(http):
     response = "```python\ndef add(a, b):\n    return a + b\n```" + EOS
-    r = http.post("/get_reward?verifier=code",
-                  json=openrlhf_payload(["Write add."], [response], ["assert add(2, 3) == 5\n"]))  # fmt: skip
+    r = http.post(
+        "/get_reward?verifier=code", json=openrlhf_payload(["Write add."], [response], ["assert add(2, 3) == 5\n"])
+    )
     assert r.json()["rewards"] == [1.0]
 
 
@@ -109,8 +120,9 @@ def test_get_reward_malformed_is_4xx_and_the_service_keeps_serving(http, url, bo
 
 # -- SandboxFusion ----------------------------------------------------------------------------------------
 def test_run_code_success_in_sandboxfusion_shape(http):
-    r = http.post("/run_code", json=verl_payload("import sys\nprint(sum(map(int, sys.stdin.read().split())))",
-                                                 stdin="1 2 3\n"))  # fmt: skip
+    r = http.post(
+        "/run_code", json=verl_payload("import sys\nprint(sum(map(int, sys.stdin.read().split())))", stdin="1 2 3\n")
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert set(body) >= {"status", "message", "compile_result", "run_result", "files"}
@@ -164,10 +176,17 @@ def test_run_code_unsupported_language_is_sandbox_error_shape(http):
 
 @pytest.mark.parametrize(
     "change,status",
-    [({"code": None}, 400), ({"language": None}, 400), ({"run_timeout": "soon"}, 400), ({"run_timeout": 0}, 400),
-     ({"run_timeout": 10_000}, 400), ({"files": {"../escape.txt": "aGk="}}, 400), ({"files": {"a.txt": "%%%"}}, 400)],
+    [
+        ({"code": None}, 400),
+        ({"language": None}, 400),
+        ({"run_timeout": "soon"}, 400),
+        ({"run_timeout": 0}, 400),
+        ({"run_timeout": 10_000}, 400),
+        ({"files": {"../escape.txt": "aGk="}}, 400),
+        ({"files": {"a.txt": "%%%"}}, 400),
+    ],
     ids=["no-code", "no-language", "timeout-not-number", "timeout-zero", "timeout-huge", "path-escape", "not-base64"],
-)  # fmt: skip
+)
 def test_run_code_malformed_is_4xx_and_the_service_keeps_serving(http, change, status):
     payload = {**verl_payload("print(1)"), **change}
     payload = {k: v for k, v in payload.items() if v is not None}
@@ -192,11 +211,15 @@ def test_every_post_route_reads_json_whatever_the_content_type(http, content_typ
     headers = {"content-type": content_type} if content_type else {}
     r = http.post("/run_code", content=json.dumps(verl_payload("print(6)")).encode(), headers=headers)
     assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "6\n", r.text
-    r = http.post("/get_reward?verifier=math", content=json.dumps({"query": ["\\boxed{2}"], "labels": ["2"]}),
-                  headers=headers)  # fmt: skip
+    r = http.post(
+        "/get_reward?verifier=math", content=json.dumps({"query": ["\\boxed{2}"], "labels": ["2"]}), headers=headers
+    )
     assert r.status_code == 200 and r.json()["rewards"] == [1.0], r.text
-    r = http.post("/v1/verify", content=json.dumps({"verifier": "math", "completion": "\\boxed{2}", "reference": "2"}),
-                  headers=headers)  # fmt: skip
+    r = http.post(
+        "/v1/verify",
+        content=json.dumps({"verifier": "math", "completion": "\\boxed{2}", "reference": "2"}),
+        headers=headers,
+    )
     assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
     r = http.post("/run_code", content=json.dumps({"language": "python"}).encode(), headers=headers)
     assert r.status_code == 400 and "code" in r.json()["error"]["message"], r.text

@@ -14,23 +14,35 @@ from verifiers.fronts.http import protojson as pj
 RESPONSES = [
     pb.VerifyResponse(),
     pb.VerifyResponse(reward=float("nan"), elapsed_s=float("inf")),
-    pb.VerifyBatchResponse(results=[
-        pb.VerifyResponse(reward=0.5, outcome=pb.OUTCOME_CORRECT, detail="ok ✓", elapsed_s=1e-4, id="q1",
-                          components={"math": 1.0, "think_format": 0.0}, cached=True,
-                          steps=[pb.StepReward(reward=0.25, start=0, end=7)],
-                          cases=[pb.CaseVerdict(status=pb.CaseVerdict.STATUS_WRONG_ANSWER, detail="diff",
-                                                elapsed_s=0.2)]),
-        pb.VerifyResponse(outcome=pb.OUTCOME_SANDBOX_ERROR),
-    ]),
+    pb.VerifyBatchResponse(
+        results=[
+            pb.VerifyResponse(
+                reward=0.5,
+                outcome=pb.OUTCOME_CORRECT,
+                detail="ok ✓",
+                elapsed_s=1e-4,
+                id="q1",
+                components={"math": 1.0, "think_format": 0.0},
+                cached=True,
+                steps=[pb.StepReward(reward=0.25, start=0, end=7)],
+                cases=[pb.CaseVerdict(status=pb.CaseVerdict.STATUS_WRONG_ANSWER, detail="diff", elapsed_s=0.2)],
+            ),
+            pb.VerifyResponse(outcome=pb.OUTCOME_SANDBOX_ERROR),
+        ]
+    ),
     pb.VerifierInfo(name="m", kind="builtin", description="d", builtin=True, version=1),
-    pb.VerifierInfo(name="c", kind="composite", version=2**40, composite=pb.CompositeVerifier(
-        components=[pb.Component(verifier="a", weight=0.5, options={"k": "v"})])),
+    pb.VerifierInfo(
+        name="c",
+        kind="composite",
+        version=2**40,
+        composite=pb.CompositeVerifier(components=[pb.Component(verifier="a", weight=0.5, options={"k": "v"})]),
+    ),
     pb.VerifierInfo(name="p", kind="python", python=pb.PythonVerifier(source="def verify(c, r, o): return 1")),
     pb.VerifierInfo(name="r", kind="remote", remote=pb.RemoteVerifier(target="h:1")),
     pb.VerifierInfo(name="rm", kind="reward_model", reward_model=pb.RewardModelVerifier(path="/m", low=-1.5)),
     pb.ListVerifiersResponse(verifiers=[pb.VerifierInfo(name="a"), pb.VerifierInfo(name="b", builtin=True)]),
     pb.UnregisterVerifierResponse(),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("msg", RESPONSES, ids=lambda m: type(m).__name__)
@@ -59,7 +71,7 @@ BODIES = [
     (pb.VerifyBatchRequest, '{"items": {"verifier": "a"}}'),
     (pb.RegisterVerifierRequest, '{"name": "n", "python": {"source": "s"}, "remote": {"target": "h:1"}}'),
     (pb.RegisterVerifierRequest, '{"rewardModel": {"maxLength": 1.5}}'),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("cls,body", BODIES)

@@ -29,8 +29,9 @@ from verifiers.shapes.limits import ServiceLimits
 
 FENCE = "```"
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
-STDIO = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"},
-                    {"input": "0 0\n", "output": "0\n"}])  # fmt: skip
+STDIO = json.dumps(
+    [{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"}, {"input": "0 0\n", "output": "0\n"}]
+)
 ECHO = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
 
 
@@ -110,8 +111,9 @@ def canonical(doc) -> str:
 
 def servicer_way(method: str, body: dict, reqs, verdicts) -> dict:
     cls = pb.VerifyRequest if method == "Verify" else pb.VerifyBatchRequest
-    reply = getattr(Servicer(Replay(reqs, verdicts)), method)(json_format.Parse(json.dumps(body), cls()),
-                                                              HttpContext({}))  # fmt: skip
+    reply = getattr(Servicer(Replay(reqs, verdicts)), method)(
+        json_format.Parse(json.dumps(body), cls()), HttpContext({})
+    )
     return json_format.MessageToDict(reply, always_print_fields_with_no_presence=True)
 
 
@@ -196,9 +198,18 @@ def test_verify_batch_equals_the_servicers_verdict_by_verdict(api):
     if api.fast.service.pool is None:
         assert pb.Outcome.Name(pb.OUTCOME_SANDBOX_ERROR) in outcomes
     else:  # every outcome the real sandbox gives here, and each optional part of a verdict
-        assert outcomes >= {pb.Outcome.Name(o) for o in (pb.OUTCOME_CORRECT, pb.OUTCOME_INCORRECT, pb.OUTCOME_NO_ANSWER,
-                            pb.OUTCOME_TIMEOUT, pb.OUTCOME_RUNTIME_ERROR, pb.OUTCOME_COMPILE_ERROR,
-                            pb.OUTCOME_BAD_REFERENCE)}, outcomes  # fmt: skip
+        assert outcomes >= {
+            pb.Outcome.Name(o)
+            for o in (
+                pb.OUTCOME_CORRECT,
+                pb.OUTCOME_INCORRECT,
+                pb.OUTCOME_NO_ANSWER,
+                pb.OUTCOME_TIMEOUT,
+                pb.OUTCOME_RUNTIME_ERROR,
+                pb.OUTCOME_COMPILE_ERROR,
+                pb.OUTCOME_BAD_REFERENCE,
+            )
+        }, outcomes
         assert got["results"][len(ITEMS)]["cached"] is True
         assert any(x["cases"] for x in got["results"]) and any(x["components"] for x in got["results"])
     assert any(x["steps"] for x in got["results"])
@@ -223,11 +234,10 @@ ERRORS = [  # (route, plain body, expected status)
     ("/v1/verify", {"verifier": "think_format", "completion": "x", "timeoutS": 61}, 400),
     ("/v1/verify", {"verifier": "think_format", "completion": "x" * 1001}, 400),
     ("/v1/verify_batch", {"items": [ITEMS[0], {"verifier": "no_such_verifier", "completion": "x"}]}, 404),
-    ("/v1/verify_batch", {"items": [ITEMS[0], {"verifier": "code", "completion": "x", "options": {"mode": "z"}}]},
-     400),
+    ("/v1/verify_batch", {"items": [ITEMS[0], {"verifier": "code", "completion": "x", "options": {"mode": "z"}}]}, 400),
     ("/v1/verify_batch", {"items": [ITEMS[0], {"verifier": "code", "completion": "x"}]}, 400),
     ("/v1/verify_batch", {"items": [ITEMS[0]] * 21}, 400),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("path", "body", "status"), ERRORS, ids=lambda x: x if isinstance(x, str) else None)
@@ -266,8 +276,10 @@ def test_forms_the_direct_path_leaves_get_json_formats_error(small, raw, needle)
 
 
 def test_other_valid_forms_go_the_servicers_way(small):
-    for body in ({"verifier": "think_format", "completion": "<think>a</think>b", "timeoutS": "1.5"},
-                 {"verifier": "think_format", "completion": "<think>a</think>b", "prompt": None},
-                 {"verifier": "think_format", "completion": "<think>a</think>b", "timeoutS": 1, "timeout_s": 2}):  # fmt: skip
+    for body in (
+        {"verifier": "think_format", "completion": "<think>a</think>b", "timeoutS": "1.5"},
+        {"verifier": "think_format", "completion": "<think>a</think>b", "prompt": None},
+        {"verifier": "think_format", "completion": "<think>a</think>b", "timeoutS": 1, "timeout_s": 2},
+    ):
         r, way = small.post("/v1/verify", body)
         assert (r.status_code, r.json()["outcome"], way) == (200, pb.Outcome.Name(pb.OUTCOME_CORRECT), "slow"), r.text

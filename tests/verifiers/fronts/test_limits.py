@@ -25,21 +25,54 @@ from verifiers.launch import ROOT, LocalServer
 from verifiers.service.fair import BURST_SANDBOXES
 from verifiers.shapes.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
 
-FLAGS = ["--backend", "--pool-size", "--memory-mb", "--cpus", "--pids", "--output-cap-bytes", "--max-timeout-s",
-         "--max-queue-s", "--max-message-mb", "--max-batch", "--max-completion-chars", "--max-concurrent-rpcs",
-         "--langs-pool-size", "--langs-memory-mb", "--langs-image", "--compile-cache-mb"]  # fmt: skip
+FLAGS = [
+    "--backend",
+    "--pool-size",
+    "--memory-mb",
+    "--cpus",
+    "--pids",
+    "--output-cap-bytes",
+    "--max-timeout-s",
+    "--max-queue-s",
+    "--max-message-mb",
+    "--max-batch",
+    "--max-completion-chars",
+    "--max-concurrent-rpcs",
+    "--langs-pool-size",
+    "--langs-memory-mb",
+    "--langs-image",
+    "--compile-cache-mb",
+]
 MAKE_VARIABLES = {"--backend": "BACKEND", "--pool-size": "POOL"}  # make serve's own; every other flag: ARGS='…'
-SMALL = ["--max-message-mb", "1", "--max-batch", "4", "--max-completion-chars", "1000", "--max-timeout-s", "5",
-         "--max-concurrent-rpcs", "3", "--output-cap-bytes", "65536", "--memory-mb", "1024", "--pids", "100",
-         "--cpus", "1.5"]  # fmt: skip
+SMALL = [
+    "--max-message-mb",
+    "1",
+    "--max-batch",
+    "4",
+    "--max-completion-chars",
+    "1000",
+    "--max-timeout-s",
+    "5",
+    "--max-concurrent-rpcs",
+    "3",
+    "--output-cap-bytes",
+    "65536",
+    "--memory-mb",
+    "1024",
+    "--pids",
+    "100",
+    "--cpus",
+    "1.5",
+]
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 ADD_OK = "```python\ndef add(a, b):\n    return a + b\n```"
 GOOD = "<think>a</think>b"
 
 
 def _server(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifiers.fronts.server", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "verifiers.fronts.server", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
 
 
 # -- set where the service starts -----------------------------------------------------------------
@@ -76,11 +109,34 @@ def test_the_limits_become_the_pool_configuration():
 
     p = argparse.ArgumentParser()
     add_arguments(p)
-    limits = from_args(p.parse_args(["--backend", "bwrap", "--pool-size", "3", "--memory-mb", "900", "--cpus", "0.5",
-                                     "--pids", "77", "--output-cap-bytes", "70000"]))  # fmt: skip
+    limits = from_args(
+        p.parse_args(
+            [
+                "--backend",
+                "bwrap",
+                "--pool-size",
+                "3",
+                "--memory-mb",
+                "900",
+                "--cpus",
+                "0.5",
+                "--pids",
+                "77",
+                "--output-cap-bytes",
+                "70000",
+            ]
+        )
+    )
     cfg = limits.sandbox_config(warmup="x = 1")
     assert (cfg.backend, cfg.size, cfg.memory_mb, cfg.cpus, cfg.pids, cfg.output_bytes, cfg.warmup) == (
-        "bwrap", 3, 900, 0.5, 77, 70000, "x = 1")  # fmt: skip
+        "bwrap",
+        3,
+        900,
+        0.5,
+        77,
+        70000,
+        "x = 1",
+    )
     with pytest.raises(LimitsError, match="--max-batch '-1'"):
         from_args(p.parse_args(["--max-batch", "-1"]))
 
@@ -155,26 +211,42 @@ def test_message_size(small):
 @pytest.mark.docker
 def test_batch_size(small):
     _, c = small
-    _refused(lambda: c.verify_batch([VerifyItem("think_format", GOOD)] * 5), grpc.StatusCode.INVALID_ARGUMENT,
-             "5 items", "limit of 4", "--max-batch")  # fmt: skip
+    _refused(
+        lambda: c.verify_batch([VerifyItem("think_format", GOOD)] * 5),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "5 items",
+        "limit of 4",
+        "--max-batch",
+    )
     assert [r.reward for r in c.verify_batch([VerifyItem("think_format", GOOD)] * 4)] == [1.0] * 4
 
 
 @pytest.mark.docker
 def test_completion_length(small):
     _, c = small
-    _refused(lambda: c.verify("think_format", "<think>a</think>" + "b" * 985), grpc.StatusCode.INVALID_ARGUMENT,
-             "1001 characters", "--max-completion-chars")  # fmt: skip
-    _refused(lambda: c.verify_batch([VerifyItem("think_format", GOOD), VerifyItem("think_format", "x" * 1001)]),
-             grpc.StatusCode.INVALID_ARGUMENT, "items[1]")  # fmt: skip
+    _refused(
+        lambda: c.verify("think_format", "<think>a</think>" + "b" * 985),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "1001 characters",
+        "--max-completion-chars",
+    )
+    _refused(
+        lambda: c.verify_batch([VerifyItem("think_format", GOOD), VerifyItem("think_format", "x" * 1001)]),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "items[1]",
+    )
     assert c.verify("think_format", "<think>a</think>" + "b" * 984).reward == 1.0
 
 
 @pytest.mark.docker
 def test_timeout_ceiling(small):
     _, c = small
-    _refused(lambda: c.verify("think_format", GOOD, timeout_s=5.5), grpc.StatusCode.INVALID_ARGUMENT,
-             "<= 5", "--max-timeout-s")  # fmt: skip
+    _refused(
+        lambda: c.verify("think_format", GOOD, timeout_s=5.5),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "<= 5",
+        "--max-timeout-s",
+    )
     assert c.verify("think_format", GOOD, timeout_s=5).reward == 1.0
 
 
@@ -183,9 +255,14 @@ def test_concurrent_requests(small):
     srv, c = small
     slow = "```python\nimport time\ntime.sleep(2)\ndef add(a, b):\n    return a + b\n```"
     results: list = []
-    threads = [threading.Thread(target=lambda: results.append(c.verify("code", slow, ADD_TESTS,
-                                                                         options={"entry_point": "add"}, timeout_s=5)))
-               for _ in range(3)]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(
+                c.verify("code", slow, ADD_TESTS, options={"entry_point": "add"}, timeout_s=5)
+            )
+        )
+        for _ in range(3)
+    ]
     for t in threads:
         t.start()
     time.sleep(1.0)  # three RPCs in progress: the one sandbox runs one, two wait for it
@@ -210,8 +287,12 @@ def test_output_cap_reaches_the_sandbox(small):
 @pytest.mark.docker
 def test_sandbox_limits_reach_the_containers(small):
     srv, _ = small
-    out = subprocess.run(["docker", "ps", "--filter", f"label=rlvr.owner={_owner_of(srv)}", "-q"], capture_output=True,
-                         text=True, check=True).stdout.split()  # fmt: skip
+    out = subprocess.run(
+        ["docker", "ps", "--filter", f"label=rlvr.owner={_owner_of(srv)}", "-q"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert len(out) == sandbox_count(1, BURST_SANDBOXES)  # the pool, its burst sandbox, the lanes'
     host = json.loads(subprocess.run(["docker", "inspect", out[0]], capture_output=True, text=True).stdout)[0]
     hc = host["HostConfig"]
@@ -236,7 +317,8 @@ def test_the_bwrap_backend_is_chosen_at_start(tmp_path):
     ):
         r = c.verify("code", ADD_OK, ADD_TESTS, options={"entry_point": "add"})
         assert r.outcome == "CORRECT", r.detail
-        ps = subprocess.run(["docker", "ps", "-q", "--filter", f"label=rlvr.owner={_owner_of(srv)}"],
-                            capture_output=True, text=True).stdout  # fmt: skip
+        ps = subprocess.run(
+            ["docker", "ps", "-q", "--filter", f"label=rlvr.owner={_owner_of(srv)}"], capture_output=True, text=True
+        ).stdout
         assert ps.strip() == ""  # no container: the sandboxes are bubblewrap's
     assert "backend=bwrap" in (tmp_path / "log").read_text()

@@ -27,33 +27,63 @@ CAP = 65536  # the smallest output cap the server accepts
 
 # SandboxFusion language -> (echo the sum of two numbers on stdin, a compile error or None, a runtime error)
 PROGRAMS = {
-    "cpp": ("#include <iostream>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
-            "int main(){ return undefined_name; }\n", "#include <cstdlib>\nint main(){std::abort();}\n"),
-    "c": ('#include <stdio.h>\nint main(){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a+b);return 0;}\n',
-          "int main(){ return undefined_name; }\n", "int main(){return 3;}\n"),
-    "java": ("import java.util.*;\npublic class Main{public static void main(String[] x){"
-             "Scanner s=new Scanner(System.in);System.out.println(s.nextLong()+s.nextLong());}}\n",
-             'public class Main{public static void main(String[] x){int y = "s";}}\n',
-             "public class Main{public static void main(String[] x){System.exit(3);}}\n"),
-    "go": ('package main\nimport "fmt"\nfunc main(){var a,b int64; fmt.Scan(&a,&b); fmt.Println(a+b)}\n',
-           'package main\nimport "fmt"\nfunc main(){ x := 1 }\n', "package main\nimport \"os\"\nfunc main(){os.Exit(3)}\n"),
-    "rust": ("use std::io::Read;\nfn main(){let mut s=String::new();std::io::stdin().read_to_string(&mut s).unwrap();"
-             'let v:Vec<i64>=s.split_whitespace().map(|x|x.parse().unwrap()).collect();println!("{}",v[0]+v[1]);}\n',
-             'fn main(){ let x: i32 = "s"; }\n', "fn main(){std::process::exit(3);}\n"),
-    "nodejs": ('const v=require("fs").readFileSync(0,"utf8").trim().split(/\\s+/).map(Number);console.log(v[0]+v[1]);\n',
-               None, "process.exit(3);\n"),
-    "typescript": ('const v: number[] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
-                   "const add = (a: number, b: number): number => a + b;\nconsole.log(add(v[0], v[1]));\n",
-                   None, "process.exit(3);\n"),
+    "cpp": (
+        "#include <iostream>\nint main(){long long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+        "int main(){ return undefined_name; }\n",
+        "#include <cstdlib>\nint main(){std::abort();}\n",
+    ),
+    "c": (
+        '#include <stdio.h>\nint main(){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a+b);return 0;}\n',
+        "int main(){ return undefined_name; }\n",
+        "int main(){return 3;}\n",
+    ),
+    "java": (
+        "import java.util.*;\npublic class Main{public static void main(String[] x){"
+        "Scanner s=new Scanner(System.in);System.out.println(s.nextLong()+s.nextLong());}}\n",
+        'public class Main{public static void main(String[] x){int y = "s";}}\n',
+        "public class Main{public static void main(String[] x){System.exit(3);}}\n",
+    ),
+    "go": (
+        'package main\nimport "fmt"\nfunc main(){var a,b int64; fmt.Scan(&a,&b); fmt.Println(a+b)}\n',
+        'package main\nimport "fmt"\nfunc main(){ x := 1 }\n',
+        'package main\nimport "os"\nfunc main(){os.Exit(3)}\n',
+    ),
+    "rust": (
+        "use std::io::Read;\nfn main(){let mut s=String::new();std::io::stdin().read_to_string(&mut s).unwrap();"
+        'let v:Vec<i64>=s.split_whitespace().map(|x|x.parse().unwrap()).collect();println!("{}",v[0]+v[1]);}\n',
+        'fn main(){ let x: i32 = "s"; }\n',
+        "fn main(){std::process::exit(3);}\n",
+    ),
+    "nodejs": (
+        'const v=require("fs").readFileSync(0,"utf8").trim().split(/\\s+/).map(Number);console.log(v[0]+v[1]);\n',
+        None,
+        "process.exit(3);\n",
+    ),
+    "typescript": (
+        'const v: number[] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+        "const add = (a: number, b: number): number => a + b;\nconsole.log(add(v[0], v[1]));\n",
+        None,
+        "process.exit(3);\n",
+    ),
     "bash": ("read a b\necho $((a + b))\n", None, "exit 3\n"),
-    "kotlin": ('fun main() { val v = readLine()!!.trim().split(" ").map { it.toLong() }; println(v[0] + v[1]) }\n',
-               'fun main() { val x: Int = "s" }\n', "fun main() { kotlin.system.exitProcess(3) }\n"),
-    "kotlin_script": ('val v = readLine()!!.trim().split(" ").map { it.toLong() }\nprintln(v[0] + v[1])\n', None,
-                      "kotlin.system.exitProcess(3)\n"),
+    "kotlin": (
+        'fun main() { val v = readLine()!!.trim().split(" ").map { it.toLong() }; println(v[0] + v[1]) }\n',
+        'fun main() { val x: Int = "s" }\n',
+        "fun main() { kotlin.system.exitProcess(3) }\n",
+    ),
+    "kotlin_script": (
+        'val v = readLine()!!.trim().split(" ").map { it.toLong() }\nprintln(v[0] + v[1])\n',
+        None,
+        "kotlin.system.exitProcess(3)\n",
+    ),
     "racket": ("#lang racket\n(displayln (+ (read) (read)))\n", None, "#lang racket\n(exit 3)\n"),
-}  # fmt: skip
-LOOP = {"cpp": "int main(){volatile unsigned long i=0;for(;;)i++;}\n", "nodejs": "for(;;){}\n",
-        "bash": "while :; do :; done\n", "java": "public class Main{public static void main(String[] x){while(true){}}}\n"}  # fmt: skip
+}
+LOOP = {
+    "cpp": "int main(){volatile unsigned long i=0;for(;;)i++;}\n",
+    "nodejs": "for(;;){}\n",
+    "bash": "while :; do :; done\n",
+    "java": "public class Main{public static void main(String[] x){while(true){}}}\n",
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +91,25 @@ def http(tmp_path_factory):
     ensure_langs_image()
     tmp = tmp_path_factory.mktemp("runcode_langs")
     args = ["--http-port", "0", "--output-cap-bytes", str(CAP)]
-    with LocalServer(pool_size=2, registry=str(tmp / "registry.sqlite"), log_path=str(tmp / "server.log"),
-                     extra_args=args) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=2, registry=str(tmp / "registry.sqlite"), log_path=str(tmp / "server.log"), extra_args=args
+    ) as srv:
         with httpx.Client(base_url=http_base(srv), timeout=180) as client:
             yield client
 
 
 def run(http, language: str, code: str, stdin: str = "", run_timeout: float = 10, **extra) -> dict:
     """What verl's call_sandbox_api posts (compile_timeout and run_timeout from its per-case timeout)."""
-    payload = {"compile_timeout": 30, "run_timeout": run_timeout, "code": code, "stdin": stdin,
-               "language": language, "files": {}, "fetch_files": [], **extra}  # fmt: skip
+    payload = {
+        "compile_timeout": 30,
+        "run_timeout": run_timeout,
+        "code": code,
+        "stdin": stdin,
+        "language": language,
+        "files": {},
+        "fetch_files": [],
+        **extra,
+    }
     r = http.post("/run_code", json=payload)
     assert r.status_code == 200, r.text
     return r.json()
@@ -129,8 +168,10 @@ def test_an_endless_loop_is_a_time_limit(http, language):
     assert verl_result(body, "") == -3
 
 
-JAVA_SOLUTION = ("import java.util.*;\n// public class Commented { }\nclass Solution{public static void main(String[] x){"
-                 "Scanner s=new Scanner(System.in);System.out.println(s.nextLong()+s.nextLong());}}\n")  # fmt: skip
+JAVA_SOLUTION = (
+    "import java.util.*;\n// public class Commented { }\nclass Solution{public static void main(String[] x){"
+    "Scanner s=new Scanner(System.in);System.out.println(s.nextLong()+s.nextLong());}}\n"
+)
 
 
 def test_java_without_a_public_main_class_runs(http):
@@ -145,9 +186,11 @@ def test_java_asserts_are_enabled_as_in_sandboxfusion(http):
     assert verl_result(body, "") == -2
 
 
-JEST_SUITE = ("import {{ describe, expect, test }} from '@jest/globals';\nimport _ from 'lodash';\n"
-              "const add = (a: number, b: number): number => a {op} b;\n"
-              "describe('add', () => {{ test('adds', () => {{ expect(add(1, 2)).toBe(_.sum([1, 2])); }}); }});\n")  # fmt: skip
+JEST_SUITE = (
+    "import {{ describe, expect, test }} from '@jest/globals';\nimport _ from 'lodash';\n"
+    "const add = (a: number, b: number): number => a {op} b;\n"
+    "describe('add', () => {{ test('adds', () => {{ expect(add(1, 2)).toBe(_.sum([1, 2])); }}); }});\n"
+)
 
 
 @pytest.mark.parametrize("op", ["+", "-"])
@@ -172,8 +215,10 @@ def test_files_reach_a_compiled_program(http):
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 def test_the_servers_output_cap_applies_to_compiled_languages(http, stream):
     # 256 KiB (4x the cap) and then the right answer: the program is killed at the cap, never a Success
-    code = ('#include <stdio.h>\n#include <string.h>\nint main(){static char b[1024];memset(b,120,sizeof b);'
-            f"for(int i=0;i<256;i++)fwrite(b,1,sizeof b,{stream});fflush({stream});puts(\"42\");return 0;}}\n")  # fmt: skip
+    code = (
+        "#include <stdio.h>\n#include <string.h>\nint main(){static char b[1024];memset(b,120,sizeof b);"
+        f'for(int i=0;i<256;i++)fwrite(b,1,sizeof b,{stream});fflush({stream});puts("42");return 0;}}\n'
+    )
     body = run(http, "c", code)
     assert body["status"] == "Failed", {k: v for k, v in body.items() if k != "run_result"}
     assert body["run_result"]["return_code"] != 0 and "output limit exceeded" in body["run_result"]["stderr"]

@@ -42,15 +42,26 @@ else:
 
 def server(tmp_path_factory, name: str, pool_size: int, *args: str) -> LocalServer:
     tmp = tmp_path_factory.mktemp(name)
-    return LocalServer(pool_size=pool_size, registry=str(tmp / "registry.sqlite"), log_path=str(tmp / "server.log"),
-                       extra_args=["--http-port", "0", *args])  # fmt: skip
+    return LocalServer(
+        pool_size=pool_size,
+        registry=str(tmp / "registry.sqlite"),
+        log_path=str(tmp / "server.log"),
+        extra_args=["--http-port", "0", *args],
+    )
 
 
 def post(http: httpx.Client, stdin: str, code: str = MIXED, run_timeout: float = RUN_TIMEOUT) -> dict:
     """verl's call_sandbox_api: compile_timeout = run_timeout = the case timeout; its HTTP timeout is
     compile + run + 10 s."""
-    payload = {"compile_timeout": run_timeout, "run_timeout": run_timeout, "code": code, "stdin": stdin,
-               "language": "python", "files": {}, "fetch_files": []}  # fmt: skip
+    payload = {
+        "compile_timeout": run_timeout,
+        "run_timeout": run_timeout,
+        "code": code,
+        "stdin": stdin,
+        "language": "python",
+        "files": {},
+        "fetch_files": [],
+    }
     r = http.post("/run_code", json=payload, timeout=2 * run_timeout + 10)
     assert r.status_code == 200, r.text
     return r.json()

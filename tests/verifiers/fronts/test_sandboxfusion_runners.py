@@ -39,9 +39,15 @@ def _payload(case: dict) -> dict:
     files = {
         p: (c if _is_b64(c) else base64.b64encode(c.encode()).decode()) for p, c in (case.get("files") or {}).items()
     }
-    return {"code": case["code"], "language": case["language"], "stdin": case.get("stdin") or "",
-            "run_timeout": case.get("run_timeout") or 10, "compile_timeout": case.get("compile_timeout") or 30,
-            "files": files, "fetch_files": case.get("fetch_files") or []}  # fmt: skip
+    return {
+        "code": case["code"],
+        "language": case["language"],
+        "stdin": case.get("stdin") or "",
+        "run_timeout": case.get("run_timeout") or 10,
+        "compile_timeout": case.get("compile_timeout") or 30,
+        "files": files,
+        "fetch_files": case.get("fetch_files") or [],
+    }
 
 
 def _is_b64(s: str) -> bool:
@@ -63,8 +69,11 @@ def classify(case: dict, body: dict) -> tuple[str, str]:
     out_of_time = "compilation did not finish" in str(comp.get("stderr") or run.get("stderr"))
     if out_of_time and case.get("compile_timeout") and body["status"] == "Failed":
         return "compile budget", f"compile_timeout {case['compile_timeout']} s"
-    checks = [("status", body["status"], want.get("status")), ("run_status", run.get("status"), want.get("run_status")),
-              ("compile_status", comp.get("status"), want.get("compile_status"))]  # fmt: skip
+    checks = [
+        ("status", body["status"], want.get("status")),
+        ("run_status", run.get("status"), want.get("run_status")),
+        ("compile_status", comp.get("status"), want.get("compile_status")),
+    ]
     for name, got, expected in checks:
         if expected is not None and got != expected:
             return "differ", f"{name}: {got} != {expected}; {_tail(body)}"
@@ -79,16 +88,22 @@ def classify(case: dict, body: dict) -> tuple[str, str]:
 
 def _tail(body: dict) -> str:
     run, comp = body.get("run_result") or {}, body.get("compile_result") or {}
-    return f"message {body.get('message', '')[:120]!r} compile {str(comp.get('stderr'))[-200:]!r} " \
-           f"run {str(run.get('stdout'))[-120:]!r} / {str(run.get('stderr'))[-200:]!r}"  # fmt: skip
+    return (
+        f"message {body.get('message', '')[:120]!r} compile {str(comp.get('stderr'))[-200:]!r} "
+        f"run {str(run.get('stdout'))[-120:]!r} / {str(run.get('stderr'))[-200:]!r}"
+    )
 
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
     ensure_langs_image()
     tmp = tmp_path_factory.mktemp("sandboxfusion_runners")
-    with LocalServer(pool_size=2, registry=str(tmp / "registry.sqlite"), log_path=str(tmp / "server.log"),
-                     extra_args=["--http-port", "0"]) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=2,
+        registry=str(tmp / "registry.sqlite"),
+        log_path=str(tmp / "server.log"),
+        extra_args=["--http-port", "0"],
+    ) as srv:
         with httpx.Client(base_url=http_base(srv), timeout=300) as client:
             yield client
 
@@ -108,8 +123,9 @@ def test_sandboxfusions_runner_cases_agree_or_are_refused_by_design(http):
         table[case["language"]][verdict] += 1
         if verdict == "differ":
             differ.append(f"{case['id']}: {why}")
-    print("\nSandboxFusion runner cases against /run_code (language: agree / refused by design / compile budget"
-          " / differ)")  # fmt: skip
+    print(
+        "\nSandboxFusion runner cases against /run_code (language: agree / refused by design / compile budget / differ)"
+    )
     for lang in sorted(table):
         c = table[lang]
         print(

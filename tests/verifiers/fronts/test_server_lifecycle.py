@@ -22,8 +22,10 @@ pytestmark = pytest.mark.docker
 def _containers_of(pid: int) -> list[str]:
     out = subprocess.run(
         ["docker", "ps", "-a", "--filter", "label=rlvr.sandbox", "--format", '{{.Names}} {{.Label "rlvr.owner"}}'],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [line.split()[0] for line in out.splitlines() if line.endswith(f":{pid}")]
 
 

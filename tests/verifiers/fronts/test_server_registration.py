@@ -28,8 +28,13 @@ Code = grpc.StatusCode
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("reg")
-    with LocalServer(pool_size=2, registry=str(d / "registry.sqlite"), log_path=str(d / "server.log"),
-                     extra_args=["--max-message-mb", "4"], env={"VERIFIER_ADMIN_TOKEN": TOKEN}) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=2,
+        registry=str(d / "registry.sqlite"),
+        log_path=str(d / "server.log"),
+        extra_args=["--max-message-mb", "4"],
+        env={"VERIFIER_ADMIN_TOKEN": TOKEN},
+    ) as srv:
         yield srv
 
 
@@ -65,8 +70,14 @@ def cli(server, *args: str, token: str | None = TOKEN) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if k != "VERIFIER_ADMIN_TOKEN"}
     if token:
         env["VERIFIER_ADMIN_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "verifiers.cli", *args, "--target", server.target], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "verifiers.cli", *args, "--target", server.target],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 # -- python ---------------------------------------------------------------------------------------------
@@ -75,16 +86,24 @@ def test_countdown_from_the_command_line_then_by_name(server, admin):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["kind"] == "python"
     ref = json.dumps({"numbers": [3, 4, 13, 25], "target": 75})
-    cases = [("<think>ok</think><answer>(25 - 3) * 4 - 13</answer>", 1.0, "CORRECT"),
-             ("<answer>25 * 3</answer>", 0.0, "INCORRECT"),  # 4 and 13 unused
-             ("<answer>__import__('os').system('touch /tmp/x')</answer>", 0.0, "INCORRECT"),
-             ("no expression here\n", 0.0, "INCORRECT"), ("", 0.0, "NO_ANSWER")]  # fmt: skip
+    cases = [
+        ("<think>ok</think><answer>(25 - 3) * 4 - 13</answer>", 1.0, "CORRECT"),
+        ("<answer>25 * 3</answer>", 0.0, "INCORRECT"),  # 4 and 13 unused
+        ("<answer>__import__('os').system('touch /tmp/x')</answer>", 0.0, "INCORRECT"),
+        ("no expression here\n", 0.0, "INCORRECT"),
+        ("", 0.0, "NO_ANSWER"),
+    ]
     got = admin.verify_batch([VerifyItem("countdown", c, ref) for c, _, _ in cases])
     assert [(g.reward, g.outcome) for g in got] == [(w, o) for _, w, o in cases]
     r = cli(server, "verify", "countdown", "--completion", "<answer>(25-3)*4-13</answer>", "--reference", ref)
     assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "CORRECT", r.stderr
-    listed = subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", server.target, "list"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    listed = subprocess.run(
+        [sys.executable, "-m", "verifiers.cli", "--target", server.target, "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     names = [v["name"] for v in json.loads(listed.stdout)]
     assert "countdown" in names and "math" in names
 
@@ -113,11 +132,21 @@ def verify(completion, reference, options):
 
 @pytest.mark.parametrize(
     "completion,reward,outcome",
-    [("float", 0.25, "INCORRECT"), ("big", 1.0, "CORRECT"), ("negative", 0.0, "INCORRECT"), ("true", 1.0, "CORRECT"),
-     ("none", 0.0, "NO_ANSWER"), ("str", 0.0, "RUNTIME_ERROR"), ("nan", 0.0, "RUNTIME_ERROR"),
-     ("raise", 0.0, "RUNTIME_ERROR"), ("exit", 0.0, "RUNTIME_ERROR"), ("hard_exit", 0.0, "RUNTIME_ERROR"),
-     ("slow", 0.0, "TIMEOUT"), ("spoof", 0.0, "INCORRECT")],
-)  # fmt: skip
+    [
+        ("float", 0.25, "INCORRECT"),
+        ("big", 1.0, "CORRECT"),
+        ("negative", 0.0, "INCORRECT"),
+        ("true", 1.0, "CORRECT"),
+        ("none", 0.0, "NO_ANSWER"),
+        ("str", 0.0, "RUNTIME_ERROR"),
+        ("nan", 0.0, "RUNTIME_ERROR"),
+        ("raise", 0.0, "RUNTIME_ERROR"),
+        ("exit", 0.0, "RUNTIME_ERROR"),
+        ("hard_exit", 0.0, "RUNTIME_ERROR"),
+        ("slow", 0.0, "TIMEOUT"),
+        ("spoof", 0.0, "INCORRECT"),
+    ],
+)
 def test_python_return_values(admin, completion, reward, outcome):
     try:
         admin.register(python("behaviours", BEHAVIOURS))
@@ -131,19 +160,31 @@ def test_python_return_values(admin, completion, reward, outcome):
 
 @pytest.mark.parametrize(
     "source,kw,needle",
-    [("def verify(c, r, o):\n    return (\n", {}, "line 2"),
-     ("def verify(c, r, o):\n  x = 1\n y = 2\n", {}, "line 3"),
-     ("def grade(c, r, o):\n    return 1\n", {}, "no function 'verify'"),
-     ("def grade(c, r, o):\n    return 1\n", {"entrypoint": "verify2"}, "no function 'verify2'"),
-     ("import json\ndef verify(c, r, o):\n    return json.loads(r)['x']\n", {}, "example_reference"),
-     ("def verify(c, r, o):\n    return 'yes'\n", {}, "not a float"),
-     ("def verify(c):\n    return 1\n", {}, "TypeError"),
-     ("raise RuntimeError('at import')\n", {}, "at import"),
-     ("while True:\n    pass\n", {}, "longer than"),
-     ("", {}, "empty")],
-    ids=["syntax", "indent", "no-entrypoint", "named-entrypoint", "raises-on-empty", "returns-str", "arity",
-         "import-raises", "hangs", "empty"],
-)  # fmt: skip
+    [
+        ("def verify(c, r, o):\n    return (\n", {}, "line 2"),
+        ("def verify(c, r, o):\n  x = 1\n y = 2\n", {}, "line 3"),
+        ("def grade(c, r, o):\n    return 1\n", {}, "no function 'verify'"),
+        ("def grade(c, r, o):\n    return 1\n", {"entrypoint": "verify2"}, "no function 'verify2'"),
+        ("import json\ndef verify(c, r, o):\n    return json.loads(r)['x']\n", {}, "example_reference"),
+        ("def verify(c, r, o):\n    return 'yes'\n", {}, "not a float"),
+        ("def verify(c):\n    return 1\n", {}, "TypeError"),
+        ("raise RuntimeError('at import')\n", {}, "at import"),
+        ("while True:\n    pass\n", {}, "longer than"),
+        ("", {}, "empty"),
+    ],
+    ids=[
+        "syntax",
+        "indent",
+        "no-entrypoint",
+        "named-entrypoint",
+        "raises-on-empty",
+        "returns-str",
+        "arity",
+        "import-raises",
+        "hangs",
+        "empty",
+    ],
+)
 def test_python_checked_at_registration(admin, source, kw, needle):
     code, msg = status_of(admin.register, python("broken", source, **kw))
     assert code == Code.INVALID_ARGUMENT and needle in msg, msg
@@ -292,8 +333,10 @@ def test_remote_served_by_a_second_server(tmp_path, server, admin):
     itself = pb.RemoteVerifier(target=server.target, verifier="math")
     code, msg = status_of(admin.register, pb.RegisterVerifierRequest(name="loop", remote=itself))
     assert code == Code.INVALID_ARGUMENT and "this server itself" in msg
-    code, msg = status_of(admin.register, pb.RegisterVerifierRequest(
-        name="far", remote=pb.RemoteVerifier(target="127.0.0.1:1", verifier="math")))  # fmt: skip
+    code, msg = status_of(
+        admin.register,
+        pb.RegisterVerifierRequest(name="far", remote=pb.RemoteVerifier(target="127.0.0.1:1", verifier="math")),
+    )
     assert code == Code.FAILED_PRECONDITION and "not reachable" in msg
     with LocalServer(pool_size=1, log_path=str(tmp_path / "second.log")) as second:
         with VerifierClient(second.target, retries=0) as c2:
@@ -301,8 +344,9 @@ def test_remote_served_by_a_second_server(tmp_path, server, admin):
         far = pb.RemoteVerifier(target=second.target, verifier="nonexistent")
         code, msg = status_of(admin.register, pb.RegisterVerifierRequest(name="far", remote=far))
         assert code == Code.FAILED_PRECONDITION and "nonexistent" in msg
-        admin.register(pb.RegisterVerifierRequest(name="far_math", remote=pb.RemoteVerifier(target=second.target,
-                                                                                            verifier="math")))  # fmt: skip
+        admin.register(
+            pb.RegisterVerifierRequest(name="far_math", remote=pb.RemoteVerifier(target=second.target, verifier="math"))
+        )
         admin.register(pb.RegisterVerifierRequest(name="half", remote=pb.RemoteVerifier(target=second.target)))
         r = admin.verify("far_math", "so \\boxed{1/2}", "0.5")
         assert (r.reward, r.outcome) == (1.0, "CORRECT")

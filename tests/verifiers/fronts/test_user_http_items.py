@@ -44,8 +44,11 @@ def test_get_reward_reads_json_without_a_json_content_type(served, headers):
     r = http.post("/get_reward", content=body, headers=headers)
     assert r.status_code == 200, r.text
     assert r.json()["rewards"] == [1.0]
-    v1 = http.post("/v1/verify", content=json.dumps({"verifier": "math", "completion": "\\boxed{2}", "reference": "2"}),
-                   headers=headers)  # fmt: skip
+    v1 = http.post(
+        "/v1/verify",
+        content=json.dumps({"verifier": "math", "completion": "\\boxed{2}", "reference": "2"}),
+        headers=headers,
+    )
     assert v1.status_code == 200 and v1.json()["reward"] == 1.0  # the /v1 routes, for comparison
     assert v1.json()["outcome"] == "OUTCOME_CORRECT"  # protobuf's JSON mapping, as docs/serve.md says
 

@@ -99,8 +99,13 @@ def test_a_misspelled_enforced_signal_gets_a_did_you_mean_and_no_advice_to_edit_
 
 
 def cli(target: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", target, *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "verifiers.cli", "--target", target, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_the_cli_says_replace_as_its_flag(fronts):
@@ -113,12 +118,26 @@ def test_the_cli_says_replace_as_its_flag(fronts):
 
 def test_list_reports_digests_that_follow_the_definition_not_the_counter(fronts):
     with VerifierClient(fronts[1]) as c:
-        one = c.register(pb.RegisterVerifierRequest(name="h51_d", composite=pb.CompositeVerifier(
-            components=[pb.Component(verifier="think_format", weight=1.0)])))  # fmt: skip
-        same = c.register(pb.RegisterVerifierRequest(name="h51_d", replace=True, composite=pb.CompositeVerifier(
-            components=[pb.Component(verifier="think_format", weight=1.0)])))  # fmt: skip
-        other = c.register(pb.RegisterVerifierRequest(name="h51_d", replace=True, composite=pb.CompositeVerifier(
-            components=[pb.Component(verifier="think_format", weight=0.5)])))  # fmt: skip
+        one = c.register(
+            pb.RegisterVerifierRequest(
+                name="h51_d",
+                composite=pb.CompositeVerifier(components=[pb.Component(verifier="think_format", weight=1.0)]),
+            )
+        )
+        same = c.register(
+            pb.RegisterVerifierRequest(
+                name="h51_d",
+                replace=True,
+                composite=pb.CompositeVerifier(components=[pb.Component(verifier="think_format", weight=1.0)]),
+            )
+        )
+        other = c.register(
+            pb.RegisterVerifierRequest(
+                name="h51_d",
+                replace=True,
+                composite=pb.CompositeVerifier(components=[pb.Component(verifier="think_format", weight=0.5)]),
+            )
+        )
         listed = {v.name: v for v in c.list_verifiers()}
     assert one.digest and one.grader_version and same.version == one.version + 1
     assert same.digest == one.digest and other.digest != one.digest  # the definition decides, not the counter

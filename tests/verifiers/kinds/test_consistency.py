@@ -33,9 +33,12 @@ def test_language_share(completion, options, reward):
 
 @pytest.mark.parametrize(
     ("options", "needle"),
-    [({"language": "xx"}, "not one of"), ({"script": "klingon"}, "not one of"),
-     ({"script": "latin", "language": "en"}, "not both")],
-)  # fmt: skip
+    [
+        ({"language": "xx"}, "not one of"),
+        ({"script": "klingon"}, "not one of"),
+        ({"script": "latin", "language": "en"}, "not both"),
+    ],
+)
 def test_language_bad_options(options, needle):
     with pytest.raises(BadRequest, match=needle):
         target_script(options)
@@ -43,18 +46,34 @@ def test_language_bad_options(options, needle):
 
 @pytest.mark.parametrize(
     ("think", "result"),
-    [("1+8+8, 9+8, 17", "17"), ("3+4 = 7, then 7*2 = 14\nso", "14"), ("x = \\frac{1}{2}", "\\frac{1}{2}"),
-     ("we get 12 and then 13.5 maybe", "13.5"), ("no result here", None), ("a = 1; b = 2, done", "2")],
-)  # fmt: skip
+    [
+        ("1+8+8, 9+8, 17", "17"),
+        ("3+4 = 7, then 7*2 = 14\nso", "14"),
+        ("x = \\frac{1}{2}", "\\frac{1}{2}"),
+        ("we get 12 and then 13.5 maybe", "13.5"),
+        ("no result here", None),
+        ("a = 1; b = 2, done", "2"),
+    ],
+)
 def test_last_result(think, result):
     assert last_result(think) == result
 
 
 @pytest.mark.docker
 def test_consistency_verifiers_in_a_composite_over_grpc(client):
-    client.register(pb.RegisterVerifierRequest(name="r1-consistent", replace=True, composite=pb.CompositeVerifier(
-        components=[pb.Component(verifier="math", weight=0.6), pb.Component(verifier="answer_consistency", weight=0.2),
-                    pb.Component(verifier="language", weight=0.2, options={"language": "en"})])))  # fmt: skip
+    client.register(
+        pb.RegisterVerifierRequest(
+            name="r1-consistent",
+            replace=True,
+            composite=pb.CompositeVerifier(
+                components=[
+                    pb.Component(verifier="math", weight=0.6),
+                    pb.Component(verifier="answer_consistency", weight=0.2),
+                    pb.Component(verifier="language", weight=0.2, options={"language": "en"}),
+                ]
+            ),
+        )
+    )
     cases = [  # completion, reference → (math, answer_consistency, language)
         ("<think>add them: 3+4 = 7</think><answer>7</answer>", "7", (1.0, 1.0, 1.0)),
         ("<think>3+4 = 7</think><answer>8</answer>", "8", (1.0, 0.0, 1.0)),  # lucky answer the reasoning never reached
@@ -75,8 +94,12 @@ def test_consistency_verifiers_in_a_composite_over_grpc(client):
 @pytest.mark.docker
 def test_language_bad_option_over_grpc_names_the_item(client):
     with pytest.raises(VerifierError) as e:
-        client.verify_batch([{"verifier": "language", "completion": "x"},
-                             {"verifier": "language", "completion": "x", "options": {"script": "klingon"}}])  # fmt: skip
+        client.verify_batch(
+            [
+                {"verifier": "language", "completion": "x"},
+                {"verifier": "language", "completion": "x", "options": {"script": "klingon"}},
+            ]
+        )
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "items[1]" in e.value.message
 
 

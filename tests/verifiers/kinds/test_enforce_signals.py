@@ -72,8 +72,9 @@ def test_a_signal_informs_unless_enforced(served):
 
 
 def test_a_composite_passes_it_to_its_parts_and_enforces_the_union(served):
-    comp = pb.CompositeVerifier(components=[pb.Component(verifier="two_boxes", weight=0.5),
-                                            pb.Component(verifier="tag_count", weight=0.5)])  # fmt: skip
+    comp = pb.CompositeVerifier(
+        components=[pb.Component(verifier="two_boxes", weight=0.5), pb.Component(verifier="tag_count", weight=0.5)]
+    )
     served.register(pb.RegisterVerifierRequest(name="boxes_and_tags", composite=comp))
     text = "<think>a</think><answer>3 or 4</answer>"
     assert served.verify("boxes_and_tags", text, "3").reward == 1.0
@@ -92,8 +93,9 @@ def test_an_unknown_signal_name_is_refused(served):
     with pytest.raises(VerifierError) as e:
         served.verify("two_boxes", "3", "3", options={"enforce_signals": "answer.sevral"})
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "answer.sevral" in e.value.message
-    comp = pb.CompositeVerifier(components=[pb.Component(verifier="two_boxes", weight=1.0,
-                                                         options={"enforce_signals": "answer.sevral"})])  # fmt: skip
+    comp = pb.CompositeVerifier(
+        components=[pb.Component(verifier="two_boxes", weight=1.0, options={"enforce_signals": "answer.sevral"})]
+    )
     with pytest.raises(VerifierError) as e:
         served.register(pb.RegisterVerifierRequest(name="boxes_typo", composite=comp))
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "answer.sevral" in e.value.message

@@ -48,8 +48,12 @@ def test_a_kind_added_by_one_file_and_one_line_is_served_over_grpc(toy_server):
     assert c.verify("shout", "  HELLO \n", "hello").outcome == Outcome.CORRECT
     r = c.verify("shout", " HELLO", "hello", options={"strip": "0"})
     assert r.outcome == Outcome.INCORRECT and r.reward == 0.0
-    batch = c.verify_batch([{"verifier": "shout", "completion": "A", "reference": "a"},
-                            {"verifier": "math", "completion": "$\\boxed{2}$", "reference": "2"}])  # fmt: skip
+    batch = c.verify_batch(
+        [
+            {"verifier": "shout", "completion": "A", "reference": "a"},
+            {"verifier": "math", "completion": "$\\boxed{2}$", "reference": "2"},
+        ]
+    )
     assert [b.outcome for b in batch] == [Outcome.CORRECT, Outcome.CORRECT]  # beside a built-in (host fast path)
     with pytest.raises(VerifierError) as e:
         c.verify_batch([{"verifier": "shout", "completion": "A", "reference": "a", "options": {"strip": "x"}}])

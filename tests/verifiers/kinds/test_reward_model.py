@@ -21,16 +21,26 @@ from verifiers.launch import LocalServer
 
 pytestmark = pytest.mark.docker
 TOKEN = "rm-admin-token-7c1"
-PAIRS = [(f"{a}+{b}=?", f"<think>{a}+{b}</think><answer>{a + b + k}</answer>") for a, b, k in
-         [(1, 2, 0), (3, 4, 1), (9, 9, 0), (12, 30, 5), (7, 0, 0), (5, 55, 2), (8, 1, 0), (2, 2, 9)]] * 2  # fmt: skip
+PAIRS = [
+    (f"{a}+{b}=?", f"<think>{a}+{b}</think><answer>{a + b + k}</answer>")
+    for a, b, k in [(1, 2, 0), (3, 4, 1), (9, 9, 0), (12, 30, 5), (7, 0, 0), (5, 55, 2), (8, 1, 0), (2, 2, 9)]
+] * 2
 
 
 def save_model(path, num_labels: int = 1, seed: int = 0):
     tok = build_tokenizer()
     tok.model_max_length = 256
-    config = Qwen2Config(vocab_size=len(tok), hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=4, intermediate_size=128, max_position_embeddings=256,
-                         pad_token_id=tok.pad_token_id, num_labels=num_labels)  # fmt: skip
+    config = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=256,
+        pad_token_id=tok.pad_token_id,
+        num_labels=num_labels,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForSequenceClassification(config)
     torch.nn.init.normal_(model.score.weight, std=0.5)  # scores spread enough to tell items apart
@@ -41,8 +51,9 @@ def save_model(path, num_labels: int = 1, seed: int = 0):
 
 def direct_score(model, tok, prompt: str, completion: str) -> float:
     """The oracle: one pair alone, no padding, the chat template's text."""
-    text = tok.apply_chat_template([{"role": "user", "content": prompt}, {"role": "assistant", "content": completion}],
-                                   tokenize=False)  # fmt: skip
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": prompt}, {"role": "assistant", "content": completion}], tokenize=False
+    )
     ids = tok(text, return_tensors="pt", add_special_tokens=False)
     with torch.inference_mode():
         return float(model(**ids).logits[0, 0])
@@ -61,8 +72,12 @@ def rm(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(rm):
     d = rm[0]
-    with LocalServer(pool_size=1, registry=str(d / "registry.sqlite"), log_path=str(d / "server.log"),
-                     env={"VERIFIER_ADMIN_TOKEN": TOKEN}) as srv:  # fmt: skip
+    with LocalServer(
+        pool_size=1,
+        registry=str(d / "registry.sqlite"),
+        log_path=str(d / "server.log"),
+        env={"VERIFIER_ADMIN_TOKEN": TOKEN},
+    ) as srv:
         yield srv
 
 
@@ -74,8 +89,9 @@ def admin(server):
 
 def rm_request(name: str, path, **kw) -> pb.RegisterVerifierRequest:
     replace = kw.pop("replace", False)
-    return pb.RegisterVerifierRequest(name=name, reward_model=pb.RewardModelVerifier(path=str(path), **kw),
-                                      replace=replace)  # fmt: skip
+    return pb.RegisterVerifierRequest(
+        name=name, reward_model=pb.RewardModelVerifier(path=str(path), **kw), replace=replace
+    )
 
 
 def test_rewards_over_grpc_match_the_model_alone_and_in_one_batch(rm, admin):
@@ -98,8 +114,17 @@ def test_rewards_over_grpc_match_the_model_alone_and_in_one_batch(rm, admin):
 def test_minmax_mapping_and_composite_with_a_rule_reward(rm, admin):
     d, model, tok = rm
     admin.register(rm_request("tiny-rm-minmax", d / "rm", mapping="minmax", low=-0.5, high=0.5))
-    admin.register(pb.RegisterVerifierRequest(name="rm-plus-format", composite=pb.CompositeVerifier(components=[
-        pb.Component(verifier="tiny-rm-minmax", weight=0.5), pb.Component(verifier="think_format", weight=0.5)])))  # fmt: skip
+    admin.register(
+        pb.RegisterVerifierRequest(
+            name="rm-plus-format",
+            composite=pb.CompositeVerifier(
+                components=[
+                    pb.Component(verifier="tiny-rm-minmax", weight=0.5),
+                    pb.Component(verifier="think_format", weight=0.5),
+                ]
+            ),
+        )
+    )
     prompt, completion = PAIRS[1]
     score = direct_score(model, tok, prompt, completion)
     want_rm = min(1.0, max(0.0, score + 0.5))
@@ -143,5 +168,6 @@ def test_survives_a_restart(rm, admin, server):
             assert info.kind == "reward_model" and info.reward_model.max_length == 64
             prompt, completion = PAIRS[0]
             r = c.verify("rm-kept", completion, prompt=prompt)
-            assert math.isclose(r.reward, to_reward(direct_score(model, tok, prompt, completion), "sigmoid", 0, 0),
-                                abs_tol=1e-5)  # fmt: skip
+            assert math.isclose(
+                r.reward, to_reward(direct_score(model, tok, prompt, completion), "sigmoid", 0, 0), abs_tol=1e-5
+            )

@@ -18,32 +18,56 @@ WORKED = "<think>1+8+8, 9+8, 17</think><answer>17</answer>"
 
 
 def spans(completion: str, steps) -> list[tuple[float, str]]:
-    return [(s.reward if isinstance(s, Step) else s["reward"],
-             completion[(s.start if isinstance(s, Step) else s["start"]):(s.end if isinstance(s, Step) else s["end"])])
-            for s in steps]  # fmt: skip
+    return [
+        (
+            s.reward if isinstance(s, Step) else s["reward"],
+            completion[(s.start if isinstance(s, Step) else s["start"]) : (s.end if isinstance(s, Step) else s["end"])],
+        )
+        for s in steps
+    ]
 
 
 @pytest.mark.parametrize(
     ("completion", "reference", "prompt", "reward", "steps"),
     [  # the task's own format: each rewrite checked against the one before it (the prompt's for the first)
         (WORKED, "17", "3-2+8+8=?", 1.0, [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]),
-        ("<think>1+8+8, 9+9, 18</think><answer>18</answer>", "17", "3-2+8+8=?", 0.0,
-         [(1.0, "1+8+8"), (0.0, "9+9"), (1.0, "18")]),
-        ("<think>2+8+8, 10+8, 18</think><answer>18</answer>", "17", "3-2+8+8=?", 0.0,
-         [(0.0, "2+8+8"), (1.0, "10+8"), (1.0, "18")]),
+        (
+            "<think>1+8+8, 9+9, 18</think><answer>18</answer>",
+            "17",
+            "3-2+8+8=?",
+            0.0,
+            [(1.0, "1+8+8"), (0.0, "9+9"), (1.0, "18")],
+        ),
+        (
+            "<think>2+8+8, 10+8, 18</think><answer>18</answer>",
+            "17",
+            "3-2+8+8=?",
+            0.0,
+            [(0.0, "2+8+8"), (1.0, "10+8"), (1.0, "18")],
+        ),
         # a step that drops a term is wrong even when its value is right
         ("<think>9+8, 17</think><answer>17</answer>", "17", "3-2+8+8=?", 1.0, [(0.0, "9+8"), (1.0, "17")]),
         # "a op b = c" equations, anywhere in a segment, with * before +, negatives
-        ("<think>so 3-5 = -2\n2*3+1 = 7; 4 × 5 = 21</think><answer>7</answer>", "7", "", 1.0,
-         [(1.0, "3-5 = -2"), (1.0, "2*3+1 = 7"), (0.0, "4 × 5 = 21")]),
+        (
+            "<think>so 3-5 = -2\n2*3+1 = 7; 4 × 5 = 21</think><answer>7</answer>",
+            "7",
+            "",
+            1.0,
+            [(1.0, "3-5 = -2"), (1.0, "2*3+1 = 7"), (0.0, "4 × 5 = 21")],
+        ),
         # no prompt expression: the first rewrite is checked by value against the reference
         ("<think>9+8, 17</think><answer>17</answer>", "17", "", 1.0, [(1.0, "9+8"), (1.0, "17")]),
         # words are not steps; a right process with a wrong final answer scores 0 overall
-        ("<think>first add them,\n 1+8+8, 9+8, 17</think><answer>16</answer>", "17", "3-2+8+8=?", 0.0,
-         [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]),
+        (
+            "<think>first add them,\n 1+8+8, 9+8, 17</think><answer>16</answer>",
+            "17",
+            "3-2+8+8=?",
+            0.0,
+            [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")],
+        ),
         ("<think>estimate</think><answer>20</answer>", "17", "3-2+8+8=?", 0.0, []),
     ],
-)  # fmt: skip
+)
 def test_arith_steps_table(completion, reference, prompt, reward, steps):
     v = ArithSteps().grade(completion, reference, prompt)
     assert v.reward == reward
@@ -108,8 +132,9 @@ def test_arith_steps_over_grpc_with_spans(client):
     assert (r.reward, r.outcome) == (1.0, "CORRECT")
     assert spans(WORKED, r.steps) == [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]
     bad = "<think>1+8+8, 9+9, 18</think><answer>18</answer>"
-    results = client.verify_batch([{"verifier": "arith_steps", "completion": c, "reference": "17", "prompt": "3-2+8+8=?"}
-                                   for c in (WORKED, bad)])  # fmt: skip
+    results = client.verify_batch(
+        [{"verifier": "arith_steps", "completion": c, "reference": "17", "prompt": "3-2+8+8=?"} for c in (WORKED, bad)]
+    )
     assert [s["reward"] for s in results[1].steps] == [1.0, 0.0, 1.0]
     assert [s["reward"] for s in results[0].steps] == [1.0, 1.0, 1.0]
 
@@ -121,8 +146,13 @@ def test_python_verifier_returning_steps_over_grpc(client):
     r = client.verify("stepper", completion, "42")
     assert (r.reward, r.outcome) == (1.0, "CORRECT")
     assert spans(completion, r.steps) == [(1.0, "ok"), (0.0, "bad"), (1.0, "ok")]
-    client.register(pb.RegisterVerifierRequest(name="tuple-stepper", python=pb.PythonVerifier(
-        source=TUPLE_STEPPER, example_completion="abcd"), replace=True))  # fmt: skip
+    client.register(
+        pb.RegisterVerifierRequest(
+            name="tuple-stepper",
+            python=pb.PythonVerifier(source=TUPLE_STEPPER, example_completion="abcd"),
+            replace=True,
+        )
+    )
     r = client.verify("tuple-stepper", "abcdef")
     assert r.reward == 0.5 and spans("abcdef", r.steps) == [(1.0, "ab"), (0.0, "cdef")]
 
@@ -134,8 +164,11 @@ def test_python_verifier_with_bad_steps_is_refused_then_a_runtime_error(client):
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "0 <= start < end" in str(e.value)
     # registered with an example it passes, the same bug shows on a later call as RUNTIME_ERROR, not a reward
     ok_for_example = "def verify(c, r, o):\n    return {'reward': 1, 'steps': [[1, 0, len(c) if len(c) == 1 else 4]]}\n"
-    client.register(pb.RegisterVerifierRequest(name="bad-stepper", python=pb.PythonVerifier(
-        source=ok_for_example, example_completion="x"), replace=True))  # fmt: skip
+    client.register(
+        pb.RegisterVerifierRequest(
+            name="bad-stepper", python=pb.PythonVerifier(source=ok_for_example, example_completion="x"), replace=True
+        )
+    )
     r = client.verify("bad-stepper", "ab")
     assert (r.reward, r.outcome) == (0.0, "RUNTIME_ERROR")
     assert "returned steps[0] spans [0, 4)" in r.detail
@@ -146,8 +179,11 @@ def test_remote_verifier_carries_the_steps(client, tmp_path):
     from verifiers.launch import LocalServer
 
     with LocalServer(pool_size=1, log_path=str(tmp_path / "remote.log")) as other:
-        client.register(pb.RegisterVerifierRequest(name="arith-remote", replace=True, remote=pb.RemoteVerifier(
-            target=other.target, verifier="arith_steps")))  # fmt: skip
+        client.register(
+            pb.RegisterVerifierRequest(
+                name="arith-remote", replace=True, remote=pb.RemoteVerifier(target=other.target, verifier="arith_steps")
+            )
+        )
         r = client.verify("arith-remote", WORKED, "17", prompt="3-2+8+8=?")
     assert (r.reward, r.outcome) == (1.0, "CORRECT")
     assert spans(WORKED, r.steps) == [(1.0, "1+8+8"), (1.0, "9+8"), (1.0, "17")]

@@ -38,8 +38,11 @@ def test_grpc_refuses_the_typo_naming_the_key_and_the_keys_known(client):
     assert "'fallbak'" in msg and "did you mean 'fallback'" in msg and "fallback, rel_tol" in msg
     msg = refused(lambda: client.verify("code", "print(1)", "assert True", options={"languag": "c"}))
     assert "'languag'" in msg and "'language'" in msg and "entry_point" in msg
-    msg = refused(lambda: client.verify_batch([VerifyItem("math", "\\boxed{2}", "2"),
-                                               VerifyItem("math", "2", "2", options={"fallbak": "full"})]))  # fmt: skip
+    msg = refused(
+        lambda: client.verify_batch(
+            [VerifyItem("math", "\\boxed{2}", "2"), VerifyItem("math", "2", "2", options={"fallbak": "full"})]
+        )
+    )
     assert msg.startswith("items[1]") and "'fallbak'" in msg
     # the right spelling grades as documented
     assert client.verify("math", "it is 2", "2", options={"fallback": "last_number"}).outcome == Outcome.CORRECT
@@ -75,21 +78,38 @@ def test_a_python_verifier_takes_free_form_options(client):
 
 def test_enforce_signals_is_known_to_every_verifier_and_its_names_are_checked(client):
     for name in ("math", "think_format", "code", "r1"):
-        client.verify(name, "<think>x</think> \\boxed{2}", "assert True" if name == "code" else "2",
-                      options={"enforce_signals": "all"})  # fmt: skip
+        client.verify(
+            name,
+            "<think>x</think> \\boxed{2}",
+            "assert True" if name == "code" else "2",
+            options={"enforce_signals": "all"},
+        )
     msg = refused(lambda: client.verify("math", "\\boxed{2}", "2", options={"enforce_signals": "answer.sevral"}))
     assert "answer.sevral" in msg and "enforce_signals" in msg
 
 
 def test_http_answers_400_in_the_documented_error_shape(tmp_path):
     with http_service(tmp_path) as (_, http):
-        r = http.post("/v1/verify", json={"verifier": "math", "completion": "2", "reference": "2",
-                                          "options": {"fallbak": "last_number"}})  # fmt: skip
+        r = http.post(
+            "/v1/verify",
+            json={"verifier": "math", "completion": "2", "reference": "2", "options": {"fallbak": "last_number"}},
+        )
         assert r.status_code == 400, r.text
         body = r.json()
         assert body["error"]["status"] == "INVALID_ARGUMENT" and "'fallbak'" in body["error"]["message"]
-        r = http.post("/v1/verify_batch", json={"items": [{"verifier": "code", "completion": "print(1)",
-                                                           "reference": "assert True", "options": {"languag": "c"}}]})  # fmt: skip
+        r = http.post(
+            "/v1/verify_batch",
+            json={
+                "items": [
+                    {
+                        "verifier": "code",
+                        "completion": "print(1)",
+                        "reference": "assert True",
+                        "options": {"languag": "c"},
+                    }
+                ]
+            },
+        )
         assert r.status_code == 400 and "'languag'" in r.json()["error"]["message"], r.text
         # OpenRLHF: query parameters other than ?verifier= are the verifier's options, checked the same way
         r = http.post("/get_reward?verifier=math&fallbak=last_number", json={"query": ["2"], "labels": ["2"]})
@@ -99,9 +119,27 @@ def test_http_answers_400_in_the_documented_error_shape(tmp_path):
 
 
 def test_the_cli_says_which_key_it_refused(verifier_server):
-    out = subprocess.run([sys.executable, "-m", "verifiers.cli", "--target", verifier_server.target, "verify", "math",
-                          "--completion", "2", "--reference", "2", "--option", "fallbak=last_number"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verifiers.cli",
+            "--target",
+            verifier_server.target,
+            "verify",
+            "math",
+            "--completion",
+            "2",
+            "--reference",
+            "2",
+            "--option",
+            "fallbak=last_number",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1 and "INVALID_ARGUMENT" in out.stderr and "'fallbak'" in out.stderr, out.stderr
 
 

@@ -26,8 +26,11 @@ SECRET_PART = {"verifier": "language", "weight": 0.25, "options": {"script": "th
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     with http_service(tmp_path_factory.mktemp("exposure"), token=TOKEN, pool_size=1) as (srv, http):
-        body = {"name": "mixed", "description": "format, partly",
-                "composite": {"components": [{"verifier": "think_format", "weight": 0.75}, SECRET_PART]}}  # fmt: skip
+        body = {
+            "name": "mixed",
+            "description": "format, partly",
+            "composite": {"components": [{"verifier": "think_format", "weight": 0.75}, SECRET_PART]},
+        }
         r = http.post("/v1/verifiers", json=body, headers=ADMIN)
         assert r.status_code == 200, r.text
         yield srv, http
@@ -88,8 +91,17 @@ def test_a_cache_hit_never_answers_another_callers_submission(served):
     assert batch["results"][0]["cached"] is False
 
 
-@pytest.mark.parametrize("target", ["unix:///var/run/docker.sock", "unix:/var/run/docker.sock", "dns:///h:1",
-                                    "ipv4:127.0.0.1:50051", "unix-abstract:sock", "h/x:1"])  # fmt: skip
+@pytest.mark.parametrize(
+    "target",
+    [
+        "unix:///var/run/docker.sock",
+        "unix:/var/run/docker.sock",
+        "dns:///h:1",
+        "ipv4:127.0.0.1:50051",
+        "unix-abstract:sock",
+        "h/x:1",
+    ],
+)
 def test_remote_targets_are_host_port_only(served, target):
     _, http = served
     with pytest.raises(BadRequest, match="not host:port"):

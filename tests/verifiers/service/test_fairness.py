@@ -46,8 +46,12 @@ def test_a_flood_of_slow_sandbox_jobs_delays_only_its_sender(tmp_path):
         try:
             futures = [ex.submit(flood_one, i) for i in range(FLOOD)]
             _wait_for_the_flood(http, futures)
-            r = http.post("/v1/verify", json={"verifier": "think_format", "completion": "<think>a</think>b"},
-                          headers={"x-client-id": "other"}, timeout=FLOOD * SLEEP_S)  # fmt: skip
+            r = http.post(
+                "/v1/verify",
+                json={"verifier": "think_format", "completion": "<think>a</think>b"},
+                headers={"x-client-id": "other"},
+                timeout=FLOOD * SLEEP_S,
+            )
             with lock:
                 finished.append("cheap")
             assert r.json()["outcome"] == "OUTCOME_CORRECT"
@@ -154,22 +158,36 @@ def test_over_grpc_too(tmp_path):
         ok = "```python\ndef add(a, b):\n    return a + b\n```"
         # a call without a gRPC deadline (time_remaining() ~ 2**63 ns) once became an infinite job deadline
         # that overflowed the sandbox's socket timeout: SANDBOX_ERROR 'timestamp out of range'
-        bare = stub.Verify(pb.VerifyRequest(verifier="code", completion=ok + "\n# bare", reference=ADD_TESTS,
-                                            options={"entry_point": "add"}))  # fmt: skip
+        bare = stub.Verify(
+            pb.VerifyRequest(
+                verifier="code", completion=ok + "\n# bare", reference=ADD_TESTS, options={"entry_point": "add"}
+            )
+        )
         assert bare.reward == 1.0, bare.detail
         calls = []
         for i in range(FLOOD):
-            req = pb.VerifyRequest(verifier="code", completion=_slow_add(i), reference=ADD_TESTS,
-                                   options={"entry_point": "add"}, timeout_s=60)  # fmt: skip
+            req = pb.VerifyRequest(
+                verifier="code",
+                completion=_slow_add(i),
+                reference=ADD_TESTS,
+                options={"entry_point": "add"},
+                timeout_s=60,
+            )
             calls.append(stub.Verify.future(req, metadata=flood))
             calls[-1].add_done_callback(lambda _, i=i: finished.append(f"flood{i}"))
         try:
             _wait_for_the_flood(http, calls)
-            cheap = stub.Verify(pb.VerifyRequest(verifier="think_format", completion="<think>a</think>b"),
-                                metadata=other, timeout=FLOOD * SLEEP_S)  # fmt: skip
+            cheap = stub.Verify(
+                pb.VerifyRequest(verifier="think_format", completion="<think>a</think>b"),
+                metadata=other,
+                timeout=FLOOD * SLEEP_S,
+            )
             finished.append("cheap")
-            mine = stub.Verify(pb.VerifyRequest(verifier="code", completion=ok, reference=ADD_TESTS,
-                                                options={"entry_point": "add"}), metadata=other, timeout=120)  # fmt: skip
+            mine = stub.Verify(
+                pb.VerifyRequest(verifier="code", completion=ok, reference=ADD_TESTS, options={"entry_point": "add"}),
+                metadata=other,
+                timeout=120,
+            )
             finished.append("mine")
             assert cheap.reward == 1.0 and mine.reward == 1.0, (cheap, mine)
             _check_the_flood(calls, lambda v: v.reward == 1.0)

@@ -64,8 +64,12 @@ def _wait_for(cond, timeout: float) -> bool:
 
 
 def _containers(owner_pid: int, env: dict | None = None) -> list[str]:
-    out = subprocess.run(["docker", "ps", "-a", "--filter", "label=rlvr.sandbox", "--format",
-                          '{{.Names}} {{.Label "rlvr.owner"}}'], capture_output=True, text=True, env=env)  # fmt: skip
+    out = subprocess.run(
+        ["docker", "ps", "-a", "--filter", "label=rlvr.sandbox", "--format", '{{.Names}} {{.Label "rlvr.owner"}}'],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return [line.split()[0] for line in out.stdout.splitlines() if line.endswith(f":{owner_pid}")]
 
 
@@ -86,8 +90,9 @@ def test_a_container_killed_mid_job_is_sandbox_error_and_the_pool_heals(tmp_path
         box: dict = {}
         import threading
 
-        t = threading.Thread(target=lambda: box.update(r=c.verify("code", slow, ADD_TESTS,
-                                                                   options={"entry_point": "add"}, timeout_s=40)))  # fmt: skip
+        t = threading.Thread(
+            target=lambda: box.update(r=c.verify("code", slow, ADD_TESTS, options={"entry_point": "add"}, timeout_s=40))
+        )
         t.start()
         busy: list[str] = []
         assert _wait_for(lambda: bool(busy.extend(n for n in names if _runs_a_job(n)) or busy), 30)
@@ -122,10 +127,26 @@ class Engine:
             subprocess.run(["ip", "link", "add", ENGINE_BRIDGE, "type", "bridge"], check=True)
             subprocess.run(["ip", "addr", "add", ENGINE_BRIDGE_ADDR, "dev", ENGINE_BRIDGE], check=True)
         subprocess.run(["ip", "link", "set", ENGINE_BRIDGE, "up"], check=True)
-        cmd = ["dockerd", "--host", self.host, "--data-root", str(ENGINE_DATA), "--exec-root", str(ENGINE_DIR / "exec"),
-               "--pidfile", str(ENGINE_DIR / "dockerd.pid"), "--bridge", ENGINE_BRIDGE, "--iptables=false",
-               "--ip6tables=false", "--ip-masq=false", "--cgroup-parent", "rlvr-fault-engine",
-               "--shutdown-timeout", "2"]  # fmt: skip
+        cmd = [
+            "dockerd",
+            "--host",
+            self.host,
+            "--data-root",
+            str(ENGINE_DATA),
+            "--exec-root",
+            str(ENGINE_DIR / "exec"),
+            "--pidfile",
+            str(ENGINE_DIR / "dockerd.pid"),
+            "--bridge",
+            ENGINE_BRIDGE,
+            "--iptables=false",
+            "--ip6tables=false",
+            "--ip-masq=false",
+            "--cgroup-parent",
+            "rlvr-fault-engine",
+            "--shutdown-timeout",
+            "2",
+        ]
         log = open(ENGINE_DIR / "dockerd.log", "ab")  # noqa: SIM115 - the child keeps its copy
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
@@ -187,8 +208,12 @@ def test_the_private_engine_leaves_the_hosts_bridge_alone(engine):
     engine.stop()
     engine.start()
     assert _link_exists("docker0")
-    r = subprocess.run(["docker", "run", "--rm", "--network", "bridge", "--entrypoint", "true", image_tag()],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        ["docker", "run", "--rm", "--network", "bridge", "--entrypoint", "true", image_tag()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
 
 

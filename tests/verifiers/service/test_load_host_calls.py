@@ -56,8 +56,9 @@ def _queued_for_sandbox(http: httpx.Client) -> int:
 
 def _drained(http: httpx.Client) -> bool:
     """Nothing left of a test's slow calls on the server (they end by their deadline)."""
-    return _wait_until(lambda: _queued_for_sandbox(http) == 0 and _gauge(http, "rlvr_sandbox_pool_busy") == 0,
-                       SLOW_DEADLINE_S + 15)  # fmt: skip
+    return _wait_until(
+        lambda: _queued_for_sandbox(http) == 0 and _gauge(http, "rlvr_sandbox_pool_busy") == 0, SLOW_DEADLINE_S + 15
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +100,10 @@ def test_a_batch_of_format_items_does_not_queue_behind_a_batch_waiting_for_the_s
         # one item runs in the sandbox, 63 wait for it on fan-out threads (the rest in the fan-out's queue)
         assert _wait_until(lambda: _queued_for_sandbox(http) >= 63 or slow.done()), "the slow batch never queued"
         assert not slow.done(), slow.exception()
-        cheap = stub.VerifyBatch(pb.VerifyBatchRequest(items=[pb.VerifyRequest(verifier="think_format",
-                                                                               completion=FORMAT_OK)] * 4),
-                                 timeout=SLOW_DEADLINE_S / 2)  # fmt: skip
+        cheap = stub.VerifyBatch(
+            pb.VerifyBatchRequest(items=[pb.VerifyRequest(verifier="think_format", completion=FORMAT_OK)] * 4),
+            timeout=SLOW_DEADLINE_S / 2,
+        )
         slow_running = not slow.done()
         assert [r.outcome for r in cheap.results] == [pb.OUTCOME_CORRECT] * 4
         assert slow_running, "the slow batch ended before the think_format batch was answered"

@@ -41,9 +41,21 @@ def reg(registry_url):
 
 @pytest.mark.parametrize(
     "name,ok",
-    [("countdown", True), ("a", True), ("0x.y-z_w", True), ("a" * 64, True), ("a" * 65, False), ("", False),
-     ("Upper", False), ("-lead", False), ("_lead", False), ("has space", False), ("sl/ash", False), ("é", False)],
-)  # fmt: skip
+    [
+        ("countdown", True),
+        ("a", True),
+        ("0x.y-z_w", True),
+        ("a" * 64, True),
+        ("a" * 65, False),
+        ("", False),
+        ("Upper", False),
+        ("-lead", False),
+        ("_lead", False),
+        ("has space", False),
+        ("sl/ash", False),
+        ("é", False),
+    ],
+)
 def test_names(reg, name, ok):
     if ok:
         reg.add(name, "python", "", PY)
@@ -89,14 +101,35 @@ def test_unregister_unknown_is_not_found(reg):
 
 @pytest.mark.parametrize(
     "kind,spec",
-    [("python", {"source": "  "}), ("python", {"source": "x", "entrypoint": "not a name"}),
-     ("python", {"source": "x", "entrypoint": "class"}), ("remote", {"target": ""}), ("remote", {"target": "nohost"}),
-     ("remote", {"target": "h:99999"}), ("composite", {"components": []}), ("composite", comp(("math", 0.0))),
-     ("composite", comp(("math", float("nan")))), ("composite", comp(("math", 1), ("math", 1))),
-     ("composite", comp(("Bad Name", 1))), ("lua", {})],
-    ids=["empty-source", "bad-entrypoint", "keyword-entrypoint", "empty-target", "no-port", "bad-port",
-         "no-components", "zero-weight", "nan-weight", "duplicate-component", "bad-component-name", "unknown-kind"],
-)  # fmt: skip
+    [
+        ("python", {"source": "  "}),
+        ("python", {"source": "x", "entrypoint": "not a name"}),
+        ("python", {"source": "x", "entrypoint": "class"}),
+        ("remote", {"target": ""}),
+        ("remote", {"target": "nohost"}),
+        ("remote", {"target": "h:99999"}),
+        ("composite", {"components": []}),
+        ("composite", comp(("math", 0.0))),
+        ("composite", comp(("math", float("nan")))),
+        ("composite", comp(("math", 1), ("math", 1))),
+        ("composite", comp(("Bad Name", 1))),
+        ("lua", {}),
+    ],
+    ids=[
+        "empty-source",
+        "bad-entrypoint",
+        "keyword-entrypoint",
+        "empty-target",
+        "no-port",
+        "bad-port",
+        "no-components",
+        "zero-weight",
+        "nan-weight",
+        "duplicate-component",
+        "bad-component-name",
+        "unknown-kind",
+    ],
+)
 def test_malformed_specs_are_bad_requests(reg, kind, spec):
     with pytest.raises(BadRequest):
         reg.add("x", kind, "", spec)
@@ -331,7 +364,14 @@ def test_remote_forwards_the_request_with_the_callers_deadline(verify_only_serve
     assert (v.reward, v.outcome, v.detail, v.components) == (0.25, Outcome.INCORRECT, "from afar", {"x": 0.25})
     req, left = servicer.seen[-1]
     assert (req.verifier, req.completion, req.reference, req.prompt, dict(req.options), req.timeout_s, req.id) == (
-        "theirs", "c", "r", "p", {"k": "v"}, 2.0, "id7")  # fmt: skip
+        "theirs",
+        "c",
+        "r",
+        "p",
+        {"k": "v"},
+        2.0,
+        "id7",
+    )
     assert 3.0 < left <= 4.1  # the remaining deadline travelled with the call
     v = rv.verify(Request("mine", "slow"), _ctx(0.5))
     assert v.outcome is Outcome.SANDBOX_ERROR and "DEADLINE_EXCEEDED" in v.detail  # the 0.5 s deadline ended it

@@ -31,23 +31,32 @@ def test_registered_verifiers_survive_a_restart(tmp_path, registry_url):
         c.register(pb.RegisterVerifierRequest(name="countdown", python=pb.PythonVerifier(source=COUNTDOWN)))
         comps = [pb.Component(verifier="countdown", weight=0.9), pb.Component(verifier="think_format", weight=0.1)]
         c.register(pb.RegisterVerifierRequest(name="r1_countdown", composite=pb.CompositeVerifier(components=comps)))
-        before = c.verify_batch([VerifyItem("r1_countdown", "<think>x</think><answer>2 * 3 + 7</answer>", REF),
-                                 VerifyItem("countdown", "<answer>2 + 3 + 7</answer>", REF)])  # fmt: skip
+        before = c.verify_batch(
+            [
+                VerifyItem("r1_countdown", "<think>x</think><answer>2 * 3 + 7</answer>", REF),
+                VerifyItem("countdown", "<answer>2 + 3 + 7</answer>", REF),
+            ]
+        )
     with (
         LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "b.log")) as b,
         VerifierClient(b.target) as c,
     ):
         listed = {v.name: v for v in c.list_verifiers()}
         assert listed["countdown"].kind == "python" and listed["r1_countdown"].kind == "composite"
-        after = c.verify_batch([VerifyItem("r1_countdown", "<think>x</think><answer>2 * 3 + 7</answer>", REF),
-                                VerifyItem("countdown", "<answer>2 + 3 + 7</answer>", REF)])  # fmt: skip
+        after = c.verify_batch(
+            [
+                VerifyItem("r1_countdown", "<think>x</think><answer>2 * 3 + 7</answer>", REF),
+                VerifyItem("countdown", "<answer>2 + 3 + 7</answer>", REF),
+            ]
+        )
         assert (
             [(r.reward, r.outcome, r.components) for r in after]
             == [(r.reward, r.outcome, r.components) for r in before]
             == [(1.0, "CORRECT", {"countdown": 1.0, "think_format": 1.0}), (0.0, "INCORRECT", {})]
         )
-        info = c.register(pb.RegisterVerifierRequest(name="countdown", python=pb.PythonVerifier(source=COUNTDOWN),
-                                                     replace=True))  # fmt: skip
+        info = c.register(
+            pb.RegisterVerifierRequest(name="countdown", python=pb.PythonVerifier(source=COUNTDOWN), replace=True)
+        )
         assert info.version == 2
 
 

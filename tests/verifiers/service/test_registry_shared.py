@@ -47,8 +47,9 @@ def test_a_verifier_registered_on_one_replica_is_served_by_all(tmp_path, registr
         assert cb.get_verifier("countdown").version == 1
 
         cb.register(pb.RegisterVerifierRequest(name="always", python=pb.PythonVerifier(source=ALWAYS.format(0))))
-        ca.register(pb.RegisterVerifierRequest(name="always", python=pb.PythonVerifier(source=ALWAYS.format(1)),
-                                               replace=True))  # fmt: skip
+        ca.register(
+            pb.RegisterVerifierRequest(name="always", python=pb.PythonVerifier(source=ALWAYS.format(1)), replace=True)
+        )
         with pytest.raises(VerifierError, match="ALREADY_EXISTS"):  # the shared store decides, not B's memory
             cb.register(pb.RegisterVerifierRequest(name="always", python=pb.PythonVerifier(source=ALWAYS.format(0))))
 

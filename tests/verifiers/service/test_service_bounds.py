@@ -62,8 +62,9 @@ GOOD = b'{"verifier": "think_format", "completion": "<think>a</think>b"}'
 
 
 def _post(path: str, extra: bytes, body: bytes = GOOD) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n").encode() + extra  # fmt: skip
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    ).encode() + extra
 
 
 def test_a_plain_request_still_answers(base):
@@ -201,9 +202,15 @@ def test_the_service_uses_the_budget(tmp_path):
         registry.close()
 
 
-@pytest.mark.parametrize("args,named", [(["--cache-mb", "-1"], "--cache-mb '-1'"),
-                                        (["--max-headers", "2"], "--max-headers '2'")])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,named", [(["--cache-mb", "-1"], "--cache-mb '-1'"), (["--max-headers", "2"], "--max-headers '2'")]
+)
 def test_a_bad_bound_stops_the_server_before_it_starts(args, named):
-    r = subprocess.run([sys.executable, "-m", "verifiers.fronts.server", *args, "--port", "0"], capture_output=True,
-                       text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "verifiers.fronts.server", *args, "--port", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert r.returncode == 2 and named in r.stderr, r.stderr

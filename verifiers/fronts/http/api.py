@@ -115,8 +115,10 @@ async def _parse(request: Request, cls: type) -> Any:
         obj = {}  # not JSON: json_format's message says where
     if type(obj) is not dict:  # json_format's message for an array names a field it never saw
         fields = ", ".join(f'"{f.json_name}"' for f in cls.DESCRIPTOR.fields[:3])
-        raise HttpError("INVALID_ARGUMENT", f"the body must be a JSON object (a {name}: {{{fields}, ...}}), "
-                        f"got a JSON {v1.json_type(obj)}")  # fmt: skip
+        raise HttpError(
+            "INVALID_ARGUMENT",
+            f"the body must be a JSON object (a {name}: {{{fields}, ...}}), got a JSON {v1.json_type(obj)}",
+        )
     try:
         return protojson.parse(body or b"{}", cls)
     except (json_format.ParseError, UnicodeDecodeError) as e:
@@ -159,8 +161,7 @@ def _v1_routes(app: FastAPI) -> None:
         """Grade one completion (gRPC Verify)."""
         return await _fast_or_servicer(request, "Verify", pb.VerifyRequest)
 
-    @app.post("/v1/verify_batch", tags=["v1"],
-              openapi_extra=body_doc(pb.VerifyBatchRequest, pb.VerifyBatchResponse))  # fmt: skip
+    @app.post("/v1/verify_batch", tags=["v1"], openapi_extra=body_doc(pb.VerifyBatchRequest, pb.VerifyBatchResponse))
     async def verify_batch(request: Request) -> Response:
         """Grade many completions; results in request order (gRPC VerifyBatch)."""
         return await _fast_or_servicer(request, "VerifyBatch", pb.VerifyBatchRequest)
@@ -202,11 +203,21 @@ def _ops_routes(app: FastAPI) -> None:
         return Response(body, media_type=content_type)
 
 
-def create_app(service: Any, servicer: Any, *, reward_verifier: str = "", max_body_bytes: int = 64 << 20,
-               workers: int = 32, bounds: ServiceBounds | None = None) -> FastAPI:  # fmt: skip
+def create_app(
+    service: Any,
+    servicer: Any,
+    *,
+    reward_verifier: str = "",
+    max_body_bytes: int = 64 << 20,
+    workers: int = 32,
+    bounds: ServiceBounds | None = None,
+) -> FastAPI:
     """The ASGI app. ``servicer`` is a ``verifiers.fronts.server.Servicer`` over ``service``."""
-    app = FastAPI(title="rlvr verifier service", version="1",
-                  description="Reward verification over HTTP/JSON; the same core as the gRPC service.")  # fmt: skip
+    app = FastAPI(
+        title="rlvr verifier service",
+        version="1",
+        description="Reward verification over HTTP/JSON; the same core as the gRPC service.",
+    )
     app.state.service = service
     app.state.servicer = servicer
     app.state.reward_verifier = reward_verifier
@@ -292,11 +303,13 @@ class HttpServer:
         self.port = self.sock.getsockname()[1]
         bounds = bounds or ServiceBounds()
         head = uvicorn_http_options(bounds.max_header_bytes, bounds.max_headers)  # 431 before a long head is kept
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=grace_s, **head)  # fmt: skip
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=grace_s, **head
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True,
-                                        name="http")  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True, name="http"
+        )
 
     def start(self, timeout_s: float = 30.0) -> HttpServer:
         self._thread.start()

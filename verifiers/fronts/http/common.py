@@ -123,11 +123,13 @@ def body_doc(request_cls: Any | None, response_cls: Any) -> dict:
     """``openapi_extra`` for a route whose bodies are proto messages in JSON."""
     doc: dict = {
         "responses": {
-            "200": {"description": response_cls.DESCRIPTOR.full_name,
-                    "content": {"application/json": {"schema": message_schema(response_cls.DESCRIPTOR)}}},
+            "200": {
+                "description": response_cls.DESCRIPTOR.full_name,
+                "content": {"application/json": {"schema": message_schema(response_cls.DESCRIPTOR)}},
+            },
             "4XX": {"description": 'refused: {"error": {"code", "status", "message"}}, the gRPC status and message'},
         }
-    }  # fmt: skip
+    }
     if request_cls is not None:
         doc["requestBody"] = {
             "required": True,

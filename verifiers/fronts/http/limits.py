@@ -55,8 +55,10 @@ def json_too_deep(body: bytes, max_depth: int) -> bool:
 
 def _head_refusal(message: str) -> bytes:
     body = json.dumps({"error": {"code": 431, "status": "RESOURCE_EXHAUSTED", "message": message}}).encode()
-    return (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n%s") % (len(body), body)  # fmt: skip
+    return (
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+    ) % (len(body), body)
 
 
 class _TooManyHeaders(Exception):
@@ -82,8 +84,9 @@ if HttpToolsProtocol is not None:
             while data and self._in_head and self._head_seen + len(data) > self.max_head_bytes:
                 room = self.max_head_bytes - self._head_seen
                 if room <= 0:
-                    return self._refuse(f"request line and headers over {self.max_head_bytes} bytes "
-                                        "(the server's --max-header-bytes)")  # fmt: skip
+                    return self._refuse(
+                        f"request line and headers over {self.max_head_bytes} bytes (the server's --max-header-bytes)"
+                    )
                 piece, data = data[:room], data[room:]
                 self._head_seen += len(piece)
                 super().data_received(piece)
@@ -131,8 +134,9 @@ def uvicorn_http_options(max_head_bytes: int, max_headers: int) -> dict:
     """``uvicorn.Config`` keyword arguments that bound a request's head."""
     if HttpToolsProtocol is None:
         return {"http": "h11", "h11_max_incomplete_event_size": max_head_bytes}
-    limited = type("HeadLimitedProtocol", (HeadLimitedProtocol,),
-                   {"max_head_bytes": max_head_bytes, "max_headers": max_headers})  # fmt: skip
+    limited = type(
+        "HeadLimitedProtocol", (HeadLimitedProtocol,), {"max_head_bytes": max_head_bytes, "max_headers": max_headers}
+    )
     return {"http": limited}
 
 
@@ -165,11 +169,14 @@ class InputLimits:
                 break
         body = b"".join(chunks)
         if json_too_deep(body, self.max_depth):
-            msg = (f"JSON body nested deeper than {self.max_depth} levels (the server's --max-json-depth): no "
-                   "request of this API needs that many")  # fmt: skip
+            msg = (
+                f"JSON body nested deeper than {self.max_depth} levels (the server's --max-json-depth): no "
+                "request of this API needs that many"
+            )
             return await error_response("INVALID_ARGUMENT", msg)(scope, receive, send)
-        return await self.app(as_json(scope), _replay([{"type": "http.request", "body": body, "more_body": False}],
-                                                      receive), send)  # fmt: skip
+        return await self.app(
+            as_json(scope), _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send
+        )
 
     async def _too_large(self, scope: dict, receive: Any, send: Any) -> None:
         msg = f"request body over the limit of {self.max_bytes} bytes (the server's --max-message-mb)"

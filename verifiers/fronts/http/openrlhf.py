@@ -91,8 +91,9 @@ def parse_body(raw: bytes) -> RewardRequest:
     except ValidationError as e:
         raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
     except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
-        raise RequestValidationError([{"type": "json_invalid", "loc": ("body",), "msg": f"JSON decode error: {e}",
-                                       "input": {}}]) from None  # fmt: skip
+        raise RequestValidationError(
+            [{"type": "json_invalid", "loc": ("body",), "msg": f"JSON decode error: {e}", "input": {}}]
+        ) from None
 
 
 BODY_DOC = {
@@ -109,8 +110,11 @@ async def get_reward(
     body = parse_body(await request.body())
     name = verifier or request.app.state.reward_verifier
     if not name:
-        raise HttpError("INVALID_ARGUMENT", "no verifier named: add ?verifier=NAME to the URL "
-                                            "(GET /v1/verifiers lists them) or start the server with --reward-verifier")  # fmt: skip
+        raise HttpError(
+            "INVALID_ARGUMENT",
+            "no verifier named: add ?verifier=NAME to the URL "
+            "(GET /v1/verifiers lists them) or start the server with --reward-verifier",
+        )
     # every other query parameter is an option of the verifier (?verifier=math&fallback=last_number): the
     # service refuses a key the verifier does not know, as it does on /v1/verify
     options = {k: v for k, v in request.query_params.items() if k != "verifier"}

@@ -91,10 +91,14 @@ def _value_in(f: FieldDescriptor, v: Any) -> Any:
 def _plan(d: Descriptor) -> dict[str, tuple[str, str | None, bool, FieldDescriptor]]:
     """JSON key → (field name, its oneof, whether it is a plain string field, field), once per message."""
     return {
-        key: (f.name, f.containing_oneof.name if f.containing_oneof else None,
-              f.type == F.TYPE_STRING and not _repeated(f), f)
+        key: (
+            f.name,
+            f.containing_oneof.name if f.containing_oneof else None,
+            f.type == F.TYPE_STRING and not _repeated(f),
+            f,
+        )
         for key, f in _by_key(d).items()
-    }  # fmt: skip
+    }
 
 
 def _kwargs(obj: dict, d: Descriptor) -> dict:

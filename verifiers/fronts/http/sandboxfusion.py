@@ -67,8 +67,11 @@ MAX_FILES_BYTES = 16 << 20
 
 class RunCodeRequest(BaseModel):
     code: str = Field(..., description="the program")
-    language: str = Field(..., description="python, cpp, c, java, nodejs, typescript, go, rust, bash (others: "
-                                           "SandboxError naming what this server runs)")  # fmt: skip
+    language: str = Field(
+        ...,
+        description="python, cpp, c, java, nodejs, typescript, go, rust, bash (others: "
+        "SandboxError naming what this server runs)",
+    )
     stdin: str | None = Field(None, description="given to the program on stdin")
     compile_timeout: float = Field(10, description="seconds, compiled languages")
     run_timeout: float = Field(10, description="seconds of wall time for the run")
@@ -113,11 +116,13 @@ def command_result(res: Result) -> CommandRunResult:
     if res.sandbox_error:
         return CommandRunResult(status="Error", stderr=res.sandbox_error)
     if res.timed_out:
-        return CommandRunResult(status="TimeLimitExceeded", execution_time=res.wall_s, stdout=res.stdout,
-                                stderr=res.stderr)  # fmt: skip
+        return CommandRunResult(
+            status="TimeLimitExceeded", execution_time=res.wall_s, stdout=res.stdout, stderr=res.stderr
+        )
     code = -res.signal if res.signal is not None else res.exit_code
-    return CommandRunResult(status="Finished", execution_time=res.wall_s, return_code=code, stdout=res.stdout,
-                            stderr=res.stderr)  # fmt: skip
+    return CommandRunResult(
+        status="Finished", execution_time=res.wall_s, return_code=code, stdout=res.stdout, stderr=res.stderr
+    )
 
 
 def decoded_files(files: dict[str, str | None]) -> dict[str, bytes]:
@@ -160,8 +165,12 @@ def python_program(code: str, files: dict[str, bytes]) -> str:
 
 def run_python(req: RunCodeRequest, door: Door) -> tuple[None, CommandRunResult]:
     memory = req.memory_limit_MB if req.memory_limit_MB > 0 else Limits().memory_mb
-    job = Job(code=python_program(req.code, decoded_files(req.files)), stdin=req.stdin or "",
-              timeout_s=req.run_timeout, limits=Limits(memory_mb=memory))  # fmt: skip
+    job = Job(
+        code=python_program(req.code, decoded_files(req.files)),
+        stdin=req.stdin or "",
+        timeout_s=req.run_timeout,
+        limits=Limits(memory_mb=memory),
+    )
     return None, command_result(door.run_job(job))
 
 
@@ -179,11 +188,13 @@ def _code(exit_code: int | None, sig: int | None) -> int:
 def compile_command_result(comp: dict) -> CommandRunResult:
     """The driver's compile report as a CommandRunResult (its message: the compiler's output tail)."""
     if comp.get("status") == "timeout":
-        return CommandRunResult(status="TimeLimitExceeded", execution_time=comp["elapsed"], stdout="",
-                                stderr=comp["message"])  # fmt: skip
+        return CommandRunResult(
+            status="TimeLimitExceeded", execution_time=comp["elapsed"], stdout="", stderr=comp["message"]
+        )
     code = 0 if comp["ok"] else _code(comp.get("exit"), comp.get("signal"))
-    return CommandRunResult(status="Finished", execution_time=comp["elapsed"], return_code=code, stdout="",
-                            stderr=comp["message"])  # fmt: skip
+    return CommandRunResult(
+        status="Finished", execution_time=comp["elapsed"], return_code=code, stdout="", stderr=comp["message"]
+    )
 
 
 def case_command_result(d: dict, cap: int) -> CommandRunResult:
@@ -194,8 +205,7 @@ def case_command_result(d: dict, cap: int) -> CommandRunResult:
         return CommandRunResult(status="TimeLimitExceeded", execution_time=elapsed, stdout=out, stderr=err)
     if d["status"] == "output":
         err += f"\n{OUTPUT_LIMIT_DETAIL}: more than {cap} bytes written to stdout and stderr"
-        return CommandRunResult(status="Finished", execution_time=elapsed, return_code=-SIGKILL, stdout=out,
-                                stderr=err)  # fmt: skip
+        return CommandRunResult(status="Finished", execution_time=elapsed, return_code=-SIGKILL, stdout=out, stderr=err)
     code = 0 if d["status"] == "ok" else _code(d.get("exit"), d.get("signal"))
     return CommandRunResult(status="Finished", execution_time=elapsed, return_code=code, stdout=out, stderr=err)
 
@@ -213,9 +223,16 @@ def run_toolchain(
     """A non-Python program: one job in the pool's toolchain lane, through the service's door."""
     lang = languages.for_source(languages.language(name), req.code)
     blobs = {p: base64.b64encode(b).decode() for p, b in decoded_files(req.files).items()}
-    job, nonce = toolchains.driver_job(lang, req.code, [req.stdin or ""], case_timeout_s=req.run_timeout,
-                                      compile_timeout_s=req.compile_timeout, run_as_mb=_run_as_mb(req, lang),
-                                      blobs=blobs, output_cap=door.output_cap)  # fmt: skip
+    job, nonce = toolchains.driver_job(
+        lang,
+        req.code,
+        [req.stdin or ""],
+        case_timeout_s=req.run_timeout,
+        compile_timeout_s=req.compile_timeout,
+        run_as_mb=_run_as_mb(req, lang),
+        blobs=blobs,
+        output_cap=door.output_cap,
+    )
     res = door.run_job(job)
     if res.sandbox_error:
         return None, CommandRunResult(status="Error", stderr=res.sandbox_error)
@@ -280,12 +297,15 @@ def run_code(req: RunCodeRequest, door: Door) -> RunCodeResponse:
     runner = RUNNERS.get(req.language)
     why = languages.not_served(req.language)
     if runner is None and why:  # one of SandboxFusion's languages that this server's image does not have
-        return RunCodeResponse(status="SandboxError", message=f"language {req.language!r} is not available on "
-                                                              f"this server: {why}")  # fmt: skip
+        return RunCodeResponse(
+            status="SandboxError", message=f"language {req.language!r} is not available on this server: {why}"
+        )
     if runner is None:
         served = ", ".join(sorted(RUNNERS))
-        return RunCodeResponse(status="SandboxError", message=f"language {req.language[:60]!r} is not supported "
-                                                              f"by this server (it runs: {served})")  # fmt: skip
+        return RunCodeResponse(
+            status="SandboxError",
+            message=f"language {req.language[:60]!r} is not supported by this server (it runs: {served})",
+        )
     if req.fetch_files:
         return RunCodeResponse(status="SandboxError", message="fetch_files is not supported by this server")
     check_request(req)
@@ -301,8 +321,10 @@ async def run_code_route(body: RunCodeRequest, request: Request) -> Any:
     try:
         resp = await run_blocking(request, run_code, body, Door(service.run_job, service.limits.output_cap_bytes))
     except asyncio.CancelledError:  # the server stopped past its grace (the soak's one plain-text 500)
-        resp = RunCodeResponse(status="SandboxError", message="the server is shutting down: the run was cut "
-                                                              "short; send it again (to another replica)")  # fmt: skip
+        resp = RunCodeResponse(
+            status="SandboxError",
+            message="the server is shutting down: the run was cut short; send it again (to another replica)",
+        )
     except HttpError:
         raise  # the request's own mistake: answered as such by the app's handler
     except Exception as e:  # noqa: BLE001 - an answer in SandboxFusion's shape on every path, never a bare 500

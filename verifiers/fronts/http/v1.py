@@ -61,8 +61,15 @@ def _text(v: Any) -> str:
     return v
 
 
-JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
-              type(None): "null"}  # fmt: skip
+JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def json_type(v: Any) -> str:
@@ -74,8 +81,11 @@ def require_completion(obj: Any, where: str = "") -> None:
     missing field is the caller's bug, not an empty answer. ``""`` stays a completion (graded NO_ANSWER).
     gRPC cannot tell the two apart (proto3 sends no empty string), so this is the JSON fronts' check."""
     if type(obj) is dict and obj.get("completion") is None:
-        raise HttpError("INVALID_ARGUMENT", f"{where}field 'completion' is missing: every request needs the model's "
-                        'text ("completion": "" for an empty one, graded NO_ANSWER)')  # fmt: skip
+        raise HttpError(
+            "INVALID_ARGUMENT",
+            f"{where}field 'completion' is missing: every request needs the model's "
+            'text ("completion": "" for an empty one, graded NO_ANSWER)',
+        )
 
 
 def _loads(body: bytes) -> Any:
@@ -92,8 +102,11 @@ def check_items(body: bytes) -> None:
     items = obj.get("items") if type(obj) is dict else None
     for i, item in enumerate(items if type(items) is list else []):
         if type(item) is not dict:
-            raise HttpError("INVALID_ARGUMENT", f"items[{i}] must be a JSON object (a verifier.v1.VerifyRequest: "
-                            f'{{"verifier", "completion", "reference", ...}}), got a JSON {json_type(item)}')  # fmt: skip
+            raise HttpError(
+                "INVALID_ARGUMENT",
+                f"items[{i}] must be a JSON object (a verifier.v1.VerifyRequest: "
+                f'{{"verifier", "completion", "reference", ...}}), got a JSON {json_type(item)}',
+            )
 
 
 def check_completions(body: bytes, method: str) -> None:
@@ -116,8 +129,13 @@ def _request(obj: Any, where: str = "") -> Request:
     if "timeoutS" in obj and "timeout_s" in obj:  # one field in both spellings (the only two-word field)
         raise Slow
     get = obj.get
-    verifier, completion, reference, prompt, rid = (get("verifier", ""), get("completion", ""),
-                                                    get("reference", ""), get("prompt", ""), get("id", ""))  # fmt: skip
+    verifier, completion, reference, prompt, rid = (
+        get("verifier", ""),
+        get("completion", ""),
+        get("reference", ""),
+        get("prompt", ""),
+        get("id", ""),
+    )
     try:
         _utf8("".join((verifier, completion, reference, prompt, rid)))  # TypeError: one is not a string
     except TypeError:

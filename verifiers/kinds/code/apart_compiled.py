@@ -54,11 +54,16 @@ _STD_HEADERS = set(
 # Declared in the tests' unit before the stubs, which are ``static``: a stub named as anything these declare (a
 # candidate's ``strcmp`` or ``abs``, which would otherwise replace the one the tests call) is a compile error
 _DECLARE_ALL = {
-    "c": "".join(f"#include <{h}>\n" for h in ("assert.h ctype.h errno.h float.h inttypes.h limits.h locale.h math.h "
-                 "setjmp.h signal.h stdarg.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h strings.h time.h "
-                 "wchar.h wctype.h unistd.h").split()),
+    "c": "".join(
+        f"#include <{h}>\n"
+        for h in (
+            "assert.h ctype.h errno.h float.h inttypes.h limits.h locale.h math.h "
+            "setjmp.h signal.h stdarg.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h strings.h time.h "
+            "wchar.h wctype.h unistd.h"
+        ).split()
+    ),
     "cpp": "",  # C++'s stubs are variables (_cpp_stub): a clash is an error in any order, without every header
-}  # fmt: skip
+}
 _INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*<([\w./+]+)>[ \t]*$")
 _USING_STD = re.compile(r"(?m)^[ \t]*using[ \t]+namespace[ \t]+std[ \t]*;")
 
@@ -80,9 +85,19 @@ def _counted(tests: str, macro: str) -> str:
 
 
 # -- C: scalars and strings ---------------------------------------------------------------------------------
-_C_LIMITS = {"int": "INT", "long": "LONG", "long long": "LLONG", "short": "SHRT", "char": "CHAR",
-             "signed char": "SCHAR", "unsigned int": "UINT", "unsigned long": "ULONG",
-             "unsigned long long": "ULLONG", "unsigned short": "USHRT", "unsigned char": "UCHAR"}  # fmt: skip
+_C_LIMITS = {
+    "int": "INT",
+    "long": "LONG",
+    "long long": "LLONG",
+    "short": "SHRT",
+    "char": "CHAR",
+    "signed char": "SCHAR",
+    "unsigned int": "UINT",
+    "unsigned long": "ULONG",
+    "unsigned long long": "ULLONG",
+    "unsigned short": "USHRT",
+    "unsigned char": "UCHAR",
+}
 
 
 def _c_put(t: Ty, buf: str, x: str) -> str:

@@ -161,8 +161,10 @@ def _stub(i: int, f: GoFunc) -> str:
     args = ", ".join(f"a{k}" for k in range(len(f.params)))
     ptrs = ", ".join(f"&r{k}" for k in range(len(f.results)))
     ret = f"\treturn {', '.join(f'r{k}' for k in range(len(f.results)))}\n" if f.results else ""
-    return (f"func {f.name}({params}) {res} {{\n{decl}\trlvrCall({i}, \"{', '.join(f.results) or 'nothing'}\", "
-            f"[]interface{{}}{{{args}}}, []interface{{}}{{{ptrs}}})\n{ret}}}\n\n")  # fmt: skip
+    return (
+        f'func {f.name}({params}) {res} {{\n{decl}\trlvrCall({i}, "{", ".join(f.results) or "nothing"}", '
+        f"[]interface{{}}{{{args}}}, []interface{{}}{{{ptrs}}})\n{ret}}}\n\n"
+    )
 
 
 def _case(i: int, f: GoFunc) -> str:
@@ -191,9 +193,11 @@ def go_apart(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
     stubs = "".join(_stub(i, f) for i, f in enumerate(funcs))
     runner = f"package main\n\n{stubs}func main() {{\n\trlvrStart()\n\t{t}()\n\trlvrFinish()\n}}\n"
     cases = "".join(_case(i, f) for i, f in enumerate(funcs))
-    server = (f'package main\n\nimport "reflect"\n\nvar _ = reflect.ValueOf\n\n'
-              f"func rlvrDispatch{p.tag}(f int64, in *rlvrIn) []interface{{}} {{\n\tswitch f {{\n{cases}\t}}\n"
-              f'\tpanic("no such function")\n}}\n\nfunc main() {{\n\trlvrServe(rlvrDispatch{p.tag})\n}}\n')  # fmt: skip
+    server = (
+        f'package main\n\nimport "reflect"\n\nvar _ = reflect.ValueOf\n\n'
+        f"func rlvrDispatch{p.tag}(f int64, in *rlvrIn) []interface{{}} {{\n\tswitch f {{\n{cases}\t}}\n"
+        f'\tpanic("no such function")\n}}\n\nfunc main() {{\n\trlvrServe(rlvrDispatch{p.tag})\n}}\n'
+    )
     wire = (_DIR / "rlvr_wire.go").read_text()
     files = {"rlvr_cand.go": program, "rlvr_server.go": server, "rlvr_stub.go": runner, "rlvr_wire.go": wire}
     return tests, {**files, "rlvr_nonce": p.a + p.b}

@@ -59,8 +59,10 @@ def _shipped(tests: str, ours: dict[str, str], program: Callable[[str], str] = s
 
 def _ours(ext: str, prefix: str) -> dict[str, str]:
     """The job's names of a language's three files -> their files here."""
-    return {f"rlvr_{part}.{ext}": f"{prefix}_{src}.{ext}" for part, src in
-            (("tests_runner", "tests"), ("candidate", "candidate"), ("wire", "wire"))}  # fmt: skip
+    return {
+        f"rlvr_{part}.{ext}": f"{prefix}_{src}.{ext}"
+        for part, src in (("tests_runner", "tests"), ("candidate", "candidate"), ("wire", "wire"))
+    }
 
 
 def _php_program(code: str) -> str:

@@ -96,13 +96,17 @@ def check(lang: str, tests: str) -> None:
 # how the run ended -> (outcome, the case's status, signals, detail: "{}" is the run's message)
 _ENDS = {
     "pass": (Outcome.CORRECT, CaseStatus.PASSED, (), "the tests ran to the end"),
-    "early": (Outcome.INCORRECT, CaseStatus.WRONG_ANSWER, ("code.early_exit",),
-              "the program exited 0 before the tests finished (no sentinel line after the last test)"),
+    "early": (
+        Outcome.INCORRECT,
+        CaseStatus.WRONG_ANSWER,
+        ("code.early_exit",),
+        "the program exited 0 before the tests finished (no sentinel line after the last test)",
+    ),
     "failed": (Outcome.INCORRECT, CaseStatus.WRONG_ANSWER, (), "a test failed: {}"),
     "runtime": (Outcome.RUNTIME_ERROR, CaseStatus.RUNTIME_ERROR, (), "{}"),
     "timeout": (Outcome.TIMEOUT, CaseStatus.TIME_LIMIT, ("code.time_limit",), "{}"),
     "output": (Outcome.RUNTIME_ERROR, CaseStatus.OUTPUT_LIMIT, ("code.output_cap",), "{}"),
-}  # fmt: skip
+}
 
 
 def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
@@ -115,8 +119,10 @@ def verdict(prog: Program, compile_error: str | None, runs: list) -> Verdict:
     if prog.apart:
         said = apart_lines(prog.sentinel, run.stdout)
         if "bad_reference" in said:
-            return Verdict.of(Outcome.BAD_REFERENCE, f"the tests failed before any call into the candidate: "
-                              f"{said['bad_reference'][-600:]}")  # fmt: skip
+            return Verdict.of(
+                Outcome.BAD_REFERENCE,
+                f"the tests failed before any call into the candidate: {said['bad_reference'][-600:]}",
+            )
     if run.status == "ok":
         end = "pass" if prog.sentinel in (line.strip() for line in run.stdout.splitlines()) else "early"
     else:

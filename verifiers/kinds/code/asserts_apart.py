@@ -116,7 +116,9 @@ def shared_ran(v: Verdict) -> Verdict:
     """A pass of a shared program (opted in): what the harness's own code, after the tests, can say ran. It runs only
     when the tests' entry returned, so one test program ran to its end; what ran inside it (asserts, calls) would be
     counted in the candidate's own process, where the candidate could write the counters, so it is not counted."""
-    v.detail = ("the tests ran to the end (1 test program; its asserts and calls are not counted: they run in the "
-                "candidate's program)")  # fmt: skip
+    v.detail = (
+        "the tests ran to the end (1 test program; its asserts and calls are not counted: they run in the "
+        "candidate's program)"
+    )
     v.components = {"tests_ran": 1.0}
     return v

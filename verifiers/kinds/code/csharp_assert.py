@@ -47,5 +47,7 @@ def files(language: str) -> dict[str, str]:
     """The files (relative path -> base64) a job of ``language`` gets besides its source: C#'s listener and config."""
     if language != "csharp":
         return {}
-    return {name: base64.b64encode(text.encode()).decode() for name, text in
-            ((LISTENER_FILE, _LISTENER), ("main.exe.config", _CONFIG))}  # fmt: skip
+    return {
+        name: base64.b64encode(text.encode()).decode()
+        for name, text in ((LISTENER_FILE, _LISTENER), ("main.exe.config", _CONFIG))
+    }

@@ -73,8 +73,10 @@ class CodeOptions:
             raise BadRequest(f"code: options['mode'] must be 'assert' or 'stdio', got {mode!r}")
         lang = _language(options)
         if lang != "python" and mode == "assert" and lang not in ASSERT_LANGUAGES:
-            raise BadRequest(f"code: language {lang!r} has no assert mode (assert mode: python, "
-                             f"{', '.join(ASSERT_LANGUAGES)}); grade it with mode=stdio")  # fmt: skip
+            raise BadRequest(
+                f"code: language {lang!r} has no assert mode (assert mode: python, "
+                f"{', '.join(ASSERT_LANGUAGES)}); grade it with mode=stdio"
+            )
         if lang != "python" and mode == "assert" and options.get("entry_point"):
             raise BadRequest(f"code: options['entry_point'] is Python's; {lang} tests call the candidate by name")
         shared = _flag(options, "allow_shared_program")
@@ -97,8 +99,19 @@ class CodeOptions:
                 abs_tol, rel_tol = _tol(options, "abs_tol"), _tol(options, "rel_tol")
         if lang != "python":
             compile_s = _seconds(options, "compile_timeout_s", COMPILE_TIMEOUT_S)
-        return cls(mode, lang, options.get("entry_point", ""), options.get("prelude", ""), case_s, compile_s, reward,
-                   judge, abs_tol, rel_tol, shared)  # fmt: skip
+        return cls(
+            mode,
+            lang,
+            options.get("entry_point", ""),
+            options.get("prelude", ""),
+            case_s,
+            compile_s,
+            reward,
+            judge,
+            abs_tol,
+            rel_tol,
+            shared,
+        )
 
 
 def _language(options: Mapping[str, str]) -> str:

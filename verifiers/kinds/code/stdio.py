@@ -55,8 +55,17 @@ def _clip(s: str, n: int = DETAIL_CHARS) -> str:
 
 
 # -- running -------------------------------------------------------------------------------------------
-def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop: bool, width: int, rid: str,
-               deadline: Deadline, lane: str = ""):  # fmt: skip
+def run_python(
+    code: str,
+    inputs: list[str],
+    ctx: Context,
+    per_case: float,
+    stop: bool,
+    width: int,
+    rid: str,
+    deadline: Deadline,
+    lane: str = "",
+):
     """Each case its own job in the Python pool (in ``lane``, the pool's lane of lean workers the code kind's
     jobs fork from, when named: sandbox/pool.py ``Lane``); with ``stop``, cases not yet started after a failure
     are skipped. Every case spends from the submission's ``deadline``: none starts after it, and each
@@ -68,8 +77,15 @@ def run_python(code: str, inputs: list[str], ctx: Context, per_case: float, stop
             return CaseRun("skipped")
         if deadline.expired():
             return CaseRun("timeout", message="no time left for this case")
-        job = Job(code=code, stdin=text, timeout_s=per_case, limits=Limits(memory_mb=1024), id=rid, deadline=deadline,
-                  lane=lane)  # fmt: skip
+        job = Job(
+            code=code,
+            stdin=text,
+            timeout_s=per_case,
+            limits=Limits(memory_mb=1024),
+            id=rid,
+            deadline=deadline,
+            lane=lane,
+        )
         run = _from_result(ctx.run_job(job), per_case)
         if run.status != "ok":
             failed.append(True)
@@ -92,8 +108,16 @@ def _from_result(res: Result, timeout_s: float) -> CaseRun:
     return CaseRun("ok", res.stdout, elapsed_s=res.wall_s)
 
 
-def run_compiled(code: str, inputs: list[str], opts: CodeOptions, ctx: Context, deadline: Deadline, rid: str,
-                 lang: Language | None = None, blobs: dict[str, str] | None = None):  # fmt: skip
+def run_compiled(
+    code: str,
+    inputs: list[str],
+    opts: CodeOptions,
+    ctx: Context,
+    deadline: Deadline,
+    rid: str,
+    lang: Language | None = None,
+    blobs: dict[str, str] | None = None,
+):
     """One job in the toolchain lane for ``opts.language`` (through ``ctx.run_job``, the one door), by the
     submission's ``deadline``: (compile
     error message or None, runs, compile seconds). Each case runs at most ``opts.case_timeout_s``; with
@@ -102,9 +126,17 @@ def run_compiled(code: str, inputs: list[str], opts: CodeOptions, ctx: Context, 
     lang = lang or languages.for_source(languages.language(opts.language), code)
     per_case = opts.case_timeout_s
     compile_s = opts.compile_timeout_s if lang.compile else 0.0
-    job, nonce = toolchains.driver_job(lang, code, inputs, case_timeout_s=per_case, compile_timeout_s=compile_s,
-                                      stop_on_error=opts.reward == "all", blobs=blobs, job_id=rid,
-                                      output_cap=ctx.output_cap)  # fmt: skip
+    job, nonce = toolchains.driver_job(
+        lang,
+        code,
+        inputs,
+        case_timeout_s=per_case,
+        compile_timeout_s=compile_s,
+        stop_on_error=opts.reward == "all",
+        blobs=blobs,
+        job_id=rid,
+        output_cap=ctx.output_cap,
+    )
     need = job.timeout_s  # the driver's own need (compile, then every case with its start-up), spent from the deadline
     job.timeout_s, job.deadline = min(need, deadline.remaining()), deadline
     res = ctx.run_job(job)
@@ -201,8 +233,13 @@ def _checker(spec: judges.StdioSpec, i: int, actual: str, ctx: Context) -> tuple
 def _run_checker(checker: str, case_input: str, expected: str, actual: str, ctx: Context) -> tuple[bool, str, str]:
     """(accepted, what it said, how it failed: '' when it accepted or rejected)."""
     stdin = judges.checker_stdin(checker, case_input, expected, actual)
-    job = Job(code=judges.CHECKER_RUNNER, stdin=stdin, timeout_s=CHECKER_TIMEOUT_S, limits=Limits(memory_mb=1024),
-              deadline=ctx.deadline)  # fmt: skip
+    job = Job(
+        code=judges.CHECKER_RUNNER,
+        stdin=stdin,
+        timeout_s=CHECKER_TIMEOUT_S,
+        limits=Limits(memory_mb=1024),
+        deadline=ctx.deadline,
+    )
     res = ctx.run_job(job)
     if res.sandbox_error:
         raise _SandboxFailed(res.sandbox_error)

@@ -191,10 +191,19 @@ def _query(job: Job) -> dict | None:
     return DRIVER.loads(job.stdin) if job.code == DRIVER_JOB else None
 
 
-def driver_job(lang: Language, code: str, inputs: list[str], *, case_timeout_s: float,
-               compile_timeout_s: float, stop_on_error: bool = True, run_as_mb: int | None = None,
-               blobs: dict[str, str] | None = None, job_id: str = "", output_cap: int = OUTPUT_CAP,
-               ) -> tuple[Job, str]:  # fmt: skip
+def driver_job(
+    lang: Language,
+    code: str,
+    inputs: list[str],
+    *,
+    case_timeout_s: float,
+    compile_timeout_s: float,
+    stop_on_error: bool = True,
+    run_as_mb: int | None = None,
+    blobs: dict[str, str] | None = None,
+    job_id: str = "",
+    output_cap: int = OUTPUT_CAP,
+) -> tuple[Job, str]:
     """(the job in the toolchain lane, its nonce) that compiles ``code`` once and runs it on each input
     (driver.py). ``blobs``: relative path → base64, written into the job's directory first. ``output_cap``: the
     cap the lane runs it under (``Context.output_cap``). Without a deadline: the caller may set ``job.deadline``

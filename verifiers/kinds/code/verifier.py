@@ -53,8 +53,25 @@ STDERR_TAIL = 600
 # Standard modules that tests, preludes and candidates commonly import (every HumanEval prompt imports typing),
 # imported once per warm worker: the code kind's lane preloads nothing else (CodeVerifier.lane), and a job that
 # imports one of these from disk pays for it twice (the tests' process and the candidate's).
-COMMON_IMPORTS = ("typing", "math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
-                  "hashlib", "copy", "operator", "fractions", "decimal", "statistics", "random", "datetime")  # fmt: skip
+COMMON_IMPORTS = (
+    "typing",
+    "math",
+    "re",
+    "collections",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "string",
+    "hashlib",
+    "copy",
+    "operator",
+    "fractions",
+    "decimal",
+    "statistics",
+    "random",
+    "datetime",
+)
 # The code kind's declared warm-up (CodeVerifier.warmup): the common imports and the harness (in_sandbox/code/,
 # shipped in the image), imported once per worker; the job then only calls it.
 CODE_WARMUP = f"import {', '.join(COMMON_IMPORTS)}\nimport in_sandbox.code.harness\n"
@@ -139,8 +156,9 @@ class CodeVerifier(Builtin):
                 prog = asserts.assemble(opts.language, opts.prelude + code, req.reference)
             except CannotCross as e:  # the candidate's entry function has a type no call can carry (apart_sig.py)
                 return Verdict.of(Outcome.COMPILE_ERROR, f"{CANNOT_CROSS.format(opts.language)}: {e}")
-            error, runs, _ = stdio.run_compiled(prog.source, [""], opts, ctx, ctx.deadline.within(budget), req.id,
-                                                prog.lang, prog.blobs)  # fmt: skip
+            error, runs, _ = stdio.run_compiled(
+                prog.source, [""], opts, ctx, ctx.deadline.within(budget), req.id, prog.lang, prog.blobs
+            )
             verdict = asserts.verdict(prog, error, runs)
             return verdict.signal("code.shared_program") if opts.language in asserts.SHARED_PROGRAM else verdict
         return self._assert(req, opts, code, budget, ctx)
@@ -158,8 +176,15 @@ class CodeVerifier(Builtin):
                 "nonce": nonce,
             }
         )
-        job = Job(code=HARNESS, stdin=stdin, timeout_s=budget, limits=Limits(memory_mb=1024), id=req.id,
-                  deadline=ctx.deadline, lane=self.lane)  # fmt: skip
+        job = Job(
+            code=HARNESS,
+            stdin=stdin,
+            timeout_s=budget,
+            limits=Limits(memory_mb=1024),
+            id=req.id,
+            deadline=ctx.deadline,
+            lane=self.lane,
+        )
         res = ctx.run_job(job)
         verdict = assert_verdict(res, nonce, res.time_limit_s or job.timeout_s)
         if tests is not None and verdict.outcome is not Outcome.SANDBOX_ERROR and not res.output_limit_exceeded:
@@ -173,8 +198,17 @@ class CodeVerifier(Builtin):
         deadline = ctx.deadline.within(budget)  # no case runs past the submission's budget
         inputs = [i for i, _ in spec.cases]
         if opts.language == "python":
-            runs = stdio.run_python(code, inputs, ctx, opts.case_timeout_s, opts.reward == "all",
-                                    self.stdio_parallelism, req.id, deadline, self.lane)  # fmt: skip
+            runs = stdio.run_python(
+                code,
+                inputs,
+                ctx,
+                opts.case_timeout_s,
+                opts.reward == "all",
+                self.stdio_parallelism,
+                req.id,
+                deadline,
+                self.lane,
+            )
         else:
             error, runs, _ = stdio.run_compiled(code, inputs, opts, ctx, deadline, req.id)
             if error is not None:

@@ -103,8 +103,12 @@ class Comparison:
 
 # a line's key -> its outcome, in precedence order; bad_reference is the dataset's fault, not the model's:
 # masked from training like SANDBOX_ERROR
-_LINE_KEYS = (("sandbox_error", Outcome.SANDBOX_ERROR), ("bad_reference", Outcome.BAD_REFERENCE),
-              ("timeout", Outcome.TIMEOUT), ("no_answer", Outcome.NO_ANSWER))  # fmt: skip
+_LINE_KEYS = (
+    ("sandbox_error", Outcome.SANDBOX_ERROR),
+    ("bad_reference", Outcome.BAD_REFERENCE),
+    ("timeout", Outcome.TIMEOUT),
+    ("no_answer", Outcome.NO_ANSWER),
+)
 
 
 def _infra(why: str) -> Comparison:
@@ -200,8 +204,13 @@ def _run_job(items: list[PendingItem], run_job) -> Result:
     longest item's time and the item running then was reported TIMEOUT (found by bench/math_grading/fuzz_answers.py)."""
     stdin = MATH.dumps({"items": [it.payload for it in items]})
     timeout_s = max(it.timeout_s for it in items) + ITEM_SHARE_S * (len(items) - 1)
-    job = Job(code=JOB_CODE, stdin=stdin, timeout_s=timeout_s, limits=Limits(memory_mb=1024),
-              deadline=max((it.deadline for it in items), key=lambda d: d.at))  # fmt: skip
+    job = Job(
+        code=JOB_CODE,
+        stdin=stdin,
+        timeout_s=timeout_s,
+        limits=Limits(memory_mb=1024),
+        deadline=max((it.deadline for it in items), key=lambda d: d.at),
+    )
     return run_job(job)
 
 
@@ -235,8 +244,10 @@ class MathVerifier(Builtin):
         "equivalent to the reference (Math-Verify + sympy in the sandbox); options rel_tol"
     )
     version: int = 2
-    options = {"fallback": "where the answer is when no \\boxed{} or <answer>: none (default), last_number, full",
-               "rel_tol": "compare numbers relatively within this tolerance, in [0, 1)"}  # fmt: skip
+    options = {
+        "fallback": "where the answer is when no \\boxed{} or <answer>: none (default), last_number, full",
+        "rel_tol": "compare numbers relatively within this tolerance, in [0, 1)",
+    }
     sandbox_entry = JOB_CODE
     warmup = MATH_WARMUP
     _coalescers: dict = field(default_factory=dict, repr=False)
@@ -276,8 +287,13 @@ class MathVerifier(Builtin):
             return fast
         budget = req.timeout_s or self.default_timeout_s
         mode = "full" if ext.source == "full" else "answer"
-        payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol,
-                   "together": ext.together}  # fmt: skip
+        payload = {
+            "gold": req.reference,
+            "preds": ext.answers,
+            "mode": mode,
+            "rel_tol": rel_tol,
+            "together": ext.together,
+        }
         item = PendingItem(payload, budget, ctx.deadline)  # its time is set when its job is sent (run_items)
         with self._lock:
             co = self._coalescers.get(ctx.run_job)

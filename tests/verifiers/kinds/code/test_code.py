@@ -279,8 +279,9 @@ def test_a_program_killed_after_some_asserts_did_not_finish_the_tests():
     v = assert_verdict(killed, "n1", 5.0)
     assert "before the tests finished" in v.detail and "signal 9" in v.detail, v.detail
     ran = '"ran": {"tests": 0, "asserts": 1, "calls": 1}'
-    done = Result(stdout=case0 + f'\n{{"nonce": "n1", "status": "pass", "detail": "", {ran}}}\n', exit_code=0,
-                  finished=True)  # fmt: skip
+    done = Result(
+        stdout=case0 + f'\n{{"nonce": "n1", "status": "pass", "detail": "", {ran}}}\n', exit_code=0, finished=True
+    )
     assert assert_verdict(done, "n1", 5.0).outcome == "CORRECT"
     nothing = Result(stdout='\n{"nonce": "n1", "status": "pass", "detail": ""}\n', exit_code=0, finished=True)
     assert assert_verdict(nothing, "n1", 5.0).outcome == "BAD_REFERENCE"  # no proof that any test ran

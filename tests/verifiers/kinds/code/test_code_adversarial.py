@@ -36,8 +36,10 @@ def _budget(family) -> float:
 
 
 def _grade(svc, family):
-    reqs = [Request("code", f"```python\n{prog}```", tests, options=dict(opts), timeout_s=_budget(family))
-            for _, prog, tests, opts, _, _ in family]  # fmt: skip
+    reqs = [
+        Request("code", f"```python\n{prog}```", tests, options=dict(opts), timeout_s=_budget(family))
+        for _, prog, tests, opts, _, _ in family
+    ]
     got = svc.verify_batch(reqs)
     wrong = [
         f"{cid}: got {v.outcome} (reward {v.reward}), want {want}: {why} | {v.detail[:200]}"
@@ -49,8 +51,16 @@ def _grade(svc, family):
 
 def _grade_remote(client, family):
     """The same as ``_grade``, through the real gRPC service (tests/conftest.py's ``client``)."""
-    items = [{"verifier": "code", "completion": f"```python\n{prog}```", "reference": tests, "options": dict(opts),
-              "timeout_s": _budget(family)} for _, prog, tests, opts, _, _ in family]  # fmt: skip
+    items = [
+        {
+            "verifier": "code",
+            "completion": f"```python\n{prog}```",
+            "reference": tests,
+            "options": dict(opts),
+            "timeout_s": _budget(family),
+        }
+        for _, prog, tests, opts, _, _ in family
+    ]
     got = client.verify_batch(items)
     wrong = [
         f"{cid}: got {v.outcome} (reward {v.reward}), want {want}: {why} | {v.detail[:200]}"
@@ -143,12 +153,15 @@ def test_a_checker_that_crashes_on_the_output_rejects_it(service):
             json.dumps({"cases": [{"input": "", "output": "3"}], "checker": chk}),
             options={"mode": "stdio", "judge": "checker"},
             timeout_s=30,
-        )  # fmt: skip
+        )
         for _, prog, chk, _, _ in CHECKER_FAMILY
     ]
     got = service.verify_batch(reqs)
-    wrong = [f"{cid}: got {v.outcome}, want {want}: {why} | {v.detail[:200]}"
-             for (cid, _, _, want, why), v in zip(CHECKER_FAMILY, got, strict=True) if v.outcome != want]  # fmt: skip
+    wrong = [
+        f"{cid}: got {v.outcome}, want {want}: {why} | {v.detail[:200]}"
+        for (cid, _, _, want, why), v in zip(CHECKER_FAMILY, got, strict=True)
+        if v.outcome != want
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -161,10 +174,15 @@ def _plain():
     keys = st.none() | st.booleans() | st.integers() | st.text() | st.binary()
     return st.recursive(
         scalars,
-        lambda inner: st.lists(inner) | st.lists(inner).map(tuple) | st.dictionaries(keys, inner)
-        | st.frozensets(keys) | st.sets(keys),
+        lambda inner: (
+            st.lists(inner)
+            | st.lists(inner).map(tuple)
+            | st.dictionaries(keys, inner)
+            | st.frozensets(keys)
+            | st.sets(keys)
+        ),
         max_leaves=20,
-    )  # fmt: skip
+    )
 
 
 def _types(v) -> str:
@@ -213,9 +231,20 @@ def test_what_is_not_plain_data_is_refused(value):
 
 @pytest.mark.parametrize(
     "text",
-    ['["x", 1]', "[1, 2]", '["s", [["l", []]]]', '["d", [1]]', "9" * 5000, '["r", ["l", []], 1, 1]', "nope",
-     '["c", "1", 2]', '["b", "zz"]', '["l", [' * 300 + "]]" * 300, '{"a": 1}'],
-)  # fmt: skip
+    [
+        '["x", 1]',
+        "[1, 2]",
+        '["s", [["l", []]]]',
+        '["d", [1]]',
+        "9" * 5000,
+        '["r", ["l", []], 1, 1]',
+        "nope",
+        '["c", "1", 2]',
+        '["b", "zz"]',
+        '["l", [' * 300 + "]]" * 300,
+        '{"a": 1}',
+    ],
+)
 def test_a_hostile_answer_decodes_to_an_error_never_an_object(text):
     """Whatever the candidate's process writes, the tests' process gets plain data or NotPlain."""
     from in_sandbox.code.wire import NotPlain, decode

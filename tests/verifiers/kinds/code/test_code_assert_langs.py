@@ -113,11 +113,23 @@ def _request(lang: str, candidate: str, tests: str, **options: str) -> Request:
 # the other ways a test program ends: (language, candidate, options, outcome, the case's status, a signal or "")
 ENDS = [
     ("c", "int add(int a, int b) { return a + ; }\n", {}, "COMPILE_ERROR", None, ""),
-    ("javascript", "function add(a, b) { for (;;) {} }\n", {"case_timeout_s": "2"}, "TIMEOUT",
-     CaseStatus.TIME_LIMIT, "code.time_limit"),
-    ("java", "class Solution { int add(int a, int b) { String s = null; return s.length(); } }\n", {},
-     "RUNTIME_ERROR", CaseStatus.RUNTIME_ERROR, ""),
-]  # fmt: skip
+    (
+        "javascript",
+        "function add(a, b) { for (;;) {} }\n",
+        {"case_timeout_s": "2"},
+        "TIMEOUT",
+        CaseStatus.TIME_LIMIT,
+        "code.time_limit",
+    ),
+    (
+        "java",
+        "class Solution { int add(int a, int b) { String s = null; return s.length(); } }\n",
+        {},
+        "RUNTIME_ERROR",
+        CaseStatus.RUNTIME_ERROR,
+        "",
+    ),
+]
 
 
 # More ways to end with status 0 before the tests ran to their end: (language, candidate, what the tests do
@@ -218,8 +230,11 @@ def test_the_prelude_comes_before_the_candidate(service):
     prelude = "#include <vector>\n#include <cassert>\nusing namespace std;\n"
     candidate = "int total(vector<int> v) { int s = 0; for (int x : v) s += x; return s; }\n"
     req = _request("cpp", candidate, tests)
-    v = service.verify(Request(req.verifier, req.completion, tests, options={**req.options, "prelude": prelude},
-                               timeout_s=req.timeout_s))  # fmt: skip
+    v = service.verify(
+        Request(
+            req.verifier, req.completion, tests, options={**req.options, "prelude": prelude}, timeout_s=req.timeout_s
+        )
+    )
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
 
 
@@ -319,8 +334,8 @@ REWRITES_THE_TESTS = {
     "c": "int add(int a, int b) { return a - b; }\n#define assert(x) ((void)0)\n#define NDEBUG\n",
     "lua": "function add(a, b) return a - b end\nassert = function() end\n",
     "javascript": "function add(a, b) { return a - b; }\nrequire('assert').strictEqual = () => {};\n"
-                  "Object.defineProperty(console, 'assert', { get: () => () => {}, set() {} });\n",
-}  # fmt: skip
+    "Object.defineProperty(console, 'assert', { get: () => () => {}, set() {} });\n",
+}
 
 
 @pytest.mark.docker

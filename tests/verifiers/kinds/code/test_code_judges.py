@@ -227,8 +227,13 @@ def test_assert_mode_is_refused_for_a_language_without_one(service):
 
 @pytest.mark.docker
 def test_per_case_verdicts_reach_the_grpc_client(client):
-    r = client.verify("code", f"```python\n{MIXED_PROGRAM}```", MIXED, timeout_s=20,
-                      options={"mode": "stdio", "reward": "fraction", "case_timeout_s": "1"})  # fmt: skip
+    r = client.verify(
+        "code",
+        f"```python\n{MIXED_PROGRAM}```",
+        MIXED,
+        timeout_s=20,
+        options={"mode": "stdio", "reward": "fraction", "case_timeout_s": "1"},
+    )
     assert r.reward == pytest.approx(2 / 5)
     assert [c["status"] for c in r.cases] == ["PASSED", "WRONG_ANSWER", "TIME_LIMIT", "RUNTIME_ERROR", "PASSED"]
     assert "'nope'" in r.cases[1]["detail"]

@@ -165,8 +165,10 @@ def test_java_runs_the_class_that_declares_main(service, shape):
 @pytest.mark.docker
 def test_java_runs_with_assertions_enabled(service):
     """SandboxFusion runs ``java -ea``: a failing ``assert`` is a runtime error, not a pass."""
-    src = "public class Main{public static void main(String[] x){assert 1 + 1 == 3 : \"boom-assert\";" \
-          'System.out.println("3");}}\n'  # fmt: skip
+    src = (
+        'public class Main{public static void main(String[] x){assert 1 + 1 == 3 : "boom-assert";'
+        'System.out.println("3");}}\n'
+    )
     v = grade(service, "java", src)
     assert v.outcome == "RUNTIME_ERROR" and "AssertionError" in v.detail, v.detail
 
@@ -198,12 +200,22 @@ def test_a_request_budget_that_ends_while_compiling_is_a_timeout(service):
 @pytest.mark.docker
 def test_a_compiled_language_over_grpc(client):
     """The server process starts its toolchain pool on the first non-Python request."""
-    r = client.verify("code", f"```go\n{PROGRAMS['go'][0]}```", SUM_CASES, timeout_s=60,
-                      options={"mode": "stdio", "language": "go", "reward": "fraction"})  # fmt: skip
+    r = client.verify(
+        "code",
+        f"```go\n{PROGRAMS['go'][0]}```",
+        SUM_CASES,
+        timeout_s=60,
+        options={"mode": "stdio", "language": "go", "reward": "fraction"},
+    )
     assert (r.outcome, r.reward) == ("CORRECT", 1.0), r.detail
     assert [c["status"] for c in r.cases] == ["PASSED", "PASSED"]
-    bad = client.verify("code", "```go\npackage main\nfunc main(){ x := }\n```", SUM_CASES, timeout_s=60,
-                        options={"mode": "stdio", "language": "go"})  # fmt: skip
+    bad = client.verify(
+        "code",
+        "```go\npackage main\nfunc main(){ x := }\n```",
+        SUM_CASES,
+        timeout_s=60,
+        options={"mode": "stdio", "language": "go"},
+    )
     assert bad.outcome == "COMPILE_ERROR" and "syntax error" in bad.detail, bad.detail
 
 
@@ -223,7 +235,8 @@ def test_a_batch_of_one_program_compiles_it_once(service, lang):
     compiles = service.toolchains.stats["compiles"] - before.get("compiles", 0)
     shared = service.toolchains.stats["shared"] - before.get("shared", 0)
     assert (compiles, shared) == (1, 5)
-    wrong = service.verify_batch([Request("code", f"```{lang}\n{PROGRAMS[lang][1]}```", SUM_CASES, options=opts,
-                                          timeout_s=60)] * 2)  # fmt: skip
+    wrong = service.verify_batch(
+        [Request("code", f"```{lang}\n{PROGRAMS[lang][1]}```", SUM_CASES, options=opts, timeout_s=60)] * 2
+    )
     assert [v.outcome for v in verdicts[:1] + wrong] == ["CORRECT", "INCORRECT", "INCORRECT"]
     assert service.toolchains.stats["compiles"] - before.get("compiles", 0) == 2  # another source: its own compile

@@ -115,9 +115,11 @@ def test_a_language_this_server_does_not_run_is_refused_naming_it(name):
 
 def test_a_java_program_imports_javatuples(service):
     """libjavatuples-java is on the Java and Kotlin class paths (SandboxFusion's Java runner bundles the jar)."""
-    java = ("import org.javatuples.Pair;\nimport java.util.Scanner;\npublic class Main { public static void main(String[] a)"
-            " { Scanner s = new Scanner(System.in); Pair<Long, Long> p = Pair.with(s.nextLong(), s.nextLong());"
-            " System.out.println(p.getValue0() + p.getValue1()); } }\n")  # fmt: skip
+    java = (
+        "import org.javatuples.Pair;\nimport java.util.Scanner;\npublic class Main { public static void main(String[] a)"
+        " { Scanner s = new Scanner(System.in); Pair<Long, Long> p = Pair.with(s.nextLong(), s.nextLong());"
+        " System.out.println(p.getValue0() + p.getValue1()); } }\n"
+    )
     kotlin = ("import org.javatuples.Pair\nfun main() { val v = readLine()!!.trim().split(\" \").map { it.toLong() }\n"
               "    val p = Pair.with(v[0], v[1]); println(p.getValue0() + p.getValue1()) }\n")  # fmt: skip
     for lang, code in (("java", java), ("kotlin", kotlin)):

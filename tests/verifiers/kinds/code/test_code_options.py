@@ -27,9 +27,17 @@ STDIO_REF = '[{"input": "1 2", "output": "3"}]'
 # -- the parser -------------------------------------------------------------------------------------------
 def test_an_empty_map_is_every_default():
     assert CodeOptions.parse({}) == CodeOptions(
-        mode="assert", language="python", entry_point="", prelude="", case_timeout_s=CASE_TIMEOUT_S,
-        compile_timeout_s=COMPILE_TIMEOUT_S, reward="all", judge="tokens", abs_tol=DEFAULT_TOL, rel_tol=DEFAULT_TOL,
-    )  # fmt: skip
+        mode="assert",
+        language="python",
+        entry_point="",
+        prelude="",
+        case_timeout_s=CASE_TIMEOUT_S,
+        compile_timeout_s=COMPILE_TIMEOUT_S,
+        reward="all",
+        judge="tokens",
+        abs_tol=DEFAULT_TOL,
+        rel_tol=DEFAULT_TOL,
+    )
     assert CASE_TIMEOUT_S == 5.0 and COMPILE_TIMEOUT_S == 30.0
     assert CodeOptions.parse({}, case_timeout_s=7.0).case_timeout_s == 7.0  # the verifier's default
 
@@ -67,29 +75,43 @@ def test_each_option_is_read_into_its_field(options, field, value):
     "options,message",
     [
         ({"mode": "bogus"}, "code: options['mode'] must be 'assert' or 'stdio', got 'bogus'"),
-        ({"mode": "stdio", "language": "cobol"}, "code: options['language'] must be one of python, c, cpp, java, "
-                                                 "javascript, go, rust"),  # more languages may follow
+        (
+            {"mode": "stdio", "language": "cobol"},
+            "code: options['language'] must be one of python, c, cpp, java, javascript, go, rust",
+        ),  # more languages may follow
         ({"language": "bash"}, "code: language 'bash' has no assert mode (assert mode: python, c, cpp, java, "),
-        ({"language": "c", "compile_timeout_s": "-1", "allow_shared_program": "true"},
-         "options['compile_timeout_s'] must be a number of seconds"),
+        (
+            {"language": "c", "compile_timeout_s": "-1", "allow_shared_program": "true"},
+            "options['compile_timeout_s'] must be a number of seconds",
+        ),
         ({"language": "java"}, "code: assert mode in java runs the tests inside the candidate's own program"),
         ({"language": "java", "allow_shared_program": "sure"}, "options['allow_shared_program'] must be true or false"),
         ({"reward": "half"}, "code: options['reward'] must be 'all' or 'fraction', got 'half'"),
-        ({"case_timeout_s": "-3"}, "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), "
-                                   "got '-3'"),
+        (
+            {"case_timeout_s": "-3"},
+            "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), got '-3'",
+        ),
         ({"case_timeout_s": "x"}, "code: options['case_timeout_s'] must be a number of seconds in (0, 3600), got 'x'"),
         ({"case_timeout_s": "3600"}, "options['case_timeout_s'] must be a number of seconds in (0, 3600)"),
         ({"case_timeout_s": "nan"}, "options['case_timeout_s'] must be a number of seconds in (0, 3600)"),
-        ({"mode": "stdio", "language": "rust", "compile_timeout_s": "-1"},
-         "code: options['compile_timeout_s'] must be a number of seconds in (0, 3600), got '-1'"),
-        ({"mode": "stdio", "judge": "regex"}, "code: options['judge'] must be one of exact, tokens, float, checker, "
-                                              "got 'regex'"),
-        ({"mode": "stdio", "judge": "float", "abs_tol": "-1"},
-         "code: options['abs_tol'] must be a non-negative number, got '-1'"),
-        ({"mode": "stdio", "judge": "float", "rel_tol": "inf"},
-         "code: options['rel_tol'] must be a non-negative number, got 'inf'"),
+        (
+            {"mode": "stdio", "language": "rust", "compile_timeout_s": "-1"},
+            "code: options['compile_timeout_s'] must be a number of seconds in (0, 3600), got '-1'",
+        ),
+        (
+            {"mode": "stdio", "judge": "regex"},
+            "code: options['judge'] must be one of exact, tokens, float, checker, got 'regex'",
+        ),
+        (
+            {"mode": "stdio", "judge": "float", "abs_tol": "-1"},
+            "code: options['abs_tol'] must be a non-negative number, got '-1'",
+        ),
+        (
+            {"mode": "stdio", "judge": "float", "rel_tol": "inf"},
+            "code: options['rel_tol'] must be a non-negative number, got 'inf'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_option_is_a_bad_request_naming_it(options, message):
     with pytest.raises(BadRequest) as e:
         CodeOptions.parse(options)
@@ -125,8 +147,17 @@ def test_the_toolchain_lane_takes_its_limits_from_the_service_limits(monkeypatch
     monkeypatch.setenv("RLVR_LANGS_POOL_SIZE", "9")  # the old side channel: no longer read
     monkeypatch.setenv("RLVR_LANGS_MEMORY_MB", "9999")
     monkeypatch.setenv("RLVR_LANGS_IMAGE", "elsewhere:1")
-    cfg = wiring.toolchain_config(ServiceLimits(langs_pool_size=3, langs_memory_mb=3000, langs_image="mine:1",
-                                                cpus=0.5, pids=300, output_cap_bytes=70000, max_queue_s=12))  # fmt: skip
+    cfg = wiring.toolchain_config(
+        ServiceLimits(
+            langs_pool_size=3,
+            langs_memory_mb=3000,
+            langs_image="mine:1",
+            cpus=0.5,
+            pids=300,
+            output_cap_bytes=70000,
+            max_queue_s=12,
+        )
+    )
     assert (cfg.size, cfg.memory_mb, cfg.image) == (3, 3000, "mine:1")
     assert (cfg.cpus, cfg.pids, cfg.output_bytes, cfg.max_wait_s, cfg.tmpfs_exec) == (0.5, 300, 70000, 12, True)
 

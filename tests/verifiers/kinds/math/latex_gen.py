@@ -74,8 +74,23 @@ class Gen:
         return f"{self.atom(d - 1)}!"
 
     def function(self, d):
-        name = self.pick(("\\sin", "\\cos", "\\tan", "\\sec", "\\arcsin", "\\sinh", "\\log", "\\ln", "\\exp",
-                          "\\log_2", "\\log_{10}", "\\sum_{k=1}^{n}", "\\prod^{5}_{i=0}"))  # fmt: skip
+        name = self.pick(
+            (
+                "\\sin",
+                "\\cos",
+                "\\tan",
+                "\\sec",
+                "\\arcsin",
+                "\\sinh",
+                "\\log",
+                "\\ln",
+                "\\exp",
+                "\\log_2",
+                "\\log_{10}",
+                "\\sum_{k=1}^{n}",
+                "\\prod^{5}_{i=0}",
+            )
+        )
         power = self.pick(("", "", "^2", "^{-1}", "^{2}"))
         arg = self.pick((f"({self.expr(d - 1)})", f" {self.power(0)}", f" {self.term(0)}", f"{{{self.expr(0)}}}"))
         return name + power + arg + self.pick(("", "", "^\\circ", "^{\\circ}", "\\quad"))

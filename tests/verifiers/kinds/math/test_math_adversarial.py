@@ -26,8 +26,10 @@ def test_the_battery_is_hundreds_of_cases_in_families():
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_family(client, family):
     cases = FAMILIES[family]
-    items = [{"verifier": "math", "completion": comp, "reference": gold, "options": opts}
-             for _, gold, comp, opts, _, _ in cases]  # fmt: skip
+    items = [
+        {"verifier": "math", "completion": comp, "reference": gold, "options": opts}
+        for _, gold, comp, opts, _, _ in cases
+    ]
     got = client.verify_batch(items)
     wrong = [
         f"  {gold!r} vs {comp[-70:]!r} {opts or ''}: {r.outcome}, a careful grader says {verdict} ({why}) "

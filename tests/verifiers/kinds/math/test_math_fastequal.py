@@ -76,9 +76,16 @@ def _polynomials(rnd, sympy):
 
 
 def _constant(rnd, sympy):
-    atoms = [sympy.sqrt(rnd.randint(2, 50)), sympy.pi, sympy.E, sympy.log(rnd.randint(2, 9)),
-             sympy.Rational(rnd.randint(-9, 9), rnd.randint(1, 9)), sympy.cbrt(rnd.randint(2, 9)),
-             sympy.sin(sympy.Rational(rnd.randint(1, 5), 3)), sympy.exp(sympy.Rational(1, rnd.randint(1, 4)))]  # fmt: skip
+    atoms = [
+        sympy.sqrt(rnd.randint(2, 50)),
+        sympy.pi,
+        sympy.E,
+        sympy.log(rnd.randint(2, 9)),
+        sympy.Rational(rnd.randint(-9, 9), rnd.randint(1, 9)),
+        sympy.cbrt(rnd.randint(2, 9)),
+        sympy.sin(sympy.Rational(rnd.randint(1, 5), 3)),
+        sympy.exp(sympy.Rational(1, rnd.randint(1, 4))),
+    ]
     a, b = rnd.sample(atoms, 2)
     return rnd.choice([a + b, a * b, a / b, a - b, a**2 + b])
 
@@ -87,12 +94,23 @@ def _constants(rnd, sympy):
     out = []
     for _ in range(500):
         a = _constant(rnd, sympy)
-        b = rnd.choice([a, _constant(rnd, sympy), a + sympy.Rational(1, 10 ** rnd.randint(1, 15)),
-                        sympy.nsimplify(a) if a.is_Rational else sympy.expand(a), a * (1 + sympy.Rational(1, 10**13))])  # fmt: skip
+        b = rnd.choice(
+            [
+                a,
+                _constant(rnd, sympy),
+                a + sympy.Rational(1, 10 ** rnd.randint(1, 15)),
+                sympy.nsimplify(a) if a.is_Rational else sympy.expand(a),
+                a * (1 + sympy.Rational(1, 10**13)),
+            ]
+        )
         out.append((a, b))
     r2, r3 = sympy.sqrt(2), sympy.sqrt(3)
-    out += [(sympy.Integer(2), (1 + sympy.sqrt(5)) / 2), ((r2 + r3) ** 2, 5 + 2 * sympy.sqrt(6)),
-            (sympy.sin(sympy.pi / 7) ** 2 + sympy.cos(sympy.pi / 7) ** 2, sympy.Integer(1)), (sympy.sqrt(8), 2 * r2)]  # fmt: skip
+    out += [
+        (sympy.Integer(2), (1 + sympy.sqrt(5)) / 2),
+        ((r2 + r3) ** 2, 5 + 2 * sympy.sqrt(6)),
+        (sympy.sin(sympy.pi / 7) ** 2 + sympy.cos(sympy.pi / 7) ** 2, sympy.Integer(1)),
+        (sympy.sqrt(8), 2 * r2),
+    ]
     return out
 
 
@@ -113,18 +131,38 @@ def _inequalities(rnd, sympy):
 
 def _parsed(rnd, grader):
     def number():
-        return rnd.choice([str(rnd.randint(-99, 999)), f"\\frac{{{rnd.randint(1, 30)}}}{{{rnd.randint(2, 30)}}}",
-                           f"{rnd.randint(1, 9)}\\sqrt{{{rnd.randint(2, 20)}}}", "\\pi", f"{rnd.randint(1, 9)}/{rnd.randint(2, 9)}"])  # fmt: skip
+        return rnd.choice(
+            [
+                str(rnd.randint(-99, 999)),
+                f"\\frac{{{rnd.randint(1, 30)}}}{{{rnd.randint(2, 30)}}}",
+                f"{rnd.randint(1, 9)}\\sqrt{{{rnd.randint(2, 20)}}}",
+                "\\pi",
+                f"{rnd.randint(1, 9)}/{rnd.randint(2, 9)}",
+            ]
+        )
 
     def poly():
         a, b = rnd.randint(-9, 9), rnd.randint(-9, 9)
-        return rnd.choice([(f"x^2 + {a + b}x + {a * b}", f"(x + {a})(x + {b})"), (f"{a}x - {b}", f"-{b} + {a}x"),
-                           (f"x^2 - {a * a}", f"(x-{a})(x+{a})"), (f"{a}x + {b}y", f"{b}y + {a + 1}x")])  # fmt: skip
+        return rnd.choice(
+            [
+                (f"x^2 + {a + b}x + {a * b}", f"(x + {a})(x + {b})"),
+                (f"{a}x - {b}", f"-{b} + {a}x"),
+                (f"x^2 - {a * a}", f"(x-{a})(x+{a})"),
+                (f"{a}x + {b}y", f"{b}y + {a + 1}x"),
+            ]
+        )
 
     def ineq():
         c = rnd.randint(-9, 9)
-        return rnd.choice([(f"x \\le {c}", f"{c} \\ge x"), (f"x < {c}", f"-x > {-c}"), (f"-2 \\le x \\le {c}", f"[-2, {c}]"),
-                           (f"x > {c}", f"({c}, \\infty)"), (f"x \\ge {c}", f"x > {c}")])  # fmt: skip
+        return rnd.choice(
+            [
+                (f"x \\le {c}", f"{c} \\ge x"),
+                (f"x < {c}", f"-x > {-c}"),
+                (f"-2 \\le x \\le {c}", f"[-2, {c}]"),
+                (f"x > {c}", f"({c}, \\infty)"),
+                (f"x \\ge {c}", f"x > {c}"),
+            ]
+        )
 
     out = []
     for _ in range(60):
@@ -179,8 +217,13 @@ def _child(family: str) -> dict:
                     fastequal.symbolic = symbolic
                 if fast != slow:
                     wrong.append(f"{g!s} vs {p!s}: shortcut {fast}, symbolic_eq {slow}")
-        return {"pairs": pairs, "answered": len(decided), "answered_true": decided.count(True),
-                "answered_false": decided.count(False), "wrong": wrong}  # fmt: skip
+        return {
+            "pairs": pairs,
+            "answered": len(decided),
+            "answered_true": decided.count(True),
+            "answered_false": decided.count(False),
+            "wrong": wrong,
+        }
     if family == "parsed":
         got = [(g, p) for gs, ps in _parsed(rnd, grader) for g in gs for p in ps]
     else:
@@ -197,8 +240,13 @@ def _child(family: str) -> dict:
             slow = full(gs, ps)
             if grader.equivalent(gs, ps) != slow:
                 wrong.append(f"{gs} vs {ps}: grader {not slow}, verify {slow}")
-    return {"pairs": pairs, "answered": len(decided), "answered_true": decided.count(True),
-            "answered_false": decided.count(False), "wrong": wrong}  # fmt: skip
+    return {
+        "pairs": pairs,
+        "answered": len(decided),
+        "answered_true": decided.count(True),
+        "answered_false": decided.count(False),
+        "wrong": wrong,
+    }
 
 
 if __name__ == "__main__":

@@ -31,9 +31,14 @@ PAIRS = [
 
 @pytest.mark.docker
 def test_shapes_and_units_compare_as_a_reader_would(client):
-    items = [{"verifier": "math", "completion": f"<think>r</think>The answer is $\\boxed{{{a}}}$.", "reference": ref}
-             for a, ref, _ in PAIRS]  # fmt: skip
+    items = [
+        {"verifier": "math", "completion": f"<think>r</think>The answer is $\\boxed{{{a}}}$.", "reference": ref}
+        for a, ref, _ in PAIRS
+    ]
     got = client.verify_batch(items)
-    wrong = [f"{a!r} vs {ref!r}: {r.outcome} (want {want}) [{r.detail[:90]}]"
-             for (a, ref, want), r in zip(PAIRS, got, strict=True) if r.outcome != want]  # fmt: skip
+    wrong = [
+        f"{a!r} vs {ref!r}: {r.outcome} (want {want}) [{r.detail[:90]}]"
+        for (a, ref, want), r in zip(PAIRS, got, strict=True)
+        if r.outcome != want
+    ]
     assert not wrong, "\n".join(wrong)

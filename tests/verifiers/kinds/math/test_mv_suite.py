@@ -18,29 +18,69 @@ TSV = Path(__file__).resolve().parents[3] / "data" / "mv_suite.tsv"
 _RANGE = "their test reads LaTeX only and does not take a math region spanning lines; we read the 9 in it"
 _PRECISION = "their test compares at 2 decimals (precision=2); we compare at 6 (no precision option is exposed)"
 BY_DESIGN = [
-    ("test_number_extraction", "1,22", "1.22", 1,
-     "their test reads with the expression extractor only, where 1,22 is a decimal comma; read as a whole text "
-     "(both extractors, fallback=full), a bare 1,22 is the list {1, 22}"),
+    (
+        "test_number_extraction",
+        "1,22",
+        "1.22",
+        1,
+        "their test reads with the expression extractor only, where 1,22 is a decimal comma; read as a whole text "
+        "(both extractors, fallback=full), a bare 1,22 is the list {1, 22}",
+    ),
     ("test_latex_notation", "$9$", "Answer $ \n 9 \n $", 0, _RANGE),
     ("test_latex_notation", "$9$", "Answer \\( \n 9 \n \\)", 0, _RANGE),
-    ("test_latex_notation", "$10/9$", "Answer $ \\frac{1}{2} \\$ = \\frac{10}{9} $", 1,
-     "a false equation (1/2 = 10/9) is not the value 10/9 (issue 26); Math-Verify takes any equation's right side"),
-    ("test_complex_math_expressions", "$(\\begin{pmatrix}\\frac{1}{3}\\\\ \\frac{1}{5} \\end{pmatrix})$",
-     "$\\begin{pmatrix}0.33\\\\0.2 \\end{pmatrix}$", 1, _PRECISION),
+    (
+        "test_latex_notation",
+        "$10/9$",
+        "Answer $ \\frac{1}{2} \\$ = \\frac{10}{9} $",
+        1,
+        "a false equation (1/2 = 10/9) is not the value 10/9 (issue 26); Math-Verify takes any equation's right side",
+    ),
+    (
+        "test_complex_math_expressions",
+        "$(\\begin{pmatrix}\\frac{1}{3}\\\\ \\frac{1}{5} \\end{pmatrix})$",
+        "$\\begin{pmatrix}0.33\\\\0.2 \\end{pmatrix}$",
+        1,
+        _PRECISION,
+    ),
     ("test_complex_math_expressions", "$(\\frac{3}{5},\\frac{8}{3}]$", "$(0.6,2.6667]$", 1, _PRECISION),
-    ("test_math_extraction_additional_cases", "$10455$", "First, let's calculate the interest earned...", 1,
-     "the completion boxes two intermediate results (255 and 200) and states the final answer unboxed: the "
-     "last boxes are the answer (the final-answer rule), and two different ones are not one answer"),
-    ("test_set_rel_assymetry", "$x \\in [-2,7]$", "$-2 \\\\le x \\\\le 7$", 0,
-     "a reference committed to an interval pays its inequality either way round (issue 41, the disputed forms); "
-     "Math-Verify's default says not equal (equal with allow_set_relation_comp=True)"),
-    ("test_numina_cases", "\\\\boxed{W(n) = 1 \\\\text{ and } W(n) = -1", "W(x)=1orW(x)=-1", 1,
-     "a garbled reference (unclosed box, escaped backslashes) is BAD_REFERENCE; Math-Verify reads a fragment"),
-    ("test_strict_variable_comparison", "$f(x)$", "$f(y)$", 1,
-     "their test runs strict=False (variables renamed freely); we compare strictly, Math-Verify's default"),
-    ("test_string_extraction", "$1 - \\frac{1}{\\mathrm{e}}$", "$1 + \\frac{1}{\\mathrm{e}}$", 1,
-     "1 - 1/e and 1 + 1/e differ; Math-Verify equates them because it cuts both to the fragment 1"),
-]  # fmt: skip
+    (
+        "test_math_extraction_additional_cases",
+        "$10455$",
+        "First, let's calculate the interest earned...",
+        1,
+        "the completion boxes two intermediate results (255 and 200) and states the final answer unboxed: the "
+        "last boxes are the answer (the final-answer rule), and two different ones are not one answer",
+    ),
+    (
+        "test_set_rel_assymetry",
+        "$x \\in [-2,7]$",
+        "$-2 \\\\le x \\\\le 7$",
+        0,
+        "a reference committed to an interval pays its inequality either way round (issue 41, the disputed forms); "
+        "Math-Verify's default says not equal (equal with allow_set_relation_comp=True)",
+    ),
+    (
+        "test_numina_cases",
+        "\\\\boxed{W(n) = 1 \\\\text{ and } W(n) = -1",
+        "W(x)=1orW(x)=-1",
+        1,
+        "a garbled reference (unclosed box, escaped backslashes) is BAD_REFERENCE; Math-Verify reads a fragment",
+    ),
+    (
+        "test_strict_variable_comparison",
+        "$f(x)$",
+        "$f(y)$",
+        1,
+        "their test runs strict=False (variables renamed freely); we compare strictly, Math-Verify's default",
+    ),
+    (
+        "test_string_extraction",
+        "$1 - \\frac{1}{\\mathrm{e}}$",
+        "$1 + \\frac{1}{\\mathrm{e}}$",
+        1,
+        "1 - 1/e and 1 + 1/e differ; Math-Verify equates them because it cuts both to the fragment 1",
+    ),
+]
 
 
 def rows() -> list[dict]:
@@ -49,8 +89,16 @@ def rows() -> list[dict]:
         if line.startswith("#"):
             continue
         f, test, expected, settings, gold, pred = line.split("\t")
-        out.append({"line": n, "file": f, "test": test, "expected": expected == "1", "gold": json.loads(gold),
-                    "pred": json.loads(pred)})  # fmt: skip
+        out.append(
+            {
+                "line": n,
+                "file": f,
+                "test": test,
+                "expected": expected == "1",
+                "gold": json.loads(gold),
+                "pred": json.loads(pred),
+            }
+        )
     return out
 
 
@@ -76,8 +124,16 @@ def test_the_suite_is_math_verifys_tables_with_their_source():
 @pytest.mark.docker
 def test_every_row_gets_the_suites_verdict_except_the_documented_ones(client):
     got = rows()
-    items = [{"verifier": "math", "completion": r["pred"], "reference": r["gold"], "options": {"fallback": "full"},
-              "timeout_s": 10} for r in got]  # fmt: skip
+    items = [
+        {
+            "verifier": "math",
+            "completion": r["pred"],
+            "reference": r["gold"],
+            "options": {"fallback": "full"},
+            "timeout_s": 10,
+        }
+        for r in got
+    ]
     results = client.verify_batch(items)
     differ, stale = [], []
     for r, res in zip(got, results, strict=True):
