@@ -203,7 +203,9 @@ SHELL_WRITE = (
     f"ok=; for p in {' '.join(TARGETS)}; do (echo x >> $p) 2>/dev/null && ok=1; done; "
     'if [ -n "$ok" ]; then echo 3; else echo blocked; fi'
 )
-SLOW = "20"  # seconds per case: Scala, Kotlin and Mono start a VM before the attack runs
+# seconds per case: Scala, Kotlin and Mono start a VM, jest a Node test runner, before the attack runs
+# (jest at 20 s timed out under load 19)
+SLOW = "30"
 SHELL_KILL_DRIVER = "echo 3; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"  # the shell's grandparent: the driver
 
 
