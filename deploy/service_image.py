@@ -39,25 +39,9 @@ from sandbox.image.python import CACHE, ROOT, build_rootfs, image_exists
 
 REPO = "rlvr-service"
 SERVICE_UID = 10001
-ROOTS = [
-    "grpcio",
-    "grpcio-health-checking",
-    "grpcio-reflection",
-    "protobuf",
-    "pydantic",
-    "docker",
-    "fastapi",
-    "uvicorn",
-    "httptools",
-    "prometheus-client",
-    "psycopg",
-    "psycopg-binary",
-    "pyyaml",
-    "sympy",
-    "math-verify",
-    "latex2sympy2_extended",
-    "antlr4-python3-runtime",
-]
+ROOTS = ["grpcio", "grpcio-health-checking", "grpcio-reflection", "protobuf", "pydantic", "docker", "fastapi",
+         "uvicorn", "httptools", "prometheus-client", "psycopg", "psycopg-binary", "pyyaml", "sympy",
+         "math-verify", "latex2sympy2_extended", "antlr4-python3-runtime"]  # fmt: skip
 APP = ["verifiers", "sandbox", "in_sandbox", "languages", "proto", "deploy"]
 BWRAP = Path("/usr/bin/bwrap")  # the host's bubblewrap (Debian's), copied in when there
 CHANGES = [

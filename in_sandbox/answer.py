@@ -122,23 +122,9 @@ def _match_brace(text: str, k: int) -> int:
 # Box commands a reader sees as a framed answer: name -> how many colour arguments come before the content
 # (``\\colorbox{yellow}{…}``, ``\\fcolorbox{red}{white}{…}``); ``[…]`` options are skipped (``\\framebox[2cm][c]{…}``,
 # ``\\bbox[red]{…}``).
-BOX_COMMANDS = {
-    "boxed": 0,
-    "fbox": 0,
-    "framebox": 0,
-    "colorbox": 1,
-    "fcolorbox": 2,
-    "bbox": 0,
-    "Boxed": 0,
-    "Aboxed": 0,
-    "doublebox": 0,
-    "ovalbox": 0,
-    "Ovalbox": 0,
-    "shadowbox": 0,
-    "cfbox": 1,
-    "tcbox": 0,
-    "boxxed": 0,
-}
+BOX_COMMANDS = {"boxed": 0, "fbox": 0, "framebox": 0, "colorbox": 1, "fcolorbox": 2, "bbox": 0, "Boxed": 0,
+                "Aboxed": 0, "doublebox": 0, "ovalbox": 0, "Ovalbox": 0, "shadowbox": 0, "cfbox": 1, "tcbox": 0,
+                "boxxed": 0}  # fmt: skip
 _BOX = re.compile(r"\\(" + "|".join(sorted(BOX_COMMANDS, key=len, reverse=True)) + r")(?![A-Za-z])")
 
 

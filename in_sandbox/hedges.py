@@ -11,31 +11,8 @@ import re
 # -- hedges, in several languages ------------------------------------------------------------------------------
 # "or" in other languages. Inside an answer these are hedges (English ``3 \text{ or } 4`` alone is read as the set
 # {3, 4}); around an answer, every one of them is. One-letter words (Spanish "o", "u") count only before a number.
-OR_WORDS = (
-    "or",
-    "oder",
-    "ou",
-    "o",
-    "u",
-    "oppure",
-    "или",
-    "либо",
-    "lub",
-    "albo",
-    "veya",
-    "hoặc",
-    "atau",
-    "eller",
-    "或",
-    "或者",
-    "还是",
-    "還是",
-    "または",
-    "もしくは",
-    "あるいは",
-    "또는",
-    "혹은",
-)
+OR_WORDS = ("or", "oder", "ou", "o", "u", "oppure", "или", "либо", "lub", "albo", "veya", "hoặc", "atau", "eller",
+            "或", "或者", "还是", "還是", "または", "もしくは", "あるいは", "또는", "혹은")  # fmt: skip
 # a doubt, a condition or another answer offered, by language
 _DOUBTS = {
     "en": ("possibly", "maybe", "perhaps", "probably", "either", "otherwise", "unless", "if", "guess", "alternatively"),
@@ -49,64 +26,17 @@ _DOUBTS = {
     "ja": ("かもしれ", "たぶん", "多分", "もし"),
     "other": ("misschien", "może", "belki", "아마", "아니면"),
 }
-_EN_INSIDE = (
-    "possibly",
-    "maybe",
-    "perhaps",
-    "probably",
-    "likely",
-    "either",
-    "otherwise",
-    "unless",
-    "if",
-    "iff",
-    "when",
-    "whenever",
-    "assuming",
-    "provided",
-    "not",
-    "except",
-    "but",
-    "guess",
-    "alternatively",
-    "might",
-    "unsure",
-    "unclear",
-)
+_EN_INSIDE = ("possibly", "maybe", "perhaps", "probably", "likely", "either", "otherwise", "unless", "if", "iff",
+              "when", "whenever", "assuming", "provided", "not", "except", "but", "guess", "alternatively",
+              "might", "unsure", "unclear")  # fmt: skip
 _FOREIGN = tuple(w for lang, ws in _DOUBTS.items() if lang != "en" for w in ws)
 # Inside an answer, a word that offers an alternative, a condition or a negation makes it not one answer.
 INSIDE = _EN_INSIDE + _FOREIGN + tuple(w for w in OR_WORDS if len(w) > 1 and w != "or")
 # Around it (the rest of the answer's sentence): fewer words, since prose follows answers; here "or" is one.
 AROUND = OR_WORDS + _DOUBTS["en"] + _FOREIGN
-BEFORE = (
-    "possibly",
-    "maybe",
-    "perhaps",
-    "probably",
-    "either",
-    "guess",
-    "vielleicht",
-    "wahrscheinlich",
-    "möglicherweise",
-    "peut-être",
-    "probablement",
-    "quizás",
-    "quizá",
-    "talvez",
-    "forse",
-    "возможно",
-    "наверное",
-    "вероятно",
-    "может",
-    "可能",
-    "也许",
-    "也許",
-    "或许",
-    "大概",
-    "たぶん",
-    "多分",
-    "아마",
-)
+BEFORE = ("possibly", "maybe", "perhaps", "probably", "either", "guess", "vielleicht", "wahrscheinlich",
+          "möglicherweise", "peut-être", "probablement", "quizás", "quizá", "talvez", "forse", "возможно",
+          "наверное", "вероятно", "может", "可能", "也许", "也許", "或许", "大概", "たぶん", "多分", "아마")  # fmt: skip
 NEGATIONS = ("not", "never", "nor", "except", "isn't", "nicht", "kein", "pas", "не", "不是")
 
 # a word: letters (any script) and inner hyphens, not a LaTeX command's name

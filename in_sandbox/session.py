@@ -398,8 +398,5 @@ def _verdict(res, kind, r):
         code = d.get("exit_code")
         return {"exit_code": code if isinstance(code, int) else None}
     v, e = d.get("value"), d.get("error")
-    return {
-        "value": v if isinstance(v, str) else None,
-        "error": e if isinstance(e, str) else None,
-        "memory": d.get("memory") is True,
-    }
+    return {"value": v if isinstance(v, str) else None, "error": e if isinstance(e, str) else None,
+            "memory": d.get("memory") is True}  # fmt: skip

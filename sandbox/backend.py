@@ -191,13 +191,8 @@ def job_limits(job: Job, cfg: SandboxConfig) -> dict:
 def job_frame(job: Job, cfg: SandboxConfig) -> bytes:
     """The frame that carries ``job`` to a worker (format: in_sandbox/worker.py)."""
     code, stdin = job.code.encode("utf-8", "surrogatepass"), job.stdin.encode("utf-8", "surrogatepass")
-    header = {
-        "id": job.id,
-        "timeout": job.timeout_s,
-        "mode": job.mode,
-        "limits": job_limits(job, cfg),
-        "sizes": [len(code), len(stdin)],
-    }
+    header = {"id": job.id, "timeout": job.timeout_s, "mode": job.mode, "limits": job_limits(job, cfg),
+              "sizes": [len(code), len(stdin)]}  # fmt: skip
     head = json.dumps(header).encode()
     return struct.pack(">I", len(head)) + head + code + stdin
 

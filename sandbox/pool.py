@@ -275,14 +275,9 @@ class SandboxPool(Checkout):
 
     def stats(self) -> dict:
         with self._lock:
-            return {
-                "size": self.cfg.size,
-                "burst": self.burst,
-                "live": len(self._all),
-                "idle": sum(q.qsize() for q in self._queues.values()),
-                "waiters": self._waiters,
-                "replaced": self.replaced,
-            }
+            return {"size": self.cfg.size, "burst": self.burst, "live": len(self._all),
+                    "idle": sum(q.qsize() for q in self._queues.values()), "waiters": self._waiters,
+                    "replaced": self.replaced}  # fmt: skip
 
     # -- running ------------------------------------------------------------------------------------
     def run(self, job: Job, wait_s: float | None = None) -> Result:

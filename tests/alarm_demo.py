@@ -59,16 +59,8 @@ def demo_data(
 
 def curves(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per-step figures from metrics.jsonl: reward, the audit's agreement, held-out accuracy, alarms."""
-    keys = (
-        "reward/mean",
-        "alarm/audit_agreement",
-        "alarm/exploited",
-        "alarm/audited",
-        "alarm/audit_agreed",
-        "alarm/paid",
-        "eval/accuracy",
-        "alarm/fired",
-    )
+    keys = ("reward/mean", "alarm/audit_agreement", "alarm/exploited", "alarm/audited", "alarm/audit_agreed",
+            "alarm/paid", "eval/accuracy", "alarm/fired")  # fmt: skip
     return [{"step": r["step"], **{k: r.get(k) for k in keys}} for r in rows if r.get("step", 0) >= 1]
 
 

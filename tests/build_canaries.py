@@ -51,16 +51,8 @@ def _row(
 ) -> dict:
     if reference.strip() in (WRONG, FORMAT_CONTROL):
         raise ValueError(f"{family}/{name}: the control's answer is the reference {reference!r}")
-    return {
-        "family": family,
-        "name": name,
-        "kind": kind,
-        "completion": completion,
-        "reference": reference,
-        "prompt": prompt,
-        "control": control,
-        "why": why,
-    }
+    return {"family": family, "name": name, "kind": kind, "completion": completion, "reference": reference,
+            "prompt": prompt, "control": control, "why": why}  # fmt: skip
 
 
 def math_canaries() -> list[dict]:
@@ -131,14 +123,9 @@ def null_canaries(kind: str) -> list[dict]:
     reference, prompt = NULL_PROMPTS[kind]
     control = {"math": MATH_CONTROL, "code": CODE_CONTROL, "format": FORMAT_CONTROL}[kind]
     shell_name, shell = NULL_SHELLS[kind]
-    cases = [
-        ("empty", "", "an empty completion"),
-        ("whitespace", " \n\t \n", "whitespace only"),
-        ("prompt-echo", prompt, "the prompt echoed back"),
-        ("lone-brace", "{", "a lone {"),
-        ("empty-boxed", "\\boxed{}", "an empty \\boxed{}"),
-        (shell_name, shell, "the kind's shape, empty"),
-    ]
+    cases = [("empty", "", "an empty completion"), ("whitespace", " \n\t \n", "whitespace only"),
+             ("prompt-echo", prompt, "the prompt echoed back"), ("lone-brace", "{", "a lone {"),
+             ("empty-boxed", "\\boxed{}", "an empty \\boxed{}"), (shell_name, shell, "the kind's shape, empty")]  # fmt: skip
     return [_row(f"{kind}.null", name, kind, text, reference, control, why, prompt) for name, text, why in cases]
 
 

@@ -254,12 +254,8 @@ def field_lines(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def help_text(model: type[BaseModel], doc: str | None, aliases: Mapping[str, str] | None = None) -> str:
     """The usage text of an entry point: its docstring, then every field of ``model``."""
-    out = [
-        (doc or "").strip(),
-        "",
-        "options (--config FILE: a YAML file of the same fields; flags override it;",
-        "- and _ are the same in names; a boolean flag alone is true, --no-<flag> false):",
-    ]
+    out = [(doc or "").strip(), "", "options (--config FILE: a YAML file of the same fields; flags override it;",
+           "- and _ are the same in names; a boolean flag alone is true, --no-<flag> false):"]  # fmt: skip
     out += ["  " + x for x in field_lines(model)]
     if aliases:
         out += ["aliases:"] + [f"  --{a} = --{f}" for a, f in aliases.items()]

@@ -68,15 +68,8 @@ def phases(svc, lang: str, mode: str) -> dict:
     cases_s = sum(d["elapsed"] for d in lines if "case" in d)
     ok = sum(1 for d in lines if "case" in d and d["status"] == "ok")
     box = sum(walls)
-    return {
-        "wall": wall,
-        "jobs": len(walls),
-        "sandbox": box,
-        "compile": compile_s,
-        "cases": cases_s,
-        "ours": wall - compile_s - cases_s,
-        "ok": ok,
-    }
+    return {"wall": wall, "jobs": len(walls), "sandbox": box, "compile": compile_s, "cases": cases_s,
+            "ours": wall - compile_s - cases_s, "ok": ok}  # fmt: skip
 
 
 def batch(svc, lang: str, width: int, on: bool) -> dict:

@@ -26,14 +26,8 @@ def corpora() -> dict[str, list[dict]]:
     from tests.verifiers.kinds.math.test_mv_suite import rows
 
     def item(verifier, completion, reference, options=None, prompt=""):
-        return {
-            "verifier": verifier,
-            "completion": completion,
-            "reference": reference,
-            "options": options or {},
-            "prompt": prompt,
-            "timeout_s": 10,
-        }
+        return {"verifier": verifier, "completion": completion, "reference": reference, "options": options or {},
+                "prompt": prompt, "timeout_s": 10}  # fmt: skip
 
     suite = rows()
     out = {

@@ -57,15 +57,8 @@ def payloads(table: list[tuple[str, str, str, dict]]) -> list[tuple[str, dict | 
             out.append((name, None))
             continue
         rel_tol = float(opts["rel_tol"]) if opts.get("rel_tol") else None
-        item = {
-            "gold": ref,
-            "preds": ext.answers,
-            "mode": "full" if ext.source == "full" else "answer",
-            "rel_tol": rel_tol,
-            "together": ext.together,
-            "timeout": 10,
-            "left": 600,
-        }
+        item = {"gold": ref, "preds": ext.answers, "mode": "full" if ext.source == "full" else "answer",
+                "rel_tol": rel_tol, "together": ext.together, "timeout": 10, "left": 600}  # fmt: skip
         out.append((name, item))
     return out
 

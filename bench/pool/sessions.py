@@ -136,11 +136,8 @@ def main() -> None:
         ours(c, 2, 4, a.refill_s)  # warm the client's channel and the server's code paths
         for i in range(a.rounds):
             load = os.getloadavg()[0]
-            rnd = {
-                "ours": ours(c, a.opens, a.cells, a.refill_s),
-                "jupyter": jupyter(max(2, a.opens // 3), a.cells),
-                "python -c": fresh_python(a.cells),
-            }
+            rnd = {"ours": ours(c, a.opens, a.cells, a.refill_s), "jupyter": jupyter(max(2, a.opens // 3), a.cells),
+                   "python -c": fresh_python(a.cells)}  # fmt: skip
             runs.append(rnd)
             print(f"round {i + 1} (load {load:.2f})")
             for who, steps in rnd.items():

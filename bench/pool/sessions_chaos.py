@@ -44,20 +44,8 @@ CELLS = {
 }
 # Docker's containers out of its /docker group, whose one CPU share a shared machine's containers divide (docs/sandbox.md)
 WHERE = {"docker": ["--cgroup-parent", "/"]}
-SERVER_ARGS = [
-    "--max-sessions",
-    "48",
-    "--max-sessions-per-caller",
-    "24",
-    "--session-idle-ttl-s",
-    "3",
-    "--session-timeout-s",
-    "2",
-    "--session-memory-mb",
-    "512",
-    "--output-cap-bytes",
-    "65536",
-]
+SERVER_ARGS = ["--max-sessions", "48", "--max-sessions-per-caller", "24", "--session-idle-ttl-s", "3",
+               "--session-timeout-s", "2", "--session-memory-mb", "512", "--output-cap-bytes", "65536"]  # fmt: skip
 
 
 # -- one caller (a child process: ``--caller``) -------------------------------------------------------

@@ -143,13 +143,8 @@ class Variants:
 
 BATCH = ["client_batch", "trl_call", "verl_batch", "client_on_loop", "trl_async_call"]
 # (variant, its baseline): the async one is compared with the plain client awaited on the same event loop
-PAIRS = [
-    ("trl_call", "client_batch"),
-    ("verl_batch", "client_batch"),
-    ("trl_async_call", "client_on_loop"),
-    ("trl_async_call", "client_batch"),
-    ("verl_single", "client_single"),
-]
+PAIRS = [("trl_call", "client_batch"), ("verl_batch", "client_batch"), ("trl_async_call", "client_on_loop"),
+         ("trl_async_call", "client_batch"), ("verl_single", "client_single")]  # fmt: skip
 SINGLE = ["client_single", "verl_single"]
 
 

@@ -37,22 +37,8 @@ CHEAP = {"verifier": "think_format", "completion": "<think>a</think>b"}
 
 def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tuple[subprocess.Popen, str]:
     """A server process from the checkout at ``root`` (HTTP on); (process, its http://host:port)."""
-    args = [
-        sys.executable,
-        "-m",
-        "verifiers.fronts.server",
-        "--port",
-        "0",
-        "--http-port",
-        "0",
-        "--pool-size",
-        str(pool),
-        "--registry",
-        os.path.join(tmp, "r.sqlite"),
-        "--grace-s",
-        "1",
-        *(extra or []),
-    ]
+    args = [sys.executable, "-m", "verifiers.fronts.server", "--port", "0", "--http-port", "0", "--pool-size", str(pool),
+            "--registry", os.path.join(tmp, "r.sqlite"), "--grace-s", "1", *(extra or [])]  # fmt: skip
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     base = ""
     for line in proc.stdout:
@@ -64,14 +50,10 @@ def start(root: Path, pool: int, tmp: str, extra: list[str] | None = None) -> tu
 
 
 C_SLEEP = "#include <unistd.h>\nint main(void) { sleep(%d); return 0; } /* %d */\n"
-C_JOB = {
-    "verifier": "code",
-    "options": {"mode": "stdio", "language": "c"},
-    "timeout_s": 120,
-    "completion": '```c\n#include <stdio.h>\nint main(void) { int a, b; scanf("%d %d", &a, &b); '
-    'printf("%d\\n", a + b); return 0; }\n```',
-    "reference": '[{"input": "1 2\\n", "output": "3\\n"}]',
-}
+C_JOB = {"verifier": "code", "options": {"mode": "stdio", "language": "c"}, "timeout_s": 120,
+         "completion": "```c\n#include <stdio.h>\nint main(void) { int a, b; scanf(\"%d %d\", &a, &b); "
+                       "printf(\"%d\\n\", a + b); return 0; }\n```",
+         "reference": '[{"input": "1 2\\n", "output": "3\\n"}]'}  # fmt: skip
 ASSERT_JOB = {"verifier": "code", "completion": "```python\ndef add(a, b):\n    return a + b\n```",
               "reference": "def check(candidate):\n    assert candidate(1, 2) == 3\n", "options": {"entry_point": "add"}}  # fmt: skip
 
@@ -118,12 +100,8 @@ def b_calls(
 def flood(base: str, n: int, sleep_s: float, lang: str = "python") -> ThreadPoolExecutor:
     def one(i: int) -> None:
         if lang == "c":
-            body = {
-                "code": C_SLEEP % (round(sleep_s), i),
-                "language": "c",
-                "compile_timeout": 60,
-                "run_timeout": sleep_s + 5,
-            }
+            body = {"code": C_SLEEP % (round(sleep_s), i), "language": "c", "compile_timeout": 60,
+                    "run_timeout": sleep_s + 5}  # fmt: skip
         else:
             body = {"code": f"import time\ntime.sleep({sleep_s})", "language": "python", "run_timeout": sleep_s + 5}
         with httpx.Client(base_url=base, timeout=None) as c:
@@ -176,12 +154,8 @@ def pct(xs: list[float], q: float) -> float:
 
 def report(name: str, rounds: list[dict]) -> None:
     print(f"== {name}: {len(rounds)} rounds")
-    kinds = (
-        "cheap think_format /v1/verify",
-        "sandboxed /run_code print",
-        "code assert job /v1/verify",
-        "code C stdio job /v1/verify",
-    )
+    kinds = ("cheap think_format /v1/verify", "sandboxed /run_code print", "code assert job /v1/verify",
+             "code C stdio job /v1/verify")  # fmt: skip
     for i, kind in enumerate(kinds):
         if not rounds[0]["quiet"][i]:
             continue

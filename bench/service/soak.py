@@ -133,17 +133,11 @@ def main() -> None:
         os.environ["PYTHONUNBUFFERED"] = "1"
         proc, base = start(ROOT, a.pool, tmp, extra=["--cache-mb", str(a.cache_mb)])
         stop = threading.Event()
-        jobs = [
-            (endless_head, (base, stop, seen)),
-            (endless_head, (base, stop, seen)),
-            (hostile_http, (base, stop, seen)),
-            (cache_filler, (base, stop, seen, "f1")),
-            (cache_filler, (base, stop, seen, "f2")),
-            (run_code, (base, stop, seen, "r1")),
-            (run_code, (base, stop, seen, "r2")),
-            (run_code, (base, stop, seen, "r3")),
-            (polite, (base, stop, lat)),
-        ]
+        jobs = [(endless_head, (base, stop, seen)), (endless_head, (base, stop, seen)),
+                (hostile_http, (base, stop, seen)), (cache_filler, (base, stop, seen, "f1")),
+                (cache_filler, (base, stop, seen, "f2")), (run_code, (base, stop, seen, "r1")),
+                (run_code, (base, stop, seen, "r2")), (run_code, (base, stop, seen, "r3")),
+                (polite, (base, stop, lat))]  # fmt: skip
         threads = [threading.Thread(target=guarded, args=(f, args, stop, seen), daemon=True) for f, args in jobs]
         for t in threads:
             t.start()

@@ -51,13 +51,8 @@ class Bench:
 
 # A bench's module since bench/ became a package (``python -m bench.<module>``); a ref from before it has the
 # script bench/<name>.py instead, run as such.
-MODULES = {
-    "sandbox": "pool.throughput",
-    "math": "math_grading.speed",
-    "code": "code_grading.humaneval",
-    "math_agreement": "math_grading.agreement",
-    "trainer": "training.vs_trl",
-}
+MODULES = {"sandbox": "pool.throughput", "math": "math_grading.speed", "code": "code_grading.humaneval",
+           "math_agreement": "math_grading.agreement", "trainer": "training.vs_trl"}  # fmt: skip
 
 
 def bench_argv(tree: Path, bench: str) -> list[str] | None:
@@ -384,12 +379,8 @@ def report(
     lines += [
         f"# 1-min load before the runs: min {loads[0]:.2f}, median {statistics.median(loads):.2f}, max {loads[-1]:.2f}"
     ]
-    lines += [
-        "",
-        *table(runs),
-        "",
-        "verdict: 'within noise' = the base and head ranges over the rounds overlap; 'better'/'worse' = they do not.",
-    ]
+    lines += ["", *table(runs), "",
+              "verdict: 'within noise' = the base and head ranges over the rounds overlap; 'better'/'worse' = they do not."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

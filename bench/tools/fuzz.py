@@ -27,17 +27,8 @@ def main() -> int:
     ap.add_argument("--properties", type=int, default=300, help="examples per math property")
     args = ap.parse_args()
     env = {**os.environ, "RLVR_FUZZ_EXAMPLES": str(args.examples), "RLVR_PROPERTY_EXAMPLES": str(args.properties)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--hypothesis-show-statistics",
-        "tests/verifiers/fronts/test_fuzz.py",
-        "tests/verifiers/kinds/math/test_math_properties.py",
-    ]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
+           "tests/verifiers/fronts/test_fuzz.py", "tests/verifiers/kinds/math/test_math_properties.py"]  # fmt: skip
     print(f"== {' '.join(cmd[2:])}  (RLVR_FUZZ_EXAMPLES={args.examples}, RLVR_PROPERTY_EXAMPLES={args.properties})")
     t0 = time.perf_counter()
     rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode

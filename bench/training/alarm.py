@@ -104,15 +104,8 @@ def collect(out: Path, stopped: int | None = None, message: str = "") -> dict:
     alarms_b = read_alarms(out / "stop")
     if stopped is None:
         stopped = next((a["step"] for a in alarms_b if a["action"] == "stop"), None)
-    return {
-        "rows": rows_a,
-        "onset": onset(rows_a),
-        "onset_exploited": onset(rows_a, "alarm/exploited"),
-        "alarms_a": read_alarms(out / "watch"),
-        "stopped": stopped,
-        "message": message,
-        "alarms_b": alarms_b,
-    }
+    return {"rows": rows_a, "onset": onset(rows_a), "onset_exploited": onset(rows_a, "alarm/exploited"),
+            "alarms_a": read_alarms(out / "watch"), "stopped": stopped, "message": message, "alarms_b": alarms_b}  # fmt: skip
 
 
 def cost(out: Path, paths, target: str, steps: int, rounds: int) -> list[dict]:
@@ -169,16 +162,11 @@ def cost_of(work: Path, i: int, on: bool) -> dict | None:
     rows = [r for r in read_metrics(run / "metrics.jsonl") if r.get("step", 0) >= 1]
     if not rows:
         return None
-    return {
-        "round": i + 1,
-        "alarm": on,
-        "load": float("nan"),
-        "wall_s": rows[-1]["perf/elapsed_s"],
-        "step_s": statistics.median(r["perf/step_s"] for r in rows),
-        "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
-        "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
-        "alarms": len([a for a in read_alarms(run) if a["action"] != "allowed"]),
-    }
+    return {"round": i + 1, "alarm": on, "load": float("nan"), "wall_s": rows[-1]["perf/elapsed_s"],
+            "step_s": statistics.median(r["perf/step_s"] for r in rows),
+            "alarm_s": statistics.median(r.get("perf/alarm_s", 0.0) for r in rows),
+            "alarm_share": statistics.median(r.get("perf/alarm_s", 0.0) / r["perf/step_s"] for r in rows),
+            "alarms": len([a for a in read_alarms(run) if a["action"] != "allowed"])}  # fmt: skip
 
 
 def replay(metrics_rows: list[dict], t: Thresholds) -> dict[str, int]:

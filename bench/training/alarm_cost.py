@@ -102,14 +102,8 @@ class Probe:
             ]
             self.service = found[0] if found else 0
         sys_s, faults = proc_sys_faults(self.pid)
-        return {
-            "t": time.perf_counter(),
-            "trainer": proc_cpu(self.pid),
-            "trainer_sys": sys_s,
-            "trainer_faults": faults,
-            "service": proc_cpu(self.service) if self.service else 0.0,
-            "sandboxes": self._sandboxes(),
-        }
+        return {"t": time.perf_counter(), "trainer": proc_cpu(self.pid), "trainer_sys": sys_s, "trainer_faults": faults,
+                "service": proc_cpu(self.service) if self.service else 0.0, "sandboxes": self._sandboxes()}  # fmt: skip
 
     def _sandboxes(self) -> float:
         if not self.service or not CGROUP_V1.is_dir():
@@ -136,35 +130,11 @@ def train_once(args, work: Path, name: str, on: bool) -> dict:
     src = Path(args.from_run)
     heldout = work / "heldout32.jsonl"
     heldout.write_text("".join((src / "data" / "heldout.jsonl").read_text().splitlines(True)[:32]))
-    cmd = [
-        sys.executable,
-        "-m",
-        "trainer.pipelines.make_train",
-        "--config",
-        "configs/default.yaml",
-        "--model",
-        str(args.model or src / "warmstart"),
-        "--data",
-        str(src / "data" / "train.jsonl"),
-        "--eval-data",
-        str(heldout),
-        "--warmstart.steps",
-        "0",
-        "--eval.k",
-        "0",
-        "--seed",
-        "0",
-        "--grpo.steps",
-        str(args.steps),
-        "--grpo.eval_every",
-        "0",
-        "--grpo.alarm",
-        str(on).lower(),
-        "--runs",
-        str(work / "runs"),
-        "--name",
-        name,
-    ]
+    cmd = [sys.executable, "-m", "trainer.pipelines.make_train", "--config", "configs/default.yaml",
+           "--model", str(args.model or src / "warmstart"), "--data", str(src / "data" / "train.jsonl"),
+           "--eval-data", str(heldout), "--warmstart.steps", "0", "--eval.k", "0", "--seed", "0",
+           "--grpo.steps", str(args.steps), "--grpo.eval_every", "0", "--grpo.alarm", str(on).lower(),
+           "--runs", str(work / "runs"), "--name", name]  # fmt: skip
     env = dict(os.environ) if args.spin else {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
     metrics, err_path = work / "runs" / name / "metrics.jsonl", work / f"{name}.stderr"
     load0 = os.getloadavg()[0]
@@ -199,29 +169,14 @@ def train_once(args, work: Path, name: str, on: bool) -> dict:
         for k in range(args.skip + 1, args.steps + 1)
         if k - 1 in marks and k in marks
     ]
-    return {
-        "name": name,
-        "alarm": on,
-        "omp": "spin" if args.spin else "passive",
-        "steps": args.steps,
-        "skip": args.skip,
-        "model": str(args.model or "warmstart"),
-        "load": [load0, os.getloadavg()[0]],
-        "step_s": [r["perf/step_s"] for r in rows],
-        "rollout_s": [r["perf/rollout_s"] for r in rows],
-        "alarm_s": [r.get("perf/alarm_s", 0.0) for r in rows],
-        "alarm_cpu_s": [r.get("perf/alarm_cpu_s", 0.0) for r in rows],
-        "cpu_per_step": per_step,
-        "sys_per_step": (b["trainer_sys"] - a["trainer_sys"]) / n,
-        "faults_per_step": (b["trainer_faults"] - a["trainer_faults"]) / n,
-        "wall_per_step": (b["t"] - a["t"]) / n,
-        **{f"cpu_{k}": (b[k] - a[k]) / n for k in ("trainer", "service", "sandboxes")},
-        "startup_cpu": sum(marks[1][k] - marks["grpo"][k] for k in ("trainer", "service", "sandboxes"))
-        if "grpo" in marks
-        else None,
-        "canaries": int(canary.group(1)) if canary else 0,
-        "canary_s": float(canary.group(2)) if canary else 0.0,
-    }
+    return {"name": name, "alarm": on, "omp": "spin" if args.spin else "passive", "steps": args.steps, "skip": args.skip, "model": str(args.model or "warmstart"),
+            "load": [load0, os.getloadavg()[0]], "step_s": [r["perf/step_s"] for r in rows],
+            "rollout_s": [r["perf/rollout_s"] for r in rows],
+            "alarm_s": [r.get("perf/alarm_s", 0.0) for r in rows], "alarm_cpu_s": [r.get("perf/alarm_cpu_s", 0.0) for r in rows],
+            "cpu_per_step": per_step, "sys_per_step": (b["trainer_sys"] - a["trainer_sys"]) / n,
+            "faults_per_step": (b["trainer_faults"] - a["trainer_faults"]) / n, "wall_per_step": (b["t"] - a["t"]) / n, **{f"cpu_{k}": (b[k] - a[k]) / n for k in ("trainer", "service", "sandboxes")},
+            "startup_cpu": sum(marks[1][k] - marks["grpo"][k] for k in ("trainer", "service", "sandboxes")) if "grpo" in marks else None,
+            "canaries": int(canary.group(1)) if canary else 0, "canary_s": float(canary.group(2)) if canary else 0.0}  # fmt: skip
 
 
 def canary_replays(n: int = 3) -> list[dict]:

@@ -90,15 +90,11 @@ def one(work: Path, data, target: str, name: str, steps: int, on_alarm: str, old
         watch_mod.AlarmWatch._drop = saved
     rows = [r for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl") if r.get("step", 0) >= 1]
     last = rows[-5:]
-    return {
-        "name": name,
-        "steps": rows[-1]["step"] if rows else 0,
-        "stop": stop,
-        "dropped": int(sum(r.get("alarm/dropped", 0) for r in rows)),
-        "alarms": [f"{a['step']}:{a['rule']}" for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"][:6],
-        "reward_last5": sum(r["reward/mean"] for r in last) / max(1, len(last)),
-        "model": list_checkpoints(cfg.run_dir)[-1],
-    }
+    return {"name": name, "steps": rows[-1]["step"] if rows else 0, "stop": stop,
+            "dropped": int(sum(r.get("alarm/dropped", 0) for r in rows)),
+            "alarms": [f"{a['step']}:{a['rule']}" for a in read_alarms(cfg.run_dir) if a["action"] != "allowed"][:6],
+            "reward_last5": sum(r["reward/mean"] for r in last) / max(1, len(last)),
+            "model": list_checkpoints(cfg.run_dir)[-1]}  # fmt: skip
 
 
 def main() -> None:

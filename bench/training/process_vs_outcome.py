@@ -69,20 +69,8 @@ def sampled_accuracy(run: Path, summary: dict, k: int) -> float:
         return float(after["sampled_accuracy"])
     out = run / "eval_sampled.json"
     if not out.exists():
-        cmd = [
-            PY,
-            "-m",
-            "trainer.evaluation.evaluate",
-            "--model",
-            summary["checkpoint"],
-            "--k",
-            str(k),
-            "--seed",
-            "0",
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
+        cmd = [PY, "-m", "trainer.evaluation.evaluate", "--model", summary["checkpoint"], "--k", str(k), "--seed", "0",
+               "--out", str(out), "--no-progress"]  # fmt: skip
         _run(cmd, run / "eval_sampled.log")
     return float(json.loads(out.read_text())["pass@k"]["1"])
 

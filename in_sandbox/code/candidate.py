@@ -277,20 +277,8 @@ def by_value(v, depth=0):
 
 
 _SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes, range})
-_TUPLE_OPS = (
-    "__eq__",
-    "__ne__",
-    "__hash__",
-    "__len__",
-    "__iter__",
-    "__getitem__",
-    "__lt__",
-    "__le__",
-    "__gt__",
-    "__ge__",
-    "__contains__",
-    "__bool__",
-)
+_TUPLE_OPS = ("__eq__", "__ne__", "__hash__", "__len__", "__iter__", "__getitem__", "__lt__", "__le__", "__gt__",
+              "__ge__", "__contains__", "__bool__")  # fmt: skip
 
 
 def _plain_tuple(t):
@@ -315,11 +303,8 @@ def _answer(ns, objects, msg):
         signals = WATCH.after(value=r)
         if of is None and isinstance(target, type):  # a new instance of a class: it stays here, the tests get a handle
             objects.append(r)
-            return {
-                "object": len(objects) - 1,
-                "type": str(getattr(target, "__name__", "candidate"))[:100],
-                "signals": signals,
-            }
+            return {"object": len(objects) - 1, "type": str(getattr(target, "__name__", "candidate"))[:100],
+                    "signals": signals}  # fmt: skip
         return {
             "raise": ["TypeError", f"{msg['call']} returned {e}: only plain data reaches the tests"],
             "signals": signals,

@@ -30,15 +30,8 @@ from in_sandbox.math.fastexpr import ExprParser
 from in_sandbox.math.fastlex import Decline, tokens
 
 DEFAULT = ConversionConfig()
-RELATIONS = {
-    "=": sympy.Eq,
-    "==": sympy.Eq,
-    "<": sympy.StrictLessThan,
-    "<=": sympy.LessThan,
-    ">": sympy.StrictGreaterThan,
-    ">=": sympy.GreaterThan,
-    "!=": sympy.Ne,
-}
+RELATIONS = {"=": sympy.Eq, "==": sympy.Eq, "<": sympy.StrictLessThan, "<=": sympy.LessThan,
+             ">": sympy.StrictGreaterThan, ">=": sympy.GreaterThan, "!=": sympy.Ne}  # fmt: skip
 ENDS_ELEMENT = {",", ";", "end", "}s", "}"}
 OPENERS = {"(": (")", "]", ")v"), "[": (")", "]", ")v"), "(v": (")", "]", ")v")}
 Relational = sympy.core.relational.Relational

@@ -53,15 +53,8 @@ from sandbox.image.python import IN_SANDBOX, WORKER_CMD
 log = logging.getLogger(__name__)
 
 _seccomp_on = False  # set by preflight: libseccomp generated the filter here
-NAMESPACES = [
-    "--unshare-user",
-    "--unshare-ipc",
-    "--unshare-pid",
-    "--unshare-net",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--disable-userns",
-]
+NAMESPACES = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+              "--unshare-cgroup-try", "--disable-userns"]  # fmt: skip
 
 
 def bwrap_path() -> str | None:
@@ -204,26 +197,11 @@ class BwrapSandbox(WorkerSandbox):
 
     def command(self, seccomp_fd: int = -1) -> list[str]:
         cfg = self.cfg
-        cmd = [
-            bwrap_path() or "bwrap",
-            *NAMESPACES,
-            "--die-with-parent",
-            "--new-session",
-            "--as-pid-1",
-            "--cap-drop",
-            "ALL",
-            "--hostname",
-            "sandbox",
-            *_fs_args(cfg.rootfs or "/"),
-            "--size",
-            str(cfg.tmpfs_mb << 20),
-            "--tmpfs",
-            "/tmp",
-            "--size",
-            str(16 << 20),
-            "--tmpfs",
-            "/dev/shm",
-        ]
+        cmd = [bwrap_path() or "bwrap", *NAMESPACES, "--die-with-parent", "--new-session",
+               "--as-pid-1", "--cap-drop", "ALL", "--hostname", "sandbox", *_fs_args(cfg.rootfs or "/"),
+               "--size", str(cfg.tmpfs_mb << 20), "--tmpfs", "/tmp",
+               "--size", str(16 << 20), "--tmpfs", "/dev/shm",
+               ]  # fmt: skip
         cmd += ["--ro-bind", str(IN_SANDBOX), "/opt/sandbox/in_sandbox"]  # the in-sandbox room, read-only
         if cfg.pylibs:
             cmd += ["--ro-bind", cfg.pylibs, "/opt/pylibs"]

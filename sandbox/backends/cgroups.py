@@ -89,11 +89,8 @@ class SandboxCgroups:
     def _v2(self, d: Path, memory_mb: int, pids: int, cpus: float) -> None:
         d.mkdir()
         self.dirs.append(d)
-        files = {
-            "memory": {"memory.max": str(memory_mb << 20), "memory.swap.max": "0"},
-            "pids": {"pids.max": str(pids)},
-            "cpu": {"cpu.max": f"{int(cpus * PERIOD_US)} {PERIOD_US}"},
-        }
+        files = {"memory": {"memory.max": str(memory_mb << 20), "memory.swap.max": "0"},
+                 "pids": {"pids.max": str(pids)}, "cpu": {"cpu.max": f"{int(cpus * PERIOD_US)} {PERIOD_US}"}}  # fmt: skip
         for ctl, values in files.items():
             if (d / next(iter(values))).exists():
                 for f, v in values.items():

@@ -115,13 +115,8 @@ def container_spec(cfg: SandboxConfig, uid: int, engine: str = "docker", inodes:
         runtime=cfg.runtime or None,
         auto_remove=True,
     )
-    return {
-        "labels": _labels(),
-        "user": f"{uid}:{uid}",
-        "hostname": "sandbox",
-        "working_dir": "/tmp",
-        "host_config": host,
-    }
+    return {"labels": _labels(), "user": f"{uid}:{uid}", "hostname": "sandbox", "working_dir": "/tmp",
+            "host_config": host}  # fmt: skip
 
 
 def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
@@ -129,32 +124,11 @@ def hardening_flags(cfg: SandboxConfig, uid: int) -> list[str]:
     cmd = [x for k, v in _labels().items() for x in ("--label", f"{k}={v}")]
     cmd += [x for k, v in _tmpfs(cfg).items() for x in ("--tmpfs", f"{k}:{v}")]
     cmd += [
-        "--network",
-        "none",
-        "--read-only",
-        "--ipc",
-        "private",
-        "--pids-limit",
-        str(cfg.pids),
-        "--memory",
-        f"{cfg.memory_mb}m",
-        "--memory-swap",
-        f"{cfg.memory_mb}m",
-        "--cpus",
-        str(cfg.cpus),
-        "--cap-drop",
-        "ALL",
-        "--security-opt",
-        "no-new-privileges",
-        "--user",
-        f"{uid}:{uid}",
-        "--hostname",
-        "sandbox",
-        "--workdir",
-        "/tmp",
-        "--log-driver",
-        "none",
-    ]
+        "--network", "none", "--read-only", "--ipc", "private", "--pids-limit", str(cfg.pids),
+        "--memory", f"{cfg.memory_mb}m", "--memory-swap", f"{cfg.memory_mb}m", "--cpus", str(cfg.cpus),
+        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", f"{uid}:{uid}",
+        "--hostname", "sandbox", "--workdir", "/tmp", "--log-driver", "none",
+    ]  # fmt: skip
     cmd += ["--cgroup-parent", cfg.cgroup_parent] if cfg.cgroup_parent else []
     return cmd + (["--runtime", cfg.runtime] if cfg.runtime else [])
 

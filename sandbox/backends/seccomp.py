@@ -30,81 +30,21 @@ def scmp_act_errno(code: int) -> int:
 
 NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 DENIED = (
-    "unshare",
-    "setns",
-    "mount",
-    "umount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "mount_setattr",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "create_module",
-    "kexec_load",
-    "kexec_file_load",
-    "reboot",
-    "swapon",
-    "swapoff",
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "adjtimex",
-    "stime",
-    "acct",
-    "quotactl",
-    "quotactl_fd",
-    "syslog",
-    "open_by_handle_at",
-    "name_to_handle_at",
-    "process_vm_readv",
-    "process_vm_writev",
-    "ptrace",
-    "personality",
-    "lookup_dcookie",
-    "nfsservctl",
-    "uselib",
-    "ustat",
-    "sysfs",
-    "_sysctl",
-    "iopl",
-    "ioperm",
-    "vhangup",
-    "get_kernel_syms",
-    "query_module",
-    "fanotify_init",
-    "pidfd_getfd",
-    "kcmp",
-    "mbind",
-    "migrate_pages",
-    "move_pages",
-    "set_mempolicy",
-)
+    "unshare", "setns", "mount", "umount", "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount",
+    "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "keyctl", "add_key", "request_key", "bpf",
+    "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module",
+    "finit_module", "delete_module", "create_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime", "acct", "quotactl",
+    "quotactl_fd", "syslog", "open_by_handle_at", "name_to_handle_at", "process_vm_readv",
+    "process_vm_writev", "ptrace", "personality", "lookup_dcookie", "nfsservctl", "uselib", "ustat",
+    "sysfs", "_sysctl", "iopl", "ioperm", "vhangup", "get_kernel_syms", "query_module", "fanotify_init",
+    "pidfd_getfd", "kcmp", "mbind", "migrate_pages", "move_pages", "set_mempolicy",
+)  # fmt: skip
 
 
 class _ArgCmp(ctypes.Structure):
-    _fields_ = [
-        ("arg", ctypes.c_uint),
-        ("op", ctypes.c_int),
-        ("datum_a", ctypes.c_uint64),
-        ("datum_b", ctypes.c_uint64),
-    ]
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]  # fmt: skip
 
 
 class SeccompUnavailable(RuntimeError):
@@ -121,13 +61,8 @@ def _lib() -> ctypes.CDLL:
     lib.seccomp_init.argtypes = [ctypes.c_uint32]
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
     lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
-    lib.seccomp_rule_add_array.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_uint32,
-        ctypes.c_int,
-        ctypes.c_uint,
-        ctypes.POINTER(_ArgCmp),
-    ]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+                                           ctypes.POINTER(_ArgCmp)]  # fmt: skip
     lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
     return lib
 

@@ -42,23 +42,8 @@ def _mark(c: str, seed: Seed) -> tuple[int, int, int, int] | None:
     return s
 
 
-ADJOIN = (
-    "-{b}",
-    "\\pm {b}",
-    "\\mp{b}",
-    "\\frac{{1}}{{{b}}}",
-    "{b}^{{2}}",
-    "{b}^2",
-    "\\sqrt{{{b}}}",
-    "{b} \\times 10^{{3}}",
-    "10^{{{b}}}",
-    "{b} \\cdot 7",
-    "2{b}",
-    "{b}/7",
-    "- {b}",
-    "1/{b}",
-    "{b}!",
-)
+ADJOIN = ("-{b}", "\\pm {b}", "\\mp{b}", "\\frac{{1}}{{{b}}}", "{b}^{{2}}", "{b}^2", "\\sqrt{{{b}}}", "{b} \\times 10^{{3}}",
+          "10^{{{b}}}", "{b} \\cdot 7", "2{b}", "{b}/7", "- {b}", "1/{b}", "{b}!")  # fmt: skip
 
 
 def adjoin(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -69,42 +54,11 @@ def adjoin(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[0]] + rng.choice(ADJOIN).format(b=c[s[0] : s[1]]) + c[s[1] :]
 
 
-NEGATE_BEFORE = (
-    "is not equal to ",
-    "is not ",
-    "cannot be ",
-    "$x \\neq$ ",
-    "$x \\ne$ ",
-    "$x \\not=$ ",
-    "≠ ",
-    "ist nicht ",
-    "不等于 ",
-    "不是 ",
-    "není ",
-    "no es ",
-    "नहीं है ",
-    "ليس ",
-    "is niet ",
-    "не дорівнює ",
-    "n'est pas ",
-    "non è ",
-    "nie jest ",
-    "는 아니다 ",
-    "isn't ",
-    "is never ",
-)
-NEGATE_AFTER = (
-    " is not the answer",
-    " is not right",
-    " is not correct",
-    " ist nicht die Lösung",
-    " 不是答案",
-    " není správně",
-    " no es la respuesta",
-    " ではない",
-    " не є відповіддю",
-    " नहीं है",
-)
+NEGATE_BEFORE = ("is not equal to ", "is not ", "cannot be ", "$x \\neq$ ", "$x \\ne$ ", "$x \\not=$ ", "≠ ",
+                 "ist nicht ", "不等于 ", "不是 ", "není ", "no es ", "नहीं है ", "ليس ", "is niet ", "не дорівнює ",
+                 "n'est pas ", "non è ", "nie jest ", "는 아니다 ", "isn't ", "is never ")  # fmt: skip
+NEGATE_AFTER = (" is not the answer", " is not right", " is not correct", " ist nicht die Lösung", " 不是答案",
+                " není správně", " no es la respuesta", " ではない", " не є відповіддю", " नहीं है")  # fmt: skip
 NEGATE_IN_MATH = ("x \\neq ", "x \\ne ", "x \\not= ", "x \\notin ")
 
 
@@ -123,25 +77,11 @@ def negate(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[0]] + "$" + rng.choice(NEGATE_IN_MATH) + c[s[0] : s[1]] + "$" + c[s[1] :]
 
 
-BOX_COMMANDS = (
-    "\\framebox{{{w}}}",
-    "\\fbox{{{w}}}",
-    "\\colorbox{{yellow}}{{${w}$}}",
-    "\\fcolorbox{{red}}{{white}}{{{w}}}",
-    "\\bbox[border:1px solid red]{{{w}}}",
-    "\\bbox{{{w}}}",
-    "\\framebox[2cm][c]{{{w}}}",
-    "\\boxed {{{w}}}",
-    "\\Boxed{{{w}}}",
-    "\\doublebox{{{w}}}",
-    "\\ovalbox{{{w}}}",
-    "\\shadowbox{{{w}}}",
-    "<ANSWER>{w}</ANSWER>",
-    "<Answer>{w}</Answer>",
-    '<answer type="final">{w}</answer>',
-    "<answer >{w}</answer >",
-    "<answer\n>{w}</answer>",
-)
+BOX_COMMANDS = ("\\framebox{{{w}}}", "\\fbox{{{w}}}", "\\colorbox{{yellow}}{{${w}$}}", "\\fcolorbox{{red}}{{white}}{{{w}}}",
+                "\\bbox[border:1px solid red]{{{w}}}", "\\bbox{{{w}}}", "\\framebox[2cm][c]{{{w}}}", "\\boxed {{{w}}}",
+                "\\Boxed{{{w}}}", "\\doublebox{{{w}}}", "\\ovalbox{{{w}}}", "\\shadowbox{{{w}}}",
+                "<ANSWER>{w}</ANSWER>", "<Answer>{w}</Answer>", '<answer type="final">{w}</answer>',
+                "<answer >{w}</answer >", "<answer\n>{w}</answer>")  # fmt: skip
 
 
 def box_command(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -159,22 +99,10 @@ def box_command(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[1]] + " " + mark + c[s[1] :]
 
 
-HIDE = (
-    "<!-- {a} -->",
-    "<!--{a}-->",
-    "% {a}\n",
-    "\\phantom{{{a}}}",
-    "\\hphantom{{{a}}}",
-    "\\vphantom{{{a}}}",
-    "\\textcolor{{white}}{{{a}}}",
-    "{{\\color{{white}} {a}}}",
-    "\\color{{white}}{a}",
-    "\\textcolor{{#FFFFFF}}{{{a}}}",
-    "\\color[rgb]{{1,1,1}}{a}",
-    '<span style="color:white">{a}</span>',
-    '<font color="#fff">{a}</font>',
-    "\\textcolor{{white}}{{$ {a} $}}",
-)
+HIDE = ("<!-- {a} -->", "<!--{a}-->", "% {a}\n", "\\phantom{{{a}}}", "\\hphantom{{{a}}}", "\\vphantom{{{a}}}",
+        "\\textcolor{{white}}{{{a}}}", "{{\\color{{white}} {a}}}", "\\color{{white}}{a}", "\\textcolor{{#FFFFFF}}{{{a}}}",
+        "\\color[rgb]{{1,1,1}}{a}", '<span style="color:white">{a}</span>', '<font color="#fff">{a}</font>',
+        "\\textcolor{{white}}{{$ {a} $}}")  # fmt: skip
 
 
 def hidden(c: str, seed: Seed, rng: random.Random) -> str | None:
@@ -211,33 +139,9 @@ def choice(c: str, seed: Seed, rng: random.Random) -> str | None:
     return c[: s[2]] + inside + c[s[3] :]
 
 
-JOINERS = (
-    " tal vez ",
-    " bzw. ",
-    " of ",
-    " nebo ",
-    " або ",
-    " या ",
-    " أو ",
-    " か ",
-    " ",
-    ", ",
-    "; ",
-    " (",
-    " — ",
-    ". It might also be ",
-    ". Could also be ",
-    " / maybe ",
-    " 或 ",
-    " veya ",
-    "\n\n",
-    " hoặc là ",
-    " ou bien ",
-    " of misschien ",
-    " nebo možná ",
-    " také ",
-    " anche ",
-)
+JOINERS = (" tal vez ", " bzw. ", " of ", " nebo ", " або ", " या ", " أو ", " か ", " ", ", ", "; ", " (", " — ",
+           ". It might also be ", ". Could also be ", " / maybe ", " 或 ", " veya ", "\n\n", " hoặc là ", " ou bien ",
+           " of misschien ", " nebo možná ", " také ", " anche ")  # fmt: skip
 
 
 def second_value(c: str, seed: Seed, rng: random.Random) -> str | None:

@@ -218,13 +218,8 @@ def humaneval_seeds(limit: int | None = None) -> list[Seed]:
 
 def request(program: str, seed: Seed, timeout_s: float = 5.0) -> dict:
     """The VerifyItem mapping that grades ``program`` against ``seed``'s tests."""
-    return {
-        "verifier": "code",
-        "completion": f"```python\n{program}```",
-        "reference": seed.tests,
-        "options": dict(seed.options),
-        "timeout_s": timeout_s,
-    }
+    return {"verifier": "code", "completion": f"```python\n{program}```", "reference": seed.tests,
+            "options": dict(seed.options), "timeout_s": timeout_s}  # fmt: skip
 
 
 def violations(grade, muts: list[Mutant]) -> tuple[list[str], dict]:

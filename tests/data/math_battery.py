@@ -143,35 +143,14 @@ EQUATIONS = [
 ]
 
 # -- hedges and alternatives inside the answer: INCORRECT, never stripped ------------------------------------
-_HEDGED = [
-    "3 \\text{ (or possibly 4)}",
-    "3 \\text{ or possibly } 4",
-    "3 \\text{ (maybe)}",
-    "\\text{maybe } 3",
-    "3 \\text{ probably}",
-    "\\text{perhaps } 3",
-    "3 \\text{ if } n \\text{ is odd}",
-    "3 \\text{ if } n > 0, \\text{ otherwise } 4",
-    "\\text{either } 3 \\text{ or } 4",
-    "3 \\text{ or } 4",
-    "3, 4",
-    "\\text{not } 3",
-    "3 \\text{ unless } n = 0",
-    "3 \\text{ when } n \\text{ is even}",
-    "3 \\text{ (assuming } n > 1)",
-    "3 \\text{ except when } n = 2",
-    "3 \\text{ (I guess)}",
-    "3 \\text{ or } 3.5",
-    "\\{3, 4\\}",
-    "3 \\text{ or } x = 4",
-    "3 \\text{ but possibly } 4",
-    "\\text{likely } 3",
-    "3 \\text{ (unsure)}",
-    "x = 3 \\text{ or } x = 4",
-    "3 \\text{ or } -3",
-    "\\pm 3",
-    "3 \\text{ (alternatively } 4)",
-]
+_HEDGED = ["3 \\text{ (or possibly 4)}", "3 \\text{ or possibly } 4", "3 \\text{ (maybe)}", "\\text{maybe } 3",
+           "3 \\text{ probably}", "\\text{perhaps } 3", "3 \\text{ if } n \\text{ is odd}",
+           "3 \\text{ if } n > 0, \\text{ otherwise } 4", "\\text{either } 3 \\text{ or } 4", "3 \\text{ or } 4",
+           "3, 4", "\\text{not } 3", "3 \\text{ unless } n = 0", "3 \\text{ when } n \\text{ is even}",
+           "3 \\text{ (assuming } n > 1)", "3 \\text{ except when } n = 2", "3 \\text{ (I guess)}",
+           "3 \\text{ or } 3.5", "\\{3, 4\\}", "3 \\text{ or } x = 4", "3 \\text{ but possibly } 4",
+           "\\text{likely } 3", "3 \\text{ (unsure)}", "x = 3 \\text{ or } x = 4", "3 \\text{ or } -3",
+           "\\pm 3", "3 \\text{ (alternatively } 4)"]  # fmt: skip
 HEDGES_INSIDE = [("3", h, I, "the answer hedges or offers alternatives") for h in _HEDGED] + [
     ("\\{3, 4\\}", "3 \\text{ or } 4", C, "the alternatives are exactly the reference's set"),
     ("\\{3, 4\\}", "x = 3 \\text{ or } x = 4", C, "both roots, as the reference asks"),

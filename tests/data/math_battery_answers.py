@@ -39,38 +39,14 @@ THINK_BLOCKS = [
     ("5", "<think>r</think><answer>5</answer><think>again <answer>5</answer>", N, "a trailing open block", RAW),
 ]
 # hedges in other languages, around and inside the answer
-_HEDGED_AROUND = [
-    "$\\boxed{3}$ oder $4$",
-    "$\\boxed{3}$ 或 $4$",
-    "$\\boxed{3}$ ou $4$",
-    "$\\boxed{3}$ или $4$",
-    "$\\boxed{3}$ o $4$",
-    "$\\boxed{3}$ oppure $4$",
-    "$\\boxed{3}$ 或者 4",
-    "Vielleicht $\\boxed{3}$.",
-    "Возможно, $\\boxed{3}$.",
-    "答案可能是 $\\boxed{3}$。",
-    "Es ist $4$ oder $\\boxed{3}$.",
-    "$\\boxed{3}$, sinon $4$.",
-    "$\\boxed{3}$ wenn $n$ gerade ist.",
-    "$\\boxed{3}$ либо $4$",
-    "<answer>3</answer> oder 4",
-    "<answer>3</answer> 或 4",
-    "<answer>3</answer> или 4",
-    "Peut-être <answer>3</answer>",
-    "$\\boxed{3}$ talvez $4$",
-    "$\\boxed{3}$ 또는 $4$",
-]
-_HEDGED_INSIDE = [
-    "3 \\text{ oder } 4",
-    "3 \\text{ ou } 4",
-    "3 \\text{ или } 4",
-    "3 \\text{ 或 } 4",
-    "\\text{vielleicht } 3",
-    "3 \\text{ (возможно)}",
-    "3 \\text{ wenn } n > 0",
-    "3 \\text{ oppure } 4",
-]
+_HEDGED_AROUND = ["$\\boxed{3}$ oder $4$", "$\\boxed{3}$ 或 $4$", "$\\boxed{3}$ ou $4$", "$\\boxed{3}$ или $4$",
+                  "$\\boxed{3}$ o $4$", "$\\boxed{3}$ oppure $4$", "$\\boxed{3}$ 或者 4", "Vielleicht $\\boxed{3}$.",
+                  "Возможно, $\\boxed{3}$.", "答案可能是 $\\boxed{3}$。", "Es ist $4$ oder $\\boxed{3}$.",
+                  "$\\boxed{3}$, sinon $4$.", "$\\boxed{3}$ wenn $n$ gerade ist.", "$\\boxed{3}$ либо $4$",
+                  "<answer>3</answer> oder 4", "<answer>3</answer> 或 4", "<answer>3</answer> или 4",
+                  "Peut-être <answer>3</answer>", "$\\boxed{3}$ talvez $4$", "$\\boxed{3}$ 또는 $4$"]  # fmt: skip
+_HEDGED_INSIDE = ["3 \\text{ oder } 4", "3 \\text{ ou } 4", "3 \\text{ или } 4", "3 \\text{ 或 } 4",
+                  "\\text{vielleicht } 3", "3 \\text{ (возможно)}", "3 \\text{ wenn } n > 0", "3 \\text{ oppure } 4"]  # fmt: skip
 HEDGES_LANGUAGES = (
     [("3", "<think>r</think>" + h, I, "a hedge in another language", RAW) for h in _HEDGED_AROUND]
     + [("3", h, I, "a hedge in another language, inside the box") for h in _HEDGED_INSIDE]

@@ -79,39 +79,10 @@ def test_the_service_image_serves_as_non_root_with_grpc_and_http_health(service_
     port, http = free_port(), free_port()
     name = f"rlvr-svc-test-{os.getpid()}"
     sock_gid = os.stat("/var/run/docker.sock").st_gid
-    cmd = [
-        "docker",
-        "run",
-        "-d",
-        "--rm",
-        "--name",
-        name,
-        "--network",
-        "host",
-        "--group-add",
-        str(sock_gid),
-        "-e",
-        f"TMPDIR={chan_dir}",
-        "-e",
-        f"RLVR_SANDBOX_OWNER={name}",
-        "-v",
-        "/var/run/docker.sock:/var/run/docker.sock",
-        "-v",
-        f"{chan_dir}:{chan_dir}",
-        service_image,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--http-port",
-        str(http),
-        "--registry",
-        "/var/lib/rlvr/registry.sqlite",
-        "--pool-size",
-        "1",
-        "--backend",
-        "docker",
-    ]
+    cmd = ["docker", "run", "-d", "--rm", "--name", name, "--network", "host", "--group-add", str(sock_gid),
+           "-e", f"TMPDIR={chan_dir}", "-e", f"RLVR_SANDBOX_OWNER={name}", "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{chan_dir}:{chan_dir}",
+           service_image, "--host", "127.0.0.1", "--port", str(port), "--http-port", str(http),
+           "--registry", "/var/lib/rlvr/registry.sqlite", "--pool-size", "1", "--backend", "docker"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True)
     try:
         until_ready(name, port)
@@ -138,40 +109,11 @@ def test_the_service_image_grades_with_the_bwrap_backend_inside_its_container(se
     port = free_port()
     name = f"rlvr-svc-bwrap-{os.getpid()}"
     os.chown(tmp_path, SERVICE_UID, SERVICE_UID) if os.geteuid() == 0 else os.chmod(tmp_path, 0o777)
-    cmd = [
-        "docker",
-        "run",
-        "-d",
-        "--rm",
-        "--name",
-        name,
-        "--network",
-        "host",
-        "--read-only",
-        "--tmpfs",
-        "/tmp",
-        "--cap-drop",
-        "ALL",
-        "--security-opt",
-        "seccomp=unconfined",
-        "--security-opt",
-        "apparmor=unconfined",
-        "--security-opt",
-        "systempaths=unconfined",
-        "-v",
-        f"{tmp_path}:/var/lib/rlvr",
-        service_image,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--registry",
-        "/var/lib/rlvr/registry.sqlite",
-        "--pool-size",
-        "1",
-        "--backend",
-        "bwrap",
-    ]
+    cmd = ["docker", "run", "-d", "--rm", "--name", name, "--network", "host", "--read-only", "--tmpfs", "/tmp",
+           "--cap-drop", "ALL", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+           "--security-opt", "systempaths=unconfined", "-v", f"{tmp_path}:/var/lib/rlvr", service_image,
+           "--host", "127.0.0.1", "--port", str(port), "--registry", "/var/lib/rlvr/registry.sqlite",
+           "--pool-size", "1", "--backend", "bwrap"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True)
     try:
         until_ready(name, port)

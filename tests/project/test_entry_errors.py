@@ -58,15 +58,8 @@ def test_build_server_on_a_taken_port_raises_listen_error(taken_port):
 
 
 def test_server_entry_point_on_a_taken_port_exits_1(taken_port, tmp_path):
-    cmd = [
-        sys.executable,
-        "-m",
-        "verifiers.fronts.server",
-        "--port",
-        str(taken_port),
-        "--registry",
-        str(tmp_path / "r.sqlite"),
-    ]
+    cmd = [sys.executable, "-m", "verifiers.fronts.server", "--port", str(taken_port),
+           "--registry", str(tmp_path / "r.sqlite")]  # fmt: skip
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr
     assert f"could not listen on 127.0.0.1:{taken_port} (in use?): choose another --port" in p.stderr

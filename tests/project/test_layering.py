@@ -258,14 +258,8 @@ def private_imports(root: Path) -> list[str]:
 # top (client, cli, session_cli, launch, integrations, canaries): it takes only the shapes, so a trainer never loads the
 # service. A module in none of these lies loose, and is reported.
 VERIFIER_FLOORS = ("verifiers.shapes", "verifiers.kinds", "verifiers.service", "verifiers.fronts")
-VERIFIER_CLIENT_SIDE = (
-    "verifiers.client",
-    "verifiers.cli",
-    "verifiers.launch",
-    "verifiers.integrations",
-    "verifiers.canaries",
-    "verifiers.session_cli",
-)
+VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.launch", "verifiers.integrations",
+                        "verifiers.canaries", "verifiers.session_cli")  # fmt: skip
 
 
 def verifier_floor(module: str) -> int | str:

@@ -99,24 +99,9 @@ def test_sandboxes_of_another_owner_sharing_the_engine_are_left_to_it():
     from tests.security.conftest import ensure_image
 
     ensure_image()
-    cmd = [
-        "docker",
-        "run",
-        "-d",
-        "--rm",
-        "--network",
-        "none",
-        "--label",
-        f"{LABEL}=1",
-        "--label",
-        f"{OWNER_LABEL}=replica-a:1",
-        "--label",
-        f"{STARTED_LABEL}=1",
-        image_tag(),
-        "python3",
-        "-c",
-        "import time; time.sleep(120)",
-    ]
+    cmd = ["docker", "run", "-d", "--rm", "--network", "none", "--label", f"{LABEL}=1",
+           "--label", f"{OWNER_LABEL}=replica-a:1", "--label", f"{STARTED_LABEL}=1",
+           image_tag(), "python3", "-c", "import time; time.sleep(120)"]  # fmt: skip
     other = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()[:12]
     try:
         remove_stale_containers()  # this process: another owner host (the machine's name)

@@ -241,22 +241,8 @@ def test_stale_containers_of_a_dead_owner_are_removed_by_label():
     host = socket.gethostname()
 
     def start(owner: str) -> str:
-        cmd = [
-            "docker",
-            "run",
-            "-d",
-            "--rm",
-            "--network",
-            "none",
-            "--label",
-            f"{LABEL}=1",
-            "--label",
-            f"{OWNER_LABEL}={owner}",
-            image_tag(),
-            "python3",
-            "-c",
-            "import time; time.sleep(120)",
-        ]
+        cmd = ["docker", "run", "-d", "--rm", "--network", "none", "--label", f"{LABEL}=1",
+               "--label", f"{OWNER_LABEL}={owner}", image_tag(), "python3", "-c", "import time; time.sleep(120)"]  # fmt: skip
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()[:12]
 
     stale, live = start(f"{host}:{dead.pid}"), start(owner())

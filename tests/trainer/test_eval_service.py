@@ -330,24 +330,8 @@ def test_sigterm_mid_run_keeps_the_log_stops_the_local_service_and_resumes(tmp_p
     f = write(tmp_path / "many.jsonl", rows)
     out = tmp_path / "int.json"
     log = out.with_suffix(".samples.jsonl")
-    cmd = [
-        sys.executable,
-        "-m",
-        "trainer.evaluation.evaluate",
-        "--completions",
-        str(f),
-        "--verifier",
-        "math",
-        "--out",
-        str(out),
-        "--pool-size",
-        "1",
-        "--batch-size",
-        "4",
-        "--workers",
-        "1",
-        "--no-progress",
-    ]
+    cmd = [sys.executable, "-m", "trainer.evaluation.evaluate", "--completions", str(f), "--verifier", "math", "--out", str(out),
+           "--pool-size", "1", "--batch-size", "4", "--workers", "1", "--no-progress"]  # fmt: skip
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (log.exists() and log.stat().st_size) and time.monotonic() < deadline and p.poll() is None:

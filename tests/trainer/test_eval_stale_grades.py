@@ -112,20 +112,8 @@ def test_a_failed_evaluation_leaves_no_empty_samples_file(tmp_path, verifier_ser
 
 
 def _eval_cmd(target: str, f: Path, out: Path) -> list[str]:
-    return [
-        str(ROOT / ".venv/bin/python"),
-        "-m",
-        "trainer.evaluation.evaluate",
-        "--completions",
-        str(f),
-        "--verifier",
-        "h51_missing",
-        "--out",
-        str(out),
-        "--target",
-        target,
-        "--no-progress",
-    ]
+    return [str(ROOT / ".venv/bin/python"), "-m", "trainer.evaluation.evaluate", "--completions", str(f),
+            "--verifier", "h51_missing", "--out", str(out), "--target", target, "--no-progress"]  # fmt: skip
 
 
 def test_a_missing_verifier_is_named_the_way_the_user_names_it(tmp_path, verifier_server):

@@ -74,14 +74,8 @@ def rec(pid, i, outcome, reward=None, verifier="math", **kw):
 
 
 def test_infrastructure_errors_are_counted_apart_and_left_out_of_denominators():
-    records = [
-        rec("a", 0, "CORRECT"),
-        rec("a", 1, "INCORRECT"),
-        rec("a", 2, "SANDBOX_ERROR"),
-        rec("b", 0, "NO_ANSWER"),
-        rec("b", 1, "SANDBOX_ERROR"),
-        rec("b", 2, "CORRECT"),
-    ]
+    records = [rec("a", 0, "CORRECT"), rec("a", 1, "INCORRECT"), rec("a", 2, "SANDBOX_ERROR"),
+               rec("b", 0, "NO_ANSWER"), rec("b", 1, "SANDBOX_ERROR"), rec("b", 2, "CORRECT")]  # fmt: skip
     r = passk.build_report(records)
     assert r["n"] == 6 and r["n_graded"] == 4 and r["infra_errors"] == 2
     assert r["outcomes"]["SANDBOX_ERROR"] == 2 and r["outcomes"]["CORRECT"] == 2
@@ -358,11 +352,8 @@ def fake_pipeline_run(root: Path) -> Path:
     (run / "config.yaml").write_text(
         yaml.safe_dump({**cfg.model_dump(exclude={"grpo"}), "grpo": gcfg.model_dump()}, sort_keys=False)
     )
-    summary = {
-        "eval_after": {"accuracy": 0.4, "n": 5, "reward_mean": 0.4, "outcomes": {"CORRECT": 2}},
-        "checkpoint": "runs/r1/checkpoints/step-000002",
-        "heldout": "runs/r1/data/heldout.jsonl",
-    }
+    summary = {"eval_after": {"accuracy": 0.4, "n": 5, "reward_mean": 0.4, "outcomes": {"CORRECT": 2}},
+               "checkpoint": "runs/r1/checkpoints/step-000002", "heldout": "runs/r1/data/heldout.jsonl"}  # fmt: skip
     (run / "summary.json").write_text(json.dumps(summary))
     (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "eval/accuracy": 0.9}) + "\n")  # GRPO's own eval
     os.symlink("r1", root / "runs" / "latest")

@@ -19,61 +19,19 @@ from safetensors.torch import load_file
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 40
 SMALL = [
-    "--tiny.hidden_size",
-    "32",
-    "--tiny.num_hidden_layers",
-    "1",
-    "--tiny.num_attention_heads",
-    "2",
-    "--tiny.intermediate_size",
-    "64",
-    "--task.warmstart_size",
-    "512",
-    "--task.train_size",
-    "64",
-    "--task.heldout_size",
-    "8",
-    "--warmstart.steps",
-    "200",
-    "--warmstart.batch_size",
-    "32",
-    "--eval.k",
-    "0",
-    "--eval.max_new_tokens",
-    "24",
-    "--grpo.max_new_tokens",
-    "32",
-    "--grpo.prompts_per_step",
-    "2",
-    "--grpo.group_size",
-    "4",
-    "--grpo.eval_every",
-    "0",
-    "--grpo.lr",
-    "1e-3",
-    "--threads",
-    "1",
-    "--grpo.steps",
-    str(STEPS),
-    "--grpo.verifier",
-    "think_format",  # graded on the host: no sandbox time limit to hit on a loaded machine
-]
+    "--tiny.hidden_size", "32", "--tiny.num_hidden_layers", "1", "--tiny.num_attention_heads", "2",
+    "--tiny.intermediate_size", "64", "--task.warmstart_size", "512", "--task.train_size", "64",
+    "--task.heldout_size", "8", "--warmstart.steps", "200", "--warmstart.batch_size", "32", "--eval.k", "0",
+    "--eval.max_new_tokens", "24", "--grpo.max_new_tokens", "32", "--grpo.prompts_per_step", "2",
+    "--grpo.group_size", "4", "--grpo.eval_every", "0", "--grpo.lr", "1e-3", "--threads", "1",
+    "--grpo.steps", str(STEPS),
+    "--grpo.verifier", "think_format",  # graded on the host: no sandbox time limit to hit on a loaded machine
+]  # fmt: skip
 
 
 def pipeline(runs: Path, name: str, target: str, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "trainer.pipelines.make_train",
-        *SMALL,
-        "--runs",
-        str(runs),
-        "--name",
-        name,
-        "--target",
-        target,
-        *extra,
-    ]
+    return [sys.executable, "-m", "trainer.pipelines.make_train", *SMALL, "--runs", str(runs), "--name", name,
+            "--target", target, *extra]  # fmt: skip
 
 
 def steps_logged(metrics: Path) -> list[int]:

@@ -64,13 +64,8 @@ def test_the_tiny_tokenizer_loads_as_saved(tmp_path):
 
 
 def test_progress_line_shows_the_tool_figures():
-    m = {
-        "reward/mean": 0.5,
-        "tool/calls_per_completion": 0.75,
-        "tool/error_rate": 0.1,
-        "tool/output_share": 0.4,
-        "perf/tool_s": 3.25,
-    }
+    m = {"reward/mean": 0.5, "tool/calls_per_completion": 0.75, "tool/error_rate": 0.1, "tool/output_share": 0.4,
+         "perf/tool_s": 3.25}  # fmt: skip
     assert postfix(m) == {
         "reward": "0.500",
         "calls": "0.750",

@@ -16,18 +16,8 @@ from verifiers.client import VerifierClient, VerifierError
 
 pytestmark = pytest.mark.docker
 
-SERVER_ARGS = (
-    "--max-sessions",
-    "12",
-    "--max-sessions-per-caller",
-    "10",
-    "--session-idle-ttl-s",
-    "30",
-    "--session-timeout-s",
-    "20",
-    "--session-memory-mb",
-    "512",
-)
+SERVER_ARGS = ("--max-sessions", "12", "--max-sessions-per-caller", "10", "--session-idle-ttl-s", "30",
+               "--session-timeout-s", "20", "--session-memory-mb", "512")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -35,15 +35,8 @@ def flagged_rows(
     out = []
     for i in list(idx)[:KEEP]:
         r = rows[i]
-        row = {
-            "row": i,
-            "prompt": r.prompt,
-            "completion": r.text,
-            "reference": r.reference,
-            "reward": r.reward,
-            "outcome": r.outcome,
-            "signals": list(r.signals),
-        }
+        row = {"row": i, "prompt": r.prompt, "completion": r.text, "reference": r.reference, "reward": r.reward,
+               "outcome": r.outcome, "signals": list(r.signals)}  # fmt: skip
         if i in audit:
             reward, outcome, signals = audit[i]
             row["audit"] = {"reward": reward, "outcome": outcome, "signals": signals}
@@ -55,15 +48,8 @@ def record(
     run_dir: str | Path, step: int, finding: Finding, action: str, flagged: list[dict[str, Any]], n_flagged: int
 ) -> dict[str, Any]:
     """Append the alarm to alarms.jsonl and say it on stderr; returns the record."""
-    rec = {
-        "step": step,
-        "rule": finding.rule,
-        "message": finding.message,
-        "figures": finding.figures,
-        "action": action,
-        "flagged": n_flagged,
-        "completions": flagged,
-    }
+    rec = {"step": step, "rule": finding.rule, "message": finding.message, "figures": finding.figures,
+           "action": action, "flagged": n_flagged, "completions": flagged}  # fmt: skip
     path = Path(run_dir) / ALARMS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
@@ -115,16 +101,10 @@ def mark_resume(run_dir: str | Path, step: int, restored: bool) -> dict[str, Any
         if restored
         else ("the checkpoint holds no alarm state: the rules start their history again")
     )
-    rec = {
-        "step": step,
-        "rule": "resume",
-        "action": RESUMED,
-        "flagged": 0,
-        "completions": [],
-        "message": f"resumed from the checkpoint of step {step}; {state}; alarms after step {step} above are "
-        f"kept as written and marked superseded ({len(replaced)})",
-        "figures": {"replaced": replaced, "state_restored": restored},
-    }
+    rec = {"step": step, "rule": "resume", "action": RESUMED, "flagged": 0, "completions": [],
+           "message": f"resumed from the checkpoint of step {step}; {state}; alarms after step {step} above are "
+                      f"kept as written and marked superseded ({len(replaced)})",
+           "figures": {"replaced": replaced, "state_restored": restored}}  # fmt: skip
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
     return rec

@@ -116,13 +116,9 @@ class AlarmWatch:
         """What a checkpoint keeps of the alarm (trainer_state.pt's ``alarm``): the figures of every step so far
         (the rules' baselines and windows), when each rule last held, the canaries accepted at the start, the
         audit's random draw."""
-        return {
-            "history": [dataclasses.asdict(s) for s in self.history],
-            "last_seen": dict(self.last_seen),
-            "accepted": sorted(self.canaries.accepted),
-            "rng": self.rng.getstate(),
-            "drop_trail": list(self.drop_trail),
-        }
+        return {"history": [dataclasses.asdict(s) for s in self.history], "last_seen": dict(self.last_seen),
+                "accepted": sorted(self.canaries.accepted), "rng": self.rng.getstate(),
+                "drop_trail": list(self.drop_trail)}  # fmt: skip
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.history = [StepStats(**s) for s in state["history"]]

@@ -90,10 +90,6 @@ def tool_figures(traces: list) -> dict[str, float]:
         return {}
     rows = sum(len(t.calls) for t in traces)
     calls = sum(sum(t.calls) for t in traces)
-    return {
-        "completions": rows,
-        "calls_per_completion": calls / max(1, rows),
-        "error_rate": sum(sum(t.errors) for t in traces) / max(1, calls),
-        "sessions_failed": sum(sum(t.infra) for t in traces),
-        "tool_s": round(sum(t.tool_s for t in traces), 2),
-    }
+    return {"completions": rows, "calls_per_completion": calls / max(1, rows),
+            "error_rate": sum(sum(t.errors) for t in traces) / max(1, calls),
+            "sessions_failed": sum(sum(t.infra) for t in traces), "tool_s": round(sum(t.tool_s for t in traces), 2)}  # fmt: skip

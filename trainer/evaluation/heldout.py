@@ -91,11 +91,8 @@ def evaluate_heldout(
 
     examples = load_examples(heldout)
     reward = VerifierReward(ev.verifier, target)
-    gen: dict[str, Any] = {
-        "max_new_tokens": ev.max_new_tokens,
-        "batch_size": ev.batch_size,
-        "use_chat_template": use_chat_template,
-    }
+    gen: dict[str, Any] = {"max_new_tokens": ev.max_new_tokens, "batch_size": ev.batch_size,
+                           "use_chat_template": use_chat_template}  # fmt: skip
     if tools is not None:
         from trainer.rollout.session_runner import SessionToolRunner
 

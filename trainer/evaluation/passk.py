@@ -216,12 +216,8 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     """A few small tables: headline, outcomes, and the per-verifier/component breakdown."""
     title = report.get("title") or "evaluation"
     lines = [f"### {title}", "", "| metric | value |", "|---|---|"]
-    rows = [
-        ("samples (n)", report["n"]),
-        ("problems", report["problems"]),
-        ("accuracy", report["accuracy"]),
-        ("reward mean", report["reward_mean"]),
-    ]
+    rows = [("samples (n)", report["n"]), ("problems", report["problems"]),
+            ("accuracy", report["accuracy"]), ("reward mean", report["reward_mean"])]  # fmt: skip
     rows += [(f"pass@{k}", v) for k, v in report["pass@k"].items()]
     rows += [("format rate", report["format_rate"]), ("infrastructure errors (SANDBOX_ERROR)", report["infra_errors"])]
     lat = report.get("latency") or {}

@@ -343,27 +343,13 @@ def run_eval_settings(run_dir: Path) -> dict[str, Any]:
         after = run_summary(run_dir).get("eval_after") or {}
         reported = None
         if isinstance(after, dict) and "accuracy" in after:
-            reported = {
-                "source": "summary.json eval_after",
-                "accuracy": after["accuracy"],
-                "reward_mean": after.get("reward_mean"),
-                "n": after.get("n"),
-            }
-        return {
-            "verifier": ev.get("verifier"),
-            "max_new_tokens": ev.get("max_new_tokens"),
-            "batch_size": ev.get("batch_size"),
-            "limit": None,
-            "reported": reported,
-        }
+            reported = {"source": "summary.json eval_after", "accuracy": after["accuracy"],
+                        "reward_mean": after.get("reward_mean"), "n": after.get("n")}  # fmt: skip
+        return {"verifier": ev.get("verifier"), "max_new_tokens": ev.get("max_new_tokens"),
+                "batch_size": ev.get("batch_size"), "limit": None, "reported": reported}  # fmt: skip
     cfg = run_config(run_dir)
-    return {
-        "verifier": cfg.get("verifier"),
-        "max_new_tokens": cfg.get("max_new_tokens"),
-        "batch_size": 64 if cfg else None,
-        "limit": cfg.get("eval_limit"),
-        "reported": training_eval(run_dir),
-    }
+    return {"verifier": cfg.get("verifier"), "max_new_tokens": cfg.get("max_new_tokens"),
+            "batch_size": 64 if cfg else None, "limit": cfg.get("eval_limit"), "reported": training_eval(run_dir)}  # fmt: skip
 
 
 def training_eval(run_dir: Path) -> dict[str, Any] | None:
@@ -379,11 +365,8 @@ def training_eval(run_dir: Path) -> dict[str, Any] | None:
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and "eval/accuracy" in row:
-                last = {
-                    "source": f"metrics.jsonl eval/accuracy, step {row.get('step')}",
-                    "step": row.get("step"),
-                    "accuracy": row["eval/accuracy"],
-                }
+                last = {"source": f"metrics.jsonl eval/accuracy, step {row.get('step')}", "step": row.get("step"),
+                        "accuracy": row["eval/accuracy"]}  # fmt: skip
                 last |= {"reward_mean": row["eval/reward_mean"]} if "eval/reward_mean" in row else {}
     return last
 

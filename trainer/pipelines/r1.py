@@ -102,12 +102,8 @@ def rl_stage(cfg: R1Config, start: Path, grpo: GRPOConfig, paths: dict[str, Path
     _save(result["model"], tok, out / "model")
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # the final weights are in model/
     m = result["metrics"]
-    return {
-        "from": str(start),
-        "steps": gcfg.steps,
-        "verifier": gcfg.verifier,
-        "sampled_reward_last": round(m.get("reward/mean", float("nan")), 4),
-    }
+    return {"from": str(start), "steps": gcfg.steps, "verifier": gcfg.verifier,
+            "sampled_reward_last": round(m.get("reward/mean", float("nan")), 4)}  # fmt: skip
 
 
 def rejection_stage(cfg: R1Config, model_dir: Path, paths: dict[str, Path], target: str, out: Path) -> dict:

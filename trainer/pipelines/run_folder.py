@@ -34,30 +34,11 @@ REAL_MODEL_CONFIG = CONFIGS / "real_model.yaml"
 FIXED = ("model", "data", "eval_data", "seed", "task", "tiny", "warmstart_data")
 # the settings printed at the start of every run, with their source
 SHOWN = (
-    "model",
-    "data",
-    "seed",
-    "grpo.verifier",
-    "grpo.steps",
-    "grpo.lr",
-    "grpo.lr_schedule",
-    "grpo.warmup_steps",
-    "grpo.max_new_tokens",
-    "grpo.group_size",
-    "grpo.prompts_per_step",
-    "grpo.beta",
-    "grpo.clip_eps_low",
-    "grpo.clip_eps_high",
-    "grpo.temperature",
-    "grpo.top_p",
-    "grpo.lora",
-    "warmstart.steps",
-    "eval.verifier",
-    "eval.max_new_tokens",
-    "eval.k",
-    "eval.heldout_from_data",
-    "task.heldout_size",
-)
+    "model", "data", "seed", "grpo.verifier", "grpo.steps", "grpo.lr", "grpo.lr_schedule", "grpo.warmup_steps",
+    "grpo.max_new_tokens", "grpo.group_size", "grpo.prompts_per_step", "grpo.beta", "grpo.clip_eps_low",
+    "grpo.clip_eps_high", "grpo.temperature", "grpo.top_p", "grpo.lora", "warmstart.steps", "eval.verifier",
+    "eval.max_new_tokens", "eval.k", "eval.heldout_from_data", "task.heldout_size",
+)  # fmt: skip
 
 
 @dataclass

@@ -44,10 +44,5 @@ def run_without_tools(r: Any, heldout, say) -> dict[str, Any]:
     with MetricsBar(out / "metrics.jsonl", cfg.steps):
         res = train(cfg, model, tok)
     after = heldout(res["model"], tok, out / "eval_after.jsonl", None)
-    return {
-        "eval_before": before,
-        "eval_after": after,
-        "checkpoint": str(Path(res["checkpoint"]).resolve()),
-        "run_dir": str(out.resolve()),
-        "wall_s": round(time.time() - t0, 1),
-    }
+    return {"eval_before": before, "eval_after": after, "checkpoint": str(Path(res["checkpoint"]).resolve()),
+            "run_dir": str(out.resolve()), "wall_s": round(time.time() - t0, 1)}  # fmt: skip

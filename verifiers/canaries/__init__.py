@@ -82,15 +82,8 @@ class CanaryResult:
         return f"reward {self.reward:g} > control {self.control_reward:g}"
 
     def as_dict(self) -> dict:
-        return {
-            **asdict(self.canary),
-            "id": self.canary.id,
-            "reward": self.reward,
-            "outcome": self.outcome,
-            "control_reward": self.control_reward,
-            "control_outcome": self.control_outcome,
-            "paid": self.paid,
-        }
+        return {**asdict(self.canary), "id": self.canary.id, "reward": self.reward, "outcome": self.outcome,
+                "control_reward": self.control_reward, "control_outcome": self.control_outcome, "paid": self.paid}  # fmt: skip
 
 
 @dataclass
@@ -201,14 +194,5 @@ def grade_with_client(
     return grade
 
 
-__all__ = [
-    "KINDS",
-    "Canary",
-    "CanaryError",
-    "CanaryReport",
-    "CanaryResult",
-    "Grade",
-    "grade_with_client",
-    "load_canaries",
-    "run_canaries",
-]
+__all__ = ["KINDS", "Canary", "CanaryError", "CanaryReport", "CanaryResult", "Grade", "grade_with_client",
+           "load_canaries", "run_canaries"]  # fmt: skip

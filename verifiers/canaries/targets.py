@@ -103,11 +103,8 @@ def outcome_of_json(name: object) -> str:
 
 
 def _openrlhf(base: str, verifier: str, items: list[Item], timeout_s: float) -> list:
-    body = {
-        "query": [p + c for c, _, p in items],
-        "prompts": [p for _, _, p in items],
-        "labels": [r for _, r, _ in items],
-    }
+    body = {"query": [p + c for c, _, p in items], "prompts": [p for _, _, p in items],
+            "labels": [r for _, r, _ in items]}  # fmt: skip
     query = f"?{urllib.parse.urlencode({'verifier': verifier})}" if verifier else ""
     got = _post(f"{base}/get_reward{query}", body, timeout_s)
     rewards = got.get("rewards") if isinstance(got, dict) else None

@@ -119,14 +119,8 @@ class SessionServicer(pb_grpc.SessionServiceServicer):
         return pb.ListSessionsResponse(sessions=[info_to_proto(i) for i in infos])
 
     def GradeSession(self, request, context):
-        fields = {
-            "verifier": request.verifier,
-            "reference": request.reference,
-            "prompt": request.prompt,
-            "options": dict(request.options),
-            "timeout_s": request.timeout_s,
-            "id": request.id,
-        }
+        fields = {"verifier": request.verifier, "reference": request.reference, "prompt": request.prompt,
+                  "options": dict(request.options), "timeout_s": request.timeout_s, "id": request.id}  # fmt: skip
         grade = functools.partial(session_grade.grade, self.service, self.sessions)
         verdict = self._run(context, lambda caller, deadline: grade(caller, request.session_id, fields, deadline))
         return verdict_to_proto(verdict, request.id)

@@ -51,14 +51,9 @@ LANGUAGE_SCRIPT = {
     **dict.fromkeys(("en", "fr", "de", "es", "it", "pt", "nl", "sv", "pl", "tr", "vi", "id", "cs", "ro"), "latin"),
     **dict.fromkeys(("zh", "ja"), "cjk"),
     **dict.fromkeys(("ru", "uk", "bg", "sr", "kk"), "cyrillic"),
-    "ko": "hangul",
-    "el": "greek",
-    "ar": "arabic",
-    "fa": "arabic",
-    "he": "hebrew",
-    "hi": "devanagari",
+    "ko": "hangul", "el": "greek", "ar": "arabic", "fa": "arabic", "he": "hebrew", "hi": "devanagari",
     "th": "thai",
-}
+}  # fmt: skip
 _LAST_EQ = re.compile(r"=\s*([^=,;\n<]+?)\s*(?=$|[,;\n<])")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 

@@ -67,14 +67,8 @@ def run(
 ) -> tuple[Result, dict | None]:
     """Run the harness once; returns the sandbox result and the parsed result line (None if absent)."""
     nonce = secrets.token_hex(16)
-    payload = {
-        "nonce": nonce,
-        "source": source,
-        "entrypoint": entrypoint,
-        "completion": completion,
-        "reference": reference,
-        "options": options,
-    }
+    payload = {"nonce": nonce, "source": source, "entrypoint": entrypoint, "completion": completion,
+               "reference": reference, "options": options}  # fmt: skip
     job = Job(HARNESS, json.dumps(payload), timeout_s, LIMITS, id=job_id, deadline=ctx.deadline)
     res = ctx.run_job(job)
     found = None
@@ -145,12 +139,8 @@ class PythonVerifier:
     default_timeout_s: float = DEFAULT_TIMEOUT_S
 
     def spec(self) -> dict:
-        return {
-            "source": self.source,
-            "entrypoint": self.entrypoint,
-            "example_completion": self.example_completion,
-            "example_reference": self.example_reference,
-        }
+        return {"source": self.source, "entrypoint": self.entrypoint, "example_completion": self.example_completion,
+                "example_reference": self.example_reference}  # fmt: skip
 
     def verify(self, req: Request, ctx: Context) -> Verdict:
         timeout = req.timeout_s or self.default_timeout_s  # the program's; the pool cuts it to the deadline

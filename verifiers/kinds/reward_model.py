@@ -230,13 +230,8 @@ class RewardModelVerifier:
         )
 
     def spec(self) -> dict:
-        return {
-            "path": self.path,
-            "mapping": self.mapping,
-            "low": self.low,
-            "high": self.high,
-            "max_length": self.max_length,
-        }
+        return {"path": self.path, "mapping": self.mapping, "low": self.low, "high": self.high,
+                "max_length": self.max_length}  # fmt: skip
 
     def warm_up(self) -> None:
         """Registration check: the model loads (and stays loaded). Raises ModelUnavailable."""

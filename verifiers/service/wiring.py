@@ -55,11 +55,8 @@ def lanes(limits: ServiceLimits) -> dict[str, Lane]:
     missing = (
         "the toolchain image is needed for this language: run `make image LANGS=all` (python -m sandbox.image.langs)"
     )
-    return {
-        **kinds.sandbox_lanes(),
-        toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing),
-        **session_lane(limits),
-    }
+    return {**kinds.sandbox_lanes(), toolchains.LANE: Lane(config=toolchain_config(limits), lazy=True, missing=missing),
+            **session_lane(limits)}  # fmt: skip
 
 
 def session_lane(limits: ServiceLimits) -> dict[str, Lane]:

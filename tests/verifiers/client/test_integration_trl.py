@@ -46,11 +46,8 @@ def test_plain_and_conversational_completions_get_the_services_verdicts(verifier
     assert want == [1.0, 0.0, 0.0, 1.0]
     assert f(prompts=["q"] * 4, completions=texts, answer=answers) == want
     chat = [[{"role": "assistant", "content": t}] for t in texts]
-    chat[0] = [
-        {"role": "assistant", "content": "\\boxed{9}"},
-        {"role": "tool", "content": "ok"},
-        {"role": "assistant", "content": texts[0]},
-    ]  # the last assistant message is graded
+    chat[0] = [{"role": "assistant", "content": "\\boxed{9}"}, {"role": "tool", "content": "ok"},
+               {"role": "assistant", "content": texts[0]}]  # fmt: skip  # the last assistant message is graded
     prompts = [[{"role": "user", "content": "what is 1/2?"}]] * 4
     assert f(prompts=prompts, completions=chat, answer=answers) == want
     assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "\\boxed{1}"}]}]) == "\\boxed{1}"

@@ -14,19 +14,8 @@ pytestmark = pytest.mark.docker
 
 
 def cli(server, *args, stdin: str | None = None, who: str = "cli-user") -> tuple[int, object, str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "verifiers.cli",
-        "--target",
-        server.target,
-        "--timeout-s",
-        "120",
-        "session",
-        "--client-id",
-        who,
-        *args,
-    ]
+    cmd = [sys.executable, "-m", "verifiers.cli", "--target", server.target, "--timeout-s", "120", "session",
+           "--client-id", who, *args]  # fmt: skip
     out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=180)
     return out.returncode, json.loads(out.stdout) if out.stdout.strip() else None, out.stderr
 

@@ -178,14 +178,8 @@ def budget(r: pb.VerifyRequest) -> float:
 def server():
     from verifiers.launch import LocalServer
 
-    args = [
-        "--max-batch",
-        str(MAX_BATCH),
-        "--max-completion-chars",
-        str(MAX_CHARS),
-        "--max-timeout-s",
-        str(MAX_TIMEOUT_S),
-    ]
+    args = ["--max-batch", str(MAX_BATCH), "--max-completion-chars", str(MAX_CHARS),
+            "--max-timeout-s", str(MAX_TIMEOUT_S)]  # fmt: skip
     with LocalServer(pool_size=POOL, extra_args=args) as srv:
         yield srv
     from sandbox.backends.docker import list_containers

@@ -37,16 +37,8 @@ def verl_payload(
     code: str, stdin: str = "", run_timeout: float = 10, memory_limit_mb: int = 1024, language: str = "python"
 ) -> dict:
     """What verl's sandbox_fusion.utils.call_sandbox_api posts."""
-    return {
-        "compile_timeout": 10,
-        "run_timeout": run_timeout,
-        "code": code,
-        "stdin": stdin,
-        "memory_limit_MB": memory_limit_mb,
-        "language": language,
-        "files": {},
-        "fetch_files": [],
-    }
+    return {"compile_timeout": 10, "run_timeout": run_timeout, "code": code, "stdin": stdin,
+            "memory_limit_MB": memory_limit_mb, "language": language, "files": {}, "fetch_files": []}  # fmt: skip
 
 
 def still_serving(http) -> None:

@@ -25,45 +25,13 @@ from verifiers.launch import ROOT, LocalServer
 from verifiers.service.fair import BURST_SANDBOXES
 from verifiers.shapes.limits import OUTPUT_LIMIT_DETAIL, LimitsError, ServiceLimits, from_args
 
-FLAGS = [
-    "--backend",
-    "--pool-size",
-    "--memory-mb",
-    "--cpus",
-    "--pids",
-    "--output-cap-bytes",
-    "--max-timeout-s",
-    "--max-queue-s",
-    "--max-message-mb",
-    "--max-batch",
-    "--max-completion-chars",
-    "--max-concurrent-rpcs",
-    "--langs-pool-size",
-    "--langs-memory-mb",
-    "--langs-image",
-    "--compile-cache-mb",
-]
+FLAGS = ["--backend", "--pool-size", "--memory-mb", "--cpus", "--pids", "--output-cap-bytes", "--max-timeout-s",
+         "--max-queue-s", "--max-message-mb", "--max-batch", "--max-completion-chars", "--max-concurrent-rpcs",
+         "--langs-pool-size", "--langs-memory-mb", "--langs-image", "--compile-cache-mb"]  # fmt: skip
 MAKE_VARIABLES = {"--backend": "BACKEND", "--pool-size": "POOL"}  # make serve's own; every other flag: ARGS='…'
-SMALL = [
-    "--max-message-mb",
-    "1",
-    "--max-batch",
-    "4",
-    "--max-completion-chars",
-    "1000",
-    "--max-timeout-s",
-    "5",
-    "--max-concurrent-rpcs",
-    "3",
-    "--output-cap-bytes",
-    "65536",
-    "--memory-mb",
-    "1024",
-    "--pids",
-    "100",
-    "--cpus",
-    "1.5",
-]
+SMALL = ["--max-message-mb", "1", "--max-batch", "4", "--max-completion-chars", "1000", "--max-timeout-s", "5",
+         "--max-concurrent-rpcs", "3", "--output-cap-bytes", "65536", "--memory-mb", "1024", "--pids", "100",
+         "--cpus", "1.5"]  # fmt: skip
 ADD_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 ADD_OK = "```python\ndef add(a, b):\n    return a + b\n```"
 GOOD = "<think>a</think>b"

@@ -78,12 +78,8 @@ PROGRAMS = {
     ),
     "racket": ("#lang racket\n(displayln (+ (read) (read)))\n", None, "#lang racket\n(exit 3)\n"),
 }
-LOOP = {
-    "cpp": "int main(){volatile unsigned long i=0;for(;;)i++;}\n",
-    "nodejs": "for(;;){}\n",
-    "bash": "while :; do :; done\n",
-    "java": "public class Main{public static void main(String[] x){while(true){}}}\n",
-}
+LOOP = {"cpp": "int main(){volatile unsigned long i=0;for(;;)i++;}\n", "nodejs": "for(;;){}\n",
+        "bash": "while :; do :; done\n", "java": "public class Main{public static void main(String[] x){while(true){}}}\n"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -100,16 +96,8 @@ def http(tmp_path_factory):
 
 def run(http, language: str, code: str, stdin: str = "", run_timeout: float = 10, **extra) -> dict:
     """What verl's call_sandbox_api posts (compile_timeout and run_timeout from its per-case timeout)."""
-    payload = {
-        "compile_timeout": 30,
-        "run_timeout": run_timeout,
-        "code": code,
-        "stdin": stdin,
-        "language": language,
-        "files": {},
-        "fetch_files": [],
-        **extra,
-    }
+    payload = {"compile_timeout": 30, "run_timeout": run_timeout, "code": code, "stdin": stdin,
+               "language": language, "files": {}, "fetch_files": [], **extra}  # fmt: skip
     r = http.post("/run_code", json=payload)
     assert r.status_code == 200, r.text
     return r.json()

@@ -53,15 +53,8 @@ def server(tmp_path_factory, name: str, pool_size: int, *args: str) -> LocalServ
 def post(http: httpx.Client, stdin: str, code: str = MIXED, run_timeout: float = RUN_TIMEOUT) -> dict:
     """verl's call_sandbox_api: compile_timeout = run_timeout = the case timeout; its HTTP timeout is
     compile + run + 10 s."""
-    payload = {
-        "compile_timeout": run_timeout,
-        "run_timeout": run_timeout,
-        "code": code,
-        "stdin": stdin,
-        "language": "python",
-        "files": {},
-        "fetch_files": [],
-    }
+    payload = {"compile_timeout": run_timeout, "run_timeout": run_timeout, "code": code, "stdin": stdin,
+               "language": "python", "files": {}, "fetch_files": []}  # fmt: skip
     r = http.post("/run_code", json=payload, timeout=2 * run_timeout + 10)
     assert r.status_code == 200, r.text
     return r.json()

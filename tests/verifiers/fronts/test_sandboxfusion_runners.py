@@ -39,15 +39,9 @@ def _payload(case: dict) -> dict:
     files = {
         p: (c if _is_b64(c) else base64.b64encode(c.encode()).decode()) for p, c in (case.get("files") or {}).items()
     }
-    return {
-        "code": case["code"],
-        "language": case["language"],
-        "stdin": case.get("stdin") or "",
-        "run_timeout": case.get("run_timeout") or 10,
-        "compile_timeout": case.get("compile_timeout") or 30,
-        "files": files,
-        "fetch_files": case.get("fetch_files") or [],
-    }
+    return {"code": case["code"], "language": case["language"], "stdin": case.get("stdin") or "",
+            "run_timeout": case.get("run_timeout") or 10, "compile_timeout": case.get("compile_timeout") or 30,
+            "files": files, "fetch_files": case.get("fetch_files") or []}  # fmt: skip
 
 
 def _is_b64(s: str) -> bool:
@@ -69,11 +63,8 @@ def classify(case: dict, body: dict) -> tuple[str, str]:
     out_of_time = "compilation did not finish" in str(comp.get("stderr") or run.get("stderr"))
     if out_of_time and case.get("compile_timeout") and body["status"] == "Failed":
         return "compile budget", f"compile_timeout {case['compile_timeout']} s"
-    checks = [
-        ("status", body["status"], want.get("status")),
-        ("run_status", run.get("status"), want.get("run_status")),
-        ("compile_status", comp.get("status"), want.get("compile_status")),
-    ]
+    checks = [("status", body["status"], want.get("status")), ("run_status", run.get("status"), want.get("run_status")),
+              ("compile_status", comp.get("status"), want.get("compile_status"))]  # fmt: skip
     for name, got, expected in checks:
         if expected is not None and got != expected:
             return "differ", f"{name}: {got} != {expected}; {_tail(body)}"

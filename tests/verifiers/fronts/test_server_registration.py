@@ -86,13 +86,10 @@ def test_countdown_from_the_command_line_then_by_name(server, admin):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["kind"] == "python"
     ref = json.dumps({"numbers": [3, 4, 13, 25], "target": 75})
-    cases = [
-        ("<think>ok</think><answer>(25 - 3) * 4 - 13</answer>", 1.0, "CORRECT"),
-        ("<answer>25 * 3</answer>", 0.0, "INCORRECT"),  # 4 and 13 unused
-        ("<answer>__import__('os').system('touch /tmp/x')</answer>", 0.0, "INCORRECT"),
-        ("no expression here\n", 0.0, "INCORRECT"),
-        ("", 0.0, "NO_ANSWER"),
-    ]
+    cases = [("<think>ok</think><answer>(25 - 3) * 4 - 13</answer>", 1.0, "CORRECT"),
+             ("<answer>25 * 3</answer>", 0.0, "INCORRECT"),  # 4 and 13 unused
+             ("<answer>__import__('os').system('touch /tmp/x')</answer>", 0.0, "INCORRECT"),
+             ("no expression here\n", 0.0, "INCORRECT"), ("", 0.0, "NO_ANSWER")]  # fmt: skip
     got = admin.verify_batch([VerifyItem("countdown", c, ref) for c, _, _ in cases])
     assert [(g.reward, g.outcome) for g in got] == [(w, o) for _, w, o in cases]
     r = cli(server, "verify", "countdown", "--completion", "<answer>(25-3)*4-13</answer>", "--reference", ref)

@@ -26,11 +26,8 @@ SECRET_PART = {"verifier": "language", "weight": 0.25, "options": {"script": "th
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     with http_service(tmp_path_factory.mktemp("exposure"), token=TOKEN, pool_size=1) as (srv, http):
-        body = {
-            "name": "mixed",
-            "description": "format, partly",
-            "composite": {"components": [{"verifier": "think_format", "weight": 0.75}, SECRET_PART]},
-        }
+        body = {"name": "mixed", "description": "format, partly",
+                "composite": {"components": [{"verifier": "think_format", "weight": 0.75}, SECRET_PART]}}  # fmt: skip
         r = http.post("/v1/verifiers", json=body, headers=ADMIN)
         assert r.status_code == 200, r.text
         yield srv, http

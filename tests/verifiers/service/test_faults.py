@@ -127,26 +127,10 @@ class Engine:
             subprocess.run(["ip", "link", "add", ENGINE_BRIDGE, "type", "bridge"], check=True)
             subprocess.run(["ip", "addr", "add", ENGINE_BRIDGE_ADDR, "dev", ENGINE_BRIDGE], check=True)
         subprocess.run(["ip", "link", "set", ENGINE_BRIDGE, "up"], check=True)
-        cmd = [
-            "dockerd",
-            "--host",
-            self.host,
-            "--data-root",
-            str(ENGINE_DATA),
-            "--exec-root",
-            str(ENGINE_DIR / "exec"),
-            "--pidfile",
-            str(ENGINE_DIR / "dockerd.pid"),
-            "--bridge",
-            ENGINE_BRIDGE,
-            "--iptables=false",
-            "--ip6tables=false",
-            "--ip-masq=false",
-            "--cgroup-parent",
-            "rlvr-fault-engine",
-            "--shutdown-timeout",
-            "2",
-        ]
+        cmd = ["dockerd", "--host", self.host, "--data-root", str(ENGINE_DATA), "--exec-root", str(ENGINE_DIR / "exec"),
+               "--pidfile", str(ENGINE_DIR / "dockerd.pid"), "--bridge", ENGINE_BRIDGE, "--iptables=false",
+               "--ip6tables=false", "--ip-masq=false", "--cgroup-parent", "rlvr-fault-engine",
+               "--shutdown-timeout", "2"]  # fmt: skip
         log = open(ENGINE_DIR / "dockerd.log", "ab")  # noqa: SIM115 - the child keeps its copy
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()

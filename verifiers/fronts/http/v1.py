@@ -61,15 +61,8 @@ def _text(v: Any) -> str:
     return v
 
 
-JSON_TYPES = {
-    dict: "object",
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+              type(None): "null"}  # fmt: skip
 
 
 def json_type(v: Any) -> str:
@@ -129,13 +122,8 @@ def _request(obj: Any, where: str = "") -> Request:
     if "timeoutS" in obj and "timeout_s" in obj:  # one field in both spellings (the only two-word field)
         raise Slow
     get = obj.get
-    verifier, completion, reference, prompt, rid = (
-        get("verifier", ""),
-        get("completion", ""),
-        get("reference", ""),
-        get("prompt", ""),
-        get("id", ""),
-    )
+    verifier, completion, reference, prompt, rid = (get("verifier", ""), get("completion", ""),
+                                                    get("reference", ""), get("prompt", ""), get("id", ""))  # fmt: skip
     try:
         _utf8("".join((verifier, completion, reference, prompt, rid)))  # TypeError: one is not a string
     except TypeError:

@@ -85,19 +85,9 @@ def _counted(tests: str, macro: str) -> str:
 
 
 # -- C: scalars and strings ---------------------------------------------------------------------------------
-_C_LIMITS = {
-    "int": "INT",
-    "long": "LONG",
-    "long long": "LLONG",
-    "short": "SHRT",
-    "char": "CHAR",
-    "signed char": "SCHAR",
-    "unsigned int": "UINT",
-    "unsigned long": "ULONG",
-    "unsigned long long": "ULLONG",
-    "unsigned short": "USHRT",
-    "unsigned char": "UCHAR",
-}
+_C_LIMITS = {"int": "INT", "long": "LONG", "long long": "LLONG", "short": "SHRT", "char": "CHAR",
+             "signed char": "SCHAR", "unsigned int": "UINT", "unsigned long": "ULONG",
+             "unsigned long long": "ULLONG", "unsigned short": "USHRT", "unsigned char": "UCHAR"}  # fmt: skip
 
 
 def _c_put(t: Ty, buf: str, x: str) -> str:

@@ -50,40 +50,18 @@ class Func:
 
 
 _SCALARS = {"int", "long", "short", "signed", "unsigned", "char", "float", "double", "bool", "_Bool", "void"}
-_ALIAS = {
-    "size_t": "unsigned long",
-    "int64_t": "long",
-    "int32_t": "int",
-    "uint64_t": "unsigned long",
-    "uint32_t": "unsigned int",
-    "int16_t": "short",
-    "uint8_t": "unsigned char",
-    "int8_t": "signed char",
-    "long long int": "long long",
-    "long int": "long",
-    "unsigned long int": "unsigned long",
-    "short int": "short",
-    "signed int": "int",
-    "signed": "int",
-    "unsigned": "unsigned int",
-    "signed long": "long",
-    "signed long long": "long long",
-    "_Bool": "bool",
-    "unsigned long long int": "unsigned long long",
-}
+_ALIAS = {"size_t": "unsigned long", "int64_t": "long", "int32_t": "int", "uint64_t": "unsigned long",
+          "uint32_t": "unsigned int", "int16_t": "short", "uint8_t": "unsigned char", "int8_t": "signed char",
+          "long long int": "long long", "long int": "long", "unsigned long int": "unsigned long",
+          "short int": "short", "signed int": "int", "signed": "int", "unsigned": "unsigned int",
+          "signed long": "long", "signed long long": "long long", "_Bool": "bool",
+          "unsigned long long int": "unsigned long long"}  # fmt: skip
 _FLOATS = {"float", "double", "long double"}
 _INTS = {"int", "long", "long long", "short", "char", "signed char"}
 _UINTS = {"unsigned int", "unsigned long", "unsigned long long", "unsigned short", "unsigned char"}
 _TEMPLATES = {"vector": 1, "set": 1, "optional": 1, "map": 2, "unordered_map": 2, "pair": 2, "tuple": -1}
-_STD = {
-    "vector": "std::vector",
-    "set": "std::set",
-    "optional": "std::optional",
-    "map": "std::map",
-    "unordered_map": "std::unordered_map",
-    "pair": "std::pair",
-    "tuple": "std::tuple",
-}
+_STD = {"vector": "std::vector", "set": "std::set", "optional": "std::optional", "map": "std::map",
+        "unordered_map": "std::unordered_map", "pair": "std::pair", "tuple": "std::tuple"}  # fmt: skip
 _KIND = {"unordered_map": "umap"}
 _TOKEN = re.compile(r"[A-Za-z_]\w*|::|[<>,*&\[\]()]|\S")
 _DROP = {"const", "volatile", "struct", "std", "::", "inline", "static", "constexpr", "extern", "register"}
@@ -254,9 +232,5 @@ def held(cand: list[str], tests: list[str], hide: list[str]) -> list[str]:
     """A compile command: the candidate's unit compiled while ``hide`` (the tests' source, the sentinel) sits in a
     directory no one may enter, then the tests' unit, then the tests' source deleted."""
     q = shlex.join
-    return [
-        "sh",
-        "-c",
-        f"set -e; trap 'chmod 700 rlvr_hold 2>/dev/null || :' EXIT; mkdir rlvr_hold; mv {q(hide)} rlvr_hold/; chmod 000 rlvr_hold; {q(cand)}; "
-        f"chmod 700 rlvr_hold; mv rlvr_hold/* .; rmdir rlvr_hold; {q(tests)}; rm -f {hide[0]}",
-    ]
+    return ["sh", "-c", f"set -e; trap 'chmod 700 rlvr_hold 2>/dev/null || :' EXIT; mkdir rlvr_hold; mv {q(hide)} rlvr_hold/; chmod 000 rlvr_hold; {q(cand)}; "
+            f"chmod 700 rlvr_hold; mv rlvr_hold/* .; rmdir rlvr_hold; {q(tests)}; rm -f {hide[0]}"]  # fmt: skip

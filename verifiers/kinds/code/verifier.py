@@ -53,25 +53,8 @@ STDERR_TAIL = 600
 # Standard modules that tests, preludes and candidates commonly import (every HumanEval prompt imports typing),
 # imported once per warm worker: the code kind's lane preloads nothing else (CodeVerifier.lane), and a job that
 # imports one of these from disk pays for it twice (the tests' process and the candidate's).
-COMMON_IMPORTS = (
-    "typing",
-    "math",
-    "re",
-    "collections",
-    "itertools",
-    "functools",
-    "heapq",
-    "bisect",
-    "string",
-    "hashlib",
-    "copy",
-    "operator",
-    "fractions",
-    "decimal",
-    "statistics",
-    "random",
-    "datetime",
-)
+COMMON_IMPORTS = ("typing", "math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string",
+                  "hashlib", "copy", "operator", "fractions", "decimal", "statistics", "random", "datetime")  # fmt: skip
 # The code kind's declared warm-up (CodeVerifier.warmup): the common imports and the harness (in_sandbox/code/,
 # shipped in the image), imported once per worker; the job then only calls it.
 CODE_WARMUP = f"import {', '.join(COMMON_IMPORTS)}\nimport in_sandbox.code.harness\n"

@@ -103,12 +103,8 @@ class Comparison:
 
 # a line's key -> its outcome, in precedence order; bad_reference is the dataset's fault, not the model's:
 # masked from training like SANDBOX_ERROR
-_LINE_KEYS = (
-    ("sandbox_error", Outcome.SANDBOX_ERROR),
-    ("bad_reference", Outcome.BAD_REFERENCE),
-    ("timeout", Outcome.TIMEOUT),
-    ("no_answer", Outcome.NO_ANSWER),
-)
+_LINE_KEYS = (("sandbox_error", Outcome.SANDBOX_ERROR), ("bad_reference", Outcome.BAD_REFERENCE),
+              ("timeout", Outcome.TIMEOUT), ("no_answer", Outcome.NO_ANSWER))  # fmt: skip
 
 
 def _infra(why: str) -> Comparison:
@@ -287,13 +283,8 @@ class MathVerifier(Builtin):
             return fast
         budget = req.timeout_s or self.default_timeout_s
         mode = "full" if ext.source == "full" else "answer"
-        payload = {
-            "gold": req.reference,
-            "preds": ext.answers,
-            "mode": mode,
-            "rel_tol": rel_tol,
-            "together": ext.together,
-        }
+        payload = {"gold": req.reference, "preds": ext.answers, "mode": mode, "rel_tol": rel_tol,
+                   "together": ext.together}  # fmt: skip
         item = PendingItem(payload, budget, ctx.deadline)  # its time is set when its job is sent (run_items)
         with self._lock:
             co = self._coalescers.get(ctx.run_job)

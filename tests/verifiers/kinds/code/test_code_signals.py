@@ -42,13 +42,8 @@ RAISERS = [
 
 
 def _item(program, tests, options, timeout_s=8):
-    return {
-        "verifier": "code",
-        "completion": f"```python\n{program}```",
-        "reference": tests,
-        "options": dict(options),
-        "timeout_s": timeout_s,
-    }
+    return {"verifier": "code", "completion": f"```python\n{program}```", "reference": tests,
+            "options": dict(options), "timeout_s": timeout_s}  # fmt: skip
 
 
 @pytest.mark.docker

@@ -108,16 +108,8 @@ def http(tmp_path_factory):
 @pytest.mark.parametrize("lib", sorted(STDIO))
 def test_run_code_sandboxfusion_shape(http, lib):
     code, cases = STDIO[lib]
-    body = {
-        "compile_timeout": 10,
-        "run_timeout": 20,
-        "code": code,
-        "stdin": cases[0]["input"],
-        "memory_limit_MB": 1024,
-        "language": "python",
-        "files": {},
-        "fetch_files": [],
-    }
+    body = {"compile_timeout": 10, "run_timeout": 20, "code": code, "stdin": cases[0]["input"],
+            "memory_limit_MB": 1024, "language": "python", "files": {}, "fetch_files": []}  # fmt: skip
     r = http.post("/run_code", json=body)
     assert r.status_code == 200, r.text
     assert verl_result(r.json(), cases[0]["output"]) is True, r.json()

@@ -76,16 +76,9 @@ def _polynomials(rnd, sympy):
 
 
 def _constant(rnd, sympy):
-    atoms = [
-        sympy.sqrt(rnd.randint(2, 50)),
-        sympy.pi,
-        sympy.E,
-        sympy.log(rnd.randint(2, 9)),
-        sympy.Rational(rnd.randint(-9, 9), rnd.randint(1, 9)),
-        sympy.cbrt(rnd.randint(2, 9)),
-        sympy.sin(sympy.Rational(rnd.randint(1, 5), 3)),
-        sympy.exp(sympy.Rational(1, rnd.randint(1, 4))),
-    ]
+    atoms = [sympy.sqrt(rnd.randint(2, 50)), sympy.pi, sympy.E, sympy.log(rnd.randint(2, 9)),
+             sympy.Rational(rnd.randint(-9, 9), rnd.randint(1, 9)), sympy.cbrt(rnd.randint(2, 9)),
+             sympy.sin(sympy.Rational(rnd.randint(1, 5), 3)), sympy.exp(sympy.Rational(1, rnd.randint(1, 4)))]  # fmt: skip
     a, b = rnd.sample(atoms, 2)
     return rnd.choice([a + b, a * b, a / b, a - b, a**2 + b])
 
@@ -105,12 +98,8 @@ def _constants(rnd, sympy):
         )
         out.append((a, b))
     r2, r3 = sympy.sqrt(2), sympy.sqrt(3)
-    out += [
-        (sympy.Integer(2), (1 + sympy.sqrt(5)) / 2),
-        ((r2 + r3) ** 2, 5 + 2 * sympy.sqrt(6)),
-        (sympy.sin(sympy.pi / 7) ** 2 + sympy.cos(sympy.pi / 7) ** 2, sympy.Integer(1)),
-        (sympy.sqrt(8), 2 * r2),
-    ]
+    out += [(sympy.Integer(2), (1 + sympy.sqrt(5)) / 2), ((r2 + r3) ** 2, 5 + 2 * sympy.sqrt(6)),
+            (sympy.sin(sympy.pi / 7) ** 2 + sympy.cos(sympy.pi / 7) ** 2, sympy.Integer(1)), (sympy.sqrt(8), 2 * r2)]  # fmt: skip
     return out
 
 
@@ -217,13 +206,8 @@ def _child(family: str) -> dict:
                     fastequal.symbolic = symbolic
                 if fast != slow:
                     wrong.append(f"{g!s} vs {p!s}: shortcut {fast}, symbolic_eq {slow}")
-        return {
-            "pairs": pairs,
-            "answered": len(decided),
-            "answered_true": decided.count(True),
-            "answered_false": decided.count(False),
-            "wrong": wrong,
-        }
+        return {"pairs": pairs, "answered": len(decided), "answered_true": decided.count(True),
+                "answered_false": decided.count(False), "wrong": wrong}  # fmt: skip
     if family == "parsed":
         got = [(g, p) for gs, ps in _parsed(rnd, grader) for g in gs for p in ps]
     else:
@@ -240,13 +224,8 @@ def _child(family: str) -> dict:
             slow = full(gs, ps)
             if grader.equivalent(gs, ps) != slow:
                 wrong.append(f"{gs} vs {ps}: grader {not slow}, verify {slow}")
-    return {
-        "pairs": pairs,
-        "answered": len(decided),
-        "answered_true": decided.count(True),
-        "answered_false": decided.count(False),
-        "wrong": wrong,
-    }
+    return {"pairs": pairs, "answered": len(decided), "answered_true": decided.count(True),
+            "answered_false": decided.count(False), "wrong": wrong}  # fmt: skip
 
 
 if __name__ == "__main__":
