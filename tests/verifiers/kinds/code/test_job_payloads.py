@@ -166,3 +166,17 @@ def test_a_checker_or_python_verifier_payload_that_does_not_match_fails_on_the_h
         svc.run_job(bad)  # the door: before a sandbox is used (there is none: it would say "no sandbox pool")
     with pytest.raises(PayloadError, match=re.escape(says)):
         shape.dumps(edit(json.loads(job.stdin)))
+
+
+def test_a_python_stdio_case_job_is_the_program_itself_with_its_input_as_stdin():
+    """Stdio mode's Python cases carry no payload to declare: the job's code is the candidate's program, run as
+    __main__, and its stdin the case's input as given (its checker, when there is one, is CHECKER's job)."""
+    program = "a, b = map(int, input().split())\nprint(a + b)\n"
+    reference = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 6\n", "output": "11\n"}])
+    req = Request(completion=f"```python\n{program}```", reference=reference, verifier="code",
+                  options={"mode": "stdio", "reward": "fraction"})  # fmt: skip
+    verdict = []
+    _, seen = _door_jobs(lambda ctx: verdict.append(CodeVerifier().verify(req, ctx)))
+    assert verdict[0].outcome is Outcome.SANDBOX_ERROR
+    assert sorted(j.stdin for j in seen) == ["1 2\n", "5 6\n"]
+    assert all(j.code == program and shape_of(j.code) is None for j in seen)
