@@ -17,7 +17,8 @@ program new to each server's caches). Each workload is sent the way the trainer 
   a group of distinct good completions, a wrong one and an exit hack.
 
 Printed per round: each workload's wall seconds, before/after. Per workload: items/s of each side (median over its
-rounds), the per-round rate ratio after/before (above 1: after faster; median and spread), the verdicts that differ (outcome or reward; signals apart), and the 1-minute load of each round.
+rounds), the per-round rate ratio after/before (above 1: after faster; median and spread), the verdicts that
+differ (outcome or reward; signals apart), and the 1-minute load of each round.
 """
 
 from __future__ import annotations
