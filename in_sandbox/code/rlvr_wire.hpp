@@ -126,9 +126,8 @@ template <class... T> void get(rlvr_in &in, std::tuple<T...> &v) {
 }
 
 // the tests' side: the reply of a call, as the declared type R (the candidate's exception is thrown again)
-template <class R> R reply(const rlvr_buf &rep, const char *type) {
+inline rlvr_in reply_body(const rlvr_buf &rep) {  // past the reply's tag 'r'
   rlvr_in in = {rep.p, rep.p + rep.n};
-  rlvr_want = type;
   if (rlvr_peek(&in, 'x')) {
     rlvr_tag(&in, 'x');
     std::string why;
@@ -136,20 +135,18 @@ template <class R> R reply(const rlvr_buf &rep, const char *type) {
     throw std::runtime_error(why);
   }
   rlvr_tag(&in, 'r');
+  return in;
+}
+template <class R> R reply(const rlvr_buf &rep, const char *type) {
+  rlvr_want = type;
+  rlvr_in in = reply_body(rep);
   R r{};
   get(in, r);
   rlvr_done(&in);
   return r;
 }
 inline void reply_void(const rlvr_buf &rep) {
-  rlvr_in in = {rep.p, rep.p + rep.n};
-  if (rlvr_peek(&in, 'x')) {
-    rlvr_tag(&in, 'x');
-    std::string why;
-    get(in, why);
-    throw std::runtime_error(why);
-  }
-  rlvr_tag(&in, 'r');
+  rlvr_in in = reply_body(rep);
   rlvr_done(&in);
 }
 }  // namespace rlvr_wire

@@ -102,33 +102,29 @@ _C_LIMITS = {
 }
 
 
+# a C type's kind -> (encoding ``{x}`` into buffer ``{buf}``, decoding one from ``{inp}`` as ``{cpp}``, whose limits
+# are ``{lim}_MIN``/``{lim}_MAX``); a kind not here cannot cross
+_C_WIRE = {
+    "int": ("rlvr_put_i({buf}, (long long)({x}));", "({cpp})rlvr_get_i({inp}, {lim}_MIN, {lim}_MAX)"),
+    "uint": ("rlvr_put_u({buf}, (unsigned long long)({x}));", "({cpp})rlvr_get_u({inp}, {lim}_MAX)"),
+    "float": ("rlvr_put_d({buf}, (double)({x}));", "({cpp})rlvr_get_d({inp})"),
+    "bool": ("rlvr_put_b({buf}, ({x}) ? 1 : 0);", "(rlvr_get_b({inp}) != 0)"),
+    "cstr": ('if ({x}) rlvr_put_s({buf}, {x}, strlen({x})); else rlvr_add({buf}, "n;", 2);', "rlvr_get_s({inp}, NULL)"),
+}
+
+
+def _c_wire(t: Ty, side: int, **names: str) -> str:
+    if t.kind not in _C_WIRE:
+        raise CannotCross(f"the type '{t.cpp}'")
+    return _C_WIRE[t.kind][side].format(cpp=t.cpp, lim=_C_LIMITS.get(t.cpp, ""), **names)
+
+
 def _c_put(t: Ty, buf: str, x: str) -> str:
-    if t.kind == "int":
-        return f"rlvr_put_i({buf}, (long long)({x}));"
-    if t.kind == "uint":
-        return f"rlvr_put_u({buf}, (unsigned long long)({x}));"
-    if t.kind == "float":
-        return f"rlvr_put_d({buf}, (double)({x}));"
-    if t.kind == "bool":
-        return f"rlvr_put_b({buf}, ({x}) ? 1 : 0);"
-    if t.kind == "cstr":
-        return f'if ({x}) rlvr_put_s({buf}, {x}, strlen({x})); else rlvr_add({buf}, "n;", 2);'
-    raise CannotCross(f"the type '{t.cpp}'")
+    return _c_wire(t, 0, buf=buf, x=x)
 
 
 def _c_get(t: Ty, inp: str) -> str:
-    if t.kind == "int":
-        lim = _C_LIMITS[t.cpp]
-        return f"({t.cpp})rlvr_get_i({inp}, {lim}_MIN, {lim}_MAX)"
-    if t.kind == "uint":
-        return f"({t.cpp})rlvr_get_u({inp}, {_C_LIMITS[t.cpp]}_MAX)"
-    if t.kind == "float":
-        return f"({t.cpp})rlvr_get_d({inp})"
-    if t.kind == "bool":
-        return f"(rlvr_get_b({inp}) != 0)"
-    if t.kind == "cstr":
-        return f"rlvr_get_s({inp}, NULL)"
-    raise CannotCross(f"the type '{t.cpp}'")
+    return _c_wire(t, 1, inp=inp)
 
 
 # -- C++: the standard containers, by overloading (in_sandbox/code/rlvr_wire.hpp) ---------------------------
