@@ -9,7 +9,10 @@ key that the host did not write.
 Shapes, each with the job code that reads it (``entry``; ``shape_of`` finds a job's shape by it):
 ``DRIVER`` (a toolchain job: in_sandbox/code/driver.py and artifact.py, built by verifiers/kinds/code/toolchains.py),
 ``MATH`` (a batch of math items: in_sandbox/math/grader.py, built by verifiers/kinds/math/verifier.py),
-``PYTHON_ASSERT`` (Python assert mode: in_sandbox/code/harness.py, built by verifiers/kinds/code/verifier.py).
+``PYTHON_ASSERT`` (Python assert mode: in_sandbox/code/harness.py, built by verifiers/kinds/code/verifier.py),
+``CHECKER`` (stdio mode's checker judge: in_sandbox/code/checker.py, built by verifiers/kinds/code/judges.py),
+``PYTHON_VERIFIER`` (a registered python verifier: in_sandbox/python_verifier.py, built by
+verifiers/kinds/python_verifier.py).
 """
 
 from __future__ import annotations
@@ -148,7 +151,25 @@ PYTHON_ASSERT = Shape(
     {"candidate": str, "tests": (str, STR_LIST), "entry_point": str, "prelude": str, "nonce": str},
     entry="from in_sandbox.code import harness\nharness.main()\n",
 )
-_BY_ENTRY = {s.entry: s for s in (DRIVER, MATH, PYTHON_ASSERT)}
+
+# Stdio mode's checker judge (in_sandbox/code/checker.py): the problem's checker program, and the case's input, the
+# candidate's output and the expected one (the files it is given). The cases themselves need no shape: a Python
+# case's job is the candidate's program itself, its stdin the case's input as given.
+CHECKER = Shape(
+    "stdio checker",
+    {"checker": str, "input": str, "output": str, "answer": str},
+    entry="from in_sandbox.code import checker\nchecker.main()\n",
+)
+
+# A registered ``python`` verifier (in_sandbox/python_verifier.py): the user's source, the function to call, its
+# three arguments, the result line's nonce.
+PYTHON_VERIFIER = Shape(
+    "python verifier",
+    {"nonce": str, "source": str, "entrypoint": str, "completion": str, "reference": str, "options": STR_MAP},
+    entry="from in_sandbox import python_verifier\npython_verifier.main()\n",
+)
+
+_BY_ENTRY = {s.entry: s for s in (DRIVER, MATH, PYTHON_ASSERT, CHECKER, PYTHON_VERIFIER)}
 
 
 def shape_of(code: str) -> Shape | None:

@@ -1,7 +1,7 @@
 """The job of a ``python`` verifier (verifiers/kinds/python_verifier.py): the user's ``verify`` source, compiled,
-loaded and called once, inside the sandbox. stdin: {"nonce", "source", "entrypoint", "completion", "reference",
-"options"}; stdout: one line, the nonce then JSON (``reward`` and maybe ``steps``, or ``error`` and ``msg``), so
-nothing the user's code prints can pass for the result (its prints go to stderr).
+loaded and called once, inside the sandbox. stdin: in_sandbox/jobs.py ``PYTHON_VERIFIER``; stdout: one line, the
+nonce then JSON (``reward`` and maybe ``steps``, or ``error`` and ``msg``), so nothing the user's code prints can
+pass for the result (its prints go to stderr).
 """
 
 import builtins
@@ -12,9 +12,11 @@ import os
 import sys
 import traceback
 
+from in_sandbox.jobs import PYTHON_VERIFIER
+
 
 def main():
-    q = json.loads(sys.stdin.read())
+    q = PYTHON_VERIFIER.loads(sys.stdin.read())
     nonce = q.pop("nonce")
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

@@ -1,6 +1,5 @@
-"""Lua 5.4."""
+"""Lua 5.4. Assert mode runs the tests apart (verifiers/kinds/code/apart_scripts.py)."""
 
-from languages.assemble import script
 from languages.record import Record
 
 RECORD = Record(
@@ -11,6 +10,5 @@ RECORD = Record(
     run=["lua5.4", "main.lua"],
     sandboxfusion=("lua",),
     packages=("lua5.4",),
-    asserts=script('io.write("\\n" .. "{a}" .. "{b}" .. "\\n")'),
     toolchain_doc="Lua 5.4",
 )

@@ -1,6 +1,6 @@
-"""Perl 5.36 (+ Test::Deep, Data::Compare)."""
+"""Perl 5.36 (+ Test::Deep, Data::Compare). Assert mode runs the tests apart
+(verifiers/kinds/code/apart_scripts.py)."""
 
-from languages.assemble import script
 from languages.record import Record
 
 RECORD = Record(
@@ -12,6 +12,5 @@ RECORD = Record(
     aliases=("pl",),
     sandboxfusion=("perl",),
     packages=("perl", "libtest-deep-perl", "libdata-compare-perl"),
-    asserts=script('$| = 1;\nprint "\\n" . "{a}" . "{b}" . "\\n";', "\n;\n", "\n;\n"),
     toolchain_doc="Perl 5.36 + Test::Deep, Data::Compare",
 )

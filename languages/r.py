@@ -1,6 +1,5 @@
-"""R 4.2 (``Rscript``)."""
+"""R 4.2 (``Rscript``). Assert mode runs the tests apart (verifiers/kinds/code/apart_scripts.py)."""
 
-from languages.assemble import script
 from languages.record import Record
 
 RECORD = Record(
@@ -12,6 +11,5 @@ RECORD = Record(
     run_as_mb=2048,
     sandboxfusion=("R",),
     packages=("r-base-core",),
-    asserts=script('cat("\\n", "{a}", "{b}", "\\n", sep = "")'),
     toolchain_doc="R 4.2 (`Rscript`)",
 )

@@ -82,8 +82,12 @@ def batch(svc, lang: str, g: int, salt: str, distinct: bool) -> tuple[int, float
 def apart_vs_shared(svc, lang: str, g: int, rounds: int) -> None:
     """Issue 49's cost of running ``lang``'s tests apart: the same G programs through the separated path and the
     shared program it replaced (asserts_apart.SEPARATE without ``lang``), alternated per round."""
+    import languages
     from verifiers.kinds.code import asserts_apart
 
+    if languages.RECORDS[lang].asserts is None:
+        print(f"{lang:10} no shared program: its record keeps none (its tests only run apart)")
+        return
     rows: dict[str, list] = {"apart": [], "shared": []}
     ratios, loads = [], []
     for r in range(rounds):

@@ -240,7 +240,7 @@ def main() -> None:
             f"cache hit rate {sum(x.cached for x in res) / len(res):.1%}, outcomes {dict(Counter(str(x.outcome) for x in res))}"
         )
     if args.langs:  # the per-language table (stdio mode, toolchain pool) vs a bare host compile-and-run
-        from bench import code_langs
+        from bench.code_grading import langs as code_langs
 
         lines += code_langs.bench(args.langs.split(","), args.lang_programs, 5, cores)
     if args.out:

@@ -3,13 +3,14 @@ program, a Python script that reads input.txt, output.txt (the candidate's) and 
 its arguments and exits 0 for a correct output, run after the candidate's job has ended.
 """
 
-import json
 import os
 import sys
 
+from in_sandbox.jobs import CHECKER
+
 
 def main():
-    q = json.loads(sys.stdin.read())
+    q = CHECKER.loads(sys.stdin.read())
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
     for name in ("input", "output", "answer"):

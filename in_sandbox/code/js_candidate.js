@@ -7,57 +7,15 @@
 const fs = require("fs");
 const vm = require("vm");
 
+const { encode, decode, sender, reader } = require("./rlvr_wire.js"); // js_wire.js
+
 const req = fs.openSync("rlvr_req", "r");
 const rep = fs.openSync("rlvr_rep", "w");
-const send = (msg) => fs.writeSync(rep, JSON.stringify(msg) + "\n");
-const MAX_DEPTH = 200;
-
-function encode(v, depth) {
-  if (depth > MAX_DEPTH) throw new TypeError("containers nested too deep");
-  const t = typeof v;
-  if (v === null || t === "string" || t === "boolean") return v;
-  if (t === "number") return Number.isFinite(v) ? v : { $n: String(v) };
-  if (t === "undefined") return { $u: 1 };
-  if (t === "bigint") return { $b: v.toString() };
-  if (Array.isArray(v)) return { $a: Array.from(v, (x) => encode(x, depth + 1)) };
-  if (v instanceof Map) return { $m: Array.from(v, ([k, x]) => [encode(k, depth + 1), encode(x, depth + 1)]) };
-  if (v instanceof Set) return { $s: Array.from(v, (x) => encode(x, depth + 1)) };
-  const proto = t === "object" ? Object.getPrototypeOf(v) : undefined;
-  if (proto === Object.prototype || proto === null) return { $o: Object.keys(v).map((k) => [k, encode(v[k], depth + 1)]) };
-  throw new TypeError(`a ${t} that is not plain data`);
-}
-
-function decode(v, depth) {
-  if (depth > MAX_DEPTH) throw new TypeError("containers nested too deep");
-  if (v === null || typeof v !== "object") return v;
-  if ("$n" in v) return Number(v.$n);
-  if ("$u" in v) return undefined;
-  if ("$b" in v) return BigInt(v.$b);
-  if ("$a" in v) return v.$a.map((x) => decode(x, depth + 1));
-  if ("$m" in v) return new Map(v.$m.map(([k, x]) => [decode(k, depth + 1), decode(x, depth + 1)]));
-  if ("$s" in v) return new Set(v.$s.map((x) => decode(x, depth + 1)));
-  if ("$o" in v) return Object.fromEntries(v.$o.map(([k, x]) => [k, decode(x, depth + 1)]));
-  throw new TypeError("not an encoded value");
-}
+const send = sender(rep);
+const next = reader(req, () => process.exit(0));
 
 const describe = (e) => [e && e.constructor && typeof e.constructor.name === "string" ? e.constructor.name : "Error",
   String(e && e.message !== undefined ? e.message : e)];
-
-let pending = Buffer.alloc(0);
-function next() {
-  const chunk = Buffer.alloc(1 << 16);
-  for (;;) {
-    const at = pending.indexOf(10);
-    if (at >= 0) {
-      const line = pending.subarray(0, at).toString("utf8");
-      pending = pending.subarray(at + 1);
-      return JSON.parse(line);
-    }
-    const n = fs.readSync(req, chunk, 0, chunk.length, null);
-    if (n === 0) process.exit(0);
-    pending = Buffer.concat([pending, chunk.subarray(0, n)]);
-  }
-}
 
 const hello = next();
 globalThis.require = require; // the candidate's script may require node's modules (and the image's lodash)

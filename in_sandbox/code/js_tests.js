@@ -6,15 +6,15 @@
 // both before the candidate's process exists; starts that process (js_candidate.js: the candidate's code,
 // in a node of its own, stdout going to stderr) and talks to it over two FIFOs; binds every name the tests
 // read that the candidate defines (and node's globals do not) to a proxy that sends plain data and gets plain
-// data back (the tagged JSON below: numbers including NaN and infinities, strings, booleans, null,
-// undefined, bigints, arrays, plain objects, Maps and Sets; anything else is refused); runs the tests with
-// a require whose assert counts its calls; and writes on its own stdout, which the candidate cannot reach,
-// the sentinel and what ran. A failed assertion exits 1 saying "Test failed"; the candidate's process
+// data back (js_wire.js's tagged JSON, loaded here before the candidate's process exists); runs the tests with a
+// require whose assert counts its calls; and writes on its own stdout, which the candidate cannot reach, the
+// sentinel and what ran. A failed assertion exits 1 saying "Test failed"; the candidate's process
 // ending before the tests finished exits 0 without the sentinel (never a pass).
 "use strict";
 const fs = require("fs");
 const vm = require("vm");
 const cp = require("child_process");
+const { encode, decode, sender, reader } = require("./rlvr_wire.js"); // js_wire.js
 
 const sentinel = fs.readFileSync("rlvr_nonce", "utf8").trim();
 const tests = fs.readFileSync("rlvr_tests.js", "utf8");
@@ -22,42 +22,6 @@ fs.unlinkSync("rlvr_nonce");
 fs.unlinkSync("rlvr_tests.js");
 if (fs.existsSync("rlvr_tests.ts")) fs.unlinkSync("rlvr_tests.ts"); // TypeScript's tests, before transpiling
 const ran = { tests: 1, asserts: 0, calls: 0 };
-const MAX_DEPTH = 200;
-
-function encode(v, depth) {
-  if (depth > MAX_DEPTH) throw new TypeError("containers nested too deep");
-  const t = typeof v;
-  if (v === null || t === "string" || t === "boolean") return v;
-  if (t === "number") return Number.isFinite(v) ? v : { $n: String(v) };
-  if (t === "undefined") return { $u: 1 };
-  if (t === "bigint") return { $b: v.toString() };
-  if (Array.isArray(v)) return { $a: Array.from(v, (x) => encode(x, depth + 1)) };
-  if (v instanceof Map) return { $m: Array.from(v, ([k, x]) => [encode(k, depth + 1), encode(x, depth + 1)]) };
-  if (v instanceof Set) return { $s: Array.from(v, (x) => encode(x, depth + 1)) };
-  const proto = t === "object" ? Object.getPrototypeOf(v) : undefined;
-  if (proto === Object.prototype || proto === null) {
-    return { $o: Object.keys(v).map((k) => [k, encode(v[k], depth + 1)]) };
-  }
-  throw new TypeError(`a ${t === "object" ? (v.constructor && v.constructor.name) || "object" : t} is not plain data`);
-}
-
-function decode(v, depth) {
-  if (depth > MAX_DEPTH) throw new TypeError("containers nested too deep");
-  if (v === null || typeof v !== "object") return v;
-  if (Array.isArray(v)) throw new TypeError("not an encoded value");
-  if ("$n" in v) return Number(v.$n);
-  if ("$u" in v) return undefined;
-  if ("$b" in v) return BigInt(v.$b);
-  if ("$a" in v) return v.$a.map((x) => decode(x, depth + 1));
-  if ("$m" in v) return new Map(v.$m.map(([k, x]) => [decode(k, depth + 1), decode(x, depth + 1)]));
-  if ("$s" in v) return new Set(v.$s.map((x) => decode(x, depth + 1)));
-  if ("$o" in v) {
-    const o = {};
-    for (const [k, x] of v.$o) Object.defineProperty(o, String(k), { value: decode(x, depth + 1), enumerable: true, writable: true, configurable: true });
-    return o;
-  }
-  throw new TypeError("not an encoded value");
-}
 
 function ended() {
   process.stderr.write("\nthe candidate's program ended before the tests finished\n");
@@ -69,26 +33,16 @@ const child = cp.spawn(process.argv[2] || "node", ["rlvr_candidate.js"], { stdio
 child.unref();
 const req = fs.openSync("rlvr_req", "w");
 const rep = fs.openSync("rlvr_rep", "r");
-let pending = Buffer.alloc(0);
+const send = sender(req);
+const next = reader(rep, ended);
 
 function ask(msg) {
   try {
-    fs.writeSync(req, JSON.stringify(msg) + "\n");
+    send(msg);
   } catch (e) {
     ended();
   }
-  const chunk = Buffer.alloc(1 << 16);
-  for (;;) {
-    const at = pending.indexOf(10);
-    if (at >= 0) {
-      const line = pending.subarray(0, at).toString("utf8");
-      pending = pending.subarray(at + 1);
-      return JSON.parse(line);
-    }
-    const n = fs.readSync(rep, chunk, 0, chunk.length, null);
-    if (n === 0) ended();
-    pending = Buffer.concat([pending, chunk.subarray(0, n)]);
-  }
+  return next();
 }
 
 const ERRORS = { Error, TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError };

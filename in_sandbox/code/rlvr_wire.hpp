@@ -35,18 +35,15 @@ template <class T> void put(rlvr_buf &b, const std::optional<T> &v);
 template <class A, class B> void put(rlvr_buf &b, const std::pair<A, B> &v);
 template <class... T> void put(rlvr_buf &b, const std::tuple<T...> &v);
 
-template <class C> void put_seq(rlvr_buf &b, const C &v) {
+template <class C> void put_seq(rlvr_buf &b, const C &v) {  // a vector or a set: a list
   rlvr_put_n(&b, 'l', v.size());
-  for (const auto &x : v) put(b, x);
+  for (const auto &x : v) put(b, x);  // vector<bool>'s const_reference is a plain bool
 }
 template <class C> void put_map(rlvr_buf &b, const C &v) {
   rlvr_put_n(&b, 'm', v.size());
   for (const auto &kv : v) put(b, kv.first), put(b, kv.second);
 }
-template <class T> void put(rlvr_buf &b, const std::vector<T> &v) {
-  rlvr_put_n(&b, 'l', v.size());
-  for (size_t i = 0; i < v.size(); i++) put(b, (T)v[i]);  // (T): vector<bool>'s proxy as a bool
-}
+template <class T> void put(rlvr_buf &b, const std::vector<T> &v) { put_seq(b, v); }
 template <class T> void put(rlvr_buf &b, const std::set<T> &v) { put_seq(b, v); }
 template <class K, class V> void put(rlvr_buf &b, const std::map<K, V> &v) { put_map(b, v); }
 template <class K, class V> void put(rlvr_buf &b, const std::unordered_map<K, V> &v) { put_map(b, v); }
@@ -85,24 +82,17 @@ template <class T> void get(rlvr_in &in, std::optional<T> &v);
 template <class A, class B> void get(rlvr_in &in, std::pair<A, B> &v);
 template <class... T> void get(rlvr_in &in, std::tuple<T...> &v);
 
-template <class T> void get(rlvr_in &in, std::vector<T> &v) {
+template <class C> void get_seq(rlvr_in &in, C &v) {  // a list into a vector (in order) or a set
   size_t n = rlvr_get_n(&in, 'l');
   v.clear();
   for (size_t i = 0; i < n; i++) {
-    T x{};
+    typename C::value_type x{};
     get(in, x);
-    v.push_back(std::move(x));
+    v.insert(v.end(), std::move(x));
   }
 }
-template <class T> void get(rlvr_in &in, std::set<T> &v) {
-  size_t n = rlvr_get_n(&in, 'l');
-  v.clear();
-  for (size_t i = 0; i < n; i++) {
-    T x{};
-    get(in, x);
-    v.insert(std::move(x));
-  }
-}
+template <class T> void get(rlvr_in &in, std::vector<T> &v) { get_seq(in, v); }
+template <class T> void get(rlvr_in &in, std::set<T> &v) { get_seq(in, v); }
 template <class M> void get_map(rlvr_in &in, M &v) {
   size_t n = rlvr_get_n(&in, 'm');
   v.clear();
@@ -136,9 +126,8 @@ template <class... T> void get(rlvr_in &in, std::tuple<T...> &v) {
 }
 
 // the tests' side: the reply of a call, as the declared type R (the candidate's exception is thrown again)
-template <class R> R reply(const rlvr_buf &rep, const char *type) {
+inline rlvr_in reply_body(const rlvr_buf &rep) {  // past the reply's tag 'r'
   rlvr_in in = {rep.p, rep.p + rep.n};
-  rlvr_want = type;
   if (rlvr_peek(&in, 'x')) {
     rlvr_tag(&in, 'x');
     std::string why;
@@ -146,20 +135,18 @@ template <class R> R reply(const rlvr_buf &rep, const char *type) {
     throw std::runtime_error(why);
   }
   rlvr_tag(&in, 'r');
+  return in;
+}
+template <class R> R reply(const rlvr_buf &rep, const char *type) {
+  rlvr_want = type;
+  rlvr_in in = reply_body(rep);
   R r{};
   get(in, r);
   rlvr_done(&in);
   return r;
 }
 inline void reply_void(const rlvr_buf &rep) {
-  rlvr_in in = {rep.p, rep.p + rep.n};
-  if (rlvr_peek(&in, 'x')) {
-    rlvr_tag(&in, 'x');
-    std::string why;
-    get(in, why);
-    throw std::runtime_error(why);
-  }
-  rlvr_tag(&in, 'r');
+  rlvr_in in = reply_body(rep);
   rlvr_done(&in);
 }
 }  // namespace rlvr_wire

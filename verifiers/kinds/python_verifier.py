@@ -28,6 +28,7 @@ import keyword
 import secrets
 from dataclasses import dataclass
 
+from in_sandbox.jobs import PYTHON_VERIFIER
 from sandbox.backend import Job, Limits, Result
 from verifiers.kinds.steps import BadSteps, check_steps
 from verifiers.shapes.base import BadRequest, Context, Unavailable, Verdict
@@ -40,9 +41,9 @@ DEFAULT_TIMEOUT_S = 10.0
 DRY_RUN_TIMEOUT_S = 5.0
 LIMITS = Limits(memory_mb=1024)  # the same as the math verifier's jobs
 
-# The job: in_sandbox/python_verifier.py (stdin: {"nonce", "source", "entrypoint", "completion", "reference",
-# "options"}; one nonce-prefixed JSON line on stdout).
-HARNESS = "from in_sandbox import python_verifier\npython_verifier.main()\n"
+# The job: in_sandbox/python_verifier.py (stdin: in_sandbox/jobs.py PYTHON_VERIFIER; one nonce-prefixed JSON line on
+# stdout).
+HARNESS = PYTHON_VERIFIER.entry
 
 
 def check_spec(source: str, entrypoint: str) -> None:
@@ -69,7 +70,7 @@ def run(
     nonce = secrets.token_hex(16)
     payload = {"nonce": nonce, "source": source, "entrypoint": entrypoint, "completion": completion,
                "reference": reference, "options": options}  # fmt: skip
-    job = Job(HARNESS, json.dumps(payload), timeout_s, LIMITS, id=job_id, deadline=ctx.deadline)
+    job = Job(HARNESS, PYTHON_VERIFIER.dumps(payload), timeout_s, LIMITS, id=job_id, deadline=ctx.deadline)
     res = ctx.run_job(job)
     found = None
     for line in res.stdout.splitlines():

@@ -26,6 +26,8 @@ A pointer or reference parameter's changes do not come back to the tests.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import in_sandbox.code
@@ -62,7 +64,7 @@ _DECLARE_ALL = {
             "wchar.h wctype.h unistd.h"
         ).split()
     ),
-    "cpp": "",  # C++'s stubs are variables (_cpp_stub): a clash is an error in any order, without every header
+    "cpp": "",  # C++'s stubs are variables (_DIALECTS["cpp"]): a clash is an error in any order, without every header
 }
 _INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*<([\w./+]+)>[ \t]*$")
 _USING_STD = re.compile(r"(?m)^[ \t]*using[ \t]+namespace[ \t]+std[ \t]*;")
@@ -90,53 +92,29 @@ _C_LIMITS = {"int": "INT", "long": "LONG", "long long": "LLONG", "short": "SHRT"
              "unsigned long long": "ULLONG", "unsigned short": "USHRT", "unsigned char": "UCHAR"}  # fmt: skip
 
 
+# a C type's kind -> (encoding ``{x}`` into buffer ``{buf}``, decoding one from ``{inp}`` as ``{cpp}``, whose limits
+# are ``{lim}_MIN``/``{lim}_MAX``); a kind not here cannot cross
+_C_WIRE = {
+    "int": ("rlvr_put_i({buf}, (long long)({x}));", "({cpp})rlvr_get_i({inp}, {lim}_MIN, {lim}_MAX)"),
+    "uint": ("rlvr_put_u({buf}, (unsigned long long)({x}));", "({cpp})rlvr_get_u({inp}, {lim}_MAX)"),
+    "float": ("rlvr_put_d({buf}, (double)({x}));", "({cpp})rlvr_get_d({inp})"),
+    "bool": ("rlvr_put_b({buf}, ({x}) ? 1 : 0);", "(rlvr_get_b({inp}) != 0)"),
+    "cstr": ('if ({x}) rlvr_put_s({buf}, {x}, strlen({x})); else rlvr_add({buf}, "n;", 2);', "rlvr_get_s({inp}, NULL)"),
+}
+
+
+def _c_wire(t: Ty, side: int, **names: str) -> str:
+    if t.kind not in _C_WIRE:
+        raise CannotCross(f"the type '{t.cpp}'")
+    return _C_WIRE[t.kind][side].format(cpp=t.cpp, lim=_C_LIMITS.get(t.cpp, ""), **names)
+
+
 def _c_put(t: Ty, buf: str, x: str) -> str:
-    if t.kind == "int":
-        return f"rlvr_put_i({buf}, (long long)({x}));"
-    if t.kind == "uint":
-        return f"rlvr_put_u({buf}, (unsigned long long)({x}));"
-    if t.kind == "float":
-        return f"rlvr_put_d({buf}, (double)({x}));"
-    if t.kind == "bool":
-        return f"rlvr_put_b({buf}, ({x}) ? 1 : 0);"
-    if t.kind == "cstr":
-        return f'if ({x}) rlvr_put_s({buf}, {x}, strlen({x})); else rlvr_add({buf}, "n;", 2);'
-    raise CannotCross(f"the type '{t.cpp}'")
+    return _c_wire(t, 0, buf=buf, x=x)
 
 
 def _c_get(t: Ty, inp: str) -> str:
-    if t.kind == "int":
-        lim = _C_LIMITS[t.cpp]
-        return f"({t.cpp})rlvr_get_i({inp}, {lim}_MIN, {lim}_MAX)"
-    if t.kind == "uint":
-        return f"({t.cpp})rlvr_get_u({inp}, {_C_LIMITS[t.cpp]}_MAX)"
-    if t.kind == "float":
-        return f"({t.cpp})rlvr_get_d({inp})"
-    if t.kind == "bool":
-        return f"(rlvr_get_b({inp}) != 0)"
-    if t.kind == "cstr":
-        return f"rlvr_get_s({inp}, NULL)"
-    raise CannotCross(f"the type '{t.cpp}'")
-
-
-def _c_stub(i: int, f: Func) -> str:
-    params = ", ".join(f"{t.cpp} a{k}" for k, t in enumerate(f.params)) or "void"
-    puts = "\n  ".join(_c_put(t, "&q", f"a{k}") for k, t in enumerate(f.params))
-    head = f"static {f.ret.cpp} {f.name}({params}) {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n"
-    call = f'  {puts}\n  rlvr_call(&q, &r);\n  rlvr_in in = {{r.p, r.p + r.n}};\n  rlvr_want = "{f.ret.cpp}";\n'
-    if f.ret.kind == "void":
-        return f"{head}{call}  rlvr_tag(&in, 'r');\n  rlvr_done(&in);\n  free(q.p);\n  free(r.p);\n}}\n"
-    get = f"  rlvr_tag(&in, 'r');\n  {f.ret.cpp} v = {_c_get(f.ret, '&in')};\n  rlvr_done(&in);\n"
-    return f"{head}{call}{get}  free(q.p);\n  free(r.p);\n  return v;\n}}\n"
-
-
-def _c_case(i: int, f: Func) -> str:
-    args = "".join(f"    {t.cpp} a{k} = {_c_get(t, 'in')};\n" for k, t in enumerate(f.params))
-    call = f"{f.name}({', '.join(f'a{k}' for k in range(len(f.params)))})"
-    done = (
-        f"    {call};\n" if f.ret.kind == "void" else f"    {f.ret.cpp} r = {call};\n    {_c_put(f.ret, 'out', 'r')}\n"
-    )
-    return f"  case {i}: {{\n{args}    rlvr_done(in);\n{done}    return;\n  }}\n"
+    return _c_wire(t, 1, inp=inp)
 
 
 # -- C++: the standard containers, by overloading (in_sandbox/code/rlvr_wire.hpp) ---------------------------
@@ -144,23 +122,80 @@ def _cpp_param(t: Ty, ref: str, k: int) -> str:
     return {"": f"{t.cpp} a{k}", "&": f"{t.cpp} &a{k}", "const&": f"const {t.cpp} &a{k}"}[ref]
 
 
-def _cpp_stub(i: int, f: Func) -> str:
-    params = ", ".join(_cpp_param(t, r, k) for k, (t, r) in enumerate(zip(f.params, f.refs, strict=True)))
-    puts = "".join(f"  rlvr_wire::put(q, a{k});\n" for k in range(len(f.params)))
-    ret = "  rlvr_wire::reply_void(r);\n" if f.ret.kind == "void" else (
-        f'  {f.ret.cpp} v = rlvr_wire::reply<{f.ret.cpp}>(r, "{f.ret.cpp}");\n')  # fmt: skip
-    end = "  free(q.p);\n  free(r.p);\n" + ("" if f.ret.kind == "void" else "  return v;\n")
+def _cpp_put(t: Ty, buf: str, x: str) -> str:
+    return f"rlvr_wire::put({buf[1:] if buf.startswith('&') else '*' + buf}, {x});"
+
+
+# -- the stubs (the tests' side) and the call server's cases (the candidate's side), C's and C++'s ----------
+@dataclass(frozen=True)
+class _Dialect:
+    """How one of the two languages writes what differs: a stub's opening and closing, encoding a value into a
+    buffer (``put(type, buffer pointer, expression)``), decoding the reply (``reply(function)``: the lines that
+    leave it in ``v``, or check a void one) and declaring a decoded argument of the server (``arg(type, k)``)."""
+
+    opening: Callable[[Func], str]
+    closing: str
+    put: Callable[[Ty, str, str], str]
+    reply: Callable[[Func], str]
+    arg: Callable[[Ty, int], str]
+
+
+def _c_reply(f: Func) -> str:
+    get = "" if f.ret.kind == "void" else f"  {f.ret.cpp} v = {_c_get(f.ret, '&in')};\n"
+    want = f'  rlvr_want = "{f.ret.cpp}";\n'
+    return f"  rlvr_in in = {{r.p, r.p + r.n}};\n{want}  rlvr_tag(&in, 'r');\n{get}  rlvr_done(&in);\n"
+
+
+def _cpp_reply(f: Func) -> str:
+    if f.ret.kind == "void":
+        return "  rlvr_wire::reply_void(r);\n"
+    return f'  {f.ret.cpp} v = rlvr_wire::reply<{f.ret.cpp}>(r, "{f.ret.cpp}");\n'
+
+
+_DIALECTS = {
+    "c": _Dialect(
+        opening=lambda f: (
+            f"static {f.ret.cpp} {f.name}({', '.join(f'{t.cpp} a{k}' for k, t in enumerate(f.params)) or 'void'})"
+        ),
+        closing="}",
+        put=_c_put,
+        reply=_c_reply,
+        arg=lambda t, k: f"    {t.cpp} a{k} = {_c_get(t, 'in')};\n",
+    ),
     # a variable holding a lambda, not a function: a name the library also declares (``abs``, or ``max`` through
     # ``using namespace std``) is then a compile error (redeclared, or ambiguous at the call), never an overload
     # that wins over the library's
-    return (f"static const auto {f.name} = []({params}) -> {f.ret.cpp} {{\n  rlvr_buf q = {{0, 0, 0}}, "
-            f"r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n{puts}  rlvr_call(&q, &r);\n{ret}{end}}};\n")  # fmt: skip
+    "cpp": _Dialect(
+        opening=lambda f: (
+            f"static const auto {f.name} = []("
+            + ", ".join(_cpp_param(t, r, k) for k, (t, r) in enumerate(zip(f.params, f.refs, strict=True)))
+            + f") -> {f.ret.cpp}"
+        ),
+        closing="};",
+        put=_cpp_put,
+        reply=_cpp_reply,
+        arg=lambda t, k: f"    {t.cpp} a{k}{{}};\n    rlvr_wire::get(*in, a{k});\n",
+    ),
+}
 
 
-def _cpp_case(i: int, f: Func) -> str:
-    args = "".join(f"    {t.cpp} a{k}{{}};\n    rlvr_wire::get(*in, a{k});\n" for k, t in enumerate(f.params))
+def _stub(d: _Dialect, i: int, f: Func) -> str:
+    """The tests' stub of entry function ``i``: encode the call, send it, decode the reply as the declared type."""
+    puts = "".join(f"  {d.put(t, '&q', f'a{k}')}\n" for k, t in enumerate(f.params))
+    ret = "" if f.ret.kind == "void" else "  return v;\n"
+    return (
+        f"{d.opening(f)} {{\n  rlvr_buf q = {{0, 0, 0}}, r = {{0, 0, 0}};\n  rlvr_put_i(&q, {i});\n{puts}"
+        f"  rlvr_call(&q, &r);\n{d.reply(f)}  free(q.p);\n  free(r.p);\n{ret}{d.closing}\n"
+    )
+
+
+def _case(d: _Dialect, i: int, f: Func) -> str:
+    """The candidate's server's case for entry function ``i``: decode the arguments, call, encode the result."""
+    args = "".join(d.arg(t, k) for k, t in enumerate(f.params))
     call = f"{f.name}({', '.join(f'a{k}' for k in range(len(f.params)))})"
-    done = f"    {call};\n" if f.ret.kind == "void" else f"    {f.ret.cpp} r = {call};\n    rlvr_wire::put(*out, r);\n"
+    done = (
+        f"    {call};\n" if f.ret.kind == "void" else f"    {f.ret.cpp} r = {call};\n    {d.put(f.ret, 'out', 'r')}\n"
+    )
     return f"  case {i}: {{\n{args}    rlvr_done(in);\n{done}    return;\n  }}\n"
 
 
@@ -179,7 +214,7 @@ _CPP_CATCH = """  }} catch (const std::exception &e) {{
 def _c_family(lang: str):
     cpp = lang == "cpp"
     header = "rlvr_wire.hpp" if cpp else "rlvr_apart.h"
-    stub, case = (_cpp_stub, _cpp_case) if cpp else (_c_stub, _c_case)
+    dialect = _DIALECTS[lang]
 
     def assemble(p) -> tuple[str, dict[str, str]]:  # p: asserts.Parts
         from languages.record import BadTests
@@ -192,12 +227,12 @@ def _c_family(lang: str):
         funcs = entries(p.program, p.tests, lang) if p.program.strip() else []
         args = "argc, argv" if m.group(2).strip() not in ("", "void") else ""
         macro = f"RLVR_COUNTED_ASSERT_{p.tag}"
-        main = (f'#include "{header}"\n{_DECLARE_ALL[lang]}{_safe_head(p.program)}\n{"".join(stub(i, f) for i, f in enumerate(funcs))}'
+        main = (f'#include "{header}"\n{_DECLARE_ALL[lang]}{_safe_head(p.program)}\n{"".join(_stub(dialect, i, f) for i, f in enumerate(funcs))}'
                 f"#undef NDEBUG\n#define {macro}(...) (++rlvr_asserts, assert(__VA_ARGS__))\n"
                 f"{_counted(tests, macro)}\n"
                 f"int main(int argc, char **argv) {{\n  (void)argc;\n  (void)argv;\n  rlvr_start();\n"
                 f"  int rc = {t}({args});\n  if (rc != 0) return rc;\n  rlvr_finish();\n  return 0;\n}}\n")  # fmt: skip
-        cases = "".join(case(i, f) for i, f in enumerate(funcs))
+        cases = "".join(_case(dialect, i, f) for i, f in enumerate(funcs))
         body = (f"  try {{\n  switch (f) {{\n{cases}  }}\n  throw std::runtime_error(\"no such function\");\n"
                 + _CPP_CATCH.format() if cpp else f"  switch (f) {{\n{cases}  }}\n  rlvr_die(\"no such function\");\n")  # fmt: skip
         server = (f'\n#include "{header}"\nstatic void rlvr_dispatch_{p.tag}(long f, rlvr_in *in, rlvr_buf *out) {{\n'

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import in_sandbox.code
+from languages.php import source_text as php_source
 
 _DIR = Path(in_sandbox.code.__file__).parent
 _RKT_LANG = re.compile(r"\A\s*#lang[ \t]+[^\n]*\n?")
@@ -65,18 +66,13 @@ def _ours(ext: str, prefix: str) -> dict[str, str]:
     }
 
 
-def _php_program(code: str) -> str:
-    """PHP echoes what is outside ``<?php``: an opening tag where the candidate has none (as SandboxFusion does)."""
-    return code if "<?php" in code or "<?=" in code else "<?php\n" + code
-
-
 RUBY = Apart(
     "solution.rb", _unreadable("/usr/bin/ruby", "rlvr_tests_runner.rb"), _shipped("rlvr_tests.rb", _ours("rb", "rb"))
 )
 PHP = Apart(
     "solution.php",
     _unreadable("/usr/bin/php", "rlvr_tests_runner.php", "-d", "zend.assertions=1", "-d", "assert.exception=1"),
-    _shipped("rlvr_tests.php", _ours("php", "php"), _php_program),
+    _shipped("rlvr_tests.php", _ours("php", "php"), php_source),  # an opening tag where the code has none
 )
 
 PERL = Apart(

@@ -54,8 +54,14 @@ class Program:
     apart: bool = False  # the tests run in a process of their own (SEPARATE): the sentinel line says what ran
 
 
-# language -> how its program is assembled (its record's template: languages/<name>.py)
-LANGUAGES: dict[str, Assemble] = {name: r.asserts for name, r in records.RECORDS.items() if r.asserts}
+# language -> its shared program's template (its record, languages/<name>.py), where it keeps one
+_SHARED: dict[str, Assemble] = {name: r.asserts for name, r in records.RECORDS.items() if r.asserts}
+# language -> how its assert mode's program is assembled: its tests apart (SEPARATE), else its shared template
+LANGUAGES: dict[str, Assemble] = {
+    name: SEPARATE[name].assemble if name in SEPARATE else _SHARED[name]
+    for name in records.RECORDS
+    if name in SEPARATE or name in _SHARED
+}
 
 
 # Languages whose assert mode still puts the tests in the candidate's program (no separate process or unit, a
@@ -78,7 +84,7 @@ def assemble(lang: str, program: str, tests: str) -> Program:
         blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}
         base = replace(base, source=apart.source, run=apart.run, compile=apart.compile)
         return Program(base, source, sentinel, blobs, apart=True)
-    source, files = LANGUAGES[lang](parts)
+    source, files = _SHARED[lang](parts)
     adjust = records.RECORDS[lang].adjust
     base = adjust(base, source, files, tag) if adjust else base
     blobs = {name: base64.b64encode(text.encode()).decode() for name, text in files.items()}

@@ -2,8 +2,9 @@
 own calling the candidate's across a boundary with plain data, the verdict on a stdout the candidate cannot reach
 (verifiers/kinds/code/asserts.py assembles the rest; its ``SHARED_PROGRAM`` is every language not in ``SEPARATE``).
 
-* **JavaScript** (in_sandbox/code/js_tests.js, js_candidate.js): the candidate's code is ``solution.js``, run by
-  a node of its own that the tests' node starts after reading and deleting the tests and the sentinel; the
+* **JavaScript** (in_sandbox/code/js_tests.js, js_candidate.js, and js_wire.js that both load): the candidate's
+  code is ``solution.js``, run by a node of its own that the tests' node starts after reading and deleting the
+  tests and the sentinel; the
   tests' node is a copy its user cannot read, which the kernel makes non-dumpable (its /proc files, memory and
   descriptors closed to the candidate's process). The sentinel line, then ``{sentinel}:ran:{json}`` (what
   ran) or ``{sentinel}:bad_reference:{why}`` (the tests failed before any call) on the tests' stdout.
@@ -26,7 +27,11 @@ from verifiers.shapes.outcome import Outcome
 # Languages whose tests run in a process of their own, calling the candidate's across a boundary with plain data,
 # the verdict on a stdout the candidate cannot reach (SEPARATE: language -> its files and run command).
 _JS_DIR = Path(in_sandbox.code.__file__).parent
-_JS_FILES = {"rlvr_tests_runner.js": "js_tests.js", "rlvr_candidate.js": "js_candidate.js"}
+_JS_FILES = {
+    "rlvr_tests_runner.js": "js_tests.js",
+    "rlvr_candidate.js": "js_candidate.js",
+    "rlvr_wire.js": "js_wire.js",
+}
 # the tests' node is a copy its user cannot read: the kernel makes such a process non-dumpable (its /proc files,
 # memory and descriptors closed to the candidate's process, same uid), as the Python harness makes its own
 JS_RUN = ["sh", "-c", "cp /usr/bin/node ./rlvr-node && chmod 100 ./rlvr-node && exec ./rlvr-node rlvr_tests_runner.js"]

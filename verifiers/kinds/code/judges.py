@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from in_sandbox.jobs import CHECKER
 from verifiers.shapes.base import BadRequest
 
 JUDGES = ("exact", "tokens", "float", "checker")
@@ -172,9 +173,9 @@ def host_judge(name: str, abs_tol: float = DEFAULT_TOL, rel_tol: float = DEFAULT
 
 
 # -- the checker job (runs in the sandbox) ------------------------------------------------------------
-CHECKER_RUNNER = "from in_sandbox.code import checker\nchecker.main()\n"  # in_sandbox/code/checker.py
+CHECKER_RUNNER = CHECKER.entry  # in_sandbox/code/checker.py, reading in_sandbox/jobs.py CHECKER
 
 
 def checker_stdin(checker: str, case_input: str, expected: str, actual: str) -> str:
     """The stdin of a checker job (its code is ``CHECKER_RUNNER``)."""
-    return json.dumps({"checker": checker, "input": case_input, "output": actual, "answer": expected})
+    return CHECKER.dumps({"checker": checker, "input": case_input, "output": actual, "answer": expected})

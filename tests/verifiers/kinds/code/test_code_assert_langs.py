@@ -360,6 +360,23 @@ def test_a_shared_program_is_refused_unless_the_request_opts_in(service, lang):
         CodeOptions.parse({"language": lang, "allow_shared_program": "maybe"})
 
 
+# JavaScript's wire (in_sandbox/code/js_wire.js) is one file both processes load from the job's folder: a candidate
+# that rewrites it (a decode answering what the tests expect, in order) must rewrite only what its own process loaded
+FORGED_WIRE = (
+    "const fs = require('fs');\n"
+    "fs.writeFileSync('rlvr_wire.js', fs.readFileSync('rlvr_wire.js', 'utf8') +\n"
+    "  '\\nmodule.exports.decode = () => [5, 0][(globalThis.rlvrN = (globalThis.rlvrN || 0) + 1) - 1];\\n');\n"
+    "function add(a, b) { return a * b + 7; }\n"
+)
+
+
+@pytest.mark.docker
+def test_a_javascript_candidate_that_rewrites_the_wire_file_changes_only_its_own_copy(service):
+    tests = CASES["javascript"][0]
+    v = service.verify(_request("javascript", FORGED_WIRE, tests))
+    assert (v.outcome, v.reward) == ("INCORRECT", 0.0) and v.detail.startswith("a test failed"), v.detail
+
+
 def test_every_known_gap_is_in_a_language_that_runs_apart():
     """The strict xfails' attacks (nonce read, tests rewritten) were each written for a language that shared the
     candidate's program; each now runs apart (a language still sharing it is refused without the opt-in, above)."""

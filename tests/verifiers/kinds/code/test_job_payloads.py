@@ -1,6 +1,7 @@
-"""Typed jobs across the sandbox wall (in_sandbox/jobs.py): a toolchain job's payload (``DRIVER``) and a Python
-assert-mode job's (``PYTHON_ASSERT``) are checked against their declared shapes where they are built and read, so a payload that does not match fails on the host, naming the field,
-before a sandbox is used (the service's door is a real VerifierService with no pool: nothing can run)."""
+"""Typed jobs across the sandbox wall (in_sandbox/jobs.py): a toolchain job's payload (``DRIVER``), a Python
+assert-mode job's (``PYTHON_ASSERT``), stdio mode's checker job's (``CHECKER``) and a python verifier's
+(``PYTHON_VERIFIER``) are checked against their declared shapes where they are built and read, so a payload
+that does not match fails on the host, naming the field, before a sandbox is used (the service's door is a real VerifierService with no pool: nothing can run)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from in_sandbox.jobs import DRIVER, PYTHON_ASSERT, PayloadError, shape_of
+from in_sandbox.jobs import CHECKER, DRIVER, PYTHON_ASSERT, PYTHON_VERIFIER, PayloadError, shape_of
 from sandbox.deadline import Deadline
-from verifiers.kinds.code import languages, toolchains
+from verifiers.kinds import python_verifier
+from verifiers.kinds.code import judges, languages, stdio, toolchains
+from verifiers.kinds.code.options import CodeOptions
 from verifiers.kinds.code.verifier import HARNESS, CodeVerifier
 from verifiers.service.core import VerifierService
 from verifiers.shapes.base import Context
@@ -98,3 +101,82 @@ def test_a_python_assert_payload_that_does_not_match_fails_on_the_host_before_a_
         svc.run_job(bad)
     with pytest.raises(PayloadError, match=re.escape(says)):
         PYTHON_ASSERT.dumps(edit(json.loads(job.stdin)))
+
+
+def _door_jobs(send):
+    """The jobs ``send(ctx)`` takes to the service's door (a real VerifierService with no pool behind it)."""
+    svc, seen = VerifierService(None, None), []
+
+    def run_job(job):
+        seen.append(job)
+        return svc.run_job(job)
+
+    send(Context(run_job=run_job, lookup=None, deadline=Deadline.after(30)))
+    return svc, seen
+
+
+def _checker_job():
+    """The job stdio mode's checker judge builds for one case whose program printed 3 (the checker's own job)."""
+    reference = json.dumps({"cases": [{"input": "1 2\n", "output": "3\n"}], "checker": "import sys\nsys.exit(0)\n"})
+    spec, opts = judges.parse_reference(reference, "checker"), CodeOptions(mode="stdio", judge="checker")
+    verdict = []
+    svc, seen = _door_jobs(lambda ctx: verdict.append(stdio.grade([stdio.CaseRun("ok", "3\n")], spec, opts, ctx)))
+    assert verdict[0].outcome is Outcome.SANDBOX_ERROR and len(seen) == 1
+    return svc, seen[0]
+
+
+def _python_verifier_job():
+    """The job a registered ``python`` verifier builds for one request."""
+    source = "def verify(completion, reference, options):\n    return completion == reference\n"
+    svc, seen = _door_jobs(lambda ctx: python_verifier.run(ctx, source, "verify", "4", "4", {"k": "v"}, 5.0))
+    assert len(seen) == 1
+    return svc, seen[0]
+
+
+def test_the_checker_and_python_verifier_payloads_jobs_carry_match_their_shapes():
+    _, job = _checker_job()
+    q = CHECKER.loads(job.stdin)
+    assert shape_of(job.code) is CHECKER and job.code == judges.CHECKER_RUNNER
+    assert q == {"checker": "import sys\nsys.exit(0)\n", "input": "1 2\n", "output": "3\n", "answer": "3\n"}
+    _, job = _python_verifier_job()
+    q = PYTHON_VERIFIER.loads(job.stdin)
+    assert shape_of(job.code) is PYTHON_VERIFIER and job.code == python_verifier.HARNESS
+    assert q["entrypoint"] == "verify" and q["completion"] == "4" and q["options"] == {"k": "v"}
+
+
+@pytest.mark.parametrize(
+    "build, shape, edit, says",
+    [
+        (_checker_job, "CHECKER", lambda q: dict(q, expected="3\n"), "unknown field(s) expected"),
+        (_checker_job, "CHECKER", lambda q: {k: v for k, v in q.items() if k != "answer"}, "field 'answer' is missing"),
+        (_checker_job, "CHECKER", lambda q: dict(q, output=3), "field 'output' must be str, got int"),
+        (_checker_job, "CHECKER", lambda q: dict(q, checker=["x"]), "field 'checker' must be str, got list"),
+        (_python_verifier_job, "PYTHON_VERIFIER", lambda q: dict(q, entry_point="f"), "unknown field(s) entry_point"),
+        (_python_verifier_job, "PYTHON_VERIFIER", lambda q: dict(q, options={"k": 1}), "field 'options' must be"),
+        (_python_verifier_job, "PYTHON_VERIFIER", lambda q: dict(q, source=None), "field 'source' is missing"),
+    ],
+)
+def test_a_checker_or_python_verifier_payload_that_does_not_match_fails_on_the_host(build, shape, edit, says):
+    shape = {"CHECKER": CHECKER, "PYTHON_VERIFIER": PYTHON_VERIFIER}[shape]
+    svc, job = build()
+    bad = replace(job, stdin=json.dumps(edit(json.loads(job.stdin))))
+    with pytest.raises(PayloadError, match=re.escape(says)):
+        shape.loads(bad.stdin)
+    with pytest.raises(PayloadError, match=re.escape(says)):
+        svc.run_job(bad)  # the door: before a sandbox is used (there is none: it would say "no sandbox pool")
+    with pytest.raises(PayloadError, match=re.escape(says)):
+        shape.dumps(edit(json.loads(job.stdin)))
+
+
+def test_a_python_stdio_case_job_is_the_program_itself_with_its_input_as_stdin():
+    """Stdio mode's Python cases carry no payload to declare: the job's code is the candidate's program, run as
+    __main__, and its stdin the case's input as given (its checker, when there is one, is CHECKER's job)."""
+    program = "a, b = map(int, input().split())\nprint(a + b)\n"
+    reference = json.dumps([{"input": "1 2\n", "output": "3\n"}, {"input": "5 6\n", "output": "11\n"}])
+    req = Request(completion=f"```python\n{program}```", reference=reference, verifier="code",
+                  options={"mode": "stdio", "reward": "fraction"})  # fmt: skip
+    verdict = []
+    _, seen = _door_jobs(lambda ctx: verdict.append(CodeVerifier().verify(req, ctx)))
+    assert verdict[0].outcome is Outcome.SANDBOX_ERROR
+    assert sorted(j.stdin for j in seen) == ["1 2\n", "5 6\n"]
+    assert all(j.code == program and shape_of(j.code) is None for j in seen)
