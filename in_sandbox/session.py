@@ -14,7 +14,8 @@ the cell ended, was killed for time, CPU or output, or took the session down.
 
 After each reply, before it reads the next call, the worker learns which process each python holder forked
 for its next command (``tidy``: its parent is the holder, and it said so itself) and kills every other process
-that is not a holder (``sweep``): the caller never waits for either. Every message of a holder comes with its
+that is not a holder (``sweep``): the caller never waits for either, and the next call's sweep waits for every
+killed process to have exited before a cell runs. Every message of a holder comes with its
 sender's pid from the kernel (SO_PASSCRED): a process of the session speaks only for itself.
 
 Limits per session: ``cpu_s`` per cell (RLIMIT_CPU in the cell's process, and the worker's own count of
@@ -158,8 +159,8 @@ class Family:
         self.sweep(wait=False)
 
     def retire(self, slot, pid):
-        """``pid`` holds the session now (python: the cell or fork that ran in it ended): the holder before it is
-        killed at once, so its exit overlaps the reply; the next sweep waits for it, before any cell runs."""
+        """``pid`` holds the session now (python: its cell or fork ended): the holder before it is killed at once
+        (its exit overlaps the reply; the next sweep waits for it)."""
         old, slot.pid = slot.pid, pid
         if old != pid:
             self.dying += proc.kill([old])
@@ -174,23 +175,11 @@ class Family:
                 raise Gone("the session's helper named a next process that is not its own")
 
     def sweep(self, spare=(), wait=True):
-        """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``),
-        again until a scan finds none it has not signalled (a killed process runs no more code, so a child
-        it forked before is found by the next scan), then wait for each to have exited (pidfds: no polling).
-        ``wait=False`` (after a reply): the exits are waited for by the next sweep, which comes before any cell."""
-        keep = self.holders() | set(spare) | {1, os.getpid()}
-        killed = set()
-        for _ in range(1000):
-            new = [p for p in proc.pids() if p not in keep and p not in killed and proc.state(p) not in ("Z", "")]
-            if not new:
-                break
-            self.dying += proc.kill(new)
-            killed.update(new)
-        if wait:
-            dying, self.dying = self.dying, []
-            proc.await_exit(dying)
-        else:
-            self.dying = proc.running(self.dying)
+        """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``)
+        (``proc.kill_all``), then wait for each to have exited (pidfds: no polling). ``wait=False`` (after a
+        reply): the exits are waited for by the next sweep, which comes before any cell runs."""
+        self.dying += proc.kill_all(self.holders() | set(spare) | {1, os.getpid()})
+        self.dying = proc.await_exit(self.dying) if wait else proc.running(self.dying)
         proc.reap()
 
     # -- exec --------------------------------------------------------------------------------------------

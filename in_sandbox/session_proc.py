@@ -71,6 +71,19 @@ def cpu(pid, children=False):
     return ticks / TICK
 
 
+def kill_all(keep):
+    """SIGKILL every process of the sandbox not in ``keep``, again until a scan finds none it has not signalled
+    (a killed process runs no more code, so a child it forked before is found by the next scan); their pidfds."""
+    killed, fds = set(), []
+    for _ in range(1000):
+        new = [p for p in pids() if p not in keep and p not in killed and state(p) not in ("Z", "")]
+        if not new:
+            break
+        fds += kill(new)
+        killed.update(new)
+    return fds
+
+
 def kill(pids):
     """SIGKILL each of ``pids``; the pidfds of those it reached (``await_exit`` waits on them: a pidfd names
     its process even after the pid is reaped and taken again)."""
@@ -100,7 +113,7 @@ def running(fds):
 
 def await_exit(fds, within_s=2.0):
     """Wait until every process of the pidfds ``fds`` has exited (a zombie counts), at most ``within_s``;
-    close them."""
+    close them. Returns [] (nothing is left to wait for)."""
     fds = list(fds)
     try:
         end = time.monotonic() + within_s
@@ -112,6 +125,7 @@ def await_exit(fds, within_s=2.0):
     finally:
         for fd in fds:
             os.close(fd)
+    return []
 
 
 def reap():
