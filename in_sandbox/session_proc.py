@@ -90,14 +90,13 @@ def kill(pids):
     fds = []
     for p in pids:
         try:
-            fd = os.pidfd_open(p)
+            fds.append(os.pidfd_open(p))
         except OSError:
-            continue  # gone already
+            pass  # gone already, or no descriptor left: killed all the same, not waited for
         try:
             os.kill(p, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        fds.append(fd)
     return fds
 
 
