@@ -14,7 +14,8 @@ the cell ended, was killed for time, CPU or output, or took the session down.
 
 After each reply, before it reads the next call, the worker learns which process each python holder forked
 for its next command (``tidy``: its parent is the holder, and it said so itself) and kills every other process
-that is not a holder (``sweep``): the caller never waits for either. Every message of a holder comes with its
+that is not a holder (``sweep``): the caller never waits for either, and the next call's sweep waits for every
+killed process to have exited before a cell runs. Every message of a holder comes with its
 sender's pid from the kernel (SO_PASSCRED): a process of the session speaks only for itself.
 
 Limits per session: ``cpu_s`` per cell (RLIMIT_CPU in the cell's process, and the worker's own count of
@@ -89,6 +90,7 @@ class Family:
         self.slots = {}
         self.next = 0
         self.gone = {}  # sid -> why, of sessions that ended between calls (``tidy``)
+        self.dying = []  # pidfds of processes killed after a reply, not yet seen exit (``sweep``)
 
     # -- open / close ----------------------------------------------------------------------------------
     def open(self, head, payload):
@@ -154,7 +156,14 @@ class Family:
                 except Gone as e:
                     self.end(slot, str(e))
                     self.gone[slot.sid] = slot.ended
-        self.sweep()
+        self.sweep(wait=False)
+
+    def retire(self, slot, pid):
+        """``pid`` holds the session now (python: its cell or fork ended): the holder before it is killed at once
+        (its exit overlaps the reply; the next sweep waits for it)."""
+        old, slot.pid = slot.pid, pid
+        if old != pid:
+            self.dying += proc.kill([old])
 
     def _next(self, slot):
         while True:
@@ -165,23 +174,12 @@ class Family:
             if not (isinstance(pid, int) and not proc.alive(pid)):  # else: a killed cell's, before it died
                 raise Gone("the session's helper named a next process that is not its own")
 
-    def sweep(self, spare=()):
-        """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``),
-        again until a scan finds none it has not signalled (a killed process runs no more code, so a child
-        it forked before is found by the next scan), then wait for each to have exited (pidfds: no polling)."""
-        keep = self.holders() | set(spare) | {1, os.getpid()}
-        killed = set()
-        for _ in range(1000):
-            new = [p for p in proc.pids() if p not in keep and p not in killed and proc.state(p) not in ("Z", "")]
-            if not new:
-                break
-            for p in new:
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            killed.update(new)
-        proc.await_exit(killed)
+    def sweep(self, spare=(), wait=True):
+        """SIGKILL every process of the sandbox but the worker and the sessions' holders (and ``spare``)
+        (``proc.kill_all``), then wait for each to have exited (pidfds: no polling). ``wait=False`` (after a
+        reply): the exits are waited for by the next sweep, which comes before any cell runs."""
+        self.dying += proc.kill_all(self.holders() | set(spare) | {1, os.getpid()})
+        self.dying = proc.await_exit(self.dying) if wait else proc.running(self.dying)
         proc.reap()
 
     # -- exec --------------------------------------------------------------------------------------------
@@ -243,6 +241,7 @@ class Family:
         totals = {out_r: 0, err_r: 0, res_r: 0}
         caps = {out_r: cap, err_r: cap, res_r: RESULT_CAP}
         status, cell_cpu, killed = "ok", 0.0, False
+        live = set(streams)  # a stream at end of file leaves the select: it would wake it at once, again and again
         for fd in streams:
             os.set_blocking(fd, False)
         while True:
@@ -264,10 +263,10 @@ class Family:
                     deadline = now + ANSWER_S
             if now >= deadline:
                 raise Gone("the session's helper stopped answering")
-            ready, _, _ = select.select([slot.sock, *streams], [], [], min(0.02, max(deadline - now, 0)))
+            ready, _, _ = select.select([slot.sock, *live], [], [], min(0.02, max(deadline - now, 0)))
             for fd in ready:
-                if fd in streams:
-                    proc.pump(fd, streams[fd], caps[fd], totals)
+                if fd in live and proc.pump(fd, streams[fd], caps[fd], totals) is None:
+                    live.discard(fd)
             if early is not None or slot.sock in ready:
                 msg, early = early or slot.recv(time.monotonic() + ANSWER_S), None
                 holder, sig = msg.get("holder"), msg.get("signal")
@@ -290,7 +289,7 @@ class Family:
                 raise Gone("the session's helper named a holder that is not its own")
             holder = slot.pid
         if holder == cell:
-            slot.pid = cell
+            self.retire(slot, cell)
             cell_cpu = max(cell_cpu, proc.cpu(cell, children=True))
         elif status == "ok" and slot.kind == "python":  # the cell's process ended before the cell did
             status = "cpu" if sig == signal.SIGXCPU or cell_cpu + 0.1 >= cpu else "exited"
@@ -332,7 +331,7 @@ class Family:
             done = slot.recv(time.monotonic() + ANSWER_S)
             if done.get("forked") != n or done["_from"] != actor or not actor:
                 raise Gone("the session's helper did not confirm the fork")
-            slot.pid = actor  # python: the process that made the forks holds the session now
+            self.retire(slot, actor)  # python: the process that made the forks holds the session now
         except Gone as e:
             for sid in made:
                 self.close(self.slots[sid])

@@ -98,6 +98,8 @@ class Holder:
             pid = _fork()
             if pid == 0:
                 self.send({"next": os.getpid()})  # from itself: the worker checks who speaks
+                if self.kind == "python":
+                    _warm()
                 return
             status = _wait(pid)  # returns only when it was killed or exited: the state is ours again
             _drain(self.sock)  # a command it never read (it died first) is never run by the next one
@@ -276,6 +278,19 @@ def run_cell(code, ns, filename):
     except BaseException as e:  # noqa: BLE001 - the cell's exception is its result; the session goes on
         tb = traceback.format_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
         return None, _cut("".join(tb)), False
+
+
+def _warm():
+    """Walk a cell's own path once on a throwaway cell, while the command has not come yet: a fresh fork shares
+    its pages with the holder, and each page a cell writes first is copied then (a trivial cell: about 0.4 ms
+    of page copies instead of 20 us of work). Nothing of the session's state is touched."""
+    try:
+        run_cell("_ = 0\n_ + 1", {"__builtins__": builtins}, "<warm>")
+        linecache.cache.pop("<warm>", None)
+        io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace").detach()
+        json.dumps({"value": "1", "error": None, "memory": False})
+    except BaseException:  # noqa: BLE001 - the session's own code may have broken what it uses: the cell says so
+        pass
 
 
 def _isolate(rw_root):

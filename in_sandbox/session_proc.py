@@ -6,20 +6,23 @@ kernel's word, which no process of the session can fake.
 
 import os
 import select
+import signal
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 
 
 def pump(fd, buf, cap, totals):
+    """Read what waits on ``fd`` into ``buf`` (up to ``cap``; ``totals`` counts all of it): True when it read
+    something, False when nothing waits yet, None at end of file (the writers closed it)."""
     try:
         b = os.read(fd, 65536)
     except BlockingIOError:
         return False
     except OSError:
-        return False
+        return None
     if not b:
-        return False
+        return None
     totals[fd] += len(b)
     room = cap - len(buf)
     if room > 0:
@@ -68,14 +71,49 @@ def cpu(pid, children=False):
     return ticks / TICK
 
 
-def await_exit(pids, within_s=2.0):
-    """Wait until every process of ``pids`` has exited (a zombie counts), at most ``within_s``."""
+def kill_all(keep):
+    """SIGKILL every process of the sandbox not in ``keep``, again until a scan finds none it has not signalled
+    (a killed process runs no more code, so a child it forked before is found by the next scan); their pidfds."""
+    killed, fds = set(), []
+    for _ in range(1000):
+        new = [p for p in pids() if p not in keep and p not in killed and state(p) not in ("Z", "")]
+        if not new:
+            break
+        fds += kill(new)
+        killed.update(new)
+    return fds
+
+
+def kill(pids):
+    """SIGKILL each of ``pids``; the pidfds of those it reached (``await_exit`` waits on them: a pidfd names
+    its process even after the pid is reaped and taken again)."""
     fds = []
     for p in pids:
         try:
             fds.append(os.pidfd_open(p))
         except OSError:
-            pass  # gone already
+            pass  # gone already, or no descriptor left: killed all the same, not waited for
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return fds
+
+
+def running(fds):
+    """Of the pidfds ``fds``, those whose process has not exited yet; the others are closed."""
+    if not fds:
+        return []
+    ready, _, _ = select.select(fds, [], [], 0)
+    for fd in ready:
+        os.close(fd)
+    return [fd for fd in fds if fd not in ready]
+
+
+def await_exit(fds, within_s=2.0):
+    """Wait until every process of the pidfds ``fds`` has exited (a zombie counts), at most ``within_s``;
+    close them. Returns [] (nothing is left to wait for)."""
+    fds = list(fds)
     try:
         end = time.monotonic() + within_s
         while fds and time.monotonic() < end:
@@ -86,6 +124,7 @@ def await_exit(pids, within_s=2.0):
     finally:
         for fd in fds:
             os.close(fd)
+    return []
 
 
 def reap():

@@ -2,14 +2,16 @@
 
     flock /tmp/bench.lock .venv/bin/python -m bench.pool.sessions [--rounds 3] [--opens 10] [--cells 40] [--backend docker]
 
-Per round, alternately (A B C):
-  ours     through the real service (gRPC client, Docker, one server for the run): open from the warm
-           pool (each open followed by a close and a pause that lets the pool refill its lane), a trivial
-           cell (``x = 1`` then ``x + 1``: the value comes back), fork to 8, close; and opening 8
+Per round:
+  cell     the trivial cell (``x = 1`` once, then ``x + 1``: the value comes back) three ways in turn, cell by
+           cell, so a load that changes during the run weighs on all three alike: ours (one session held
+           open, through the real service: gRPC client, one server for the run), a Jupyter kernel held open
+           (jupyter_client's ``BlockingKernelClient.execute_interactive``, its execute_result read), and a
+           fresh ``/usr/bin/python3 -c`` (no state kept: each cell re-runs the assignment);
+  ours     open from the warm pool (each open followed by a close and a pause that lets the pool refill its
+           lane), the first cells of the session just opened (``cell new``), fork to 8, close; and opening 8
            sessions back to back (what fork to 8 replaces);
-  jupyter  an IPython kernel through jupyter_client (``KernelManager``, ``BlockingKernelClient.
-           execute_interactive``): start (open), the same cell (execute_result read), shutdown (close);
-  python   a fresh ``/usr/bin/python3 -c`` per cell (no state kept: each cell re-runs the assignment).
+  jupyter  an IPython kernel through jupyter_client (``KernelManager``): start (open), shutdown (close).
 The same cells everywhere. Printed: p50 and p99 of each step per round, the medians over rounds, the
 median of the per-round ratios, and the 1-minute load with each round. Needs ``pip install ipykernel
 jupyter_client`` (pyproject's bench extra).
@@ -44,7 +46,7 @@ def timed(fn, *a, **kw):
 
 
 def ours(c: VerifierClient, opens: int, cells: int, refill_s: float) -> dict[str, list[float]]:
-    r: dict[str, list[float]] = {"open": [], "cell": [], "fork8": [], "close": [], "open8": []}
+    r: dict[str, list[float]] = {"open": [], "cell new": [], "fork8": [], "close": [], "open8": []}
     for _ in range(opens):
         dt, s = timed(c.open_session, "python")
         r["open"].append(dt)
@@ -52,7 +54,7 @@ def ours(c: VerifierClient, opens: int, cells: int, refill_s: float) -> dict[str
         for _ in range(cells // opens):
             dt, out = timed(c.exec, s.id, CELL)
             assert out.value == "2", out
-            r["cell"].append(dt)
+            r["cell new"].append(dt)
         dt, forks = timed(c.fork_session, s.id, 8)
         r["fork8"].append(dt)
         assert c.exec(forks[-1].id, CELL).value == "2"
@@ -68,10 +70,10 @@ def ours(c: VerifierClient, opens: int, cells: int, refill_s: float) -> dict[str
     return r
 
 
-def jupyter(opens: int, cells: int) -> dict[str, list[float]]:
+def jupyter(opens: int) -> dict[str, list[float]]:
     from jupyter_client.manager import KernelManager
 
-    r: dict[str, list[float]] = {"open": [], "cell": [], "close": []}
+    r: dict[str, list[float]] = {"open": [], "close": []}
     for _ in range(opens):
         km = KernelManager(kernel_name="python3")
         t = time.perf_counter()
@@ -81,8 +83,33 @@ def jupyter(opens: int, cells: int) -> dict[str, list[float]]:
         kc.wait_for_ready(timeout=60)
         r["open"].append(time.perf_counter() - t)
         kc.execute_interactive(SETUP, timeout=30)
-        for _ in range(cells // opens):
-            got = []
+        t = time.perf_counter()
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+        r["close"].append(time.perf_counter() - t)
+    return r
+
+
+def paired(c: VerifierClient, cells: int) -> dict[str, dict[str, list[float]]]:
+    """The trivial cell three ways in turn, cell by cell (ours, Jupyter's, ``python3 -c``): one session and one
+    kernel held open, so a load that changes during the run weighs on all three alike."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    s = c.open_session("python")
+    r: dict[str, list[float]] = {"ours": [], "jupyter": [], "python -c": []}
+    try:
+        c.exec(s.id, SETUP)
+        kc.execute_interactive(SETUP, timeout=30)
+        for _ in range(cells):
+            dt, out = timed(c.exec, s.id, CELL)
+            assert out.value == "2", out
+            r["ours"].append(dt)
+            got: list[str] = []
 
             def hook(msg, got=got):
                 if msg["msg_type"] == "execute_result":
@@ -90,12 +117,13 @@ def jupyter(opens: int, cells: int) -> dict[str, list[float]]:
 
             dt, _ = timed(kc.execute_interactive, CELL, output_hook=hook, timeout=30)
             assert got == ["2"], got
-            r["cell"].append(dt)
-        t = time.perf_counter()
+            r["jupyter"].append(dt)
+            r["python -c"] += fresh_python(1)["cell"]
+    finally:
+        c.close_session(s.id)
         kc.stop_channels()
-        km.shutdown_kernel(now=False)
-        r["close"].append(time.perf_counter() - t)
-    return r
+        km.shutdown_kernel(now=True)
+    return {who: {"cell": xs} for who, xs in r.items()}
 
 
 def fresh_python(cells: int) -> dict[str, list[float]]:
@@ -136,8 +164,12 @@ def main() -> None:
         ours(c, 2, 4, a.refill_s)  # warm the client's channel and the server's code paths
         for i in range(a.rounds):
             load = os.getloadavg()[0]
-            rnd = {"ours": ours(c, a.opens, a.cells, a.refill_s), "jupyter": jupyter(max(2, a.opens // 3), a.cells),
-                   "python -c": fresh_python(a.cells)}  # fmt: skip
+            cells = paired(c, a.cells)
+            rnd = {
+                "ours": {**cells["ours"], **ours(c, a.opens, a.cells, a.refill_s)},
+                "jupyter": {**cells["jupyter"], **jupyter(max(2, a.opens // 3))},
+                "python -c": cells["python -c"],
+            }
             runs.append(rnd)
             print(f"round {i + 1} (load {load:.2f})")
             for who, steps in rnd.items():

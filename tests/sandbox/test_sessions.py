@@ -56,6 +56,16 @@ def test_notebook_semantics(py):
     assert py.exec(0, "open('made.txt', 'w').write('k')\nsorted(os.listdir('.'))").value == "['data', 'made.txt']"
 
 
+def test_the_throwaway_cell_run_ahead_leaves_no_trace(py):
+    """The process forked for the next cell runs a throwaway cell while it waits (in_sandbox/session_holder.py,
+    ``_warm``): nothing of it shows in the session (its value, its source, an output, a cell number)."""
+    c = py.exec(0, "import linecache\n'_' in globals(), sorted(k for k in linecache.cache if k.startswith('<'))")
+    assert (c.status, c.stdout, c.stderr, c.value) == ("ok", "", "", "(False, ['<cell 1>'])")
+    c = py.exec(0, "1 / 0")
+    assert 'File "<cell 2>", line 1' in c.error
+    assert py.exec(0, "_").value == "(False, ['<cell 1>'])"  # the last value a cell showed, not the throwaway's
+
+
 def test_a_long_session_keeps_its_descriptors(py):
     """Hundreds of cells (a tool-using rollout runs ~50; NeMo Gym's users ask for more): the holder keeps no
     descriptor of a cell (one leaked per cell used to end the session at its nofile limit, 256)."""
