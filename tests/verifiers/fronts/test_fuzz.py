@@ -228,6 +228,7 @@ def alive(server) -> None:
 
 
 # -- the tests -------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.docker
 @SETTINGS
 @given(r=request())
