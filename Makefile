@@ -72,7 +72,7 @@ help:
 	@echo "                ARGS='--memory-mb 2048 …': any other flag of verifiers.fronts.server, the limits included (docs/serve.md)"
 	@echo "make test       the whole test suite (Docker and gRPC tests included); PYTEST_ARGS='-k math' to select, TEST_WORKERS=2 workers (0: one process)"
 	@echo "make parts      what this machine has of the parts the tests need"
-	@echo "make test-fast  only the tests that need no Docker (PYTEST_ARGS=…)"
+	@echo "make test-fast  only the tests that need no Docker and are not marked slow (PYTEST_ARGS=…)"
 	@echo "make image      build the sandbox image offline (debootstrap + docker import); LANGS=all adds the toolchain image"
 	@echo "make image-langs  build only the toolchain image (C, C++, Java, Node, Go, Rust and more)"
 	@echo "make docker     make sure a Docker engine answers (installs/starts dockerd as root)"
@@ -172,7 +172,7 @@ parts: venv
 	@$(PY) -m tests.parts
 
 test-fast: venv
-	$(PY) -m pytest -m "not docker" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

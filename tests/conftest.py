@@ -57,20 +57,56 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+# -- order: the files that hold a slow test first --------------------------------------------------------
+def pytest_collection_modifyitems(session, config, items):
+    """Files holding a test marked ``slow`` run first (a stable sort: the order is otherwise unchanged), so
+    that under ``-n N --dist loadfile`` the workers end on small files together instead of one worker
+    starting a long file last. pyproject's ``--no-loadscope-reorder`` keeps this order: xdist would
+    otherwise queue the files by their number of tests, the long service files (few tests each) last."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in heavy)
+
+
 @pytest.fixture(scope="session")
 def verifier_server(tmp_path_factory):
-    """One real verifier service (2 sandbox containers) on a free loopback port for the session."""
+    """One real verifier service (2 sandbox containers) on a free loopback port for the session, its HTTP
+    front on too (OpenRLHF's /get_reward grading with ``math``): the gRPC and the HTTP files share it."""
     if not docker_ready():
         pytest.fail("Docker engine not reachable: run `make setup` (tests marked docker need it)")
     log = tmp_path_factory.mktemp("server") / "server.log"
-    with LocalServer(pool_size=2, log_path=str(log)) as srv:
+    args = ["--http-port", "0", "--reward-verifier", "math"]
+    with LocalServer(pool_size=2, log_path=str(log), extra_args=args) as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def served_http(verifier_server):
+    """(the session's server, an httpx.Client on its HTTP port)."""
+    import httpx
+
+    from tests.http_helpers import http_base
+
+    with httpx.Client(base_url=http_base(verifier_server), timeout=120) as http:
+        yield verifier_server, http
 
 
 @pytest.fixture(scope="session")
 def client(verifier_server):
     with VerifierClient(verifier_server.target, timeout_s=120) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def langs_service(tmp_path_factory):
+    """One real in-process service over the one pool (2 Python sandboxes, 2 toolchain sandboxes) for every
+    code-language file a worker runs (tests/langs_helpers.make_service): its start cost a pool start per file.
+    Tests that count compiles clear its artifact cache first, and tests that must not meet the verdict cache
+    grade fresh prose."""
+    from tests.langs_helpers import make_service
+
+    svc, close = make_service(tmp_path_factory)
+    yield svc
+    close()
 
 
 # -- PostgreSQL: a throwaway cluster for the registry's shared (postgresql://) backend ------------------

@@ -18,6 +18,7 @@ SEED = 49
 N_LANG = 60  # a shared-program language's refused up front; a separated one's graded (a few seconds each, idle)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 # a hang guard, not a timing: 8 languages' mutants now run apart (ruby ... racket), not refused
 @pytest.mark.timeout(1200)

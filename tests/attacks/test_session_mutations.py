@@ -54,6 +54,7 @@ def test_cells_are_cut_at_statements():
         compile(cells(program, rng)[-1], "cell", "exec")
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_mutation_in_a_session_never_raises_the_reward(verifier_server):
     seeds = battery_seeds() + humaneval_seeds(limit=4)

@@ -75,6 +75,7 @@ def until_ready(container: str, port: int, timeout_s: float = 90) -> None:
     pytest.fail(f"{container} not ready in {timeout_s} s ({why}): {logs.stdout}{logs.stderr}")
 
 
+@pytest.mark.slow
 def test_the_service_image_serves_as_non_root_with_grpc_and_http_health(service_image, chan_dir):
     port, http = free_port(), free_port()
     name = f"rlvr-svc-test-{os.getpid()}"
@@ -103,6 +104,7 @@ def test_the_service_image_serves_as_non_root_with_grpc_and_http_health(service_
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
 
 
+@pytest.mark.slow
 def test_the_service_image_grades_with_the_bwrap_backend_inside_its_container(service_image, tmp_path):
     """As in a Kubernetes pod: no container engine, read-only root, every capability dropped; the pod's
     seccomp/AppArmor unconfined and /proc unmasked so bwrap can build each sandbox (deploy/README.md)."""
@@ -127,6 +129,7 @@ def test_the_service_image_grades_with_the_bwrap_backend_inside_its_container(se
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
 
 
+@pytest.mark.slow
 def test_compose_two_replicas_share_the_registry_and_survive_one_stopping(service_image, chan_dir, postgres_url):
     require("docker-compose")  # a required part: missing, the test fails naming it (never a skip)
     ports = {k: free_port() for k in ("RLVR_PORT_A", "RLVR_HTTP_A", "RLVR_PORT_B", "RLVR_HTTP_B")}

@@ -27,6 +27,8 @@ import ast
 import shutil
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("proto", "languages", "in_sandbox", "sandbox", "verifiers", "trainer")
 ALLOWED = {
@@ -405,6 +407,7 @@ def test_every_package_states_its_public_surface():
         assert doc and len(doc.splitlines()) >= 2, f"{init.relative_to(ROOT)}: no docstring naming its public surface"
 
 
+@pytest.mark.slow
 def test_the_trainer_checks_catch_a_breach(tmp_path):
     for pkg in PACKAGES:
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))

@@ -64,6 +64,7 @@ def test_podman_runs_the_worker_as_a_mapped_user_without_root_anywhere():
     assert umap[:3] == ["0", str(podman_user().pw_uid), "1"] and umap[1] != "0"
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_podman_loads_the_sandbox_image_offline_from_dockers_copy():
     import subprocess

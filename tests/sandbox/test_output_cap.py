@@ -144,6 +144,7 @@ C_SUM_AFTER = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 def test_a_c_program_past_the_servers_cap_is_runtime_error(tmp_path, stream):

@@ -40,6 +40,7 @@ def _wait_for(cond, timeout: float = 60.0) -> bool:
 
 
 # -- the result contract ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_result_carries_status_output_and_flags(pool):
     r = pool.run(Job(code="import sys\nprint(input()[::-1])\nsys.stderr.write('warn')\n", stdin="abc", id="j1"))
     assert (r.exit_code, r.signal, r.stdout, r.stderr, r.id) == (0, None, "cba\n", "warn", "j1")

@@ -20,7 +20,7 @@ from sandbox.backend import SandboxConfig
 from sandbox.backends.docker import docker_available
 from sandbox.pool import SandboxPool
 from tests.parts import require
-from tests.security.jobs import assert_serving, close_and_check
+from tests.security.jobs import assert_serving, close_and_check, containers
 
 SECRET_NAME = "RLVR_BATTERY_SECRET"
 SECRET_VALUE = "s3cr3t-" + os.urandom(8).hex()
@@ -54,16 +54,19 @@ BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("podm
 def pool(request):
     """The module's attacked pool, started with a secret in this process's environment (removed after:
     no later test inherits it). Afterwards: it still serves, lost no sandbox, and closing it leaves no
-    container and no process behind."""
+    container and no process behind (a container this process held before the pool started is another
+    pool's: the worker's session services, tests/conftest.py)."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv(SECRET_NAME, SECRET_VALUE)
-        p = make_pool(request.param, size=2).start()
+        p = make_pool(request.param, size=2)
+        others = containers(p)
+        p.start()
         try:
             yield p
             assert_serving(p)
             assert p.replaced == 0, f"the attacks killed {p.replaced} sandbox(es) of the pool"
         finally:
-            close_and_check(p)
+            close_and_check(p, others)
 
 
 # -- the outcome of each battery test per backend, for docs/sandbox.md's table (tests/security/table.py)

@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from tests.langs_helpers import grade, make_service
+from tests.langs_helpers import grade
 
 ONE = json.dumps([{"input": "1 2\n", "output": "3\n"}])
 SECRET = "rlvrsecret" + os.urandom(8).hex()
@@ -123,16 +123,15 @@ PERSIST_READ = (
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
 def _not_passed(v) -> None:
     assert v.outcome != "CORRECT" and v.reward == 0.0, (v.outcome, v.detail)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", LANGS)
 def test_no_network(service, lang):
@@ -174,6 +173,7 @@ def test_the_scan_finds_a_secret_that_is_there(service):
     assert v.outcome == "CORRECT", v.detail
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", LANGS)
 def test_nothing_persists_into_the_next_job(service, lang):
@@ -209,6 +209,7 @@ SLOW = "30"
 SHELL_KILL_DRIVER = "echo 3; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"  # the shell's grandparent: the driver
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", SHELL_LANGS)
 def test_new_languages_run_and_meet_the_same_walls(service, lang):
@@ -229,6 +230,7 @@ def test_new_languages_run_and_meet_the_same_walls(service, lang):
     assert "got 'scanned'" in v.detail, v.detail
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", SHELL_LANGS)
 def test_new_languages_killing_the_driver_or_a_fork_bomb_never_pass(service, lang):

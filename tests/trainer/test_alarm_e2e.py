@@ -28,6 +28,7 @@ TINY = TinyConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, in
 SIZES = {"warmstart": 4000, "train": 2000, "heldout": 64}  # bench/training/alarm.py's run B, step for step
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1500)  # a hang guard, not a timing: ~3 min on an idle 2-core machine, 10+ when it is shared
 def test_a_learned_hack_is_caught_and_stops_the_run(tmp_path, client):
     torch.set_num_threads(2)

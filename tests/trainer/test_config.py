@@ -122,6 +122,7 @@ def test_load_config_reads_a_pipeline_files_grpo_section(tmp_path):
     assert load_config(None, {"lora": {"r": 2}}).lora.r == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module",
     [

@@ -116,6 +116,7 @@ def _rank_main(rank: int, world: int, port: int, loss_type: str, micro: int | No
         distributed.teardown(ctx)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss_type,micro", [("grpo", None), ("grpo", 4), ("token_mean", 4), ("dr_grpo", None)])
 def test_two_ranks_take_the_same_step_as_one_process(tmp_path, loss_type, micro):
     cfg = _cfg(loss_type, micro)
@@ -136,6 +137,7 @@ def test_a_batch_that_does_not_split_across_ranks_is_a_clear_error():
         distributed.check_batch(5, distributed.Dist(rank=0, world=2))
 
 
+@pytest.mark.slow
 def test_metrics_are_summed_maxed_or_averaged_across_ranks(tmp_path):
     port = free_port()
     mp.spawn(_metrics_main, args=(port, str(tmp_path)), nprocs=2, join=True)
@@ -186,6 +188,7 @@ def torchrun_train(tmp_path: Path, target: str, extra: list[str]) -> tuple[subpr
     return proc, run, init
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_torchrun_two_ranks_train_and_only_rank_0_writes(tmp_path, server):
     proc, run, _ = torchrun_train(tmp_path, server.target, ["--log_completions_every", "1"])

@@ -101,6 +101,7 @@ def test_an_interrupted_run_resumes_without_regrading(tmp_path, verifier_server)
     assert (changed["reused"], changed["graded_now"]) == (6, 1) and changed["outcomes"]["CORRECT"] == 5
 
 
+@pytest.mark.slow
 def test_infrastructure_errors_are_reported_apart_and_graded_again_on_resume(tmp_path, verifier_server, client):
     with LocalServer(pool_size=1, log_path=str(tmp_path / "second.log")) as second:
         far = pb.RemoteVerifier(target=second.target, verifier="math")
@@ -189,6 +190,7 @@ def test_k_samples_per_problem_and_resume_without_regenerating(tmp_path, verifie
     assert kept == [json.loads(x) for x in first[:7]]  # the first 7 samples were neither re-generated nor re-graded
 
 
+@pytest.mark.slow
 def test_command_line_starts_its_own_service_when_no_target_is_given(tmp_path):
     f = write(tmp_path / "c.jsonl", MATH_ROWS[:2])
     out = tmp_path / "cli.json"
@@ -323,6 +325,7 @@ def test_make_eval_alone_reproduces_what_training_reported(tmp_path, verifier_se
     assert "accuracy training reported (summary.json eval_after)" in (tmp_path / "runs/r1/eval/heldout.md").read_text()
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_keeps_the_log_stops_the_local_service_and_resumes(tmp_path, verifier_server):
     import time
 

@@ -61,6 +61,7 @@ def _rank_main(rank: int, port: int, out: str) -> None:
         distributed.teardown(ctx)
 
 
+@pytest.mark.slow
 def test_fsdp_two_ranks_take_the_one_process_step_and_save_a_full_checkpoint(tmp_path):
     cfg = _cfg("grpo", None)
     model, tok, ref, batch = _model_and_batch(cfg)
@@ -90,6 +91,7 @@ def server():
         yield srv
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_torchrun_fsdp_two_ranks_train_and_save_a_loadable_checkpoint(tmp_path, server):
     extra = [

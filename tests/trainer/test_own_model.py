@@ -30,6 +30,7 @@ def make(target: str, timeout: int = 600, **knobs: str) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_make_train_and_eval_on_a_model_of_ones_own(tmp_path, verifier_server):
     data = gsm8k_style(tmp_path / "gsm.jsonl")

@@ -158,6 +158,8 @@ def server():
         yield srv
 
 
+@pytest.mark.slow
+@pytest.mark.docker
 def test_two_process_steps_against_the_service(tmp_path: Path, server):
     from trainer.train import train
 

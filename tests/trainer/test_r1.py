@@ -44,6 +44,7 @@ def server():
         yield srv
 
 
+@pytest.mark.docker
 def test_only_correct_and_well_formed_samples_enter_the_sft_set(server):
     samples = [Sample("3-2+8+8=?", "17", c) for c, _ in CASES]
     with VerifierClient(server.target) as client:
@@ -99,6 +100,8 @@ def _r1(out: Path, target: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_r1_runs_every_stage_and_resumes_per_stage(tmp_path, server):
     out = tmp_path / "r1"
     # a tiny model kept nothing in rejection sampling: give the SFT stage one verified sample to start from

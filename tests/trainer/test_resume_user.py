@@ -48,6 +48,7 @@ def final_weights(run: Path) -> dict[str, torch.Tensor]:
     return load_file(str(run / "checkpoints" / f"step-{STEPS:06d}" / "model.safetensors"))
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_sigterm_then_the_printed_command_resumes_to_the_same_weights(tmp_path, verifier_server):
     runs = tmp_path / "runs"
@@ -88,6 +89,7 @@ def test_sigterm_then_the_printed_command_resumes_to_the_same_weights(tmp_path, 
     assert a.keys() == b.keys() and not diff, diff
 
 
+@pytest.mark.slow
 def test_resume_auto_without_a_checkpoint_refuses_before_anything_starts(tmp_path):
     got = subprocess.run(
         pipeline(tmp_path / "runs", "fresh", "127.0.0.1:1", "--grpo.resume", "auto"),

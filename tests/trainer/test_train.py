@@ -78,6 +78,7 @@ def small_cfg(tmp_path: Path, target: str, **kw) -> GRPOConfig:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_entry_point_trains_three_steps_and_saves_a_loadable_model(tmp_path, server):
     tok = tiny_tokenizer()

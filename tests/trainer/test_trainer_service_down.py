@@ -45,6 +45,7 @@ def _rollout() -> Rollout:
     )
 
 
+@pytest.mark.slow
 def test_trainer_waits_for_a_service_down_for_30_s_and_grades_the_same_step(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="verifiers.client")
     with socket.socket() as s:

@@ -90,6 +90,7 @@ def code_of(call) -> grpc.StatusCode:
     return e.value.code
 
 
+@pytest.mark.slow
 def test_right_functions_correct_wrong_incorrect(alice):
     s = alice.open_session("python", timeout_s=5)
     assert alice.exec(s.id, RIGHT).status == "ok"

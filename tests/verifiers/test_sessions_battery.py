@@ -224,6 +224,7 @@ def test_the_limits_a_caller_tries_to_get_around(c, served):
             other.close_session(sid)
 
 
+@pytest.mark.slow
 def test_a_session_kept_busy_still_ends_at_its_maximum_lifetime(tmp_path):
     """Calls reset the idle TTL, never the lifetime: the reaper closes the session at its maximum, and the
     next call says so. (The reaper is the service's, the same on every backend: bubblewrap starts fastest.)"""

@@ -170,6 +170,7 @@ def test_http_routes(served):
     assert http.post(f"/v1/sessions/{s['id']}/exec", json={"code": "1"}, headers=h).status_code == 412  # closed
 
 
+@pytest.mark.slow
 def test_kill_9_leaves_nothing_after_the_next_start(tmp_path):
     from verifiers.launch import LocalServer
 

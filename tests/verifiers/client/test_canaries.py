@@ -194,6 +194,7 @@ def test_cli_usage_errors_exit_2(args, message):
     assert p.returncode == 2 and message in p.stderr, p.stdout + p.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_cli_over_http_v1_and_openrlhf(tmp_path):
     """The format canaries (graded on the host, no sandbox time) through both HTTP shapes."""

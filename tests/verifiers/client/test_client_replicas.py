@@ -102,6 +102,7 @@ def _remove_containers_of(proc: subprocess.Popen) -> None:
         subprocess.run(["docker", "rm", "-f", *ids], capture_output=True, timeout=60)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_one_replica_sigkilled_mid_batch_every_result_exactly_once(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="verifiers.client")

@@ -53,6 +53,7 @@ def test_format_cell_cuts_long_output():
     )
 
 
+@pytest.mark.slow
 def test_trl_grpo_trainer_calls_python_in_sessions(tmp_path, verifier_server):
     import torch
     from datasets import Dataset

@@ -150,6 +150,7 @@ def test_unknown_source_and_untranslatable_ground_truth_are_clear_errors(verifie
     assert route_for("aime25").verifier == "math" and route_for("livecodebench/v5").verifier == "code"
 
 
+@pytest.mark.slow
 def test_infrastructure_failure_scores_zero_but_says_so(verifier_server, client, tmp_path):
     with LocalServer(pool_size=1, log_path=str(tmp_path / "second.log")) as second:
         far = pb.RemoteVerifier(target=second.target, verifier="math")

@@ -222,6 +222,7 @@ def alive(server) -> None:
 
 
 # -- the tests -------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.docker
 @SETTINGS
 @given(r=request())

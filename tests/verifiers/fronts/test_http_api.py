@@ -55,6 +55,7 @@ def metrics(http) -> dict[tuple[str, tuple], float]:
 
 
 # -- grading ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "item",
     [

@@ -13,8 +13,6 @@ import json
 
 import pytest
 
-from tests.http_helpers import http_service
-
 pytestmark = pytest.mark.docker
 
 EOS = "<|im_end|>"
@@ -23,9 +21,8 @@ LOOP = "while True:\n    pass\n"
 
 
 @pytest.fixture(scope="module")
-def http(tmp_path_factory):
-    with http_service(tmp_path_factory.mktemp("compat"), extra_args=("--reward-verifier", "math")) as (_, client):
-        yield client
+def http(served_http):
+    return served_http[1]  # the session's server (tests/conftest.py): --reward-verifier math, HTTP on
 
 
 def openrlhf_payload(prompts: list[str], responses: list[str], labels: list[str]) -> dict:

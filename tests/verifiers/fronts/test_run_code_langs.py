@@ -103,6 +103,7 @@ def run(http, language: str, code: str, stdin: str = "", run_timeout: float = 10
     return r.json()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", sorted(PROGRAMS))
 def test_a_correct_program_succeeds(http, language):
     body = run(http, language, PROGRAMS[language][0], stdin="20 22\n")
@@ -181,6 +182,7 @@ JEST_SUITE = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["+", "-"])
 def test_a_jest_suite_passes_or_fails_by_its_exit_status(http, op):
     """SandboxFusion's ``jest``: the program is a TypeScript test file; Success when jest exits 0."""

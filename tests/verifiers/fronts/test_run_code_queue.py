@@ -60,6 +60,7 @@ def post(http: httpx.Client, stdin: str, code: str = MIXED, run_timeout: float =
     return r.json()
 
 
+@pytest.mark.slow
 def test_verls_high_load_shape_on_a_pool_of_two(tmp_path_factory):
     inputs = [f"input_timeout_{i}" if i in SLEEPERS else f"input_{i}" for i in range(N)]
     expected = [f"wrong_output_{i}\n" if i in WRONG else f"output_{i}\n" for i in range(N)]
@@ -75,6 +76,7 @@ def test_verls_high_load_shape_on_a_pool_of_two(tmp_path_factory):
     assert [results[i] for i in sorted(SLEEPERS)] == [-3] * 4  # their own time limit, 15 s, not the queue's
 
 
+@pytest.mark.slow
 def test_the_wait_is_bounded_by_the_servers_queue_limit(tmp_path_factory):
     sleeper = "import time\ntime.sleep(20)\n"
     with server(tmp_path_factory, "queue_limit", 1, "--max-queue-s", "1") as srv:
@@ -91,6 +93,7 @@ def test_the_wait_is_bounded_by_the_servers_queue_limit(tmp_path_factory):
             assert verl_result(post(http, "input_1"), "output_1\n") is True  # served again once it is free
 
 
+@pytest.mark.slow
 def test_a_run_cut_short_by_shutdown_is_still_answered_in_json(tmp_path_factory):
     """The soak's one /run_code answer that was not JSON (bench/results/soak.txt): the server stopped
     (SIGTERM, --grace-s 1) while a program ran; uvicorn cancelled the request past the grace and answered

@@ -28,7 +28,6 @@ import pytest
 from tests.http_helpers import http_base
 from tests.langs_helpers import ensure_langs_image
 from verifiers.kinds.code.languages import NOT_SERVED
-from verifiers.launch import LocalServer
 
 pytestmark = pytest.mark.docker
 DATA = Path(__file__).parents[2] / "data" / "sandboxfusion_runner_cases.json"
@@ -86,19 +85,13 @@ def _tail(body: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def http(tmp_path_factory):
+def http(verifier_server):
     ensure_langs_image()
-    tmp = tmp_path_factory.mktemp("sandboxfusion_runners")
-    with LocalServer(
-        pool_size=2,
-        registry=str(tmp / "registry.sqlite"),
-        log_path=str(tmp / "server.log"),
-        extra_args=["--http-port", "0"],
-    ) as srv:
-        with httpx.Client(base_url=http_base(srv), timeout=300) as client:
-            yield client
+    with httpx.Client(base_url=http_base(verifier_server), timeout=300) as client:  # the session's server
+        yield client
 
 
+@pytest.mark.slow
 def test_sandboxfusions_runner_cases_agree_or_are_refused_by_design(http):
     def one(case: dict) -> tuple[dict, dict]:
         r = http.post("/run_code", json=_payload(case))

@@ -61,6 +61,7 @@ def test_bad_requests_get_the_right_status(client, kwargs, code):
     assert client.verify("think_format", "<think>a</think>b").reward == 1.0
 
 
+@pytest.mark.slow
 def test_sigterm_exits_zero_and_removes_its_containers(tmp_path):
     srv = LocalServer(pool_size=1, log_path=str(tmp_path / "log")).start()
     pid = srv.proc.pid
@@ -72,6 +73,7 @@ def test_sigterm_exits_zero_and_removes_its_containers(tmp_path):
 SHOUTS = "def verify(completion, reference, options):\n    return float('LOUD' in completion)\n"
 
 
+@pytest.mark.slow
 def test_sigkill_then_restart_leaves_no_container_and_the_registry_intact(tmp_path):
     registry = str(tmp_path / "registry.sqlite")
     srv = LocalServer(pool_size=1, registry=registry, log_path=str(tmp_path / "log")).start()

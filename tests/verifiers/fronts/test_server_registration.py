@@ -81,6 +81,7 @@ def cli(server, *args: str, token: str | None = TOKEN) -> subprocess.CompletedPr
 
 
 # -- python ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_countdown_from_the_command_line_then_by_name(server, admin):
     r = cli(server, "register", "countdown", "--python", "examples/countdown.py", "--description", "Countdown")
     assert r.returncode == 0, r.stderr
@@ -326,6 +327,7 @@ def test_registering_while_a_batch_is_verified(admin):
 
 
 # -- remote ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_remote_served_by_a_second_server(tmp_path, server, admin):
     itself = pb.RemoteVerifier(target=server.target, verifier="math")
     code, msg = status_of(admin.register, pb.RegisterVerifierRequest(name="loop", remote=itself))

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from tests.http_helpers import http_service
 from verifiers.client import UNGRADED, VerifierClient
 
 pytestmark = pytest.mark.docker
@@ -32,11 +31,11 @@ def verify(completion, reference, options):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    with http_service(tmp_path_factory.mktemp("items"), extra_args=("--reward-verifier", "math")) as pair:
-        yield pair
+def served(served_http):
+    return served_http  # the session's server (tests/conftest.py): --reward-verifier math, HTTP on
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [{}, {"content-type": "application/x-www-form-urlencoded"}])
 def test_get_reward_reads_json_without_a_json_content_type(served, headers):
     _, http = served

@@ -94,6 +94,7 @@ def rm_request(name: str, path, **kw) -> pb.RegisterVerifierRequest:
     )
 
 
+@pytest.mark.slow
 def test_rewards_over_grpc_match_the_model_alone_and_in_one_batch(rm, admin):
     d, model, tok = rm
     info = admin.register(rm_request("tiny-rm", d / "rm"))
@@ -159,6 +160,7 @@ def test_registration_needs_the_admin_token(rm, server):
     assert e.value.code == grpc.StatusCode.UNAUTHENTICATED
 
 
+@pytest.mark.slow
 def test_survives_a_restart(rm, admin, server):
     d, model, tok = rm
     admin.register(rm_request("rm-kept", d / "rm", max_length=64))

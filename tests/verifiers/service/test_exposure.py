@@ -37,6 +37,7 @@ def _proc(pid: int, what: str) -> bytes:
     return Path(f"/proc/{pid}/{what}").read_bytes()
 
 
+@pytest.mark.slow
 def test_the_token_is_not_in_the_servers_environment_or_arguments(served):
     srv, http = served
     for what in ("environ", "cmdline"):
@@ -46,6 +47,7 @@ def test_the_token_is_not_in_the_servers_environment_or_arguments(served):
     assert http.post("/v1/verifiers", json=bad).status_code == 401
 
 
+@pytest.mark.slow
 def test_a_token_file_keeps_it_out_of_sight(tmp_path):
     path = tmp_path / "token"
     path.write_text(TOKEN + "\n")

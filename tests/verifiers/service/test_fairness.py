@@ -30,6 +30,7 @@ def _run_code(http: httpx.Client, code: str, who: str, run_timeout: float = 20) 
     return r.json()
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_flood_of_slow_sandbox_jobs_delays_only_its_sender(tmp_path):
     with http_service(tmp_path, pool_size=1) as (srv, http):
@@ -145,6 +146,7 @@ def _slow_add(i: int) -> str:
     return f"```python\nimport time\n\ndef add(a, b):  # {i}\n    time.sleep({SLEEP_S})\n    return a + b\n```"
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_over_grpc_too(tmp_path):
     import grpc

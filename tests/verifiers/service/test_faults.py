@@ -201,6 +201,7 @@ def test_the_private_engine_leaves_the_hosts_bridge_alone(engine):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_the_engine_restarted_under_the_service(engine, tmp_path):
     log = tmp_path / "server.log"
     with (

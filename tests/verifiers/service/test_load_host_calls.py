@@ -68,6 +68,7 @@ def server(tmp_path_factory):
             yield pb_grpc.VerifierServiceStub(channel), http
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_format_call_is_answered_while_sandbox_calls_hold_their_share(server):
     stub, http = server
@@ -91,6 +92,7 @@ def test_a_format_call_is_answered_while_sandbox_calls_hold_their_share(server):
     assert _drained(http)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_a_batch_of_format_items_does_not_queue_behind_a_batch_waiting_for_the_sandbox(server):
     stub, http = server

@@ -29,6 +29,7 @@ def _long(http: httpx.Client) -> dict:
     return r.json()
 
 
+@pytest.mark.slow
 def test_a_grpc_verify_is_graded_while_another_caller_holds_every_sandbox_through_run_code(tmp_path):
     with http_service(tmp_path, pool_size=2) as (srv, http), ThreadPoolExecutor(3) as ex:
         held, queued = hold_every_sandbox(http, ex, lambda: _long(http))

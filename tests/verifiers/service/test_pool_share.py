@@ -38,6 +38,7 @@ def _long(http: httpx.Client) -> dict:
     return r.json()
 
 
+@pytest.mark.slow
 def test_a_short_job_is_graded_while_another_caller_holds_every_sandbox(tmp_path):
     with http_service(tmp_path, pool_size=2) as (srv, http), ThreadPoolExecutor(3) as ex:
         assert metric(http, "rlvr_sandbox_pool_live") == sandbox_count(2, BURST_SANDBOXES)  # all warm

@@ -22,6 +22,7 @@ COUNTDOWN = (ROOT / "examples" / "countdown.py").read_text()
 REF = json.dumps({"numbers": [2, 3, 7], "target": 13})
 
 
+@pytest.mark.slow
 def test_registered_verifiers_survive_a_restart(tmp_path, registry_url):
     registry = registry_url
     with (
@@ -60,6 +61,7 @@ def test_registered_verifiers_survive_a_restart(tmp_path, registry_url):
         assert info.version == 2
 
 
+@pytest.mark.slow
 def test_sigkill_during_registration_leaves_a_consistent_registry(tmp_path, registry_url):
     registry = registry_url
     acked: list[str] = []

@@ -32,6 +32,7 @@ def _until(check, timeout_s: float = 10.0):
             time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_verifier_registered_on_one_replica_is_served_by_all(tmp_path, registry_url):
     with (
         LocalServer(pool_size=1, registry=registry_url, log_path=str(tmp_path / "a.log")) as a,

@@ -257,15 +257,6 @@ def test_normalise_output():
     assert normalise_output("1 2") != normalise_output("12")
 
 
-@pytest.fixture(scope="module")
-def client():
-    from verifiers.client import VerifierClient
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=2) as srv, VerifierClient(srv.target) as c:
-        yield c
-
-
 def test_a_program_killed_after_some_asserts_did_not_finish_the_tests():
     """MBPP asserts each print their own line ({"nonce", "case", "status": "pass"}); the harness's last line
     ({"nonce", "status": "pass"}, no case) is the only one that says every test ran. A program killed by a

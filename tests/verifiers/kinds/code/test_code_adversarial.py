@@ -86,6 +86,7 @@ def service(tmp_path_factory):
     reg.close()
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_always_equal_objects_and_every_kind_of_callable(service):
     _grade(service, CALLABLE_FAMILY)
@@ -253,6 +254,7 @@ def test_a_hostile_answer_decodes_to_an_error_never_an_object(text):
         decode(text)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_humaneval_through_the_suite_canonical_pass_stubs_and_poly_hack_fail(service):
     """All 164 canonical solutions with the suite's own requests (prelude = the prompt) get reward 1; the

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.langs_helpers import make_service
 from tests.verifiers.kinds.code.test_code_assert_langs import OPTIONS
 from verifiers.kinds.code.apart_sig import CannotCross, entries
 from verifiers.shapes.request import Request
@@ -18,10 +17,8 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
 def _req(lang: str, candidate: str, tests: str, **options: str) -> Request:
@@ -104,6 +101,7 @@ C_WRONG = C_GOOD.replace("/ 2.0", "/ 2")
 SHAPES = [("cpp", HX_TESTS, HX_GOOD, HX_WRONG), ("cpp", ME_TESTS, ME_GOOD, ME_WRONG), ("c", C_TESTS, C_GOOD, C_WRONG)]
 
 
+@pytest.mark.slow
 def test_the_peers_shapes_pass_right_and_fail_wrong(service):
     reqs = [_req(lang, p, t) for lang, t, good, wrong in SHAPES for p in (good, wrong)]
     got = service.verify_batch(reqs)
@@ -168,6 +166,7 @@ _CPP_TESTS_ADD = (
 )
 
 
+@pytest.mark.slow
 def test_attacks_on_the_boundary_are_not_paid(service):
     items = [("c", "the tests' memory and stdout through /proc", _STEAL, _C_TESTS_ADD)]
     items += [("c", why, prog, _C_TESTS_ADD) for why, prog in _READS_TESTS.items()]
@@ -278,6 +277,7 @@ _GO_ATTACKS = {  # each paid where the boundary it tests is missing
 }
 
 
+@pytest.mark.slow
 def test_go_apart(service):
     reqs = [_req("go", p, GO_TESTS) for p in (GO_GOOD, GO_WRONG)]
     reqs += [_req("go", p, _GO_ADD) for p in _GO_ATTACKS.values()]
@@ -348,6 +348,7 @@ _RUST_ATTACKS = {  # each paid where the boundary it tests is missing
 }
 
 
+@pytest.mark.slow
 def test_rust_apart(service):
     reqs = [_req("rust", p, RUST_TESTS) for p in (RUST_GOOD, RUST_WRONG)]
     reqs += [_req("rust", p, _RUST_ADD) for p in _RUST_ATTACKS.values()]

@@ -14,7 +14,6 @@ import json
 
 import pytest
 
-from tests.langs_helpers import make_service
 from verifiers.kinds.code.apart_scripts import SCRIPTS
 from verifiers.shapes.request import Request
 
@@ -130,10 +129,8 @@ PROBE = {
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
 def _request(lang: str, candidate: str, tests: str) -> Request:
@@ -155,6 +152,7 @@ def test_every_scripting_language_is_here():
     assert sorted(SHAPES) == sorted(OWN_ERROR) == sorted(REACH) == sorted(SCRIPTS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", sorted(SHAPES))
 def test_multipl_e_shape_passes_a_correct_candidate(verdicts, lang):
     v = verdicts[("good", lang)]

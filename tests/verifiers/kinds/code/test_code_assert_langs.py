@@ -11,7 +11,6 @@ import re
 
 import pytest
 
-from tests.langs_helpers import make_service
 from verifiers.kinds.code.asserts import LANGUAGES, SENTINEL, SHARED_PROGRAM
 from verifiers.kinds.code.options import CodeOptions
 from verifiers.shapes.base import BadRequest
@@ -99,10 +98,8 @@ def _shared(lang: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
 def _request(lang: str, candidate: str, tests: str, **options: str) -> Request:
@@ -170,6 +167,7 @@ def test_every_assert_language_has_cases():
     assert sorted(CASES) == sorted(LANGUAGES)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", sorted(CASES))
 def test_a_correct_program_passes(verdicts, lang):
@@ -271,6 +269,7 @@ def test_javascript_apart_keeps_the_peers_shapes(service):
     assert got == want
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_identical_programs_compile_once(service):
     """The nonce is a keyed hash of the program, so a batch's identical programs are one compile (issue 40)."""

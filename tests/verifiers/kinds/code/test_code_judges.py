@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from tests.langs_helpers import make_service
 from verifiers.kinds.code.judges import judge_exact, judge_float, judge_tokens, parse_reference
 from verifiers.shapes.base import BadRequest
 from verifiers.shapes.outcome import CaseStatus
@@ -72,10 +71,8 @@ def test_reference_shapes():
 
 # -- against the real service --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory, langs_pool_size=1)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
 def _py(svc, source: str, reference: str, **options):
@@ -83,6 +80,7 @@ def _py(svc, source: str, reference: str, **options):
     return svc.verify(Request("code", f"```python\n{source}```", reference, options=opts, timeout_s=30))
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_float_case_exact_fails_float_passes(service):
     exact = _py(service, DIVIDE, THIRD, judge="exact")

@@ -15,7 +15,7 @@ import pytest
 import languages.parse
 from languages.parse import kotlin_main
 from tests import langs_helpers
-from tests.langs_helpers import make_service, stats_delta
+from tests.langs_helpers import stats_delta
 from tests.verifiers.kinds.code.test_code_langs_more import PROGRAMS
 
 NEW = ["kotlin", "kotlin_script", "racket"]
@@ -34,10 +34,8 @@ def test_the_class_holding_kotlins_main_is_read_from_the_source():
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
 # new prose each time, so the service's verdict cache never answers; generous budgets for a loaded machine,
@@ -45,6 +43,7 @@ def service(tmp_path_factory):
 grade = partial(langs_helpers.grade, fresh=True, timeout_s=120, case_timeout_s="20")
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", NEW)
 def test_a_second_request_with_the_same_program_is_not_compiled_again(service, lang):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.langs_helpers import SUM_CASES, grade, make_service
+from tests.langs_helpers import SUM_CASES, grade
 from verifiers.kinds.code.languages import language, tags
 from verifiers.kinds.code.verifier import candidate_code
 from verifiers.shapes.outcome import CaseStatus
@@ -77,12 +77,11 @@ LANGS = list(PROGRAMS)
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("lang", LANGS)
 def test_correct(service, lang):

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.langs_helpers import grade, make_service
+from tests.langs_helpers import grade
 from verifiers.kinds.code.languages import NOT_SERVED
 from verifiers.kinds.code.options import CodeOptions
 from verifiers.shapes.base import BadRequest
@@ -79,18 +79,18 @@ SUITES = {
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    svc, close = make_service(tmp_path_factory)
-    yield svc
-    close()
+def service(langs_service):
+    return langs_service  # the worker's one code-language service (tests/conftest.py)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", sorted(PROGRAMS))
 def test_a_correct_program_passes(service, lang):
     v = grade(service, lang, PROGRAMS[lang][0], case_timeout_s="20", compile_timeout_s="90", timeout_s=120)
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", sorted(PROGRAMS))
 def test_a_wrong_program_fails(service, lang):
     v = grade(service, lang, PROGRAMS[lang][1], case_timeout_s="20", compile_timeout_s="90", timeout_s=120)

@@ -42,6 +42,7 @@ SHAPES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("tests, entry", [(t, e) for _, t, e in SHAPES], ids=[s[0] for s in SHAPES])
 def test_a_wrong_candidate_fails_tests_in_every_shape(client, tests, entry):

@@ -12,7 +12,6 @@ import json
 import pytest
 
 from sandbox.image.python import RUNTIME_PACKAGES
-from tests.http_helpers import http_service
 from tests.sandboxfusion_helpers import verl_result
 
 pytestmark = pytest.mark.docker
@@ -100,9 +99,8 @@ def test_numpy_runs_one_blas_thread(client):
 
 
 @pytest.fixture(scope="module")
-def http(tmp_path_factory):
-    with http_service(tmp_path_factory.mktemp("pylibs")) as (_, client):
-        yield client
+def http(served_http):
+    return served_http[1]  # the session's server (tests/conftest.py)
 
 
 @pytest.mark.parametrize("lib", sorted(STDIO))

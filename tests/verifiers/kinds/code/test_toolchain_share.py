@@ -48,6 +48,7 @@ def _long(http: httpx.Client, i: int) -> dict:
     return r.json()
 
 
+@pytest.mark.slow
 def test_a_short_compiled_job_is_graded_while_another_caller_holds_every_toolchain_sandbox(tmp_path):
     ensure_langs_image()
     args = ("--langs-pool-size", "2")

@@ -46,6 +46,7 @@ def test_the_corpus_strings_parse_as_antlr_does_and_most_take_the_fast_path():
     assert sum(suite) >= 0.94 * len(suite)  # 316/334 when recorded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_random_latex_parses_as_antlr_does_or_is_declined(seed):
     g = Gen(seed)

@@ -252,12 +252,3 @@ def test_the_items_after_a_killed_one_go_on_together_in_one_job():
     got = run_items(items, run_job)
     assert [c.outcome.name for c in got] == ["CORRECT"] * 3 + ["TIMEOUT"] + ["CORRECT"] * 8
     assert jobs == [12, 8]
-
-
-@pytest.fixture(scope="module")
-def client():
-    from verifiers.client import VerifierClient
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=2) as srv, VerifierClient(srv.target) as c:
-        yield c

@@ -27,6 +27,7 @@ ANSWERED = {"rationals": 1000, "polynomials": 500, "constants": 150, "inequaliti
 FAMILIES = list(ANSWERED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_shortcut_gives_the_full_verdict(family):
     out = subprocess.run([sys.executable, __file__, family], cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -94,6 +94,7 @@ def reformat(text: str, draw) -> str:
     return draw(st.sampled_from(["", *SPACES])) + "".join(out) + draw(st.sampled_from(["", *SPACES]))
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("pair", PAIRS, ids=[f"{g} | {a}" for g, a in PAIRS])
 def test_reformatting_whitespace_never_changes_the_verdict(client, pair):
@@ -144,6 +145,7 @@ def tuple_(draw):
     return "(" + ", ".join(map(str, xs)) + ")", [str(draw(st.sampled_from(xs))), ", ".join(map(str, xs[:-1]))]
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 @SETTINGS
 @given(shape=st.one_of(matrix(), polynomial(), tuple_()), data=st.data())
