@@ -191,6 +191,7 @@ class DockerSandbox(WorkerSandbox):
         self._identify(cfg)
         self.uid = self.container_uid(self.uid)
         self._sock: socket.socket | None = None
+        self._attach = None  # what attach_socket returned (see _start)
         self._stream = bytearray()  # the worker's stderr, multiplexed (first 64 KiB)
         self._ended = False
         self._drain_lock, self._destroyed = threading.Lock(), False
@@ -231,6 +232,10 @@ class DockerSandbox(WorkerSandbox):
         spec["host_config"]["SecurityOpt"] += self.security_opts()
         api.create_container(cfg.image, WORKER_CMD, name=self.name, stdin_open=True, environment=env, **spec)
         sock = api.attach_socket(self.name, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        # held for the sandbox's life: the wrapper (and the HTTP response docker-py hangs on it) keeps the socket's
+        # last reference, so a close by the client's connection pool or the wrapper's collection cannot close it
+        # under a running job (seen once under load: select on fd -1, "file descriptor cannot be a negative integer")
+        self._attach = sock
         self._sock = getattr(sock, "_sock", sock)
         self._sock.setblocking(False)
         api.start(self.name)
@@ -282,9 +287,10 @@ class DockerSandbox(WorkerSandbox):
             first, self._destroyed = not self._destroyed, True
         if first:
             remove_containers([self.name], self.engine)
-        if self._sock is not None:
+        for s in (self._sock, self._attach):
             try:
-                self._sock.close()
+                if s is not None:
+                    s.close()
             except OSError:
                 pass
         self._fifos.close()
