@@ -26,7 +26,7 @@ uv_args() {
 
 if [ "${RLVR_PIP:-}" != 1 ] && "${pip[@]}" uv >/dev/null 2>&1; then
   uv_args
-  if "$(dirname "$py")/uv" pip install -q --python "$py" "${args[@]}" -e "$spec"; then
+  if "$(dirname "$py")/uv" pip install -q --compile-bytecode --python "$py" "${args[@]}" -e "$spec"; then
     exit 0
   fi
   echo "== uv could not install $spec (above); installing with pip instead" >&2
