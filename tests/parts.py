@@ -45,10 +45,12 @@ def _image(repo: str) -> str:
 
 
 def _bwrap() -> str:
-    """bubblewrap present and able to make the namespaces the backend uses."""
-    return _runs(
-        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "true"
-    )
+    """bubblewrap present and able to make the namespaces the backend uses, with the backend's own probe (binding
+    the host's whole / instead raced Docker: a container's overlay mount that came or went during the recursive
+    bind failed the probe, 'Unable to apply mount flags: remount /newroot/var/lib/docker/overlay2/...')."""
+    from sandbox.backends.bwrap import bwrap_usable
+
+    return bwrap_usable()[1]
 
 
 def _user(name: str) -> str:

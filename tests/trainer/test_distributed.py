@@ -103,28 +103,48 @@ def _update(cfg, model, tok, ref, batch: Batch, ctx: distributed.Dist) -> list[t
     return [p.detach().clone() for p in model.parameters()]
 
 
-def _rank_main(rank: int, world: int, port: int, loss_type: str, micro: int | None, out: str) -> None:
+VARIANTS = [("grpo", None), ("grpo", 4), ("token_mean", 4), ("dr_grpo", None)]
+METRICS = {"outcome/CORRECT": 3.0, "completion/length_max": 7.0, "reward/mean": 0.5, "perf/tokens": 30.0}
+
+
+def _ranks_main(rank: int, world: int, port: int, out: str) -> None:
+    """One rank: every variant's step on its shard, then a metrics reduction, in one process group (a spawn of two
+    processes that import torch and transformers costs more than all the steps together)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     os.environ["LOCAL_RANK"] = str(rank)
-    cfg = _cfg(loss_type, micro)
-    model, tok, ref, batch = _model_and_batch(cfg)
     ctx = distributed.setup(torch.device("cpu"))
     try:
-        params = _update(cfg, model, tok, ref, _shard(batch, rank, world), ctx)
-        torch.save(params, Path(out) / f"rank{rank}.pt")
+        for loss_type, micro in VARIANTS:
+            cfg = _cfg(loss_type, micro)
+            model, tok, ref, batch = _model_and_batch(cfg)
+            params = _update(cfg, model, tok, ref, _shard(batch, rank, world), ctx)
+            torch.save(params, Path(out) / f"rank{rank}-{loss_type}-{micro}.pt")
+        m = {"outcome/CORRECT": 1.0 + rank, "completion/length_max": 5.0 + 2 * rank, "reward/mean": rank * 1.0}
+        m["perf/tokens"] = 10.0 + 10 * rank
+        got = distributed.reduce_metrics(m, ctx)
+        if rank == 0:
+            torch.save(got, Path(out) / "metrics.pt")
     finally:
         distributed.teardown(ctx)
 
 
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory) -> Path:
+    """The folder where two real rank processes left their parameters after each variant's step, and rank 0 the
+    reduced metrics."""
+    out = tmp_path_factory.mktemp("ranks")
+    mp.spawn(_ranks_main, args=(2, free_port(), str(out)), nprocs=2, join=True)
+    return out
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("loss_type,micro", [("grpo", None), ("grpo", 4), ("token_mean", 4), ("dr_grpo", None)])
-def test_two_ranks_take_the_same_step_as_one_process(tmp_path, loss_type, micro):
+@pytest.mark.parametrize("loss_type,micro", VARIANTS)
+def test_two_ranks_take_the_same_step_as_one_process(two_ranks, loss_type, micro):
     cfg = _cfg(loss_type, micro)
     model, tok, ref, batch = _model_and_batch(cfg)
     before = [p.detach().clone() for p in model.parameters()]
     single = _update(cfg, model, tok, ref, batch, distributed.Dist())
-    mp.spawn(_rank_main, args=(2, free_port(), loss_type, micro, str(tmp_path)), nprocs=2, join=True)
-    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    ranks = [torch.load(two_ranks / f"rank{r}-{loss_type}-{micro}.pt") for r in range(2)]
     moved = max(float((a - b).abs().max()) for a, b in zip(single, before, strict=True))
     assert moved > 1e-3, "the step must move the parameters for the comparison to mean anything"
     for params in ranks:
@@ -138,37 +158,13 @@ def test_a_batch_that_does_not_split_across_ranks_is_a_clear_error():
 
 
 @pytest.mark.slow
-def test_metrics_are_summed_maxed_or_averaged_across_ranks(tmp_path):
-    port = free_port()
-    mp.spawn(_metrics_main, args=(port, str(tmp_path)), nprocs=2, join=True)
-    got = torch.load(tmp_path / "metrics.pt")
-    assert got == {"outcome/CORRECT": 3.0, "completion/length_max": 7.0, "reward/mean": 0.5, "perf/tokens": 30.0}
-
-
-def _metrics_main(rank: int, port: int, out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2")
-    ctx = distributed.setup(torch.device("cpu"))
-    try:
-        m = {"outcome/CORRECT": 1.0 + rank, "completion/length_max": 5.0 + 2 * rank, "reward/mean": rank * 1.0}
-        m["perf/tokens"] = 10.0 + 10 * rank
-        got = distributed.reduce_metrics(m, ctx)
-        if rank == 0:
-            torch.save(got, Path(out) / "metrics.pt")
-    finally:
-        distributed.teardown(ctx)
+def test_metrics_are_summed_maxed_or_averaged_across_ranks(two_ranks):
+    assert torch.load(two_ranks / "metrics.pt") == METRICS
 
 
 # ---------------------------------------------------------------------------------------------
 # end to end: torchrun -m trainer.train, 2 ranks, a real verifier service
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server():
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=1) as srv:
-        yield srv
 
 
 def torchrun_train(tmp_path: Path, target: str, extra: list[str]) -> tuple[subprocess.CompletedProcess, Path, Path]:
@@ -190,8 +186,8 @@ def torchrun_train(tmp_path: Path, target: str, extra: list[str]) -> tuple[subpr
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_torchrun_two_ranks_train_and_only_rank_0_writes(tmp_path, server):
-    proc, run, _ = torchrun_train(tmp_path, server.target, ["--log_completions_every", "1"])
+def test_torchrun_two_ranks_train_and_only_rank_0_writes(tmp_path, verifier_server):
+    proc, run, _ = torchrun_train(tmp_path, verifier_server.target, ["--log_completions_every", "1"])
     rows = [line for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     assert len(rows) == 2, "one metrics line per step: only rank 0 logs"
     last = json.loads(rows[-1])

@@ -84,11 +84,9 @@ def test_fsdp_two_ranks_take_the_one_process_step_and_save_a_full_checkpoint(tmp
 
 
 @pytest.fixture(scope="module")
-def server():
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=1) as srv:
-        yield srv
+def server(verifier_server):
+    """The session's verifier service (tests/conftest.py): these tests need only its target."""
+    return verifier_server
 
 
 @pytest.mark.slow

@@ -87,11 +87,9 @@ def test_overlapped_batch_equals_the_serial_one():
 
 
 @pytest.fixture(scope="module")
-def server():
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=1) as srv:
-        yield srv
+def server(verifier_server):
+    """The session's verifier service (tests/conftest.py): these tests need only its target."""
+    return verifier_server
 
 
 @pytest.mark.docker

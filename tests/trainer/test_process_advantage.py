@@ -151,11 +151,9 @@ def test_per_token_advantages_constant_per_row_give_the_outcome_loss():
 
 
 @pytest.fixture(scope="module")
-def server():
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=1) as srv:
-        yield srv
+def server(verifier_server):
+    """The session's verifier service (tests/conftest.py): these tests need only its target."""
+    return verifier_server
 
 
 @pytest.mark.slow

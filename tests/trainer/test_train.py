@@ -48,11 +48,9 @@ def write_data(path: Path, n: int = 16) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server():
-    from verifiers.launch import LocalServer
-
-    with LocalServer(pool_size=1) as srv:
-        yield srv
+def server(verifier_server):
+    """The session's verifier service (tests/conftest.py): these tests need only its target."""
+    return verifier_server
 
 
 def small_cfg(tmp_path: Path, target: str, **kw) -> GRPOConfig:

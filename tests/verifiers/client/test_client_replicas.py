@@ -111,8 +111,12 @@ def test_one_replica_sigkilled_mid_batch_every_result_exactly_once(tmp_path, cap
         with LocalServer(pool_size=1, log_path=str(tmp_path / "b.log")) as b:
             with VerifierClient(f"{a.target},{b.target}", timeout_s=120) as c:
                 assert c.replicas == 2 and c.grpc_target.startswith("ipv4:")
-                warm = c.verify_batch([VerifyItem("think_format", "<think>a</think>b", id=str(i)) for i in range(4)])
-                assert [r.outcome for r in warm] == ["CORRECT"] * 4
+                for _ in range(2):  # round_robin sends only to connected replicas: give the second one time to connect
+                    warm = c.verify_batch(
+                        [VerifyItem("think_format", "<think>a</think>b", id=str(i)) for i in range(4)]
+                    )
+                    assert [r.outcome for r in warm] == ["CORRECT"] * 4
+                    time.sleep(0.5)
                 cases = [slow_item(i) for i in range(24)]  # 12 per replica: ~4 s of work on each
                 out: dict[str, object] = {}
 
