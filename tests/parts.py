@@ -45,12 +45,17 @@ def _image(repo: str) -> str:
 
 
 def _bwrap() -> str:
-    """bubblewrap present and able to make the namespaces the backend uses, with the backend's own probe (binding
-    the host's whole / instead raced Docker: a container's overlay mount that came or went during the recursive
-    bind failed the probe, 'Unable to apply mount flags: remount /newroot/var/lib/docker/overlay2/...')."""
-    from sandbox.backends.bwrap import bwrap_usable
-
-    return bwrap_usable()[1]
+    """bubblewrap present and able to make the namespaces the backend uses. Only /usr and its links are bound, as
+    the backend does: binding the host's whole / raced Docker (a container's overlay mount that came or went during
+    the recursive bind failed the probe, 'Unable to apply mount flags: remount /newroot/var/lib/docker/...')."""
+    binds = ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib64"):
+        p = Path("/", top)
+        if p.is_symlink():
+            binds += ["--symlink", os.readlink(p), f"/{top}"]
+        elif p.is_dir():
+            binds += ["--ro-bind", str(p), f"/{top}"]
+    return _runs("bwrap", *binds, "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "true")
 
 
 def _user(name: str) -> str:
