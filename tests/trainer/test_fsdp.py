@@ -83,15 +83,9 @@ def test_fsdp_two_ranks_take_the_one_process_step_and_save_a_full_checkpoint(tmp
     assert state["optimizer"]["param_groups"], "the gathered optimizer state is saved"
 
 
-@pytest.fixture(scope="module")
-def server(verifier_server):
-    """The session's verifier service (tests/conftest.py): these tests need only its target."""
-    return verifier_server
-
-
 @pytest.mark.slow
 @pytest.mark.docker
-def test_torchrun_fsdp_two_ranks_train_and_save_a_loadable_checkpoint(tmp_path, server):
+def test_torchrun_fsdp_two_ranks_train_and_save_a_loadable_checkpoint(tmp_path, verifier_server):
     extra = [
         "--parallel",
         "fsdp",
@@ -104,7 +98,7 @@ def test_torchrun_fsdp_two_ranks_train_and_save_a_loadable_checkpoint(tmp_path, 
         "--eval_limit",
         "4",
     ]
-    _, run, init = torchrun_train(tmp_path, server.target, extra)
+    _, run, init = torchrun_train(tmp_path, verifier_server.target, extra)
     ckpt = run / "checkpoints" / "step-000002"
     trained = AutoModelForCausalLM.from_pretrained(ckpt)
     start = AutoModelForCausalLM.from_pretrained(init)

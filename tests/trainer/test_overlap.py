@@ -86,15 +86,9 @@ def test_overlapped_batch_equals_the_serial_one():
     assert serial.rewards.std() > 0, "rewards must differ between rows for the comparison to mean anything"
 
 
-@pytest.fixture(scope="module")
-def server(verifier_server):
-    """The session's verifier service (tests/conftest.py): these tests need only its target."""
-    return verifier_server
-
-
 @pytest.mark.docker
-def test_overlapped_batch_through_the_verifier_service_equals_the_serial_one(server):
-    reward = VerifierReward("tag_count", server.target)
+def test_overlapped_batch_through_the_verifier_service_equals_the_serial_one(verifier_server):
+    reward = VerifierReward("tag_count", verifier_server.target)
     try:
         serial, overlapped = _batches(reward)
     finally:

@@ -150,15 +150,9 @@ def test_per_token_advantages_constant_per_row_give_the_outcome_loss():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(verifier_server):
-    """The session's verifier service (tests/conftest.py): these tests need only its target."""
-    return verifier_server
-
-
 @pytest.mark.slow
 @pytest.mark.docker
-def test_two_process_steps_against_the_service(tmp_path: Path, server):
+def test_two_process_steps_against_the_service(tmp_path: Path, verifier_server):
     from trainer.train import train
 
     data = tmp_path / "train.jsonl"
@@ -176,7 +170,7 @@ def test_two_process_steps_against_the_service(tmp_path: Path, server):
         model=str(init),
         data=str(data),
         verifier="arith_steps",
-        target=server.target,
+        target=verifier_server.target,
         advantage="process",
         group_size=4,
         prompts_per_step=2,

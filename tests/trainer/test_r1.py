@@ -36,16 +36,10 @@ CASES = [  # (completion, enters the SFT set?)
 ]
 
 
-@pytest.fixture(scope="module")
-def server(verifier_server):
-    """The session's verifier service (tests/conftest.py): these tests need only its target."""
-    return verifier_server
-
-
 @pytest.mark.docker
-def test_only_correct_and_well_formed_samples_enter_the_sft_set(server):
+def test_only_correct_and_well_formed_samples_enter_the_sft_set(verifier_server):
     samples = [Sample("3-2+8+8=?", "17", c) for c, _ in CASES]
-    with VerifierClient(server.target) as client:
+    with VerifierClient(verifier_server.target) as client:
         graded = grade_samples(client, samples, batch=4)  # several VerifyBatch calls
     kept, counts = filter_samples(graded)
     want = [c.strip() for c, ok in CASES if ok]
@@ -100,13 +94,13 @@ def _r1(out: Path, target: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_r1_runs_every_stage_and_resumes_per_stage(tmp_path, server):
+def test_r1_runs_every_stage_and_resumes_per_stage(tmp_path, verifier_server):
     out = tmp_path / "r1"
     # a tiny model kept nothing in rejection sampling: give the SFT stage one verified sample to start from
-    first = _r1(out, server.target)
+    first = _r1(out, verifier_server.target)
     if first.returncode != 0 and "kept no sample" in first.stderr:
         (out / "rejection" / "sft.jsonl").write_text(json.dumps({"prompt": "1+1=?", "completion": GOOD}) + "\n")
-        first = _r1(out, server.target)
+        first = _r1(out, verifier_server.target)
     assert first.returncode == 0, first.stderr[-3000:]
     for stage in ("cold_start", "rl", "rejection", "sft", "final_rl"):
         rec = json.loads((out / stage / "stage.json").read_text())
@@ -120,7 +114,7 @@ def test_r1_runs_every_stage_and_resumes_per_stage(tmp_path, server):
     assert table.count("\n| ") == 5 and "held-out greedy accuracy" in table
 
     (out / "final_rl" / "stage.json").unlink()  # interrupted in the last stage
-    again = _r1(out, server.target)
+    again = _r1(out, verifier_server.target)
     assert again.returncode == 0, again.stderr[-3000:]
     skipped = [line for line in again.stderr.splitlines() if "skipped" in line]
     assert len(skipped) == 4 and "[final_rl] running" in again.stderr

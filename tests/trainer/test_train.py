@@ -47,12 +47,6 @@ def write_data(path: Path, n: int = 16) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def server(verifier_server):
-    """The session's verifier service (tests/conftest.py): these tests need only its target."""
-    return verifier_server
-
-
 def small_cfg(tmp_path: Path, target: str, **kw) -> GRPOConfig:
     base = dict(
         data=str(write_data(tmp_path / "train.jsonl")),
@@ -78,7 +72,7 @@ def small_cfg(tmp_path: Path, target: str, **kw) -> GRPOConfig:
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_entry_point_trains_three_steps_and_saves_a_loadable_model(tmp_path, server):
+def test_entry_point_trains_three_steps_and_saves_a_loadable_model(tmp_path, verifier_server):
     tok = tiny_tokenizer()
     init = tmp_path / "init"
     tiny_model(tok).save_pretrained(init)
@@ -87,7 +81,7 @@ def test_entry_point_trains_three_steps_and_saves_a_loadable_model(tmp_path, ser
     cfg.write_text(yaml.safe_dump({"model": str(init), "data": str(write_data(tmp_path / "d.jsonl")), "steps": 10}))
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "trainer.train", "--config", str(cfg), "--steps", "3", "--verifier", "tag_count"]
-    cmd += ["--target", server.target, "--run_dir", str(run), "--group_size", "4", "--prompts_per_step", "2"]
+    cmd += ["--target", verifier_server.target, "--run_dir", str(run), "--group_size", "4", "--prompts_per_step", "2"]
     cmd += ["--max_new_tokens", "8", "--lr", "1e-3", "--threads", "1", "--log_completions_every", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
@@ -117,11 +111,11 @@ def tag_probability(model, tok) -> float:
 
 
 @pytest.mark.docker
-def test_reward_that_favours_tag_tokens_raises_their_probability(tmp_path, server):
+def test_reward_that_favours_tag_tokens_raises_their_probability(tmp_path, verifier_server):
     tok = tiny_tokenizer()
     model = tiny_model(tok, seed=1)
     before = tag_probability(model, tok)
-    cfg = small_cfg(tmp_path, server.target, steps=8, group_size=8, prompts_per_step=4, lr=1e-2, beta=0.0)
+    cfg = small_cfg(tmp_path, verifier_server.target, steps=8, group_size=8, prompts_per_step=4, lr=1e-2, beta=0.0)
     out = train(cfg, model, tok)
     after = tag_probability(out["model"], tok)
     rewards = [r["reward/mean"] for r in read_metrics(Path(cfg.run_dir) / "metrics.jsonl")]
@@ -132,10 +126,17 @@ PERF = "perf/"
 
 
 @pytest.mark.docker
-def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, server):
+def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, verifier_server):
     tok = tiny_tokenizer()
     cfg = small_cfg(
-        tmp_path, server.target, steps=4, save_every=2, mu=2, minibatches=2, lr_schedule="cosine", ref_reset_every=3
+        tmp_path,
+        verifier_server.target,
+        steps=4,
+        save_every=2,
+        mu=2,
+        minibatches=2,
+        lr_schedule="cosine",
+        ref_reset_every=3,
     )
     train(cfg, tiny_model(tok), tok)
     full = read_metrics(Path(cfg.run_dir) / "metrics.jsonl")
@@ -158,19 +159,21 @@ def test_resume_gives_the_same_metrics_as_an_uninterrupted_run(tmp_path, server)
 
 
 @pytest.mark.docker
-def test_greedy_accuracy_through_the_service(tmp_path, server):
+def test_greedy_accuracy_through_the_service(tmp_path, verifier_server):
     tok = tiny_tokenizer()
     data = write_data(tmp_path / "eval.jsonl", n=6)
-    a = evaluate_accuracy(tiny_model(tok), tok, data, verifier="math", target=server.target, max_new_tokens=6)
-    b = evaluate_accuracy(tiny_model(tok), tok, str(data), verifier="math", target=server.target, max_new_tokens=6)
+    a = evaluate_accuracy(tiny_model(tok), tok, data, verifier="math", target=verifier_server.target, max_new_tokens=6)
+    b = evaluate_accuracy(
+        tiny_model(tok), tok, str(data), verifier="math", target=verifier_server.target, max_new_tokens=6
+    )
     assert a["n"] == 6 and 0.0 <= a["accuracy"] <= 1.0 and sum(a["outcomes"].values()) == 6
     assert a["completions"] == b["completions"]  # greedy: deterministic
 
 
 @pytest.mark.docker
-def test_unknown_verifier_fails_early_with_a_message(server):
+def test_unknown_verifier_fails_early_with_a_message(verifier_server):
     with pytest.raises(VerifierSetupError, match="not registered"):
-        VerifierReward("no_such_verifier", server.target).check()
+        VerifierReward("no_such_verifier", verifier_server.target).check()
 
 
 def test_unreachable_service_fails_early_with_a_message():
@@ -234,12 +237,12 @@ def test_config_validation_and_overrides(tmp_path):
 
 
 @pytest.mark.docker
-def test_lora_trains_only_the_adapters_and_resumes(tmp_path, server):
+def test_lora_trains_only_the_adapters_and_resumes(tmp_path, verifier_server):
     pytest.importorskip("peft")
     tok = tiny_tokenizer()
     base = tiny_model(tok)
     frozen = {k: v.clone() for k, v in base.state_dict().items()}
-    cfg = small_cfg(tmp_path, server.target, steps=2, save_every=1, lora={"r": 4, "alpha": 8}, lr=1e-2)
+    cfg = small_cfg(tmp_path, verifier_server.target, steps=2, save_every=1, lora={"r": 4, "alpha": 8}, lr=1e-2)
     out = train(cfg, base, tok)
     names = [n for n, p in out["model"].named_parameters() if p.requires_grad]
     assert names and all("lora_" in n for n in names)
