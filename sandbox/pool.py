@@ -178,7 +178,7 @@ class SandboxPool(Checkout):
 
     def start_lane(self, lane: str) -> None:
         """Start a lazy lane on its first job (its preflight first: a missing image says what to build)."""
-        if lane in self._started or not (lane and self._lanes[lane].lazy):
+        if lane in self._started or not (lane in self._lanes and self._lanes[lane].lazy):
             return
         with self._lane_lock:
             if lane in self._started or self._closed:

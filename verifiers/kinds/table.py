@@ -15,7 +15,7 @@ import importlib
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,22 +272,34 @@ def builtin_verifiers() -> dict[str, Verifier]:
 
 
 def sandbox_lanes() -> dict[str, Lane]:
-    """The pool's lanes (sandbox/pool.py): a built-in kind declaring ``lane`` (a name) gets sandboxes of its
-    own that preload nothing and run only its warm-up, so its jobs fork from a small worker."""
-    return {v.lane: Lane(warmup=v.warmup) for v in builtin_verifiers().values() if getattr(v, "lane", "")}
+    """The pool's lanes (sandbox/pool.py): a built-in kind declaring ``lane`` (a name; optional, as are the two
+    below) gets sandboxes of its own that import its ``lane_preload`` (default none) and run only its warm-up,
+    started with the pool or, with ``lane_lazy``, on its first request. The code kind's hold nothing but its
+    harness, so its jobs fork from a small worker; the math kind's hold the parser's tables, built only in a
+    service that grades math (a worker's warm-up is 1.6 s of CPU)."""
+    return {
+        v.lane: Lane(
+            preload=tuple(getattr(v, "lane_preload", ())), warmup=v.warmup, lazy=getattr(v, "lane_lazy", False)
+        )
+        for v in builtin_verifiers().values()
+        if getattr(v, "lane", "")
+    }
 
 
-def sandbox_count(size: int, burst: int) -> int:
-    """How many sandboxes a server's pool keeps: its ``size`` and ``burst``, for itself and for each lane."""
-    return (size + burst) * (1 + len(sandbox_lanes()))
+def sandbox_count(size: int, burst: int, started: tuple[str, ...] = ()) -> int:
+    """How many sandboxes a server's pool keeps: its ``size`` and ``burst``, for itself and for each lane that
+    starts with it, and for the lazy lanes named in ``started`` (e.g. ``("math",)`` once it graded math)."""
+    up = [n for n, lane in sandbox_lanes().items() if not lane.lazy or n in started]
+    return (size + burst) * (1 + len(up))
 
 
-def sandbox_warmup() -> str:
-    """The pool's warm-up: every built-in kind's declared ``warmup`` (each once, in registration order),
-    then the heap frozen so the collector in a job never walks (and copies) the worker's objects."""
+def sandbox_warmup(lanes: Collection[str] = ()) -> str:
+    """The pool's warm-up: every built-in kind's declared ``warmup`` (each once, in registration order) but those
+    of the kinds whose jobs run in one of ``lanes``, then the heap frozen so the collector in a job never walks
+    (and copies) the worker's objects."""
     parts: list[str] = []
     for v in builtin_verifiers().values():
-        if v.warmup and v.warmup not in parts:
+        if v.warmup and v.warmup not in parts and getattr(v, "lane", "") not in lanes:
             parts.append(v.warmup)
     return "\n".join([*parts, "import gc\ngc.collect()\ngc.freeze()\n"])
 

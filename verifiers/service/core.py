@@ -155,6 +155,23 @@ class VerifierService:
         finally:
             gate.release(grant)
 
+    def _start_lane(self, verifier: Verifier) -> None:
+        """Start the lane ``verifier``'s jobs run in, where it starts on its first request (the math kind's), so
+        that its start is not taken from the request's own budget (a caller's deadline still counts it)."""
+        if isinstance(verifier, Composite):  # its parts grade from its deadline
+            for part in verifier.parts:
+                inner = self.registry.peek(part.verifier)
+                if inner is not None and inner is not verifier:
+                    self._start_lane(inner)
+            return
+        lane = getattr(verifier, "lane", "")
+        if self.pool is None or not lane:
+            return
+        try:
+            self.pool.start_lane(lane)
+        except SandboxError as e:  # the job's own attempt reports it as the sandbox's error
+            log.warning("could not start the sandbox lane %r: %s", lane, e)
+
     # -- grading --------------------------------------------------------------------------------------
     def validate(self, req: Request) -> None:
         if not req.verifier:
@@ -218,6 +235,7 @@ class VerifierService:
         if hit is not None:
             hit.elapsed_s = time.monotonic() - t0
             return hit
+        self._start_lane(verifier)
         budget_s = req.timeout_s or verifier.default_timeout_s  # the program's time (verifiers put it in their jobs)
         cut = deadline is not None and deadline.remaining() < budget_s  # the caller's deadline ends it sooner
         deadline = deadline or Deadline.after(budget_s)  # no caller's deadline: the budget is the deadline

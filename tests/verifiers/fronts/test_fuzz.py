@@ -267,9 +267,8 @@ def test_after_fuzzing_the_pool_is_whole_and_grades(server, stub):
     )
     assert got.outcome == pb.OUTCOME_CORRECT, got.detail
     owner = f"{socket.gethostname()}:{server.proc.pid}"
-    whole = sandbox_count(
-        POOL, BURST_SANDBOXES
-    )  # the pool, the warm sandbox it keeps for callers holding none, the lanes'
+    # the pool, the warm sandbox it keeps for callers holding none, the lanes' (math's: started by the request above)
+    whole = sandbox_count(POOL, BURST_SANDBOXES, started=("math",))
     deadline = time.monotonic() + 30
     while len(list_containers(owner)) != whole and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -32,7 +32,6 @@ import os
 import re
 import secrets
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 from in_sandbox.answer import strip_think
 from in_sandbox.jobs import PYTHON_ASSERT
@@ -111,7 +110,7 @@ class CodeVerifier(Builtin):
     warmup = CODE_WARMUP
     # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone
     # (sandbox/pool.py, Lane): a job's processes fork from a small worker instead of the one holding sympy.
-    lane: ClassVar[str] = "code"
+    lane = "code"  # verifiers/kinds/table.py sandbox_lanes
 
     def check(self, req: Request) -> CodeOptions:
         """The request's own mistakes (bad options, no tests), found before grading: VerifyBatch calls this

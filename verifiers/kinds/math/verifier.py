@@ -3,8 +3,9 @@
 Host side (this module, linear time, nothing evaluated): extract the final answer(s) with plain string
 scanning (``in_sandbox/answer.py``, the final-answer rule), decide the trivial case of two integer literals by comparing digit
 strings, and hand everything else to the sandbox. Sandbox side (``in_sandbox/math/grader.py``, loaded
-once per warm worker by the pool's warm-up, ``verifiers.kinds.table.sandbox_warmup``): Math-Verify parsing and sympy comparison under a per-item soft
-timeout and the job's hard kill.
+once per warm worker of the math lane by its warm-up): Math-Verify parsing and sympy comparison under a per-item
+soft timeout and the job's hard kill. The lane starts on a service's first math request, before that request's
+own budget starts (verifiers/service/core.py), so a service that grades no math never pays for the warm-up.
 
 Throughput: forking the warm worker and its first parse cost far more here than a comparison (page
 tables of a large interpreter, copy-on-write faults), so concurrent requests are *coalesced*: while every sandbox slot is busy,
@@ -41,11 +42,11 @@ ITEM_SHARE_S = 0.5  # a job's time beyond its longest item's, for each other ite
 # The job: the grader (in_sandbox/math/grader.py, shipped in the image) is already imported in the warm worker.
 JOB_CODE = MATH.entry  # in_sandbox/math/grader.py, reading in_sandbox/jobs.py MATH
 
-# The math kind's declared warm-up (MathVerifier.warmup), run once in each sandbox worker before it forks
-# jobs (the pool's warm-up is every kind's, then a frozen heap: verifiers/kinds/table.py sandbox_warmup):
-# in_sandbox/math/warm.py grades a corpus covering each answer shape, then fills the LaTeX parser's prediction
-# tables for the common answer shapes, so every job inherits them warm.
+# The math kind's declared warm-up (MathVerifier.warmup), run once in each worker of its lane before it forks
+# jobs: in_sandbox/math/warm.py grades a corpus covering each answer shape, then fills the LaTeX parser's
+# prediction tables for the common answer shapes, so every job inherits them warm.
 MATH_WARMUP = "from in_sandbox.math import warm\nwarm.warm_up()\n"
+LANE = "math"  # the pool's lane of workers holding that warm state (verifiers/kinds/table.py sandbox_lanes)
 
 
 _INT = re.compile(r"[+-]?[0-9]{1,100}")  # ASCII digits only: others (``４２``) are the sandbox's to read
@@ -206,6 +207,7 @@ def _run_job(items: list[PendingItem], run_job) -> Result:
         timeout_s=timeout_s,
         limits=Limits(memory_mb=1024),
         deadline=max((it.deadline for it in items), key=lambda d: d.at),
+        lane=LANE,
     )
     return run_job(job)
 
@@ -246,6 +248,9 @@ class MathVerifier(Builtin):
     }
     sandbox_entry = JOB_CODE
     warmup = MATH_WARMUP
+    lane = LANE
+    lane_preload = ("sympy", "math_verify", "latex2sympy2_extended")
+    lane_lazy = True  # a service that grades no math never warms it (each worker's warm-up: 1.6 s of CPU)
     _coalescers: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

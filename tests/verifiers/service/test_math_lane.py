@@ -1,0 +1,60 @@
+"""The math kind's lane (verifiers/kinds/table.py ``sandbox_lanes``): its workers alone run the math warm-up, and
+they start on the service's first math request, before that request's own budget starts.
+
+A real service over the one pool as the server builds it (verifiers/service/wiring.py), real Docker, no mocks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox.backend import Job
+from verifiers.kinds.table import sandbox_count
+from verifiers.shapes.request import Request
+
+pytestmark = pytest.mark.docker
+
+WARM = "import sys\nprint('in_sandbox.math.warm' in sys.modules, 'sympy' in sys.modules)"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from tests.security.conftest import ensure_image, require
+    from verifiers.service import wiring
+    from verifiers.service.core import VerifierService
+    from verifiers.service.registry import Registry
+    from verifiers.shapes.limits import ServiceLimits
+
+    require("docker")
+    ensure_image()
+    limits = ServiceLimits(pool_size=1)
+    pool = wiring.build_pool(limits, burst=1).start()
+    reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
+    svc = VerifierService(reg, pool, limits=limits)
+    try:
+        yield svc, pool
+    finally:
+        svc.close()
+        pool.close()
+        reg.close()
+
+
+def test_a_service_that_grades_code_never_warms_math(service):
+    svc, pool = service
+    code = Request(verifier="code", completion="```python\ndef f():\n    return 1\n```", reference="assert f() == 1")
+    assert svc.verify(code).outcome == "CORRECT"
+    assert len(pool.container_names()) == sandbox_count(1, 1)  # the pool's own and the code lane's, burst each
+    assert pool.run(Job(code=WARM)).stdout == "False True\n"  # the pool's own: sympy imported, no parser tables
+
+
+def test_the_first_math_request_gets_its_whole_budget(service):
+    """The lane starts (a container and 1.6 s of warm-up per sandbox) before the request's 1 s budget starts:
+    started inside the job instead, it took that budget and the answer timed out."""
+    svc, pool = service
+    first = Request(verifier="math", completion="\\boxed{\\frac{1}{2}}", reference="0.5", timeout_s=1.0)
+    v = svc.verify(first)
+    assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
+    assert len(pool.container_names()) == sandbox_count(1, 1, started=("math",))
+    assert pool.run(Job(code=WARM, lane="math")).stdout == "True True\n"  # forked from a warmed worker
+    wrong = Request(verifier="math", completion="\\boxed{(x+1)^2}", reference="x^2+2x+2", timeout_s=1.0)
+    assert svc.verify(wrong).outcome == "INCORRECT"
