@@ -109,6 +109,7 @@ class SandboxPool(Checkout):
         self._lanes = dict(lanes or {})
         self._started: set[str] = set()  # lanes whose sandboxes were started (a lazy one: on its first job)
         self._lane_lock = threading.Lock()  # one lazy lane starts once
+        self._starting: dict[str, tuple[threading.Event, list]] = {}  # lazy lanes starting: (done, errors)
         for name, lane in self._lanes.items():
             if not name or not isinstance(lane, Lane):
                 raise SandboxError(f"lane {name!r}: name it (not '') and describe it with sandbox.pool.Lane")
@@ -176,17 +177,38 @@ class SandboxPool(Checkout):
         """The configuration ``lane``'s sandboxes run with ("" or an unknown lane: the pool's)."""
         return self._cfgs.get(lane, self.cfg)
 
-    def start_lane(self, lane: str) -> None:
-        """Start a lazy lane on its first job (its preflight first: a missing image says what to build)."""
+    def start_lane(self, lane: str, wait_s: float | None = None) -> None:
+        """Start a lazy lane on its first job (its preflight first: a missing image says what to build) and wait
+        until it is up, at most ``wait_s`` (None: as long as it takes): past it, PoolSaturated, and the lane goes
+        on starting, so a caller's short deadline is answered in time. A start that failed is tried again."""
         if lane in self._started or not (lane in self._lanes and self._lanes[lane].lazy):
             return
         with self._lane_lock:
             if lane in self._started or self._closed:
                 return
+            start = self._starting.get(lane)
+            if start is None or start[0].is_set():  # the first job, or the one after a failed start
+                start = self._starting[lane] = (threading.Event(), [])
+                t = threading.Thread(target=self._start_lane, args=(lane, *start), daemon=True, name=f"lane-{lane}")
+                with self._lock:
+                    self._helpers.add(t)
+                t.start()
+        done, errors = start
+        if not done.wait(wait_s):
+            raise PoolSaturated(f"the sandbox lane {lane!r} is still starting (its first job starts it): retry soon")
+        if errors:
+            raise SandboxError(f"could not start the sandbox lane {lane!r}: {errors[0]}")
+
+    def _start_lane(self, lane: str, done: threading.Event, errors: list) -> None:
+        try:
             self._preflight(lane)
-            errors = self._fill([lane])
-            if errors:
-                raise SandboxError(f"could not start the sandbox lane {lane!r}: {errors[0]}")
+            errors.extend(self._fill([lane]))
+        except Exception as e:  # noqa: BLE001 - reported to every job waiting for the lane
+            errors.append(e)
+        finally:
+            done.set()
+            with self._lock:
+                self._helpers.discard(threading.current_thread())
 
     def _watch(self) -> None:
         """Replace idle sandboxes that died (killed, OOM, the engine restarted) without waiting for a job
@@ -292,8 +314,8 @@ class SandboxPool(Checkout):
         sandbox (default: the pool's queue limit, ``max_wait_s``; never the program's own time limit, so a
         queue does not eat into it), then runs for ``timeout_s`` and its worker has ``grace_s`` more to answer."""
         lane = job.lane if job.lane in self._queues else ""
-        self.start_lane(lane)
         cfg = self._cfgs[lane]
+        self.start_lane(lane, None if job.deadline is None else job.deadline.reserve(cfg.grace_s).remaining())
         if job.deadline is None:
             c = self._acquire(cfg.max_wait_s if wait_s is None else wait_s, lane)
             deadline = Deadline.after(job.timeout_s + cfg.grace_s)

@@ -7,9 +7,9 @@
   kind runs inside the sandbox lives in the room ``in_sandbox/`` beside this package;
 - ``service/``: the service behind both fronts (registry, stores, bounds, fairness, cache, metrics);
 - ``fronts/``: the gRPC server (``python -m verifiers.fronts.server``) and the HTTP front (``fronts/http/``);
-- the client side, the modules at this package's top: ``client`` (the RPCs), ``cli``, ``launch`` (starts a
-  server as another process), ``integrations/`` (TRL, verl), ``canaries/``. It takes only the shapes, so a
-  trainer that imports it never loads the service.
+- the client side, the modules at this package's top: ``client`` (the RPCs; ``targets``: what it dials),
+  ``cli``, ``launch`` (starts a server as another process), ``integrations/`` (TRL, verl), ``canaries/``. It
+  takes only the shapes, so a trainer that imports it never loads the service.
 
 Importing this package imports nothing heavy; the trainer uses only the client side.
 """

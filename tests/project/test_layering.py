@@ -257,11 +257,11 @@ def private_imports(root: Path) -> list[str]:
 # -- inside verifiers/: floors that are folders ---------------------------------------------------------------
 # From the bottom up (verifiers/__init__.py, docs/architecture.md): the shapes every floor shares; the kinds (and
 # their table); the service behind both fronts; the fronts (gRPC server, HTTP). The client side is the package's
-# top (client, cli, session_cli, launch, integrations, canaries): it takes only the shapes, so a trainer never loads the
-# service. A module in none of these lies loose, and is reported.
+# top (client, targets, cli, session_cli, launch, integrations, canaries): it takes only the shapes, so a trainer
+# never loads the service. A module in none of these lies loose, and is reported.
 VERIFIER_FLOORS = ("verifiers.shapes", "verifiers.kinds", "verifiers.service", "verifiers.fronts")
 VERIFIER_CLIENT_SIDE = ("verifiers.client", "verifiers.cli", "verifiers.launch", "verifiers.integrations",
-                        "verifiers.canaries", "verifiers.session_cli")  # fmt: skip
+                        "verifiers.canaries", "verifiers.session_cli", "verifiers.targets")  # fmt: skip
 
 
 def verifier_floor(module: str) -> int | str:

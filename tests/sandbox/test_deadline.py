@@ -162,5 +162,8 @@ def test_a_short_grpc_deadline_returns_timeout_in_time_and_the_service_keeps_ser
 
 @pytest.mark.docker
 def test_hostile_math_under_a_short_deadline_is_timeout_in_time(client):
+    # the math lane up first (a service's first math request starts it; before it is up, a short deadline is
+    # answered SANDBOX_ERROR in time: tests/verifiers/service/test_math_lane.py)
+    assert client.verify("math", "$\\boxed{2}$", "2").outcome == "CORRECT"
     r = client.verify("math", "$\\boxed{9^{9^{9^{9}}}}$", "1", deadline_s=2.0)  # answered: within the deadline
     assert r.outcome in ("TIMEOUT", "INCORRECT") and r.reward == 0.0, r

@@ -155,22 +155,25 @@ class VerifierService:
         finally:
             gate.release(grant)
 
-    def _start_lane(self, verifier: Verifier) -> None:
+    def _start_lane(self, verifier: Verifier, deadline: Deadline | None) -> str:
         """Start the lane ``verifier``'s jobs run in, where it starts on its first request (the math kind's), so
-        that its start is not taken from the request's own budget (a caller's deadline still counts it)."""
+        that its start is not taken from the request's own budget. A caller's deadline still counts it: what
+        stopped the wait (the lane still starting at the caller's deadline, or failing to start), else ""."""
         if isinstance(verifier, Composite):  # its parts grade from its deadline
             for part in verifier.parts:
                 inner = self.registry.peek(part.verifier)
-                if inner is not None and inner is not verifier:
-                    self._start_lane(inner)
-            return
+                not_up = "" if inner is None or inner is verifier else self._start_lane(inner, deadline)
+                if not_up:
+                    return not_up
+            return ""
         lane = getattr(verifier, "lane", "")
         if self.pool is None or not lane:
-            return
+            return ""
         try:
-            self.pool.start_lane(lane)
-        except SandboxError as e:  # the job's own attempt reports it as the sandbox's error
-            log.warning("could not start the sandbox lane %r: %s", lane, e)
+            self.pool.start_lane(lane, None if deadline is None else deadline.remaining())
+        except SandboxError as e:
+            return str(e)
+        return ""
 
     # -- grading --------------------------------------------------------------------------------------
     def validate(self, req: Request) -> None:
@@ -235,7 +238,11 @@ class VerifierService:
         if hit is not None:
             hit.elapsed_s = time.monotonic() - t0
             return hit
-        self._start_lane(verifier)
+        not_up = self._start_lane(verifier, deadline)
+        if not_up:  # ungraded, never cached: the next request finds the lane up
+            verdict = Verdict.of(Outcome.SANDBOX_ERROR, not_up)
+            verdict.elapsed_s = time.monotonic() - t0
+            return verdict
         budget_s = req.timeout_s or verifier.default_timeout_s  # the program's time (verifiers put it in their jobs)
         cut = deadline is not None and deadline.remaining() < budget_s  # the caller's deadline ends it sooner
         deadline = deadline or Deadline.after(budget_s)  # no caller's deadline: the budget is the deadline

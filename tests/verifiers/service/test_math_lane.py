@@ -6,9 +6,12 @@ A real service over the one pool as the server builds it (verifiers/service/wiri
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from sandbox.backend import Job
+from sandbox.deadline import Deadline
 from verifiers.kinds.table import sandbox_count
 from verifiers.shapes.request import Request
 
@@ -17,8 +20,9 @@ pytestmark = pytest.mark.docker
 WARM = "import sys\nprint('in_sandbox.math.warm' in sys.modules, 'sympy' in sys.modules)"
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
+@contextlib.contextmanager
+def fresh_service(tmp_path_factory, burst: int):
+    """(service, its pool): a real service over the one pool as the server builds it, one sandbox per lane."""
     from tests.security.conftest import ensure_image, require
     from verifiers.service import wiring
     from verifiers.service.core import VerifierService
@@ -28,7 +32,7 @@ def service(tmp_path_factory):
     require("docker")
     ensure_image()
     limits = ServiceLimits(pool_size=1)
-    pool = wiring.build_pool(limits, burst=1).start()
+    pool = wiring.build_pool(limits, burst=burst).start()
     reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
     svc = VerifierService(reg, pool, limits=limits)
     try:
@@ -37,6 +41,12 @@ def service(tmp_path_factory):
         svc.close()
         pool.close()
         reg.close()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    with fresh_service(tmp_path_factory, burst=1) as both:
+        yield both
 
 
 def test_a_service_that_grades_code_never_warms_math(service):
@@ -58,3 +68,17 @@ def test_the_first_math_request_gets_its_whole_budget(service):
     assert pool.run(Job(code=WARM, lane="math")).stdout == "True True\n"  # forked from a warmed worker
     wrong = Request(verifier="math", completion="\\boxed{(x+1)^2}", reference="x^2+2x+2", timeout_s=1.0)
     assert svc.verify(wrong).outcome == "INCORRECT"
+
+
+def test_a_callers_deadline_shorter_than_the_lanes_start_is_answered_in_time_ungraded(tmp_path_factory):
+    """Waiting for the lane to come up stops at the caller's deadline (a gRPC deadline: the call must be
+    answered before it): an ungraded verdict that says the lane is starting, never the model's fault; the lane
+    goes on starting, and the next request is graded."""
+    with fresh_service(tmp_path_factory, burst=0) as (svc, pool):
+        ask = Request(verifier="math", completion="\\boxed{\\frac{1}{2}}", reference="0.5")
+        v = svc.verify(ask, Deadline.after(0.2))  # a container start and the warm-up take far longer
+        assert (v.outcome, v.reward) == ("SANDBOX_ERROR", 0.0)
+        assert "'math' is still starting" in v.detail, v.detail
+        again = svc.verify(Request(verifier="math", completion="\\boxed{2}", reference="2.0"))
+        assert again.outcome == "CORRECT", again.detail
+        assert len(pool.container_names()) == sandbox_count(1, 0, started=("math",))
