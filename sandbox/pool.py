@@ -85,15 +85,23 @@ def _close_live_pools() -> None:  # an interpreter exit without close() still re
 class SandboxPool(Checkout):
     """Thread-safe: ``run`` may be called from many threads; each sandbox runs one job at a time."""
 
-    def __init__(self, config: SandboxConfig | None = None, burst: int = 0, lanes: dict[str, Lane] | None = None):
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        burst: int = 0,
+        lanes: dict[str, Lane] | None = None,
+        lazy: bool = False,
+    ):
         """``burst``: sandboxes kept warm beyond ``config.size``, for a gate that lends them only to a
         caller holding none while others hold every ordinary one (verifiers/service/fair.py, ``FairGate``);
         the pool itself hands any idle sandbox to any job, so without such a gate it is that much larger.
-        ``lanes``: name → ``Lane``, sandboxes warmed otherwise for the jobs naming that lane (module docstring)."""
+        ``lanes``: name → ``Lane``, sandboxes warmed otherwise for the jobs naming that lane (module docstring).
+        ``lazy``: the pool's own sandboxes, like a lazy lane's, start on their first job."""
         self.cfg = config or SandboxConfig()
         if burst < 0:
             raise SandboxError(f"burst sandboxes: {burst}; choose 0 or more")
         self.burst = burst
+        self.lazy = lazy
         entry = backend_entry(self.cfg.backend)
         self._cls = entry.load()
         if not 0 < self.cfg.output_bytes <= MAX_OUTPUT_CAP:
@@ -132,7 +140,7 @@ class SandboxPool(Checkout):
     def start(self) -> SandboxPool:
         t0 = time.monotonic()
         self._cls.preflight(self.cfg)
-        eager = [n for n in self._cfgs if not (n and self._lanes[n].lazy)]
+        eager = [n for n in self._cfgs if not self._lazy(n)]
         for n in eager:
             if n and self._lanes[n].config is not None:
                 self._preflight(n)
@@ -146,11 +154,15 @@ class SandboxPool(Checkout):
         self._watchdog.start()
         return self
 
+    def _lazy(self, lane: str) -> bool:
+        """Whether ``lane``'s sandboxes start on its first job ("": the pool's own)."""
+        return self._lanes[lane].lazy if lane else self.lazy
+
     def _preflight(self, lane: str) -> None:
         try:
             self._classes[lane].preflight(self._cfgs[lane])
         except SandboxError as e:
-            hint = self._lanes[lane].missing
+            hint = self._lanes[lane].missing if lane else ""
             raise SandboxError(f"{hint}: {e}" if hint else str(e)) from None
 
     def _fill(self, lanes: list[str]) -> list[Exception]:
@@ -181,7 +193,7 @@ class SandboxPool(Checkout):
         """Start a lazy lane on its first job (its preflight first: a missing image says what to build) and wait
         until it is up, at most ``wait_s`` (None: as long as it takes): past it, PoolSaturated, and the lane goes
         on starting, so a caller's short deadline is answered in time. A start that failed is tried again."""
-        if lane in self._started or not (lane in self._lanes and self._lanes[lane].lazy):
+        if lane in self._started or lane not in self._cfgs or not self._lazy(lane):
             return
         with self._lane_lock:
             if lane in self._started or self._closed:

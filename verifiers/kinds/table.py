@@ -287,10 +287,11 @@ def sandbox_lanes() -> dict[str, Lane]:
 
 
 def sandbox_count(size: int, burst: int, started: tuple[str, ...] = ()) -> int:
-    """How many sandboxes a server's pool keeps: its ``size`` and ``burst``, for itself and for each lane that
-    starts with it, and for the lazy lanes named in ``started`` (e.g. ``("math",)`` once it graded math)."""
+    """How many sandboxes a server's pool keeps: its ``size`` and ``burst`` for each lane that starts with it, and
+    for each one started since that ``started`` names: ``"math"`` once it graded math, ``""`` (the pool's own) once
+    it ran a registered Python verifier or /run_code's Python (verifiers/service/wiring.py)."""
     up = [n for n, lane in sandbox_lanes().items() if not lane.lazy or n in started]
-    return (size + burst) * (1 + len(up))
+    return (size + burst) * (len(up) + ("" in started))
 
 
 def sandbox_warmup(lanes: Collection[str] = ()) -> str:

@@ -156,8 +156,8 @@ class VerifierService:
             gate.release(grant)
 
     def _start_lane(self, verifier: Verifier, deadline: Deadline | None) -> str:
-        """Start the lane ``verifier``'s jobs run in, where it starts on its first request (the math kind's), so
-        that its start is not taken from the request's own budget. A caller's deadline still counts it: what
+        """Start the lane ``verifier``'s jobs run in, where it starts on its first request (the math kind's, the
+        pool's own for a registered Python verifier), so that its start is not taken from the request's budget. A caller's deadline still counts it: what
         stopped the wait (the lane still starting at the caller's deadline, or failing to start), else ""."""
         if isinstance(verifier, Composite):  # its parts grade from its deadline
             for part in verifier.parts:
@@ -166,8 +166,8 @@ class VerifierService:
                 if not_up:
                     return not_up
             return ""
-        lane = getattr(verifier, "lane", "")
-        if self.pool is None or not lane:
+        lane = getattr(verifier, "lane", "")  # "": the pool's own sandboxes, which a registered Python verifier uses
+        if self.pool is None or not (lane or verifier.kind == "python"):
             return ""
         try:
             self.pool.start_lane(lane, None if deadline is None else deadline.remaining())

@@ -5,8 +5,9 @@ Every sandbox job of the service, whichever front it came in by (gRPC, HTTP, /ru
 it (a Python grader, a compiled program, a session), goes ``VerifierService.run_job`` → a gate → this pool.
 Nothing else builds a ``SandboxPool`` or a ``FairGate`` (tests/project/test_one_door.py holds that):
 
-* the pool's own sandboxes (registered Python verifiers) and the kinds' lanes (``kinds.sandbox_lanes``: the code
-  kind's lean workers; the math grader's warm ones, started on the first math request);
+* the pool's own sandboxes (registered Python verifiers, /run_code's Python; started on their first job) and the
+  kinds' lanes (``kinds.sandbox_lanes``: the code kind's lean workers; the math grader's warm ones, started on
+  the first math request);
 * the toolchain lane (``toolchains.LANE``): the ``rlvr-sandbox-langs`` image, its own size, memory and
   processes (``--langs-pool-size``, ``--langs-memory-mb``, ``--langs-image``), started on its first job;
 * one gate per group of slots: the pool's own (its lanes share its size) and each lane with slots of its own,
@@ -70,12 +71,12 @@ def session_lane(limits: ServiceLimits) -> dict[str, Lane]:
 
 
 def build_pool(limits: ServiceLimits, burst: int = BURST_SANDBOXES, **config) -> SandboxPool:
-    """The service's one pool (not started): the warm-up of every built-in kind without a lane, ``burst``
-    sandboxes more per lane for a caller holding none, and every lane (``config``: other ``SandboxConfig``
-    settings, e.g. for tests)."""
+    """The service's one pool (not started): ``burst`` sandboxes more per lane for a caller holding none, every
+    lane, and its own sandboxes (registered Python verifiers, /run_code's Python) started on their first job,
+    with the warm-up of every built-in kind without a lane (``config``: other ``SandboxConfig`` settings)."""
     every = lanes(limits)
     warmup = kinds.sandbox_warmup(every)  # a kind with a lane of its own warms only there
-    return SandboxPool(limits.sandbox_config(warmup=warmup, **config), burst=burst, lanes=every)
+    return SandboxPool(limits.sandbox_config(warmup=warmup, **config), burst=burst, lanes=every, lazy=True)
 
 
 def build_gates(pool: SandboxPool, max_waiters: int, observe: Callable[[str, float], None]) -> dict[str, FairGate]:

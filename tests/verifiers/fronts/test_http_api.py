@@ -231,6 +231,8 @@ def test_metrics_count_grpc_and_http_traffic(http, grpc_client):
     math = {"verifier": "math", "completion": "\\boxed{(y+1)^2}", "reference": "y^2 + 2y + 1"}  # sympy: sandboxed
     http.post("/v1/verify", json=math)
     http.post("/v1/verify", json=math)  # the same pair again: a cache hit
+    ran = http.post("/run_code", json={"code": "print(6 * 7)", "language": "python", "run_timeout": 10})
+    assert ran.status_code == 200 and ran.json()["run_result"]["stdout"] == "42\n", ran.text  # the pool's own
     after = metrics(http)
 
     def delta(k):
@@ -244,7 +246,7 @@ def test_metrics_count_grpc_and_http_traffic(http, grpc_client):
     assert after[("rlvr_sandbox_pool_size", ())] == 2 and after[("rlvr_sandbox_pool_live", ())] == sandbox_count(
         2,
         BURST_SANDBOXES,
-        started=("math",),  # the math lane started on the first math request
+        started=("math", ""),  # started by the first math request and by /run_code
     )
     assert after[("rlvr_sandbox_pool_busy", ())] == 0
     assert ("rlvr_sandbox_restarts_total", ()) in after

@@ -1,5 +1,6 @@
 """The math kind's lane (verifiers/kinds/table.py ``sandbox_lanes``): its workers alone run the math warm-up, and
-they start on the service's first math request, before that request's own budget starts.
+they start on the service's first math request, before that request's own budget starts; the pool's own
+sandboxes start on their first job (verifiers/service/wiring.py).
 
 A real service over the one pool as the server builds it (verifiers/service/wiring.py), real Docker, no mocks.
 """
@@ -21,7 +22,7 @@ WARM = "import sys\nprint('in_sandbox.math.warm' in sys.modules, 'sympy' in sys.
 
 
 @contextlib.contextmanager
-def fresh_service(tmp_path_factory, burst: int):
+def fresh_service(tmp_path_factory, burst: int, registry: str = ""):
     """(service, its pool): a real service over the one pool as the server builds it, one sandbox per lane."""
     from tests.security.conftest import ensure_image, require
     from verifiers.service import wiring
@@ -33,7 +34,7 @@ def fresh_service(tmp_path_factory, burst: int):
     ensure_image()
     limits = ServiceLimits(pool_size=1)
     pool = wiring.build_pool(limits, burst=burst).start()
-    reg = Registry(str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
+    reg = Registry(registry or str(tmp_path_factory.mktemp("reg") / "registry.sqlite"))
     svc = VerifierService(reg, pool, limits=limits)
     try:
         yield svc, pool
@@ -53,8 +54,9 @@ def test_a_service_that_grades_code_never_warms_math(service):
     svc, pool = service
     code = Request(verifier="code", completion="```python\ndef f():\n    return 1\n```", reference="assert f() == 1")
     assert svc.verify(code).outcome == "CORRECT"
-    assert len(pool.container_names()) == sandbox_count(1, 1)  # the pool's own and the code lane's, burst each
-    assert pool.run(Job(code=WARM)).stdout == "False True\n"  # the pool's own: sympy imported, no parser tables
+    assert len(pool.container_names()) == sandbox_count(1, 1)  # the code lane's alone, one burst sandbox with it
+    assert pool.run(Job(code=WARM)).stdout == "False True\n"  # the pool's own, started: sympy, no parser tables
+    assert len(pool.container_names()) == sandbox_count(1, 1, started=("",))
 
 
 def test_the_first_math_request_gets_its_whole_budget(service):
@@ -64,7 +66,7 @@ def test_the_first_math_request_gets_its_whole_budget(service):
     first = Request(verifier="math", completion="\\boxed{\\frac{1}{2}}", reference="0.5", timeout_s=1.0)
     v = svc.verify(first)
     assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail
-    assert len(pool.container_names()) == sandbox_count(1, 1, started=("math",))
+    assert len(pool.container_names()) == sandbox_count(1, 1, started=("", "math"))
     assert pool.run(Job(code=WARM, lane="math")).stdout == "True True\n"  # forked from a warmed worker
     wrong = Request(verifier="math", completion="\\boxed{(x+1)^2}", reference="x^2+2x+2", timeout_s=1.0)
     assert svc.verify(wrong).outcome == "INCORRECT"
@@ -82,3 +84,17 @@ def test_a_callers_deadline_shorter_than_the_lanes_start_is_answered_in_time_ung
         again = svc.verify(Request(verifier="math", completion="\\boxed{2}", reference="2.0"))
         assert again.outcome == "CORRECT", again.detail
         assert len(pool.container_names()) == sandbox_count(1, 0, started=("math",))
+
+
+def test_a_registered_python_verifiers_first_request_gets_its_whole_budget(tmp_path_factory):
+    """A service that loads a Python verifier from its registry starts the pool's own sandboxes on that verifier's
+    first request, before its 0.5 s budget starts (registering it started them with its dry run)."""
+    registry = str(tmp_path_factory.mktemp("reg") / "registry.sqlite")
+    src = "def verify(completion, reference, options):\n    return float(completion == reference)\n"
+    with fresh_service(tmp_path_factory, burst=0, registry=registry) as (svc, pool):
+        svc.register("same", "python", "", {"source": src, "entrypoint": "verify"})
+        assert len(pool.container_names()) == sandbox_count(1, 0, started=("",))  # the dry run started them
+    with fresh_service(tmp_path_factory, burst=0, registry=registry) as (svc, pool):
+        assert len(pool.container_names()) == sandbox_count(1, 0)
+        v = svc.verify(Request(verifier="same", completion="7", reference="7", timeout_s=0.5))
+        assert (v.outcome, v.reward) == ("CORRECT", 1.0), v.detail

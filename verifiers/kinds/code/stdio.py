@@ -30,6 +30,7 @@ from verifiers.shapes.outcome import CaseStatus, Outcome
 
 DETAIL_CHARS = 600
 CHECKER_TIMEOUT_S = 10.0
+LANE = "code"  # the pool's lane of lean workers the code kind's Python jobs fork from (CodeVerifier.lane)
 _OUTCOME = {
     CaseStatus.WRONG_ANSWER: Outcome.INCORRECT,
     CaseStatus.TIME_LIMIT: Outcome.TIMEOUT,
@@ -239,6 +240,7 @@ def _run_checker(checker: str, case_input: str, expected: str, actual: str, ctx:
         timeout_s=CHECKER_TIMEOUT_S,
         limits=Limits(memory_mb=1024),
         deadline=ctx.deadline,
+        lane=LANE,  # the checker imports only what it names, like a program (in_sandbox/code/checker.py)
     )
     res = ctx.run_job(job)
     if res.sandbox_error:

@@ -110,7 +110,7 @@ class CodeVerifier(Builtin):
     warmup = CODE_WARMUP
     # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone
     # (sandbox/pool.py, Lane): a job's processes fork from a small worker instead of the one holding sympy.
-    lane = "code"  # verifiers/kinds/table.py sandbox_lanes
+    lane = stdio.LANE  # verifiers/kinds/table.py sandbox_lanes
 
     def check(self, req: Request) -> CodeOptions:
         """The request's own mistakes (bad options, no tests), found before grading: VerifyBatch calls this
