@@ -11,7 +11,8 @@ Each round starts a server (``--pool`` sandboxes, one burst sandbox per lane), t
 * ``math``: ``--groups`` VerifyBatch calls of G=8 varied pairs each, one at a time (a training step's groups),
   their wall time, every verdict compared with the other side's;
 
-and the containers' CPU once more. Printed: each round's figures, then each side's median per figure.
+and the containers' CPU once more, and the memory they hold then (docker stats). Printed: each round's figures, then
+each side's median per figure.
 """
 
 from __future__ import annotations
@@ -49,6 +50,22 @@ def container_cpu_s(pid: int) -> tuple[int, float]:
     return len(ids), total / 1e9
 
 
+def container_mem_mb(pid: int) -> float:
+    """The memory the server ``pid``'s sandbox containers use now (docker stats), MiB in all."""
+    from sandbox.backends.docker import list_containers
+
+    ids = [c[0] for c in list_containers(f"{socket.gethostname()}:{pid}")]
+    out = subprocess.run(
+        ["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *ids], capture_output=True, text=True
+    ).stdout
+    units = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
+    total = 0.0
+    for line in out.splitlines():
+        used = line.split("/")[0].strip()
+        total += float(used[:-3]) * units[used[-3:]]
+    return total
+
+
 def one_round(tree: Path | None, args, tag: str, log: str) -> tuple[dict, list]:
     t0 = time.perf_counter()
     srv = server(tree, args.pool, 1, log).start()
@@ -72,6 +89,7 @@ def one_round(tree: Path | None, args, tag: str, log: str) -> tuple[dict, list]:
             verdicts = [(r.outcome, r.reward) for grp in groups for r in c.verify_batch(grp)]
             out["math_s"] = time.perf_counter() - t2
             out["all_containers"], out["all_cpu_s"] = container_cpu_s(srv.proc.pid)
+            out["all_mem_mb"] = container_mem_mb(srv.proc.pid)
     finally:
         srv.stop()
     return out, verdicts

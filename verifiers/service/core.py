@@ -127,6 +127,11 @@ class VerifierService:
             )
         gate = self.gates[job.lane if own else ""]
         cfg = self.pool.lane_config(job.lane)
+        try:  # a lane starting on its first job (sandbox/pool.py) holds no turn at the gate while it starts
+            lane = job.lane if job.lane in self.pool.lanes() else ""
+            self.pool.start_lane(lane, None if job.deadline is None else job.deadline.reserve(cfg.grace_s).remaining())
+        except SandboxError as e:  # still starting at the job's deadline, or failing to start
+            return Result(sandbox_error=str(e), id=job.id)
         if job.deadline is None:  # the pool's queue limit (--max-queue-s), as the pool itself would wait
             wait_s = cfg.max_wait_s
         else:
