@@ -70,7 +70,7 @@ class Job:
     timeout_s: float = 10.0
     limits: Limits = field(default_factory=Limits)
     mode: str = "fork"  # "fork": a child of the warm worker; "spawn": a fresh python3 -I process
-    lane: str = ""  # the pool's lane whose warm workers suit this job (sandbox/pool.py, Lane); "": the pool's own
+    lane: str = ""  # the pool's lane whose warm workers suit this job (sandbox/lanes.py, Lane); "": the pool's own
     id: str = ""
     # the request's deadline (sandbox/deadline.py); the pool gives the program what is left of it, less
     # the worker's time to answer, and never more than timeout_s. None: timeout_s + the pool's grace.

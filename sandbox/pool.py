@@ -25,7 +25,8 @@ sandboxes, and a job reading its own program (grading that hides tests from the 
 put them in the same process).
 
 The types (``Job``, ``Limits``, ``Result``, ``SandboxConfig``, the errors) live in sandbox/backend.py;
-callers import them from there. Sandboxes a caller holds between calls (sessions): sandbox/checkout.py.
+callers import them from there. The lanes: sandbox/lanes.py. Sandboxes a caller holds between calls (sessions):
+sandbox/checkout.py.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import queue
 import threading
 import time
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from sandbox.backend import (
     MAX_OUTPUT_CAP,
@@ -51,25 +52,13 @@ from sandbox.backend import (
 from sandbox.backends.table import backend_entry
 from sandbox.checkout import Checkout
 from sandbox.deadline import Deadline
+from sandbox.lanes import Lane, Lanes
 
 log = logging.getLogger(__name__)
 
 WATCH_S = 0.5  # how often the watchdog looks for sandboxes that died while idle
 MIN_RUN_S = 0.01  # a job granted less than this after waiting for a sandbox is refused (PoolSaturated)
 MAX_BACKOFF_S = 5.0  # longest wait between attempts to start a replacement (the engine may be restarting)
-
-
-@dataclass(frozen=True)
-class Lane:
-    """What a lane's workers hold warm, instead of the pool's ``SandboxConfig.preload`` and ``warmup``; or, with
-    ``config``, sandboxes of their own kind (another image, size, limits or backend: the toolchains), which
-    have slots of their own (``own_slots``) and, with ``lazy``, start on the lane's first job."""
-
-    preload: tuple[str, ...] = ()
-    warmup: str = ""
-    config: SandboxConfig | None = None  # the lane's whole configuration (preload and warmup then unused)
-    lazy: bool = False  # start on the first job naming the lane (a service that never needs it never pays for it)
-    missing: str = ""  # what to do when the lane's image is missing (its preflight's error is prefixed with it)
 
 
 # -- the pool -----------------------------------------------------------------------------------
@@ -82,7 +71,7 @@ def _close_live_pools() -> None:  # an interpreter exit without close() still re
         pool.close()
 
 
-class SandboxPool(Checkout):
+class SandboxPool(Lanes, Checkout):
     """Thread-safe: ``run`` may be called from many threads; each sandbox runs one job at a time."""
 
     def __init__(
@@ -120,7 +109,7 @@ class SandboxPool(Checkout):
         self._starting: dict[str, tuple[threading.Event, list]] = {}  # lazy lanes starting: (done, errors)
         for name, lane in self._lanes.items():
             if not name or not isinstance(lane, Lane):
-                raise SandboxError(f"lane {name!r}: name it (not '') and describe it with sandbox.pool.Lane")
+                raise SandboxError(f"lane {name!r}: name it (not '') and describe it with sandbox.lanes.Lane")
             self._cfgs[name] = lane.config or replace(self.cfg, preload=tuple(lane.preload), warmup=lane.warmup)
             self._classes[name] = backend_entry(self._cfgs[name].backend).load() if lane.config else self._cls
             self._queues[name] = queue.Queue()
@@ -154,17 +143,6 @@ class SandboxPool(Checkout):
         self._watchdog.start()
         return self
 
-    def _lazy(self, lane: str) -> bool:
-        """Whether ``lane``'s sandboxes start on its first job ("": the pool's own)."""
-        return self._lanes[lane].lazy if lane else self.lazy
-
-    def _preflight(self, lane: str) -> None:
-        try:
-            self._classes[lane].preflight(self._cfgs[lane])
-        except SandboxError as e:
-            hint = self._lanes[lane].missing if lane else ""
-            raise SandboxError(f"{hint}: {e}" if hint else str(e)) from None
-
     def _fill(self, lanes: list[str]) -> list[Exception]:
         """Start every sandbox of ``lanes`` side by side; the errors of those that failed."""
         errors: list[Exception] = []
@@ -176,51 +154,6 @@ class SandboxPool(Checkout):
         with self._lock:
             self._started.update(lanes)
         return errors
-
-    def slots(self, lane: str) -> int:
-        """How many sandboxes ``lane`` keeps: its size and the pool's burst."""
-        return self._cfgs[lane].size + self.burst
-
-    def own_slots(self, lane: str) -> bool:
-        """Whether ``lane``'s sandboxes are counted apart from the pool's own (a lane with its own config)."""
-        return bool(lane) and lane in self._lanes and self._lanes[lane].config is not None
-
-    def lane_config(self, lane: str) -> SandboxConfig:
-        """The configuration ``lane``'s sandboxes run with ("" or an unknown lane: the pool's)."""
-        return self._cfgs.get(lane, self.cfg)
-
-    def start_lane(self, lane: str, wait_s: float | None = None) -> None:
-        """Start a lazy lane on its first job (its preflight first: a missing image says what to build) and wait
-        until it is up, at most ``wait_s`` (None: as long as it takes): past it, PoolSaturated, and the lane goes
-        on starting, so a caller's short deadline is answered in time. A start that failed is tried again."""
-        if lane in self._started or lane not in self._cfgs or not self._lazy(lane):
-            return
-        with self._lane_lock:
-            if lane in self._started or self._closed:
-                return
-            start = self._starting.get(lane)
-            if start is None or start[0].is_set():  # the first job, or the one after a failed start
-                start = self._starting[lane] = (threading.Event(), [])
-                t = threading.Thread(target=self._start_lane, args=(lane, *start), daemon=True, name=f"lane-{lane}")
-                with self._lock:
-                    self._helpers.add(t)
-                t.start()
-        done, errors = start
-        if not done.wait(wait_s):
-            raise PoolSaturated(f"the sandbox lane {lane!r} is still starting (its first job starts it): retry soon")
-        if errors:
-            raise SandboxError(f"could not start the sandbox lane {lane!r}: {errors[0]}")
-
-    def _start_lane(self, lane: str, done: threading.Event, errors: list) -> None:
-        try:
-            self._preflight(lane)
-            errors.extend(self._fill([lane]))
-        except Exception as e:  # noqa: BLE001 - reported to every job waiting for the lane
-            errors.append(e)
-        finally:
-            done.set()
-            with self._lock:
-                self._helpers.discard(threading.current_thread())
 
     def _watch(self) -> None:
         """Replace idle sandboxes that died (killed, OOM, the engine restarted) without waiting for a job
@@ -402,10 +335,6 @@ class SandboxPool(Checkout):
         finally:
             with self._lock:
                 self._waiters -= 1
-
-    def lanes(self) -> list[str]:
-        """The names of the pool's lanes ("" first: its own sandboxes)."""
-        return list(self._queues)
 
     def _replace(self, c: Backend, why: str) -> None:
         """Destroy ``c`` and start a new sandbox in the background, retrying until it comes up."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from sandbox.backend import Job, SandboxConfig, SandboxError
-from sandbox.pool import Lane, SandboxPool
+from sandbox.lanes import Lane
+from sandbox.pool import SandboxPool
 from tests.security.conftest import BACKENDS, make_pool
 from verifiers.kinds import table as kinds
 from verifiers.kinds.code.verifier import CODE_WARMUP

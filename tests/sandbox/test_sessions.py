@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.pool import Lane, SandboxPool
+from sandbox.lanes import Lane
+from sandbox.pool import SandboxPool
 from sandbox.session import SESSION_LANE, SESSION_PRELOAD, SessionError, SessionLimits, SessionSandbox
 from tests.security.conftest import make_pool
 
@@ -248,7 +249,8 @@ HOLDER = """
 import sys, time
 sys.path.insert(0, {root!r})
 from sandbox.backend import SandboxConfig
-from sandbox.pool import SandboxPool, Lane
+from sandbox.lanes import Lane
+from sandbox.pool import SandboxPool
 from sandbox.session import SESSION_LANE, SessionLimits, SessionSandbox
 cfg = SandboxConfig(backend={backend!r}, size=1, preload=())
 pool = SandboxPool(cfg, lanes={{SESSION_LANE: Lane()}}).start()

@@ -21,7 +21,7 @@ from typing import Any
 
 from proto.verifier.v1 import verifier_pb2 as pb
 from sandbox.deadline import Deadline
-from sandbox.pool import Lane
+from sandbox.lanes import Lane
 from verifiers.kinds.composite import Composite, Part
 from verifiers.shapes.base import BadRequest, Context, Verdict, Verifier, declarations
 from verifiers.shapes.signals import parse_enforced

@@ -20,7 +20,8 @@ import os
 from collections.abc import Callable
 
 from sandbox.backend import SandboxConfig
-from sandbox.pool import Lane, SandboxPool
+from sandbox.lanes import Lane
+from sandbox.pool import SandboxPool
 from sandbox.session import SESSION_LANE, SESSION_PRELOAD
 from verifiers.kinds import table as kinds
 from verifiers.kinds.code import toolchains

@@ -68,7 +68,7 @@ def run_python(
     lane: str = "",
 ):
     """Each case its own job in the Python pool (in ``lane``, the pool's lane of lean workers the code kind's
-    jobs fork from, when named: sandbox/pool.py ``Lane``); with ``stop``, cases not yet started after a failure
+    jobs fork from, when named: sandbox/lanes.py ``Lane``); with ``stop``, cases not yet started after a failure
     are skipped. Every case spends from the submission's ``deadline``: none starts after it, and each
     runs at most ``per_case`` seconds or what is left of it (the pool keeps the worker's share)."""
     failed: list[bool] = []

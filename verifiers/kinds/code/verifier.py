@@ -109,7 +109,7 @@ class CodeVerifier(Builtin):
     sandbox_entry = HARNESS  # Python; compiled languages run in_sandbox/code/driver.py in the toolchain pool
     warmup = CODE_WARMUP
     # Python jobs (assert mode and stdio's cases) run in sandboxes warmed with this kind's warm-up alone
-    # (sandbox/pool.py, Lane): a job's processes fork from a small worker instead of the one holding sympy.
+    # (sandbox/lanes.py, Lane): a job's processes fork from a small worker instead of the one holding sympy.
     lane = stdio.LANE  # verifiers/kinds/table.py sandbox_lanes
 
     def check(self, req: Request) -> CodeOptions:
