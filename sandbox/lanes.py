@@ -57,8 +57,10 @@ class Lanes:
     def start_lane(self, lane: str, wait_s: float | None = None) -> None:
         """Start a lazy lane on its first job (its preflight first: a missing image says what to build) and wait
         until it is up, at most ``wait_s`` (None: as long as it takes): past it, PoolSaturated, and the lane goes
-        on starting, so a caller's short deadline is answered in time. A start that failed is tried again."""
-        if lane in self._started or lane not in self._cfgs or not self._lazy(lane):
+        on starting, so a caller's short deadline is answered in time. A start that failed is tried again. A lane
+        the pool does not have is its own, as for ``run``."""
+        lane = lane if lane in self._cfgs else ""
+        if lane in self._started or not self._lazy(lane):
             return
         with self._lane_lock:
             if lane in self._started or self._closed:

@@ -127,9 +127,10 @@ class VerifierService:
             )
         gate = self.gates[job.lane if own else ""]
         cfg = self.pool.lane_config(job.lane)
-        try:  # a lane starting on its first job (sandbox/pool.py) holds no turn at the gate while it starts
-            lane = job.lane if job.lane in self.pool.lanes() else ""
-            self.pool.start_lane(lane, None if job.deadline is None else job.deadline.reserve(cfg.grace_s).remaining())
+        try:  # a lane starting on its first job (sandbox/lanes.py) holds no turn at the gate while it starts
+            self.pool.start_lane(
+                job.lane, None if job.deadline is None else job.deadline.reserve(cfg.grace_s).remaining()
+            )
         except SandboxError as e:  # still starting at the job's deadline, or failing to start
             return Result(sandbox_error=str(e), id=job.id)
         if job.deadline is None:  # the pool's queue limit (--max-queue-s), as the pool itself would wait
@@ -162,8 +163,9 @@ class VerifierService:
 
     def _start_lane(self, verifier: Verifier, deadline: Deadline | None) -> str:
         """Start the lane ``verifier``'s jobs run in, where it starts on its first request (the math kind's, the
-        pool's own for a registered Python verifier), so that its start is not taken from the request's budget. A caller's deadline still counts it: what
-        stopped the wait (the lane still starting at the caller's deadline, or failing to start), else ""."""
+        pool's own for a registered Python verifier), so that its start is not taken from the request's budget.
+        A caller's deadline still counts it. Returns what stopped the wait (the lane still starting at the
+        caller's deadline, or failing to start), else ""."""
         if isinstance(verifier, Composite):  # its parts grade from its deadline
             for part in verifier.parts:
                 inner = self.registry.peek(part.verifier)
